@@ -1,0 +1,181 @@
+//! Data-bearing blocks: claimed and sniffed media types, decoded size, dimensions, limits.
+
+use crate::payload::{Base64Finding, Payload};
+use crate::sniff::{SNIFF_LEN, Sniffed, sniff};
+
+/// How many decoded bytes may be read to find an image's dimensions. A JPEG's frame header may
+/// sit after large ICC or EXIF segments; those are skipped by seeking, so only segment headers
+/// count against this.
+pub const DIMENSION_READ_LIMIT: u64 = 64 * 1024;
+
+/// The limits a host applies to what it shows inline. A route may lower or raise them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest decoded image, in bytes, sent to a model as a native image.
+    pub native_image_bytes: u64,
+    /// The largest opaque payload, in bytes, shown inline as text (an SVG's source, say).
+    pub opaque_bytes: u64,
+}
+
+impl Limits {
+    /// 5 MiB per native image (the lowest per-image limit among major vision APIs), 64 KiB opaque.
+    pub const DEFAULT: Limits = Limits {
+        native_image_bytes: 5 * 1024 * 1024,
+        opaque_bytes: 64 * 1024,
+    };
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits::DEFAULT
+    }
+}
+
+/// A media type as a server labelled it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedType<'a> {
+    /// The label exactly as sent.
+    pub raw: &'a str,
+    /// The essence lowercased with parameters dropped (`Image/PNG; q=1` is `image/png`), or
+    /// `None` when the label is not a `type/subtype` pair.
+    pub essence: Option<String>,
+}
+
+impl<'a> ClaimedType<'a> {
+    /// Normalises a label.
+    pub fn parse(raw: &'a str) -> ClaimedType<'a> {
+        let essence = raw.split(';').next().unwrap_or("").trim();
+        let valid = essence
+            .split_once('/')
+            .is_some_and(|(kind, subtype)| is_token(kind) && is_token(subtype));
+        ClaimedType {
+            raw,
+            essence: valid.then(|| essence.to_ascii_lowercase()),
+        }
+    }
+
+    /// Whether the label names a type under `top` (`image`, `audio`) with a subtype.
+    pub fn is_under(&self, top: &str) -> bool {
+        self.essence
+            .as_deref()
+            .and_then(|essence| essence.split_once('/'))
+            .is_some_and(|(kind, _)| kind == top)
+    }
+}
+
+/// An RFC 9110 token: what a media type's type and subtype are made of.
+fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&c))
+}
+
+/// An image's size in pixels, as its header records it (before any EXIF rotation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dimensions {
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+}
+
+/// What classification learnt about a base64 payload and its label.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Media<'a> {
+    /// The base64 text exactly as sent. Borrowed: classification never copies a payload.
+    pub data: &'a str,
+    /// The server's label, if it sent one as a string.
+    pub claimed: Option<ClaimedType<'a>>,
+    /// What the leading bytes say, when they say anything.
+    pub sniffed: Option<Sniffed>,
+    /// The exact decoded size in bytes, when the base64 has a valid shape.
+    pub decoded_bytes: Option<u64>,
+    /// Pixel dimensions for PNG, JPEG, GIF and WebP, when the header gives them.
+    pub dimensions: Option<Dimensions>,
+    /// Why the base64 is not usable, when it is not.
+    pub base64: Option<Base64Finding>,
+}
+
+impl<'a> Media<'a> {
+    /// Reads a payload's label, type, size and dimensions from its first bytes only.
+    pub fn inspect(data: &'a str, claimed: Option<&'a str>) -> Media<'a> {
+        let claimed = claimed.map(ClaimedType::parse);
+        let mut media = Media {
+            data,
+            claimed,
+            sniffed: None,
+            decoded_bytes: None,
+            dimensions: None,
+            base64: None,
+        };
+        let payload = match Payload::new(data) {
+            Ok(payload) => payload,
+            Err(finding) => {
+                media.base64 = Some(finding);
+                return media;
+            }
+        };
+        media.decoded_bytes = Some(payload.decoded_len());
+        match payload.decode_prefix(SNIFF_LEN) {
+            Ok(prefix) => media.sniffed = sniff(&prefix),
+            Err(finding) => {
+                media.base64 = Some(finding);
+                return media;
+            }
+        }
+        if media.sniffed.is_some_and(Sniffed::is_renderable_image) {
+            let mut reader = payload.reader(DIMENSION_READ_LIMIT);
+            media.dimensions = imagesize::reader_size(&mut reader).ok().and_then(|size| {
+                Some(Dimensions {
+                    width: u32::try_from(size.width).ok()?,
+                    height: u32::try_from(size.height).ok()?,
+                })
+            });
+            media.base64 = reader.finding().cloned();
+        }
+        media
+    }
+
+    /// Whether the data is empty (`""`): a block that arrived with nothing to show.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// Whether the bytes are PNG, JPEG, GIF or WebP and the base64 carrying them is sound.
+    /// The label plays no part.
+    pub fn renderable(&self) -> bool {
+        self.base64.is_none() && self.sniffed.is_some_and(Sniffed::is_renderable_image)
+    }
+
+    /// The type to name when describing the payload: the bytes' type when they say one, else the
+    /// normalised label.
+    pub fn best_type(&self) -> Option<&str> {
+        self.sniffed
+            .map(Sniffed::mime)
+            .or_else(|| self.claimed.as_ref().and_then(|c| c.essence.as_deref()))
+    }
+
+    /// Whether the decoded payload is within `limit` bytes. A payload whose size is unknown is not.
+    pub fn within(&self, limit: u64) -> bool {
+        self.decoded_bytes.is_some_and(|n| n <= limit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_normalised() {
+        let claimed = ClaimedType::parse("Image/PNG; charset=x");
+        assert_eq!(claimed.essence.as_deref(), Some("image/png"));
+        assert!(claimed.is_under("image"));
+        for unparsable in ["image", "image/", "/png", "", "image/png/x", "im age/png"] {
+            assert_eq!(
+                ClaimedType::parse(unparsable).essence,
+                None,
+                "{unparsable:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! References: blocks that point at a payload by uri, with their fields read by RFC-005 §8's rules.
+
+use serde_json::{Map, Value};
+
+/// The longest uri a reference may carry, in code points. A longer one makes the block invalid.
+pub const URI_MAX_CHARS: usize = 4096;
+/// The longest `mimeType` or `name`, in code points.
+pub const LABEL_MAX_CHARS: usize = 255;
+/// The longest `expiresAt`, in code points.
+pub const EXPIRES_AT_MAX_CHARS: usize = 64;
+/// The largest `sizeBytes`: 2^53 - 1, the largest integer every JSON peer reads exactly.
+pub const SIZE_BYTES_MAX: u64 = (1 << 53) - 1;
+
+/// Which wire shape a reference arrived in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReferenceForm {
+    /// MCPL's flat `{"type": "resource", "uri": ...}`.
+    Resource,
+    /// An `image` block with a `uri` and no `data`.
+    Image,
+    /// An `audio` block with a `uri` and no `data`.
+    Audio,
+    /// MCP's `resource_link`, read field for field per RFC-005 §8.1 (`size` as `sizeBytes`, no
+    /// disposition).
+    ResourceLink,
+}
+
+/// What a server asks a host to do with a referenced payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disposition {
+    /// The uri must never be shown to a model, anywhere in the result.
+    Never,
+    /// The payload may be fetched and shown by reference.
+    Ref,
+}
+
+/// An optional field that broke its rule and was dropped, the block staying valid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DroppedField {
+    /// The field's name as it appears on the wire.
+    pub field: &'static str,
+    /// Which rule it broke.
+    pub rule: FieldRule,
+}
+
+/// The rule an optional reference field broke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldRule {
+    /// The value had the wrong JSON type.
+    WrongType,
+    /// The string was longer than its maximum, counted in code points.
+    TooLong,
+    /// The number was not an integer in `0..=2^53-1`.
+    OutOfRange,
+    /// The string did not match its pattern or allowed values.
+    Malformed,
+}
+
+impl FieldRule {
+    /// The rule in a few words.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FieldRule::WrongType => "wrong type",
+            FieldRule::TooLong => "too long",
+            FieldRule::OutOfRange => "out of range",
+            FieldRule::Malformed => "malformed",
+        }
+    }
+}
+
+/// A reference's testimony: every field is a claim by the server, never a fact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reference<'a> {
+    /// The wire shape it came in.
+    pub form: ReferenceForm,
+    /// The uri, at most [`URI_MAX_CHARS`] code points. Never shown to a model by default.
+    pub uri: &'a str,
+    /// The claimed media type, as sent.
+    pub mime_type: Option<&'a str>,
+    /// The claimed name: a display label only.
+    pub name: Option<&'a str>,
+    /// The claimed expiry, as sent.
+    pub expires_at: Option<&'a str>,
+    /// The claimed size in bytes.
+    pub size_bytes: Option<u64>,
+    /// The claimed digest, `sha256:` and 43 base64url characters.
+    pub digest: Option<&'a str>,
+    /// The claimed disposition.
+    pub disposition: Option<Disposition>,
+    /// Fields that broke their rule and were dropped.
+    pub dropped: Vec<DroppedField>,
+}
+
+/// Why a reference could not be read at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReferenceError {
+    /// No uri, or one that is not a non-empty string.
+    NoUri,
+    /// A uri longer than [`URI_MAX_CHARS`].
+    UriTooLong,
+}
+
+/// Reads a reference's fields from a block. On failure, also returns the uri a `never` claim in
+/// the block marks, since that claim holds however malformed the block is.
+pub(crate) fn read_reference<'a>(
+    block: &'a Map<String, Value>,
+    form: ReferenceForm,
+) -> Result<Reference<'a>, (ReferenceError, Option<&'a str>)> {
+    let uri = match block.get("uri") {
+        Some(Value::String(uri)) if !uri.is_empty() => uri.as_str(),
+        _ => return Err((ReferenceError::NoUri, None)),
+    };
+    let mut dropped = Vec::new();
+    let disposition = match form {
+        ReferenceForm::ResourceLink => None,
+        ReferenceForm::Resource | ReferenceForm::Image | ReferenceForm::Audio => {
+            read_disposition(block, &mut dropped)
+        }
+    };
+    if uri.chars().count() > URI_MAX_CHARS {
+        let never = (disposition == Some(Disposition::Never)).then_some(uri);
+        return Err((ReferenceError::UriTooLong, never));
+    }
+    let size_field = match form {
+        ReferenceForm::ResourceLink => "size",
+        ReferenceForm::Resource | ReferenceForm::Image | ReferenceForm::Audio => "sizeBytes",
+    };
+    Ok(Reference {
+        form,
+        uri,
+        mime_type: read_string(block, "mimeType", LABEL_MAX_CHARS, &mut dropped),
+        name: read_string(block, "name", LABEL_MAX_CHARS, &mut dropped),
+        expires_at: match form {
+            ReferenceForm::ResourceLink => None,
+            _ => read_string(block, "expiresAt", EXPIRES_AT_MAX_CHARS, &mut dropped),
+        },
+        size_bytes: read_size(block, size_field, &mut dropped),
+        digest: match form {
+            ReferenceForm::ResourceLink => None,
+            _ => read_digest(block, &mut dropped),
+        },
+        disposition,
+        dropped,
+    })
+}
+
+/// Reads `disposition`: exactly `"never"` or `"ref"`, else dropped.
+fn read_disposition(
+    block: &Map<String, Value>,
+    dropped: &mut Vec<DroppedField>,
+) -> Option<Disposition> {
+    let value = block.get("disposition")?;
+    let rule = match value {
+        Value::String(s) if s == "never" => return Some(Disposition::Never),
+        Value::String(s) if s == "ref" => return Some(Disposition::Ref),
+        Value::String(_) => FieldRule::Malformed,
+        _ => FieldRule::WrongType,
+    };
+    dropped.push(DroppedField {
+        field: "disposition",
+        rule,
+    });
+    None
+}
+
+fn read_string<'a>(
+    block: &'a Map<String, Value>,
+    field: &'static str,
+    max_chars: usize,
+    dropped: &mut Vec<DroppedField>,
+) -> Option<&'a str> {
+    let rule = match block.get(field)? {
+        Value::String(s) if s.chars().count() <= max_chars => return Some(s),
+        Value::String(_) => FieldRule::TooLong,
+        _ => FieldRule::WrongType,
+    };
+    dropped.push(DroppedField { field, rule });
+    None
+}
+
+fn read_size(
+    block: &Map<String, Value>,
+    field: &'static str,
+    dropped: &mut Vec<DroppedField>,
+) -> Option<u64> {
+    let rule = match block.get(field)? {
+        Value::Number(n) => {
+            let whole = n.as_u64().or_else(|| {
+                // JSON Schema's `integer` admits 3.0; it does not admit 3.5 or -1.
+                n.as_f64()
+                    .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= SIZE_BYTES_MAX as f64)
+                    .map(|f| f as u64)
+            });
+            match whole {
+                Some(size) if size <= SIZE_BYTES_MAX => return Some(size),
+                _ => FieldRule::OutOfRange,
+            }
+        }
+        _ => FieldRule::WrongType,
+    };
+    dropped.push(DroppedField { field, rule });
+    None
+}
+
+fn read_digest<'a>(
+    block: &'a Map<String, Value>,
+    dropped: &mut Vec<DroppedField>,
+) -> Option<&'a str> {
+    let rule = match block.get("digest")? {
+        Value::String(s) if is_sha256_digest(s) => return Some(s),
+        Value::String(_) => FieldRule::Malformed,
+        _ => FieldRule::WrongType,
+    };
+    dropped.push(DroppedField {
+        field: "digest",
+        rule,
+    });
+    None
+}
+
+/// `^sha256:[A-Za-z0-9_-]{43}$`: a SHA-256 in unpadded base64url.
+fn is_sha256_digest(s: &str) -> bool {
+    s.strip_prefix("sha256:").is_some_and(|hash| {
+        hash.len() == 43
+            && hash
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn read(block: Value) -> Reference<'static> {
+        let block = Box::leak(Box::new(block));
+        read_reference(block.as_object().unwrap(), ReferenceForm::Resource).unwrap()
+    }
+
+    #[test]
+    fn lengths_are_code_points() {
+        let feathers = "🪶".repeat(255);
+        let kept = read(json!({"uri": "https://a/b", "name": feathers}));
+        assert_eq!(kept.name.map(|n| n.chars().count()), Some(255));
+        let dropped = read(json!({"uri": "https://a/b", "name": format!("{feathers}x")}));
+        assert_eq!(dropped.name, None);
+        assert_eq!(
+            dropped.dropped,
+            vec![DroppedField {
+                field: "name",
+                rule: FieldRule::TooLong
+            }]
+        );
+    }
+
+    #[test]
+    fn sizes_are_whole_and_in_range() {
+        for (size, kept) in [
+            (json!(0), Some(0)),
+            (json!(3.0), Some(3)),
+            (json!(SIZE_BYTES_MAX), Some(SIZE_BYTES_MAX)),
+            (json!(SIZE_BYTES_MAX + 1), None),
+            (json!(-1), None),
+            (json!(3.5), None),
+            (json!("12"), None),
+        ] {
+            let r = read(json!({"uri": "u:x", "sizeBytes": size}));
+            assert_eq!(r.size_bytes, kept, "{size}");
+        }
+    }
+
+    #[test]
+    fn digests_and_dispositions_follow_their_patterns() {
+        let good = format!("sha256:{}", "A".repeat(43));
+        let r = read(json!({"uri": "u:x", "digest": good, "disposition": "inline-ok"}));
+        assert_eq!(r.digest, Some(good.as_str()));
+        assert_eq!(r.disposition, None);
+        let r = read(json!({"uri": "u:x", "digest": "sha256:abc", "disposition": "never"}));
+        assert_eq!(r.digest, None);
+        assert_eq!(r.disposition, Some(Disposition::Never));
+    }
+}

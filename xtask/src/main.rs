@@ -1,0 +1,154 @@
+//! The project's recipes, run as `cargo xtask <recipe>` (see <https://github.com/matklad/cargo-xtask>).
+//!
+//! - `ci`: everything `.ci/run` runs, in the same order: formatting, clippy, the benches in
+//!   criterion's quick test mode, then every test (the README's test command).
+//! - `bench`: the criterion benches in full.
+//! - `fuzz [TARGET] [--seconds N]`: a cargo-fuzz target on the nightly toolchain (default:
+//!   `classify`, 600 seconds), then a list of any crash inputs it left.
+//! - `changelog`: assembles `changelog.d/` fragments into the text of a release section.
+//!
+//! `e2e` and `conformance` arrive with the host and fetcher.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+const USAGE: &str = "usage: cargo xtask <ci | bench | fuzz [TARGET] [--seconds N] | changelog>";
+
+/// The README's test command; `ci` runs exactly this.
+const TEST_COMMAND: &[&str] = &["test", "--workspace"];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = workspace_root();
+    let result = match args.first().map(String::as_str) {
+        Some("ci") => ci(&root),
+        Some("bench") => cargo(&root, &["bench", "--workspace"]),
+        Some("fuzz") => fuzz(&root, &args[1..]),
+        Some("changelog") => changelog(&root),
+        _ => Err(USAGE.to_owned()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn ci(root: &Path) -> Result<(), String> {
+    cargo(root, &["fmt", "--all", "--check"])?;
+    cargo(
+        root,
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    )?;
+    // Criterion's quick test mode: each bench runs once, so the benches cannot rot.
+    cargo(root, &["test", "--workspace", "--benches"])?;
+    cargo(root, TEST_COMMAND)
+}
+
+fn fuzz(root: &Path, args: &[String]) -> Result<(), String> {
+    let mut target = "classify".to_owned();
+    let mut seconds = "600".to_owned();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--seconds" => seconds = rest.next().ok_or(USAGE)?.clone(),
+            name if !name.starts_with('-') => target = name.to_owned(),
+            other => return Err(format!("unknown fuzz option {other}; {USAGE}")),
+        }
+    }
+    let fuzz_dir = root.join("fuzz");
+    let status = Command::new("cargo")
+        .current_dir(&fuzz_dir)
+        .args(["+nightly", "fuzz", "run", &target, "--"])
+        .arg(format!("-max_total_time={seconds}"))
+        .status()
+        .map_err(|error| format!("cannot run cargo fuzz (cargo install cargo-fuzz): {error}"))?;
+    let artifacts = fuzz_dir.join("artifacts").join(&target);
+    let crashes: Vec<String> = std::fs::read_dir(&artifacts)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.path().display().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    for crash in &crashes {
+        println!("crash input: {crash} (copy it into crates/classify/tests/fuzz-regressions/)");
+    }
+    if status.success() && crashes.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("fuzz target {target} failed"))
+    }
+}
+
+fn changelog(root: &Path) -> Result<(), String> {
+    const KINDS: [(&str, &str); 5] = [
+        ("added", "Added"),
+        ("changed", "Changed"),
+        ("fixed", "Fixed"),
+        ("removed", "Removed"),
+        ("security", "Security"),
+    ];
+    let dir = root.join("changelog.d");
+    let mut fragments: Vec<(String, String, String)> = Vec::new();
+    for entry in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let Some(stem) = name.strip_suffix(".md") else {
+            continue;
+        };
+        let Some((slug, kind)) = stem.rsplit_once('.') else {
+            return Err(format!("{name}: fragments are named <slug>.<kind>.md"));
+        };
+        if !KINDS.iter().any(|(k, _)| *k == kind) {
+            return Err(format!("{name}: unknown kind {kind}"));
+        }
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{name}: {e}"))?;
+        fragments.push((kind.to_owned(), slug.to_owned(), text.trim().to_owned()));
+    }
+    fragments.sort();
+    println!("## Unreleased");
+    for (kind, heading) in KINDS {
+        let entries: Vec<&(String, String, String)> =
+            fragments.iter().filter(|f| f.0 == kind).collect();
+        if entries.is_empty() {
+            continue;
+        }
+        println!("\n### {heading}\n");
+        for (_, _, text) in entries {
+            println!("- {}", text.replace('\n', "\n  "));
+        }
+    }
+    Ok(())
+}
+
+fn cargo(root: &Path, args: &[&str]) -> Result<(), String> {
+    println!("xtask: cargo {}", args.join(" "));
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
+        .current_dir(root)
+        .args(args)
+        .status()
+        .map_err(|error| format!("cannot run cargo: {error}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("cargo {} failed ({status})", args.join(" ")))
+    }
+}
