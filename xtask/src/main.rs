@@ -1,6 +1,6 @@
 //! The project's recipes, run as `cargo xtask <recipe>` (see <https://github.com/matklad/cargo-xtask>).
 //!
-//! - `ci`: everything `.ci/run` runs, in the same order: formatting, clippy, the benches in
+//! - `ci`: runs `.ci/run`, the one list of what CI checks: formatting, clippy, the benches in
 //!   criterion's quick test mode, then every test (the README's test command).
 //! - `bench`: the criterion benches in full.
 //! - `fuzz [TARGET] [--seconds N]`: a cargo-fuzz target on the nightly toolchain (default:
@@ -13,9 +13,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 const USAGE: &str = "usage: cargo xtask <ci | bench | fuzz [TARGET] [--seconds N] | changelog>";
-
-/// The README's test command; `ci` runs exactly this.
-const TEST_COMMAND: &[&str] = &["test", "--workspace"];
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -44,21 +41,16 @@ fn workspace_root() -> PathBuf {
 }
 
 fn ci(root: &Path) -> Result<(), String> {
-    cargo(root, &["fmt", "--all", "--check"])?;
-    cargo(
-        root,
-        &[
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ],
-    )?;
-    // Criterion's quick test mode: each bench runs once, so the benches cannot rot.
-    cargo(root, &["test", "--workspace", "--benches"])?;
-    cargo(root, TEST_COMMAND)
+    let status = Command::new("bash")
+        .current_dir(root)
+        .arg(".ci/run")
+        .status()
+        .map_err(|error| format!("cannot run .ci/run: {error}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(".ci/run failed ({status})"))
+    }
 }
 
 fn fuzz(root: &Path, args: &[String]) -> Result<(), String> {
@@ -73,10 +65,28 @@ fn fuzz(root: &Path, args: &[String]) -> Result<(), String> {
         }
     }
     let fuzz_dir = root.join("fuzz");
+    let tests = root.join("crates/classify/tests");
+    // The first corpus folder is the fuzzer's own; the others are read-only seeds.
+    let mut corpora = vec![fuzz_dir.join("corpus").join(&target)];
+    let mut options = vec![format!("-max_total_time={seconds}")];
+    match target.as_str() {
+        "classify" => {
+            corpora.extend([tests.join("cases"), tests.join("fuzz-regressions")]);
+            options.push(format!(
+                "-dict={}",
+                fuzz_dir.join("classify.dict").display()
+            ));
+        }
+        "payload" => corpora.push(tests.join("fixtures")),
+        _ => {}
+    }
+    std::fs::create_dir_all(&corpora[0]).map_err(|e| format!("{}: {e}", corpora[0].display()))?;
     let status = Command::new("cargo")
         .current_dir(&fuzz_dir)
-        .args(["+nightly", "fuzz", "run", &target, "--"])
-        .arg(format!("-max_total_time={seconds}"))
+        .args(["+nightly", "fuzz", "run", &target])
+        .args(&corpora)
+        .arg("--")
+        .args(&options)
         .status()
         .map_err(|error| format!("cannot run cargo fuzz (cargo install cargo-fuzz): {error}"))?;
     let artifacts = fuzz_dir.join("artifacts").join(&target);

@@ -9,7 +9,7 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use mcpl_classify::classify;
 use serde_json::{Value, json};
 
-/// A PNG of `size` bytes: a real signature and IHDR, then one chunk of filler.
+/// A PNG of `size` bytes: a real signature and IHDR, one chunk of filler, and the IEND chunk.
 fn png_of_size(size: usize) -> Vec<u8> {
     let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
     png.extend_from_slice(&13u32.to_be_bytes());
@@ -17,11 +17,12 @@ fn png_of_size(size: usize) -> Vec<u8> {
     png.extend_from_slice(&640u32.to_be_bytes());
     png.extend_from_slice(&480u32.to_be_bytes());
     png.extend_from_slice(&[8, 6, 0, 0, 0, 0, 0, 0, 0]);
-    let filler = size.saturating_sub(png.len() + 12);
+    let filler = size.saturating_sub(png.len() + 12 + 12);
     png.extend_from_slice(&(filler as u32).to_be_bytes());
     png.extend_from_slice(b"IDAT");
     png.extend((0..filler).map(|i| (i * 131 % 251) as u8));
     png.extend_from_slice(&[0, 0, 0, 0]);
+    png.extend_from_slice(b"\0\0\0\0IEND\xAE\x42\x60\x82");
     png
 }
 

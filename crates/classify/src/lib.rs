@@ -14,7 +14,8 @@
 //!
 //! Data-bearing blocks carry [`Media`]: the claimed type normalised ([`ClaimedType`]), what the
 //! bytes say ([`Sniffed`]), the exact decoded size and, for PNG, JPEG, GIF and WebP, the
-//! [`Dimensions`]. All of it comes from the payload's first bytes: base64 decodes in independent
+//! [`Dimensions`], and an [`ImageDefect`] where such bytes still cannot be shown (a PNG cut
+//! short, say). All of it comes from the payload's first bytes: base64 decodes in independent
 //! four-character groups, so no payload is ever decoded whole or copied.
 //!
 //! ```
@@ -36,6 +37,7 @@
 //! Classification never fails and does no I/O; it knows nothing about lanes, tokens or routes.
 
 mod block;
+pub mod fuzz;
 mod media;
 mod payload;
 mod reference;
@@ -46,7 +48,7 @@ pub use block::{
     Block, Contradiction, ContradictionSource, EmbeddedBlob, EmbeddedText, EmbeddedUnreadable,
     Invalid, InvalidReason, Unreadable, classify,
 };
-pub use media::{ClaimedType, DIMENSION_READ_LIMIT, Dimensions, Limits, Media};
+pub use media::{ClaimedType, DIMENSION_READ_LIMIT, Dimensions, ImageDefect, Limits, Media};
 pub use payload::{Base64Finding, Payload, PayloadReader, decoded_len};
 pub use reference::{
     Disposition, DroppedField, EXPIRES_AT_MAX_CHARS, FieldRule, LABEL_MAX_CHARS, Reference,

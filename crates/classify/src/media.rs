@@ -79,6 +79,29 @@ pub struct Dimensions {
     pub height: u32,
 }
 
+/// Why bytes that open as PNG, JPEG, GIF or WebP still cannot be sent as an image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageDefect {
+    /// The header does not give the image's dimensions (it is cut short or corrupt).
+    NoDimensions,
+    /// The file ends before its format says it does: a PNG without its closing `IEND` chunk, or a
+    /// WebP shorter than its RIFF header declares.
+    Truncated,
+}
+
+impl ImageDefect {
+    /// The defect in a few words.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ImageDefect::NoDimensions => "no dimensions in its header",
+            ImageDefect::Truncated => "truncated",
+        }
+    }
+}
+
+/// A PNG's last twelve bytes: the empty `IEND` chunk with its CRC.
+const PNG_END: &[u8] = b"\0\0\0\0IEND\xAE\x42\x60\x82";
+
 /// What classification learnt about a base64 payload and its label.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Media<'a> {
@@ -94,6 +117,8 @@ pub struct Media<'a> {
     pub dimensions: Option<Dimensions>,
     /// Why the base64 is not usable, when it is not.
     pub base64: Option<Base64Finding>,
+    /// Why bytes of a renderable format still cannot be sent as an image, when they cannot.
+    pub defect: Option<ImageDefect>,
 }
 
 impl<'a> Media<'a> {
@@ -107,6 +132,7 @@ impl<'a> Media<'a> {
             decoded_bytes: None,
             dimensions: None,
             base64: None,
+            defect: None,
         };
         let payload = match Payload::new(data) {
             Ok(payload) => payload,
@@ -132,6 +158,10 @@ impl<'a> Media<'a> {
                 })
             });
             media.base64 = reader.finding().cloned();
+            media.defect = match media.dimensions {
+                None => Some(ImageDefect::NoDimensions),
+                Some(_) => truncation(&payload, media.sniffed),
+            };
         }
         media
     }
@@ -144,7 +174,9 @@ impl<'a> Media<'a> {
     /// Whether the bytes are PNG, JPEG, GIF or WebP and the base64 carrying them is sound.
     /// The label plays no part.
     pub fn renderable(&self) -> bool {
-        self.base64.is_none() && self.sniffed.is_some_and(Sniffed::is_renderable_image)
+        self.base64.is_none()
+            && self.defect.is_none()
+            && self.sniffed.is_some_and(Sniffed::is_renderable_image)
     }
 
     /// The type to name when describing the payload: the bytes' type when they say one, else the
@@ -159,6 +191,28 @@ impl<'a> Media<'a> {
     pub fn within(&self, limit: u64) -> bool {
         self.decoded_bytes.is_some_and(|n| n <= limit)
     }
+}
+
+/// Checks the end of a PNG or the declared length of a WebP, reading a few bytes at most.
+///
+/// JPEG and GIF are not checked: phones append whole videos after a JPEG's end marker, and
+/// decoders show such files, so a missing or misplaced end marker proves nothing.
+fn truncation(payload: &Payload<'_>, sniffed: Option<Sniffed>) -> Option<ImageDefect> {
+    let len = payload.decoded_len();
+    let truncated = match sniffed {
+        Some(Sniffed::Png) => {
+            let tail_start = len.saturating_sub(PNG_END.len() as u64);
+            payload
+                .decode_range(tail_start, PNG_END.len())
+                .map_or(true, |tail| tail != PNG_END)
+        }
+        Some(Sniffed::Webp) => payload.decode_range(4, 4).map_or(true, |size| {
+            let declared = u32::from_le_bytes([size[0], size[1], size[2], size[3]]);
+            u64::from(declared) + 8 > len
+        }),
+        _ => false,
+    };
+    truncated.then_some(ImageDefect::Truncated)
 }
 
 #[cfg(test)]

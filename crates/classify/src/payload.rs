@@ -61,7 +61,7 @@ impl<'a> Payload<'a> {
     /// cost a pass over 5 MiB. Bytes in the middle are checked when something decodes them.
     pub fn new(data: &'a str) -> Result<Payload<'a>, Base64Finding> {
         let chars = data.as_bytes();
-        if chars.len() % 4 != 0 {
+        if !chars.len().is_multiple_of(4) {
             return Err(Base64Finding::Length { chars: chars.len() });
         }
         let padding = chars
@@ -244,7 +244,8 @@ mod tests {
     fn decoded_len_is_exact_for_each_padding() {
         for n in 0..10 {
             let bytes = vec![7u8; n];
-            let payload = Payload::new(&encode(&bytes)).unwrap();
+            let text = encode(&bytes);
+            let payload = Payload::new(&text).unwrap();
             assert_eq!(payload.decoded_len(), n as u64);
         }
     }

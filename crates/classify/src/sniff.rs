@@ -95,8 +95,36 @@ impl Sniffed {
 /// Names the type of a payload from its leading bytes; reads at most [`SNIFF_LEN`] of them.
 pub fn sniff(bytes: &[u8]) -> Option<Sniffed> {
     let head = &bytes[..bytes.len().min(SNIFF_LEN)];
-    sniff_named(head).or_else(|| infer::get(head).map(|kind| Sniffed::Other(kind.mime_type())))
+    sniff_named(head).or_else(|| {
+        infer::get(head)
+            .map(|kind| kind.mime_type())
+            // Formats with a rule above were already ruled out by that rule, which is stricter
+            // than `infer`'s (which takes any "BM" for a bitmap, for one).
+            .filter(|mime| !OWNED_BY_NAMED_RULES.contains(mime))
+            .map(Sniffed::Other)
+    })
 }
+
+/// The names `infer` gives to formats that [`sniff_named`] decides on by its own rules.
+const OWNED_BY_NAMED_RULES: &[&str] = &[
+    "image/png",
+    "image/apng",
+    "image/jpeg",
+    "image/gif",
+    "image/webp",
+    "application/pdf",
+    "application/zip",
+    "application/gzip",
+    "audio/x-wav",
+    "audio/mpeg",
+    "audio/aac",
+    "audio/ogg",
+    "audio/x-flac",
+    "image/tiff",
+    "image/bmp",
+    "image/avif",
+    "image/heif",
+];
 
 fn sniff_named(b: &[u8]) -> Option<Sniffed> {
     let at = |offset: usize, magic: &[u8]| b.get(offset..offset + magic.len()) == Some(magic);

@@ -39,6 +39,9 @@ pub struct Summary {
     /// Why the base64 is unusable, when it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base64_error: Option<String>,
+    /// Why bytes of a renderable format cannot be shown, when they cannot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_defect: Option<&'static str>,
     /// Which wire shape a reference or a withheld block came in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub form: Option<&'static str>,
@@ -84,6 +87,7 @@ impl Summary {
             within_native_limit: None,
             within_opaque_limit: None,
             base64_error: None,
+            image_defect: None,
             form: None,
             name: None,
             size_bytes: None,
@@ -158,6 +162,7 @@ impl Summary {
         self.width = media.dimensions.map(|d| d.width);
         self.height = media.dimensions.map(|d| d.height);
         self.base64_error = media.base64.as_ref().map(ToString::to_string);
+        self.image_defect = media.defect.map(|d| d.as_str());
         if media.decoded_bytes.is_some() {
             self.within_native_limit = Some(media.within(limits.native_image_bytes));
             self.within_opaque_limit = Some(media.within(limits.opaque_bytes));

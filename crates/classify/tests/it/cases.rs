@@ -1,0 +1,54 @@
+//! Data-driven cases: each `tests/cases/*.json` is a block, or an array of blocks, and its
+//! classification is a snapshot in `snapshots/`. Adding a case is adding a file.
+
+use mcpl_classify::{Limits, Summary, classify};
+use serde_json::Value;
+
+use crate::expand_fixtures;
+
+/// Classifies a case's blocks, checks what must hold whatever the snapshot says, and returns
+/// the summaries.
+fn check(case: &Value) -> Vec<Summary> {
+    let mut case = case.clone();
+    let blocks: Vec<Value> = match case.take() {
+        Value::Array(blocks) => blocks,
+        block => vec![block],
+    };
+    blocks
+        .into_iter()
+        .map(|mut block| {
+            let mut fixture_lengths = Vec::new();
+            expand_fixtures(&mut block, &mut fixture_lengths);
+            let summary = Summary::of(&classify(&block), &Limits::default());
+            if summary.renderable {
+                assert!(summary.base64_error.is_none(), "renderable with bad base64");
+                assert!(
+                    matches!(
+                        summary.sniffed_type,
+                        Some("image/png" | "image/jpeg" | "image/gif" | "image/webp")
+                    ),
+                    "renderable as {:?}",
+                    summary.sniffed_type
+                );
+            }
+            // A fixture's decoded size, worked out from its base64 length, is its file's length.
+            if let [Some(length)] = fixture_lengths[..] {
+                assert_eq!(
+                    summary.decoded_bytes,
+                    Some(length),
+                    "decoded size of a fixture"
+                );
+            }
+            summary
+        })
+        .collect()
+}
+
+#[test]
+fn cases() {
+    insta::glob!("..", "cases/*.json", |path| {
+        let text = std::fs::read_to_string(path).unwrap();
+        let case: Value = serde_json::from_str(&text).unwrap();
+        insta::assert_json_snapshot!(check(&case));
+    });
+}

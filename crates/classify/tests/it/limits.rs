@@ -1,0 +1,63 @@
+//! The configurable limits: 5 MiB per native image and 64 KiB opaque by default.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use mcpl_classify::{Block, Limits, Summary, classify};
+use serde_json::json;
+
+/// A real PNG from the fixtures, grown to `size` bytes by an ancillary chunk placed before its
+/// IEND chunk, as an encoder writing metadata would.
+fn png_of_size(size: usize) -> Vec<u8> {
+    let png = crate::fixture("image.png");
+    let (body, end) = png.split_at(png.len() - 12);
+    let filler = size - png.len() - 12;
+    let mut out = body.to_vec();
+    out.extend_from_slice(&(filler as u32).to_be_bytes());
+    out.extend_from_slice(b"tEXt");
+    out.resize(out.len() + filler, b'x');
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(end);
+    out
+}
+
+#[test]
+fn an_image_over_five_mib_is_renderable_but_over_the_native_limit() {
+    let size = 5 * 1024 * 1024 + 1;
+    let block = json!({"type": "image", "mimeType": "image/png", "data": STANDARD.encode(png_of_size(size))});
+    let Block::InlineImage(media) = classify(&block) else {
+        panic!("an inline image")
+    };
+    assert!(media.renderable());
+    assert_eq!(media.decoded_bytes, Some(size as u64));
+    assert!(!media.within(Limits::DEFAULT.native_image_bytes));
+    assert!(media.within(size as u64));
+
+    let summary = Summary::of(&classify(&block), &Limits::default());
+    assert_eq!(summary.within_native_limit, Some(false));
+    assert_eq!(summary.within_opaque_limit, Some(false));
+    let raised = Limits {
+        native_image_bytes: 8 * 1024 * 1024,
+        ..Limits::DEFAULT
+    };
+    assert_eq!(
+        Summary::of(&classify(&block), &raised).within_native_limit,
+        Some(true)
+    );
+}
+
+#[test]
+fn exactly_at_the_limits_is_within_them() {
+    for limit in [
+        Limits::DEFAULT.native_image_bytes,
+        Limits::DEFAULT.opaque_bytes,
+    ] {
+        let block = json!({"type": "image", "data": STANDARD.encode(png_of_size(limit as usize))});
+        let Block::InlineImage(media) = classify(&block) else {
+            panic!("an inline image")
+        };
+        assert!(media.within(limit));
+        assert!(!media.within(limit - 1));
+    }
+    assert_eq!(Limits::default().native_image_bytes, 5 * 1024 * 1024);
+    assert_eq!(Limits::default().opaque_bytes, 64 * 1024);
+}

@@ -1,0 +1,233 @@
+//! The `mcpl` command's contract (`shared/spec/host.md`), checked by running the built binary.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+fn mcpl(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcpl"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the mcpl binary runs");
+    // A command that fails before reading its input closes the pipe; that is not a test failure.
+    let _ = child.stdin.take().unwrap().write_all(stdin);
+    child.wait_with_output().unwrap()
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn fixture_base64(name: &str) -> String {
+    use base64::Engine as _;
+    let path = workspace_root()
+        .join("crates/classify/tests/fixtures")
+        .join(name);
+    base64::engine::general_purpose::STANDARD.encode(std::fs::read(path).unwrap())
+}
+
+fn classify_stdin(document: &Value) -> Vec<Value> {
+    let output = mcpl(&["classify"], document.to_string().as_bytes());
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(output.stderr.is_empty(), "{output:?}");
+    match serde_json::from_slice(&output.stdout).unwrap() {
+        Value::Array(items) => items,
+        other => panic!("not an array: {other}"),
+    }
+}
+
+/// A fixture and what its bytes must classify as: sniffed type, renderable, dimensions.
+type Expected = (&'static str, Option<&'static str>, bool, Option<(u64, u64)>);
+
+/// Every real-encoder fixture, sent as an image block labelled `image/png` whatever it is: the
+/// bytes decide the type, renderability and dimensions, as the spec says.
+#[test]
+fn classify_answers_for_every_fixture_by_its_bytes() {
+    let expected: &[Expected] = &[
+        ("image.png", Some("image/png"), true, Some((16, 12))),
+        ("animated.apng", Some("image/png"), true, Some((16, 12))),
+        ("baseline.jpg", Some("image/jpeg"), true, Some((16, 12))),
+        ("progressive.jpg", Some("image/jpeg"), true, Some((16, 12))),
+        ("cmyk.jpg", Some("image/jpeg"), true, Some((16, 12))),
+        ("exif-rotated.jpg", Some("image/jpeg"), true, Some((20, 10))),
+        ("icc-60k.jpg", Some("image/jpeg"), true, Some((24, 18))),
+        ("exif-50k.jpg", Some("image/jpeg"), true, Some((30, 20))),
+        ("static.gif", Some("image/gif"), true, Some((16, 12))),
+        ("animated.gif", Some("image/gif"), true, Some((16, 12))),
+        ("lossy.webp", Some("image/webp"), true, Some((16, 12))),
+        ("lossless.webp", Some("image/webp"), true, Some((16, 12))),
+        ("alpha.webp", Some("image/webp"), true, Some((16, 12))),
+        ("image.tiff", Some("image/tiff"), false, None),
+        ("image.bmp", Some("image/bmp"), false, None),
+        ("image.avif", Some("image/avif"), false, None),
+        ("image.heic", Some("image/heic"), false, None),
+        ("document.pdf", Some("application/pdf"), false, None),
+        ("archive.zip", Some("application/zip"), false, None),
+        ("text.gz", Some("application/gzip"), false, None),
+        ("tone.wav", Some("audio/wav"), false, None),
+        ("tone.mp3", Some("audio/mpeg"), false, None),
+        ("tone-id3.mp3", Some("audio/mpeg"), false, None),
+        ("tone.ogg", Some("audio/ogg"), false, None),
+        ("tone.flac", Some("audio/flac"), false, None),
+        ("plain.svg", Some("image/svg+xml"), false, None),
+        ("bom.svg", Some("image/svg+xml"), false, None),
+        ("note.txt", None, false, None),
+        ("truncated.png", Some("image/png"), false, Some((16, 12))),
+        ("header-only.png", Some("image/png"), false, Some((16, 12))),
+        ("empty.bin", None, false, None),
+    ];
+    let blocks: Vec<Value> = expected
+        .iter()
+        .map(|(name, ..)| json!({"type": "image", "mimeType": "image/png", "data": fixture_base64(name)}))
+        .collect();
+    let answers = classify_stdin(&Value::Array(blocks));
+    assert_eq!(answers.len(), expected.len());
+    for ((name, sniffed, renderable, dimensions), answer) in expected.iter().zip(&answers) {
+        assert_eq!(answer["kind"], "inline-image", "{name}");
+        assert_eq!(answer["claimed_type"], "image/png", "{name}");
+        assert_eq!(answer["sniffed_type"].as_str(), *sniffed, "{name}");
+        assert_eq!(answer["renderable"], *renderable, "{name}");
+        let size = std::fs::metadata(
+            workspace_root()
+                .join("crates/classify/tests/fixtures")
+                .join(name),
+        )
+        .unwrap()
+        .len();
+        assert_eq!(answer["decoded_bytes"], size, "{name}");
+        let found = answer["width"].as_u64().zip(answer["height"].as_u64());
+        assert_eq!(found, *dimensions, "{name}");
+    }
+}
+
+#[test]
+fn classify_reads_the_bundled_example_and_every_input_shape() {
+    let example = workspace_root().join("examples/tool-result.json");
+    let output = mcpl(&["classify", example.to_str().unwrap()], b"");
+    assert_eq!(output.status.code(), Some(0));
+    let answers: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+    let kinds: Vec<&str> = answers
+        .iter()
+        .map(|a| a["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "text",
+            "inline-image",
+            "inline-image",
+            "inline-image",
+            "inline-audio",
+            "embedded-text",
+            "embedded-blob",
+            "reference",
+            "reference",
+            "invalid"
+        ]
+    );
+    // Classification output never carries a uri.
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        !text.contains("s3cret") && !text.contains("file:///"),
+        "{text}"
+    );
+
+    let text = json!({"type": "text", "text": "hi"});
+    for document in [
+        json!([text]),
+        json!({"content": [text], "isError": false}),
+        json!({"payload": {"content": [text]}}),
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [text]}}),
+        json!({"jsonrpc": "2.0", "method": "push/event", "params": {"payload": {"content": [text]}}}),
+        json!({"content": "an injection as a plain string"}),
+        text.clone(),
+    ] {
+        let answers = classify_stdin(&document);
+        assert_eq!(answers.len(), 1, "{document}");
+        assert_eq!(answers[0]["kind"], "text", "{document}");
+    }
+    // `-` is standard input too.
+    let output = mcpl(&["classify", "-"], json!([text]).to_string().as_bytes());
+    assert_eq!(output.status.code(), Some(0));
+}
+
+/// Unusable input exits 2 with one `mcpl: ` line on standard error, never a panic.
+#[test]
+fn unusable_input_exits_2_with_one_line() {
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let cases: &[(&str, &[u8], &str)] = &[
+        ("empty", b"", "mcpl: stdin: empty input"),
+        ("blank", b" \n\t ", "mcpl: stdin: empty input"),
+        (
+            "not JSON",
+            b"hello",
+            "mcpl: stdin: not JSON: expected value at line 1 column 1",
+        ),
+        (
+            "truncated",
+            b"[{\"type\": \"te",
+            "mcpl: stdin: not JSON: EOF while parsing",
+        ),
+        (
+            "trailing",
+            b"[] []",
+            "mcpl: stdin: not JSON: trailing characters",
+        ),
+        (
+            "too deep",
+            deep.as_bytes(),
+            "mcpl: stdin: JSON nested too deeply: recursion limit exceeded",
+        ),
+        (
+            "a number",
+            b"42",
+            "mcpl: stdin: no content blocks found: the document is a number",
+        ),
+        (
+            "empty object",
+            b"{}",
+            "mcpl: stdin: no content blocks found: the document is an empty object",
+        ),
+        (
+            "no content",
+            b"{\"isError\": true}",
+            "mcpl: stdin: no content blocks found: an object with keys isError",
+        ),
+        (
+            "content not array",
+            b"{\"content\": 5}",
+            "mcpl: stdin: no content blocks found",
+        ),
+        (
+            "invalid UTF-8",
+            b"[\"\xff\"]",
+            "mcpl: stdin: not JSON: invalid unicode code point",
+        ),
+    ];
+    for (what, input, message) in cases {
+        let output = mcpl(&["classify"], input);
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(output.status.code(), Some(2), "{what}: {stderr}");
+        assert!(stderr.starts_with(message), "{what}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{what}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{what}: {stderr}");
+        assert!(output.stdout.is_empty(), "{what}");
+    }
+}
+
+#[test]
+fn a_missing_file_is_a_failure_not_bad_input() {
+    let output = mcpl(&["classify", "/nonexistent/input.json"], b"");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr.starts_with("mcpl: /nonexistent/input.json: cannot read:"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1);
+}
