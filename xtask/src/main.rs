@@ -2,7 +2,8 @@
 //!
 //! - `ci`: runs `.ci/run`, the one list of what CI checks: formatting, clippy, the benches in
 //!   criterion's quick test mode, then every test (the README's test command).
-//! - `bench`: the criterion benches in full.
+//! - `bench [FILTER]`: the criterion benches in full, then each bench's median and its ratio to
+//!   the first bench of its group.
 //! - `fuzz [TARGET] [--seconds N]`: a cargo-fuzz target on the nightly toolchain (default:
 //!   `classify`, 600 seconds), then a list of any crash inputs it left.
 //! - `changelog`: assembles `changelog.d/` fragments into the text of a release section.
@@ -12,14 +13,15 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <ci | bench | fuzz [TARGET] [--seconds N] | changelog>";
+const USAGE: &str =
+    "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | changelog>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let root = workspace_root();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(&root),
-        Some("bench") => cargo(&root, &["bench", "--workspace"]),
+        Some("bench") => bench(&root, &args[1..]),
         Some("fuzz") => fuzz(&root, &args[1..]),
         Some("changelog") => changelog(&root),
         _ => Err(USAGE.to_owned()),
@@ -50,6 +52,84 @@ fn ci(root: &Path) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(".ci/run failed ({status})"))
+    }
+}
+
+fn bench(root: &Path, filter: &[String]) -> Result<(), String> {
+    let mut args = vec!["bench", "--workspace", "--"];
+    args.extend(filter.iter().map(String::as_str));
+    cargo(root, &args)?;
+    let criterion = root.join("target").join("criterion");
+    let groups = sorted_dirs(&criterion);
+    println!("\nmedians (criterion, target/criterion/*/*/new/estimates.json):");
+    for group in groups {
+        let mut first: Option<f64> = None;
+        for bench in sorted_dirs(&group) {
+            let estimates = bench.join("new").join("estimates.json");
+            let Some(median) = std::fs::read_to_string(&estimates)
+                .ok()
+                .and_then(|text| median_nanoseconds(&text))
+            else {
+                continue;
+            };
+            let ratio = first.map_or(1.0, |base| median / base);
+            first.get_or_insert(median);
+            println!(
+                "  {}/{}: {} (x{ratio:.2})",
+                file_name(&group),
+                file_name(&bench),
+                human_time(median)
+            );
+        }
+    }
+    Ok(())
+}
+
+fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .filter(|path| path.is_dir() && file_name(path) != "report")
+                .collect()
+        })
+        .unwrap_or_default();
+    // Natural order, so that 5KiB comes before 5MiB and 10 after 9.
+    dirs.sort_by_key(|path| {
+        let name = file_name(path);
+        let digits: String = name.chars().take_while(char::is_ascii_digit).collect();
+        let scale = match name.trim_start_matches(|c: char| c.is_ascii_digit()) {
+            rest if rest.starts_with('K') => 1 << 10,
+            rest if rest.starts_with('M') => 1 << 20,
+            rest if rest.starts_with('G') => 1 << 30,
+            _ => 1u64,
+        };
+        (digits.parse::<u64>().unwrap_or(0) * scale, name)
+    });
+    dirs
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The median's point estimate from criterion's `estimates.json`, without a JSON parser.
+fn median_nanoseconds(text: &str) -> Option<f64> {
+    let median = &text[text.find("\"median\"")?..];
+    let estimate = &median[median.find("\"point_estimate\":")? + "\"point_estimate\":".len()..];
+    let end = estimate.find([',', '}'])?;
+    estimate[..end].trim().parse().ok()
+}
+
+fn human_time(nanoseconds: f64) -> String {
+    match nanoseconds {
+        n if n < 1e3 => format!("{n:.1} ns"),
+        n if n < 1e6 => format!("{:.2} µs", n / 1e3),
+        n if n < 1e9 => format!("{:.2} ms", n / 1e6),
+        n => format!("{:.2} s", n / 1e9),
     }
 }
 

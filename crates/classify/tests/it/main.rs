@@ -2,6 +2,7 @@
 //! fixtures, property tests, and replayed fuzz crashes.
 
 mod cases;
+mod conformance;
 mod limits;
 mod properties;
 mod regressions;
