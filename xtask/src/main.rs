@@ -151,13 +151,16 @@ fn fuzz(root: &Path, args: &[String]) -> Result<(), String> {
     let mut options = vec![format!("-max_total_time={seconds}")];
     match target.as_str() {
         "classify" => {
-            corpora.extend([tests.join("cases"), tests.join("fuzz-regressions")]);
+            corpora.extend([tests.join("cases"), tests.join("fuzz-regressions/classify")]);
             options.push(format!(
                 "-dict={}",
                 fuzz_dir.join("classify.dict").display()
             ));
         }
-        "payload" => corpora.push(tests.join("fixtures")),
+        "payload" => corpora.extend([
+            tests.join("fixtures"),
+            tests.join("fuzz-regressions/payload"),
+        ]),
         _ => {}
     }
     std::fs::create_dir_all(&corpora[0]).map_err(|e| format!("{}: {e}", corpora[0].display()))?;
@@ -179,7 +182,9 @@ fn fuzz(root: &Path, args: &[String]) -> Result<(), String> {
         })
         .unwrap_or_default();
     for crash in &crashes {
-        println!("crash input: {crash} (copy it into crates/classify/tests/fuzz-regressions/)");
+        println!(
+            "crash input: {crash} (copy it into crates/classify/tests/fuzz-regressions/{target}/)"
+        );
     }
     if status.success() && crashes.is_empty() {
         Ok(())

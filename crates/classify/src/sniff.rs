@@ -168,7 +168,8 @@ fn sniff_named(b: &[u8]) -> Option<Sniffed> {
 /// AVIF or HEIC from an ISO-BMFF `ftyp` box's major and compatible brands.
 fn iso_bmff_image(b: &[u8]) -> Option<Sniffed> {
     let size = u32::from_be_bytes(b.get(0..4)?.try_into().ok()?) as usize;
-    let end = size.clamp(16, b.len());
+    // The box's declared size bounds the brands, but never past the bytes at hand.
+    let end = size.max(16).min(b.len());
     let brands = b.get(8..end)?;
     // Brands are four bytes each: the major brand, a minor version, then compatible brands.
     let brand_list = brands
@@ -256,6 +257,14 @@ mod tests {
     fn weak_magic_needs_its_header() {
         assert_eq!(sniff(b"BM is how this sentence starts"), None);
         assert_eq!(sniff(b"\xFF\xFF\xFF"), None);
+    }
+
+    #[test]
+    fn a_short_ftyp_box_is_not_a_panic() {
+        // Found by the `payload` fuzz target: fewer bytes than the smallest box.
+        assert_eq!(sniff(b"\0\0\0\x1cftypavif"), Some(Sniffed::Avif));
+        assert_eq!(sniff(b"\0\0\0\x1cftyp"), None);
+        assert_eq!(sniff(b"\0\0\0\0ftypheic"), Some(Sniffed::Heic));
     }
 
     #[test]
