@@ -38,6 +38,7 @@
 
 mod block;
 pub mod fuzz;
+mod lenient;
 mod media;
 mod payload;
 mod reference;
@@ -48,6 +49,7 @@ pub use block::{
     Block, Contradiction, ContradictionSource, EmbeddedBlob, EmbeddedText, EmbeddedUnreadable,
     Invalid, InvalidReason, Unreadable, classify,
 };
+pub use lenient::{parse_json_lenient, replace_lone_surrogates};
 pub use media::{ClaimedType, DIMENSION_READ_LIMIT, Dimensions, ImageDefect, Limits, Media};
 pub use payload::{Base64Finding, Payload, PayloadReader, decoded_len};
 pub use reference::{

@@ -62,8 +62,21 @@ impl InputError {
     }
 }
 
+/// One JSON document as read, with how many lone surrogate escapes had to be replaced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    /// The parsed document.
+    pub value: Value,
+    /// Lone UTF-16 surrogate escapes replaced with U+FFFD while reading.
+    pub lone_surrogates_replaced: usize,
+    /// A fingerprint of the input bytes, for output that must repeat for the same input.
+    pub fingerprint: u64,
+    /// Where it came from: a path, or `stdin`.
+    pub source_name: String,
+}
+
 /// Reads a whole file, or standard input for `None` or `-`, and parses it as one JSON document.
-pub fn read_document(file: Option<&Path>) -> Result<Value, InputError> {
+pub fn read_document(file: Option<&Path>) -> Result<Document, InputError> {
     let (source_name, bytes) = match file.filter(|path| path.as_os_str() != "-") {
         Some(path) => {
             let source_name = path.display().to_string();
@@ -86,18 +99,31 @@ pub fn read_document(file: Option<&Path>) -> Result<Value, InputError> {
     parse_document(&source_name, &bytes)
 }
 
-/// Parses one JSON document, telling empty, too deep and malformed input apart.
-pub fn parse_document(source_name: &str, bytes: &[u8]) -> Result<Value, InputError> {
+/// Parses one JSON document, telling empty, too deep and malformed input apart. Lone UTF-16
+/// surrogate escapes, which strict parsers refuse, become U+FFFD and the rest is kept.
+pub fn parse_document(source_name: &str, bytes: &[u8]) -> Result<Document, InputError> {
     let source_name = source_name.to_owned();
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(InputError::Empty { source_name });
     }
-    serde_json::from_slice(bytes).map_err(|error| {
-        if error.to_string().starts_with("recursion limit exceeded") {
-            InputError::TooDeep { source_name, error }
-        } else {
-            InputError::NotJson { source_name, error }
+    match mcpl_classify::parse_json_lenient(bytes) {
+        Ok((value, lone_surrogates_replaced)) => Ok(Document {
+            value,
+            lone_surrogates_replaced,
+            fingerprint: fingerprint(bytes),
+            source_name,
+        }),
+        Err(error) if error.to_string().starts_with("recursion limit exceeded") => {
+            Err(InputError::TooDeep { source_name, error })
         }
+        Err(error) => Err(InputError::NotJson { source_name, error }),
+    }
+}
+
+/// FNV-1a over the input: stable across runs and platforms, unlike the standard hasher.
+fn fingerprint(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
     })
 }
 

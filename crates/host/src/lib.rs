@@ -10,10 +10,14 @@
 //! use mcpl_host::input::{content_blocks, parse_document};
 //!
 //! let document = parse_document("example", br#"{"jsonrpc": "2.0", "id": 1,
-//!     "result": {"content": [{"type": "text", "text": "hi"}]}}"#).unwrap();
-//! assert_eq!(content_blocks(&document).map(|blocks| blocks.len()), Some(1));
+//!     "result": {"content": [{"type": "text", "text": "hi \ud800"}]}}"#).unwrap();
+//! assert_eq!(document.lone_surrogates_replaced, 1);
+//! let blocks = content_blocks(&document.value).unwrap();
+//! assert_eq!(blocks[0]["text"], "hi \u{FFFD}");
 //! ```
 //!
 //! Only this crate does I/O other than spill files, and only it knows about processes and HTTP.
 
+pub mod encode;
 pub mod input;
+pub mod project;

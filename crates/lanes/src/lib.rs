@@ -1,11 +1,73 @@
 //! What each lane shows a model for each kind of content block.
 //!
-//! Not built yet: this crate will hold the tool-result stored and live copies, the push, channel
-//! and injection lanes, the script view, the reference registry and the image ledger, each
-//! matching [`mcpl_classify::Block`] exhaustively. It knows nothing about tokens.
+//! A lane is a place content reaches a model. [`Projector`] holds what every lane needs besides
+//! the content (the host's [`Registry`] and [`ImageLedger`], the [`Route`], the delivering
+//! [`ServerName`] and its [`UriPolicy`]) and has one method per lane:
+//!
+//! - [`Projector::tool_result`]: a tool result's stored copy (text kept in history, stable) and
+//!   live copy ([`LiveCopy::Native`] when at least one block goes native on the route, else
+//!   [`LiveCopy::Stored`], byte for byte the stored copy).
+//! - [`Projector::push`], [`Projector::channel_message`], [`Projector::injection_user`],
+//!   [`Projector::render_result`]: a user message's [`Part`]s, or the refusal of visibly empty
+//!   content ([`PushRefusal`], [`ChannelRefusal`], [`RenderOutcome::NothingHappened`]).
+//! - [`Projector::injection_system`]: text for the system prompt.
+//! - [`Projector::script_result`] and [`Projector::script_field`]: what a script receives.
+//!
+//! Each lane matches the classifier's [`mcpl_classify::Block`] exhaustively. Every exact string
+//! a lane shows is in [`markers`]. References become stubs and are registered with the server
+//! that delivered them; uris are shown nowhere by default, not even inside a server's own text or
+//! labels, and a uri a result marks `never` is shown nowhere in it whatever the policy
+//! ([`HiddenUris`]).
 //!
 //! ```
-//! // The lanes read the classifier's one answer.
-//! let block = serde_json::json!({"type": "text", "text": "hi"});
-//! assert_eq!(mcpl_classify::classify(&block).kind_name(), "text");
+//! use mcpl_lanes::{ImageLedger, LiveCopy, Projector, Registry, Route, ServerName, ToolResult, UriPolicy};
+//! use serde_json::json;
+//!
+//! let (mut registry, mut ledger) = (Registry::new(), ImageLedger::new());
+//! let server = ServerName::new("docs");
+//! let mut lanes = Projector {
+//!     registry: &mut registry,
+//!     ledger: &mut ledger,
+//!     route: &Route::ANTHROPIC,
+//!     server: &server,
+//!     uri_policy: UriPolicy::Hidden,
+//! };
+//! let result = json!({"content": [
+//!     {"type": "text", "text": "Here is the report."},
+//!     {"type": "resource", "uri": "https://files.example/r/1?sig=secret",
+//!      "name": "report.pdf", "mimeType": "application/pdf", "sizeBytes": 12288},
+//! ]});
+//! let copies = lanes.tool_result(&ToolResult::from_value(&result));
+//! assert!(copies.stored.starts_with("Here is the report.\n[ref_1_"));
+//! assert!(copies.stored.ends_with(
+//!     "] report.pdf — application/pdf, ~12KB claimed — from tool result — fetch with fetch_reference"
+//! ));
+//! assert!(!copies.stored.contains("secret"));
+//! assert_eq!(copies.live, LiveCopy::Stored);
 //! ```
+//!
+//! The crate does no I/O, and knows nothing about tokens: pricing and fitting are
+//! `mcpl-budget`'s.
+
+mod claims;
+mod ledger;
+pub mod markers;
+mod project;
+mod registry;
+mod route;
+
+pub use claims::{
+    CONTENT_BLOCK_TYPES, HiddenUris, REDACT_MIN_CHARS, UriPolicy, is_content_block,
+    is_credential_free,
+};
+pub use ledger::{
+    ImageLedger, ImageLookup, LEDGER_MAX_BASE64, LEDGER_MAX_IMAGES, LEDGER_REMEMBERED_REFS,
+};
+pub use project::{
+    ChannelRefusal, LiveCopy, MessageView, Part, Projector, Provenance, PushRefusal, RenderOutcome,
+    ToolResult, ToolResultCopies, is_visibly_empty, withheld,
+};
+pub use registry::{
+    Claims, Fetched, REGISTRY_CAPACITY, Record, RefId, Registry, ServerName, UnknownReference,
+};
+pub use route::Route;

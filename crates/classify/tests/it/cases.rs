@@ -4,7 +4,7 @@
 use mcpl_classify::{Limits, Summary, classify};
 use serde_json::Value;
 
-use crate::expand_fixtures;
+use mcpl_testkit::expand_fixtures;
 
 /// Classifies a case's blocks, checks what must hold whatever the snapshot says, and returns
 /// the summaries.
@@ -17,8 +17,7 @@ fn check(case: &Value) -> Vec<Summary> {
     blocks
         .into_iter()
         .map(|mut block| {
-            let mut fixture_lengths = Vec::new();
-            expand_fixtures(&mut block, &mut fixture_lengths);
+            let fixture_lengths = expand_fixtures(&mut block);
             let summary = Summary::of(&classify(&block), &Limits::default());
             if summary.renderable {
                 assert!(summary.base64_error.is_none(), "renderable with bad base64");
@@ -32,7 +31,7 @@ fn check(case: &Value) -> Vec<Summary> {
                 );
             }
             // A fixture's decoded size, worked out from its base64 length, is its file's length.
-            if let [Some(length)] = fixture_lengths[..] {
+            if let [length] = fixture_lengths[..] {
                 assert_eq!(
                     summary.decoded_bytes,
                     Some(length),

@@ -9,46 +9,15 @@ use serde_json::Value;
 /// A loopback origin standing in for the fixture server; classification never dials it.
 const ORIGIN: &str = "http://127.0.0.1:9";
 
-fn vectors() -> Value {
-    let path =
-        crate::tests_dir().join("../../../../shared/conformance/bulk-reference-vectors.json");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e} (the conformance vectors sit beside this repository, in shared/)",
-            path.display()
-        )
-    });
-    serde_json::from_str(&text).unwrap()
-}
-
-/// Expands `$ORIGIN` in strings and `{"$repeat": s, "count": n}` objects, as the runner does.
-fn expand(value: &mut Value) {
-    match value {
-        Value::String(s) => *s = s.replace("$ORIGIN", ORIGIN),
-        Value::Object(object) => {
-            if let (Some(Value::String(unit)), Some(count)) = (
-                object.get("$repeat"),
-                object.get("count").and_then(Value::as_u64),
-            ) {
-                *value = Value::String(unit.repeat(count as usize));
-                return;
-            }
-            object.values_mut().for_each(expand);
-        }
-        Value::Array(items) => items.iter_mut().for_each(expand),
-        Value::Null | Value::Bool(_) | Value::Number(_) => {}
-    }
-}
-
 #[test]
 fn kind_and_missing_fields_vectors_hold() {
-    let vectors = vectors();
+    let vectors = mcpl_testkit::conformance_vectors();
     assert_eq!(vectors["format"], "mcpl-bulk-references-1");
     let mut checked = 0;
     for case in vectors["cases"].as_array().unwrap() {
         let id = case["id"].as_str().unwrap();
         let mut first = case["blocks"][0].clone();
-        expand(&mut first);
+        mcpl_testkit::expand_vector(&mut first, ORIGIN);
         let block = classify(&first);
         let expect = &case["expect"];
         if let Some(kind) = expect.get("kind").and_then(Value::as_str) {
@@ -77,7 +46,7 @@ fn kind_and_missing_fields_vectors_hold() {
         // were dropped, not truncated.
         if expect.get("stub") == Some(&Value::Bool(true)) {
             let mut blocks = case["blocks"].clone();
-            expand(&mut blocks);
+            mcpl_testkit::expand_vector(&mut blocks, ORIGIN);
             let references: Vec<_> = blocks
                 .as_array()
                 .unwrap()

@@ -5,25 +5,10 @@ use base64::engine::general_purpose::STANDARD;
 use mcpl_classify::{Block, Limits, Summary, classify};
 use serde_json::json;
 
-/// A real PNG from the fixtures, grown to `size` bytes by an ancillary chunk placed before its
-/// IEND chunk, as an encoder writing metadata would.
-fn png_of_size(size: usize) -> Vec<u8> {
-    let png = crate::fixture("image.png");
-    let (body, end) = png.split_at(png.len() - 12);
-    let filler = size - png.len() - 12;
-    let mut out = body.to_vec();
-    out.extend_from_slice(&(filler as u32).to_be_bytes());
-    out.extend_from_slice(b"tEXt");
-    out.resize(out.len() + filler, b'x');
-    out.extend_from_slice(&[0; 4]);
-    out.extend_from_slice(end);
-    out
-}
-
 #[test]
 fn an_image_over_five_mib_is_renderable_but_over_the_native_limit() {
     let size = 5 * 1024 * 1024 + 1;
-    let block = json!({"type": "image", "mimeType": "image/png", "data": STANDARD.encode(png_of_size(size))});
+    let block = json!({"type": "image", "mimeType": "image/png", "data": STANDARD.encode(mcpl_testkit::grown_png("image.png", size))});
     let Block::InlineImage(media) = classify(&block) else {
         panic!("an inline image")
     };
@@ -51,7 +36,7 @@ fn exactly_at_the_limits_is_within_them() {
         Limits::DEFAULT.native_image_bytes,
         Limits::DEFAULT.opaque_bytes,
     ] {
-        let block = json!({"type": "image", "data": STANDARD.encode(png_of_size(limit as usize))});
+        let block = json!({"type": "image", "data": STANDARD.encode(mcpl_testkit::grown_png("image.png", limit as usize))});
         let Block::InlineImage(media) = classify(&block) else {
             panic!("an inline image")
         };

@@ -1,0 +1,332 @@
+//! `mcpl project`: one lane's projection of one input, as the contract in `shared/spec/host.md`
+//! says.
+
+use std::borrow::Cow;
+
+use mcpl_lanes::{
+    ChannelRefusal, ImageLedger, LiveCopy, MessageView, Part, Projector, PushRefusal, Registry,
+    Route, ServerName, ToolResult, UriPolicy,
+};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::encode;
+use crate::input::Document;
+
+/// The lanes `--lane` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// A tool result's live and stored copies.
+    ToolResult,
+    /// A push event's content.
+    Push,
+    /// A channel message's content.
+    Channel,
+    /// A system-position injection.
+    InjectionSystem,
+    /// A `beforeUser` or `afterUser` injection.
+    InjectionUser,
+    /// A script's view of a tool result.
+    Script,
+}
+
+impl Lane {
+    /// Every lane, with the name `--lane` takes.
+    pub const ALL: [(&'static str, Lane); 6] = [
+        ("tool-result", Lane::ToolResult),
+        ("push", Lane::Push),
+        ("channel", Lane::Channel),
+        ("injection-system", Lane::InjectionSystem),
+        ("injection-user", Lane::InjectionUser),
+        ("script", Lane::Script),
+    ];
+
+    /// The lane's name.
+    pub fn name(self) -> &'static str {
+        Lane::ALL
+            .iter()
+            .find(|(_, lane)| *lane == self)
+            .map_or("tool-result", |(name, _)| name)
+    }
+}
+
+/// What `mcpl project` was asked to do.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The lane.
+    pub lane: Lane,
+    /// The route's name (one of [`encode::ROUTE_NAMES`]).
+    pub route: String,
+    /// The tool-result budget in estimated tokens.
+    pub budget: u64,
+    /// Where a result over budget would be spilled.
+    pub spill_dir: Option<std::path::PathBuf>,
+    /// The delivering server's name.
+    pub server: String,
+    /// Whether credential-free uris may be shown.
+    pub uri_policy: UriPolicy,
+}
+
+/// The command's output object.
+#[derive(Debug, Clone, Serialize)]
+pub struct Projection {
+    /// The lane's name.
+    pub lane: &'static str,
+    /// The route's name.
+    pub route: String,
+    /// Exactly what the route's API takes at that place.
+    pub live: Value,
+    /// A user message's content, where the route moves images out of a tool result.
+    pub follow_up: Value,
+    /// The stored copy, or the text the lane keeps in history.
+    pub stored: String,
+    /// The live copy's price on this route, in estimated tokens.
+    pub estimated_tokens: u64,
+    /// The spill file and its attachments, when the result was cut.
+    pub spill: Value,
+    /// What the command noticed or could not do, one line each.
+    pub diagnostics: Vec<String>,
+    /// When the lane refused the content: the answer the host sends the server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<Value>,
+}
+
+/// Why a projection cannot be made from this input.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectError {
+    /// A route the command names but has not built.
+    #[error("route {0} is not built yet; built routes: anthropic, text-only")]
+    RouteNotBuilt(String),
+    /// A document this lane cannot find its content in.
+    #[error("{source_name}: no {lane} content found: {found}")]
+    UnknownShape {
+        /// Where the input came from.
+        source_name: String,
+        /// The lane's name.
+        lane: &'static str,
+        /// What the document held instead.
+        found: String,
+    },
+}
+
+/// Projects a document on the requested lane and route.
+pub fn project(document: &Document, request: &Request) -> Result<Projection, ProjectError> {
+    let route = Route::named(&request.route)
+        .ok_or_else(|| ProjectError::RouteNotBuilt(request.route.clone()))?;
+    // The same input gives the same ids and refs, so the command's output repeats exactly.
+    let mut registry = Registry::with_seed(document.fingerprint);
+    let mut ledger = ImageLedger::with_seed(document.fingerprint.rotate_left(17));
+    let server = ServerName::new(request.server.clone());
+    let mut projector = Projector {
+        registry: &mut registry,
+        ledger: &mut ledger,
+        route,
+        server: &server,
+        uri_policy: request.uri_policy,
+    };
+    let mut diagnostics = Vec::new();
+    if document.lone_surrogates_replaced > 0 {
+        diagnostics.push(format!(
+            "{} lone UTF-16 surrogate escape(s) in the input became U+FFFD",
+            document.lone_surrogates_replaced
+        ));
+    }
+    let unknown = |lane: Lane| ProjectError::UnknownShape {
+        source_name: document.source_name.clone(),
+        lane: lane.name(),
+        found: crate::input::describe_shape(&document.value),
+    };
+    let body = unwrap_jsonrpc(&document.value);
+    let mut refusal = None;
+    let (live, stored, tokens) = match request.lane {
+        Lane::ToolResult => {
+            let result = tool_result_value(body).ok_or_else(|| unknown(Lane::ToolResult))?;
+            let copies = projector.tool_result(&ToolResult::from_value(result));
+            if copies.is_error {
+                diagnostics.push("the server marked this result an error (isError)".to_owned());
+            }
+            let tokens = match &copies.live {
+                LiveCopy::Native(parts) => parts_tokens(parts),
+                LiveCopy::Stored => text_tokens(&copies.stored),
+            };
+            let live = encode::tool_result_live(route.name, &copies);
+            (live, copies.stored, tokens)
+        }
+        Lane::Push => {
+            let content = push_content(body).ok_or_else(|| unknown(Lane::Push))?;
+            match projector.push(&content) {
+                Ok(view) => message_output(route.name, view),
+                Err(PushRefusal) => {
+                    diagnostics.push(format!(
+                        "push event refused: {} (JSON-RPC {}, data.field {})",
+                        PushRefusal::MESSAGE,
+                        PushRefusal::CODE,
+                        PushRefusal::FIELD
+                    ));
+                    refusal = Some(json!({
+                        "code": PushRefusal::CODE,
+                        "message": PushRefusal::MESSAGE,
+                        "data": {"field": PushRefusal::FIELD},
+                    }));
+                    (Value::Null, String::new(), 0)
+                }
+            }
+        }
+        Lane::Channel => {
+            let content = channel_content(body).ok_or_else(|| unknown(Lane::Channel))?;
+            match projector.channel_message(&content) {
+                Ok(view) => message_output(route.name, view),
+                Err(ChannelRefusal) => {
+                    diagnostics.push(format!(
+                        "channel message refused: its content is visibly empty ({})",
+                        ChannelRefusal::REASON
+                    ));
+                    refusal = Some(json!({"accepted": false, "reason": ChannelRefusal::REASON}));
+                    (Value::Null, String::new(), 0)
+                }
+            }
+        }
+        Lane::InjectionUser => {
+            let content = injection_content(body, &["beforeUser", "afterUser"])
+                .ok_or_else(|| unknown(Lane::InjectionUser))?;
+            message_output(route.name, projector.injection_user(&content))
+        }
+        Lane::InjectionSystem => {
+            let content = injection_content(body, &["system"])
+                .ok_or_else(|| unknown(Lane::InjectionSystem))?;
+            let text = projector.injection_system(&content);
+            let tokens = text_tokens(&text);
+            (Value::String(text.clone()), text, tokens)
+        }
+        Lane::Script => {
+            let result = tool_result_value(body).ok_or_else(|| unknown(Lane::Script))?;
+            let view = projector.script_result(result);
+            let text = serde_json::to_string(&view).unwrap_or_default();
+            let tokens = text_tokens(&text);
+            (view, text, tokens)
+        }
+    };
+    if request.budget != 12_500 || request.spill_dir.is_some() {
+        diagnostics.push(
+            "--budget and --spill-dir are accepted but not applied yet: fitting to a budget arrives with mcpl-budget"
+                .to_owned(),
+        );
+    }
+    diagnostics.push(
+        "estimated_tokens is provisional until mcpl-budget prices routes: ceil(characters / 4) per text, 1,600 per image"
+            .to_owned(),
+    );
+    Ok(Projection {
+        lane: request.lane.name(),
+        route: route.name.to_owned(),
+        live,
+        follow_up: Value::Null,
+        stored,
+        estimated_tokens: tokens,
+        spill: Value::Null,
+        diagnostics,
+        refusal,
+    })
+}
+
+fn message_output(route: &str, view: MessageView<'_>) -> (Value, String, u64) {
+    let tokens = parts_tokens(&view.parts);
+    (
+        encode::message_content(route, &view.parts),
+        view.stored,
+        tokens,
+    )
+}
+
+/// A provisional price, stated in the command's diagnostics: a quarter-token per character of
+/// text, and the flat 1,600 per image the reference host projected.
+fn parts_tokens(parts: &[Part<'_>]) -> u64 {
+    parts
+        .iter()
+        .map(|part| match part {
+            Part::Text(text) => text_tokens(text),
+            Part::Image { .. } | Part::Audio { .. } => 1600,
+        })
+        .sum()
+}
+
+fn text_tokens(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4)
+}
+
+/// A JSON-RPC message's `result` or `params`; any other document as it is.
+fn unwrap_jsonrpc(document: &Value) -> &Value {
+    if document.get("jsonrpc").is_some() {
+        document
+            .get("result")
+            .or_else(|| document.get("params"))
+            .unwrap_or(document)
+    } else {
+        document
+    }
+}
+
+/// A tool result: a content array, a `CallToolResult`, or a single block.
+fn tool_result_value(body: &Value) -> Option<&Value> {
+    match body {
+        Value::Array(_) => Some(body),
+        Value::Object(object)
+            if object.contains_key("content") || mcpl_lanes::is_content_block(body) =>
+        {
+            Some(body)
+        }
+        _ => None,
+    }
+}
+
+/// A push event's content: `payload.content` of its params, an object's `content`, a content
+/// array, or a single block.
+fn push_content(body: &Value) -> Option<Cow<'_, Value>> {
+    match body.get("payload") {
+        Some(payload) => payload.get("content").map(Cow::Borrowed),
+        None => message_content(body),
+    }
+}
+
+/// A channel message's content: its `content`, or the one message of `channels/incoming` params.
+fn channel_content(body: &Value) -> Option<Cow<'_, Value>> {
+    match body.get("messages").and_then(Value::as_array) {
+        Some(messages) if messages.len() == 1 => messages[0].get("content").map(Cow::Borrowed),
+        Some(_) => None,
+        None => message_content(body),
+    }
+}
+
+fn message_content(body: &Value) -> Option<Cow<'_, Value>> {
+    match body {
+        Value::Array(_) => Some(Cow::Borrowed(body)),
+        _ if mcpl_lanes::is_content_block(body) => Some(Cow::Owned(json!([body]))),
+        Value::Object(object) => object.get("content").map(Cow::Borrowed),
+        _ => None,
+    }
+}
+
+/// An injection's content: an object's `content` (a string or an array), the injections of a
+/// `context/beforeInference` answer at the given positions joined in order, a content array, or
+/// a plain string.
+fn injection_content<'v>(body: &'v Value, positions: &[&str]) -> Option<Cow<'v, Value>> {
+    if let Some(injections) = body.get("contextInjections").and_then(Value::as_array) {
+        let mut blocks = Vec::new();
+        for injection in injections {
+            let position = injection.get("position").and_then(Value::as_str);
+            if !position.is_some_and(|p| positions.contains(&p)) {
+                continue;
+            }
+            match injection.get("content") {
+                Some(Value::String(text)) => blocks.push(json!({"type": "text", "text": text})),
+                Some(Value::Array(items)) => blocks.extend(items.iter().cloned()),
+                _ => {}
+            }
+        }
+        return Some(Cow::Owned(Value::Array(blocks)));
+    }
+    match body {
+        Value::String(_) => Some(Cow::Borrowed(body)),
+        _ => message_content(body),
+    }
+}

@@ -1,0 +1,781 @@
+//! The lanes: one exhaustive match on the classifier's answer in each.
+
+use std::borrow::Cow;
+
+use mcpl_classify::{
+    Block, EmbeddedBlob, ImageDefect, Invalid, InvalidReason, Limits, Media, Reference, Sniffed,
+    classify,
+};
+use serde_json::{Map, Value};
+
+use crate::claims::{HiddenUris, UriPolicy, is_content_block};
+use crate::ledger::ImageLedger;
+use crate::markers;
+use crate::registry::{Registry, ServerName};
+use crate::route::Route;
+
+/// Where a reference arrived, as its stub says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provenance {
+    /// In a tool result (both copies, and a script's view).
+    ToolResult,
+    /// In a push event.
+    PushEvent,
+    /// In a channel message.
+    ChannelMessage,
+    /// In a context injection.
+    ContextInjection,
+}
+
+impl Provenance {
+    /// The words a stub uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provenance::ToolResult => "from tool result",
+            Provenance::PushEvent => "attachment on push event",
+            Provenance::ChannelMessage => "attachment on channel message",
+            Provenance::ContextInjection => "attachment on context injection",
+        }
+    }
+}
+
+/// One thing a model sees in a message or a native tool result, before a provider's encoder
+/// writes it in that provider's JSON. Payloads are borrowed from the input, never copied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part<'a> {
+    /// Text.
+    Text(String),
+    /// A native image: its media type as the bytes say, and its base64 as sent.
+    Image {
+        /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+        media_type: &'static str,
+        /// The base64 data.
+        data: &'a str,
+    },
+    /// Native audio, where the route takes it.
+    Audio {
+        /// The audio's media type as the bytes say.
+        media_type: &'static str,
+        /// The base64 data.
+        data: &'a str,
+    },
+}
+
+/// A tool result's live copy: what goes to the provider on the turn it lands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LiveCopy<'a> {
+    /// No block goes native on this route: the live copy is the stored copy, byte for byte.
+    Stored,
+    /// At least one block goes native: one part per shown thing, in order.
+    Native(Vec<Part<'a>>),
+}
+
+/// Both copies of a tool result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolResultCopies<'a> {
+    /// The text kept in history and recompiled every later turn. The same result always gives
+    /// the same text while the image ledger holds its images.
+    pub stored: String,
+    /// What goes to the provider on this turn.
+    pub live: LiveCopy<'a>,
+    /// Whether the server marked the result an error.
+    pub is_error: bool,
+}
+
+/// What a push event, a channel message or a user-position injection shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageView<'a> {
+    /// The user message's content, one part per block, in order.
+    pub parts: Vec<Part<'a>>,
+    /// The text the lane keeps in history.
+    pub stored: String,
+}
+
+/// Why a push event is refused: its content is visibly empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushRefusal;
+
+impl PushRefusal {
+    /// The JSON-RPC error code the host answers with.
+    pub const CODE: i64 = -32602;
+    /// The error's `data.field`.
+    pub const FIELD: &'static str = "payload.content";
+    /// The error's message.
+    pub const MESSAGE: &'static str = "push event content is visibly empty";
+}
+
+/// Why one channel message is refused while its siblings are accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelRefusal;
+
+impl ChannelRefusal {
+    /// The per-message result's `reason`.
+    pub const REASON: &'static str = "empty_content";
+}
+
+/// What a render step's result comes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RenderOutcome<'a> {
+    /// The result was visibly empty: nothing happened.
+    NothingHappened,
+    /// The result is shown as a push event's content is.
+    Shown(MessageView<'a>),
+}
+
+/// A tool result as a server sent it, read leniently.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ToolResult<'a> {
+    /// `content`: normally an array of blocks; anything else is data.
+    pub content: Option<&'a Value>,
+    /// `structuredContent`, when the key is present (`null` included).
+    pub structured: Option<&'a Value>,
+    /// `isError: true`.
+    pub is_error: bool,
+}
+
+impl<'a> ToolResult<'a> {
+    /// Reads a `CallToolResult`; a bare array is its content.
+    pub fn from_value(value: &'a Value) -> ToolResult<'a> {
+        match value {
+            Value::Object(object) if !is_content_block(value) => ToolResult {
+                content: object.get("content"),
+                structured: object.get("structuredContent"),
+                is_error: object.get("isError") == Some(&Value::Bool(true)),
+            },
+            other => ToolResult {
+                content: Some(other),
+                structured: None,
+                is_error: false,
+            },
+        }
+    }
+
+    fn hidden_uris(&self, policy: UriPolicy) -> HiddenUris {
+        let values: Vec<&Value> = self
+            .content
+            .iter()
+            .chain(&self.structured)
+            .copied()
+            .collect();
+        HiddenUris::of(&values, policy)
+    }
+}
+
+/// Whether content holds nothing to see: not an array, or every block a text or embedded text
+/// that trims to "", a text block without string text, or not an object.
+pub fn is_visibly_empty(content: &Value) -> bool {
+    let Some(blocks) = content.as_array() else {
+        return true;
+    };
+    blocks.iter().all(|block| match classify(block) {
+        Block::Text(text) => text.trim().is_empty(),
+        Block::EmbeddedText(embedded) => embedded.text.trim().is_empty(),
+        Block::Invalid(Invalid {
+            reason: InvalidReason::TextWithoutString,
+            ..
+        }) => true,
+        Block::Invalid(_) => !block.is_object(),
+        Block::InlineImage(_)
+        | Block::InlineAudio(_)
+        | Block::InlineContradiction(_)
+        | Block::Reference(_)
+        | Block::EmbeddedBlob(_)
+        | Block::EmbeddedUnreadable(_) => false,
+    })
+}
+
+/// What an embedded blob is shown as: the inline block it makes, or text.
+enum BlobAs<'m, 'a> {
+    Image(&'m Media<'a>),
+    Audio(&'m Media<'a>),
+    Text(String),
+}
+
+/// Everything a lane needs besides the content: the host's registries, the route, the server
+/// the content came from, and the server's uri policy.
+#[derive(Debug)]
+pub struct Projector<'h> {
+    /// The host's reference registry; every reference shown is registered with `server`.
+    pub registry: &'h mut Registry,
+    /// The host's image ledger; every image placeholder names bytes it keeps.
+    pub ledger: &'h mut ImageLedger,
+    /// What the provider takes.
+    pub route: &'h Route,
+    /// The server that delivered the content.
+    pub server: &'h ServerName,
+    /// Whether this server's credential-free uris may be shown.
+    pub uri_policy: UriPolicy,
+}
+
+/// One block of a tool result as both copies show it.
+struct Piece<'a> {
+    text: String,
+    native: Option<Part<'a>>,
+}
+
+impl<'a> Piece<'a> {
+    fn text(text: impl Into<String>) -> Piece<'a> {
+        Piece {
+            text: text.into(),
+            native: None,
+        }
+    }
+}
+
+impl<'h> Projector<'h> {
+    fn limits(&self) -> Limits {
+        self.route.limits
+    }
+
+    // ----- The tool-result lanes: stored copy and live copy. -----
+
+    /// Both copies of a tool result.
+    pub fn tool_result<'a>(&mut self, result: &ToolResult<'a>) -> ToolResultCopies<'a> {
+        let hidden = result.hidden_uris(self.uri_policy);
+        let mut pieces: Vec<Piece<'a>> = Vec::new();
+        let mut server_text = false;
+        match result.content {
+            Some(Value::Array(blocks)) => {
+                for block in blocks {
+                    let classified = classify(block);
+                    server_text |= match &classified {
+                        Block::Text(text) => !text.trim().is_empty(),
+                        Block::EmbeddedText(embedded) => !embedded.text.trim().is_empty(),
+                        _ => false,
+                    };
+                    pieces.push(self.tool_result_piece(&classified, &hidden));
+                }
+            }
+            None | Some(Value::Null) => {}
+            Some(data) => pieces.push(Piece::text(self.data_text(data, &hidden))),
+        }
+        if let Some(structured) = result.structured
+            && !server_text
+        {
+            pieces.push(Piece::text(self.data_text(structured, &hidden)));
+        }
+        let stored = pieces
+            .iter()
+            .map(|p| p.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let goes_native =
+            self.route.images_in_tool_results && pieces.iter().any(|p| p.native.is_some());
+        let live = if goes_native {
+            LiveCopy::Native(
+                pieces
+                    .into_iter()
+                    .map(|p| p.native.unwrap_or(Part::Text(p.text)))
+                    .collect(),
+            )
+        } else {
+            LiveCopy::Stored
+        };
+        ToolResultCopies {
+            stored,
+            live,
+            is_error: result.is_error,
+        }
+    }
+
+    fn tool_result_piece<'a>(&mut self, block: &Block<'a>, hidden: &HiddenUris) -> Piece<'a> {
+        match block {
+            Block::Text(text) => Piece::text(hidden.redact(text)),
+            Block::InlineImage(media) => self.image_piece(media, hidden),
+            Block::InlineAudio(media) => Piece::text(audio_text(media, hidden)),
+            Block::InlineContradiction(_) => Piece::text(markers::WITHHELD),
+            Block::Reference(reference) => {
+                Piece::text(self.stub(reference, Provenance::ToolResult, hidden))
+            }
+            Block::EmbeddedText(embedded) => Piece::text(hidden.redact(embedded.text)),
+            Block::EmbeddedBlob(blob) => match self.blob_as(blob, hidden) {
+                BlobAs::Image(media) => self.image_piece(media, hidden),
+                BlobAs::Audio(media) => Piece::text(audio_text(media, hidden)),
+                BlobAs::Text(text) => Piece::text(text),
+            },
+            Block::EmbeddedUnreadable(_) => Piece::text(markers::RESOURCE_UNREADABLE),
+            Block::Invalid(invalid) => Piece::text(invalid_text(invalid, hidden)),
+        }
+    }
+
+    fn image_piece<'a>(&mut self, media: &Media<'a>, hidden: &HiddenUris) -> Piece<'a> {
+        match image_fate(media, self.limits(), hidden) {
+            Ok(media_type) => Piece {
+                text: self.image_placeholder(media, media_type),
+                native: Some(Part::Image {
+                    media_type,
+                    data: media.data,
+                }),
+            },
+            Err(marker) => Piece::text(marker),
+        }
+    }
+
+    fn image_placeholder(&mut self, media: &Media<'_>, media_type: &'static str) -> String {
+        let image_ref = self.ledger.retain(media.data, media_type);
+        markers::image_placeholder(media_type, size_of(media), &image_ref)
+    }
+
+    /// A result's data (structured content, or content that is not an array) as the stored copy
+    /// shows it: JSON in which every content block at any depth is the text its stored copy
+    /// shows; a block that is the whole of the data is just that text.
+    fn data_text(&mut self, data: &Value, hidden: &HiddenUris) -> String {
+        if is_content_block(data) {
+            return self.tool_result_piece(&classify(data), hidden).text;
+        }
+        let shown = self.map_blocks(data, hidden, &mut |this, block, hidden| {
+            Value::String(this.tool_result_piece(&classify(block), hidden).text)
+        });
+        serde_json::to_string(&shown).unwrap_or_default()
+    }
+
+    /// Copies data, replacing each content block at any depth by what `replace` makes of it and
+    /// redacting hidden uris from every string.
+    fn map_blocks(
+        &mut self,
+        data: &Value,
+        hidden: &HiddenUris,
+        replace: &mut dyn FnMut(&mut Self, &Value, &HiddenUris) -> Value,
+    ) -> Value {
+        if is_content_block(data) {
+            return replace(self, data, hidden);
+        }
+        match data {
+            Value::Object(object) => Value::Object(
+                object
+                    .iter()
+                    .map(|(k, v)| {
+                        (
+                            hidden.redact(k).into_owned(),
+                            self.map_blocks(v, hidden, replace),
+                        )
+                    })
+                    .collect::<Map<String, Value>>(),
+            ),
+            Value::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .map(|v| self.map_blocks(v, hidden, replace))
+                    .collect(),
+            ),
+            Value::String(s) => Value::String(hidden.redact(s).into_owned()),
+            Value::Null | Value::Bool(_) | Value::Number(_) => data.clone(),
+        }
+    }
+
+    // ----- The message lanes: push events, channel messages, user-position injections. -----
+
+    /// A push event's `payload.content` (or the params holding it), or its refusal.
+    pub fn push<'a>(&mut self, content: &'a Value) -> Result<MessageView<'a>, PushRefusal> {
+        if is_visibly_empty(content) {
+            return Err(PushRefusal);
+        }
+        Ok(self.message(content, Provenance::PushEvent))
+    }
+
+    /// A render step's result, shown as a push event's content is, or nothing.
+    pub fn render_result<'a>(&mut self, content: &'a Value) -> RenderOutcome<'a> {
+        match self.push(content) {
+            Ok(view) => RenderOutcome::Shown(view),
+            Err(PushRefusal) => RenderOutcome::NothingHappened,
+        }
+    }
+
+    /// One channel message's `content`, or its own refusal.
+    pub fn channel_message<'a>(
+        &mut self,
+        content: &'a Value,
+    ) -> Result<MessageView<'a>, ChannelRefusal> {
+        if is_visibly_empty(content) {
+            return Err(ChannelRefusal);
+        }
+        Ok(self.message(content, Provenance::ChannelMessage))
+    }
+
+    /// A `beforeUser` or `afterUser` injection's `content` (an array, or a plain string that is
+    /// one text block).
+    pub fn injection_user<'a>(&mut self, content: &'a Value) -> MessageView<'a> {
+        match content {
+            Value::String(text) => MessageView {
+                parts: vec![Part::Text(text.clone())],
+                stored: text.clone(),
+            },
+            _ => self.message(content, Provenance::ContextInjection),
+        }
+    }
+
+    fn message<'a>(&mut self, content: &'a Value, provenance: Provenance) -> MessageView<'a> {
+        let hidden = HiddenUris::of(&[content], self.uri_policy);
+        let mut parts = Vec::new();
+        let mut stored = Vec::new();
+        for block in content.as_array().map(Vec::as_slice).unwrap_or_default() {
+            let (part, text) = self.message_part(&classify(block), provenance, &hidden);
+            parts.push(part);
+            stored.push(text);
+        }
+        MessageView {
+            parts,
+            stored: stored.join("\n"),
+        }
+    }
+
+    /// One block of a message: the part sent, and the text kept in history.
+    fn message_part<'a>(
+        &mut self,
+        block: &Block<'a>,
+        provenance: Provenance,
+        hidden: &HiddenUris,
+    ) -> (Part<'a>, String) {
+        let text = |t: String| (Part::Text(t.clone()), t);
+        match block {
+            Block::Text(t) => text(hidden.redact(t).into_owned()),
+            Block::InlineImage(media) => self.message_image(media, hidden),
+            Block::InlineAudio(media) => self.message_audio(media, hidden),
+            Block::InlineContradiction(_) => text(markers::WITHHELD.to_owned()),
+            Block::Reference(reference) => text(self.stub(reference, provenance, hidden)),
+            Block::EmbeddedText(embedded) => text(hidden.redact(embedded.text).into_owned()),
+            Block::EmbeddedBlob(blob) => match self.blob_as(blob, hidden) {
+                BlobAs::Image(media) => self.message_image(media, hidden),
+                BlobAs::Audio(media) => self.message_audio(media, hidden),
+                BlobAs::Text(t) => text(t),
+            },
+            Block::EmbeddedUnreadable(_) => text(markers::RESOURCE_UNREADABLE.to_owned()),
+            Block::Invalid(invalid) => text(invalid_text(invalid, hidden)),
+        }
+    }
+
+    fn message_image<'a>(&mut self, media: &Media<'a>, hidden: &HiddenUris) -> (Part<'a>, String) {
+        match image_fate(media, self.limits(), hidden) {
+            Ok(media_type) => {
+                let placeholder = self.image_placeholder(media, media_type);
+                if self.route.images_in_messages {
+                    let part = Part::Image {
+                        media_type,
+                        data: media.data,
+                    };
+                    (part, placeholder)
+                } else {
+                    (Part::Text(placeholder.clone()), placeholder)
+                }
+            }
+            Err(marker) => (Part::Text(marker.clone()), marker),
+        }
+    }
+
+    fn message_audio<'a>(&mut self, media: &Media<'a>, hidden: &HiddenUris) -> (Part<'a>, String) {
+        let line = audio_text(media, hidden);
+        let native = !media.is_empty()
+            && media.base64.is_none()
+            && media.within(self.limits().native_image_bytes)
+            && self.route.takes_audio(media.sniffed);
+        match media.sniffed {
+            Some(sniffed) if native => (
+                Part::Audio {
+                    media_type: sniffed.mime(),
+                    data: media.data,
+                },
+                line,
+            ),
+            _ => (Part::Text(line.clone()), line),
+        }
+    }
+
+    // ----- The system-position injection. -----
+
+    /// A `system` injection's texts, joined with `\n`: what the host appends to its system
+    /// prompt. Images and audio become the system-position lines.
+    pub fn injection_system(&mut self, content: &Value) -> String {
+        if let Value::String(text) = content {
+            return text.clone();
+        }
+        let hidden = HiddenUris::of(&[content], self.uri_policy);
+        let mut lines = Vec::new();
+        for block in content.as_array().map(Vec::as_slice).unwrap_or_default() {
+            let line = match classify(block) {
+                Block::Text(t) => hidden.redact(t).into_owned(),
+                Block::InlineImage(_) => markers::SYSTEM_IMAGE.to_owned(),
+                Block::InlineAudio(_) => markers::SYSTEM_AUDIO.to_owned(),
+                Block::InlineContradiction(_) => markers::WITHHELD.to_owned(),
+                Block::Reference(reference) => {
+                    self.stub(&reference, Provenance::ContextInjection, &hidden)
+                }
+                Block::EmbeddedText(embedded) => hidden.redact(embedded.text).into_owned(),
+                Block::EmbeddedBlob(blob) => match self.blob_as(&blob, &hidden) {
+                    BlobAs::Image(_) => markers::SYSTEM_IMAGE.to_owned(),
+                    BlobAs::Audio(_) => markers::SYSTEM_AUDIO.to_owned(),
+                    BlobAs::Text(text) => text,
+                },
+                Block::EmbeddedUnreadable(_) => markers::RESOURCE_UNREADABLE.to_owned(),
+                Block::Invalid(invalid) => invalid_text(&invalid, &hidden),
+            };
+            lines.push(line);
+        }
+        lines.join("\n")
+    }
+
+    // ----- The script view. -----
+
+    /// What a script reading a tool result whole receives: its content as blocks a script can
+    /// use (text, images and audio with their data, everything else as its text), its data with
+    /// every content block at any depth made the same way, and never a uri.
+    pub fn script_result(&mut self, result: &Value) -> Value {
+        let parsed = ToolResult::from_value(result);
+        let hidden = parsed.hidden_uris(self.uri_policy);
+        match result {
+            Value::Object(object) if !is_content_block(result) => {
+                let mut view = Map::new();
+                for (key, value) in object {
+                    let shown = match key.as_str() {
+                        "content" | "structuredContent" => self.script_data(value, &hidden),
+                        "isError" => value.clone(),
+                        // Other fields (`_meta`, extensions) are not the model's view.
+                        _ => continue,
+                    };
+                    view.insert(key.clone(), shown);
+                }
+                Value::Object(view)
+            }
+            other => self.script_data(other, &hidden),
+        }
+    }
+
+    /// What a script picking one field of a result, at any depth, receives: `pointer` is a JSON
+    /// pointer into the result (`/structuredContent/items/0`). `None` when nothing is there.
+    /// The whole result's `never` marks apply.
+    pub fn script_field(&mut self, result: &Value, pointer: &str) -> Option<Value> {
+        let hidden = ToolResult::from_value(result).hidden_uris(self.uri_policy);
+        let field = result.pointer(pointer)?;
+        Some(self.script_data(field, &hidden))
+    }
+
+    fn script_data(&mut self, data: &Value, hidden: &HiddenUris) -> Value {
+        self.map_blocks(data, hidden, &mut |this, block, hidden| {
+            this.script_block(&classify(block), block, hidden)
+        })
+    }
+
+    fn script_block(&mut self, block: &Block<'_>, raw: &Value, hidden: &HiddenUris) -> Value {
+        let text = |t: &str| serde_json::json!({"type": "text", "text": t});
+        match block {
+            Block::Text(t) => text(&hidden.redact(t)),
+            Block::InlineImage(media) => script_media("image", media, raw, hidden),
+            Block::InlineAudio(media) => script_media("audio", media, raw, hidden),
+            Block::InlineContradiction(_) => text(markers::WITHHELD),
+            Block::Reference(reference) => {
+                text(&self.stub(reference, Provenance::ToolResult, hidden))
+            }
+            Block::EmbeddedText(embedded) => text(&hidden.redact(embedded.text)),
+            Block::EmbeddedBlob(blob) => match self.blob_as(blob, hidden) {
+                BlobAs::Image(media) => script_media("image", media, raw, hidden),
+                BlobAs::Audio(media) => script_media("audio", media, raw, hidden),
+                BlobAs::Text(t) => text(&t),
+            },
+            Block::EmbeddedUnreadable(_) => text(markers::RESOURCE_UNREADABLE),
+            Block::Invalid(invalid) => text(&invalid_text(invalid, hidden)),
+        }
+    }
+
+    // ----- Shared by the lanes. -----
+
+    /// A reference's stub, registering it with this projector's server.
+    fn stub(
+        &mut self,
+        reference: &Reference<'_>,
+        provenance: Provenance,
+        hidden: &HiddenUris,
+    ) -> String {
+        let show_uri = hidden.shows(reference.uri);
+        let record = self.registry.register(reference, self.server);
+        let claims = &record.claims;
+        let mut parts: Vec<Cow<'_, str>> = Vec::new();
+        if let Some(name) = &claims.name {
+            parts.push(markers::sanitize(&hidden.redact(name)).into());
+        }
+        if show_uri {
+            parts.push(markers::sanitize(&claims.uri).into());
+        }
+        let mime = claims.mime_type.as_deref().map(|m| {
+            let essence = mcpl_classify::ClaimedType::parse(m).essence;
+            markers::sanitize(&hidden.redact(essence.as_deref().unwrap_or(m)))
+        });
+        let size = claims.size_bytes.map(markers::size_label);
+        match (mime, size) {
+            (Some(mime), Some(size)) => parts.push(format!("{mime}, {size} claimed").into()),
+            (Some(mime), None) => parts.push(format!("{mime} claimed").into()),
+            (None, Some(size)) => parts.push(format!("{size} claimed").into()),
+            (None, None) => {}
+        }
+        parts.push(provenance.as_str().into());
+        match &record.fetched {
+            Some(fetched) => {
+                parts.push(format!("saved: {}", markers::sanitize(&fetched.path)).into())
+            }
+            None => parts.push(markers::FETCH_HINT.into()),
+        }
+        format!("[{}] {}", record.id, parts.join(" — "))
+    }
+
+    /// What an embedded blob is shown as, by its claimed type: an image or audio type makes the
+    /// inline block; SVG is its text within the opaque limit; anything else is a marker.
+    fn blob_as<'m, 'a>(
+        &mut self,
+        blob: &'m EmbeddedBlob<'a>,
+        hidden: &HiddenUris,
+    ) -> BlobAs<'m, 'a> {
+        let media = &blob.media;
+        let Some(claimed) = &media.claimed else {
+            return BlobAs::Text(markers::RESOURCE_NO_TYPE.to_owned());
+        };
+        let essence = claimed.essence.as_deref();
+        let svg = essence == Some("image/svg+xml") || media.sniffed == Some(Sniffed::Svg);
+        if svg {
+            return BlobAs::Text(match svg_text(media, self.limits().opaque_bytes) {
+                Some(text) => hidden.redact(&text).into_owned(),
+                None => markers::resource_other_type(
+                    &hidden.redact(essence.unwrap_or(claimed.raw)),
+                    size_of(media),
+                ),
+            });
+        }
+        if claimed.is_under("image") {
+            BlobAs::Image(media)
+        } else if claimed.is_under("audio") {
+            BlobAs::Audio(media)
+        } else {
+            BlobAs::Text(markers::resource_other_type(
+                &hidden.redact(essence.unwrap_or(claimed.raw)),
+                size_of(media),
+            ))
+        }
+    }
+}
+
+/// The image or audio block a script receives: its data, and the type its bytes say (else its
+/// label). An image with empty data is the block as it came.
+fn script_media(kind: &str, media: &Media<'_>, raw: &Value, hidden: &HiddenUris) -> Value {
+    let mut block = Map::new();
+    block.insert("type".to_owned(), Value::from(kind));
+    block.insert("data".to_owned(), Value::from(media.data));
+    let media_type = media
+        .sniffed
+        .filter(|_| !media.is_empty())
+        .map(Sniffed::mime)
+        .or_else(|| media.claimed.as_ref().map(|c| c.raw))
+        .or_else(|| raw.get("mimeType").and_then(Value::as_str));
+    if let Some(media_type) = media_type {
+        block.insert(
+            "mimeType".to_owned(),
+            Value::from(hidden.redact(media_type)),
+        );
+    }
+    Value::Object(block)
+}
+
+/// What remains of a result a host policy withholds: the reason and the kinds of its blocks,
+/// and nothing of any block's fields, so nothing of an embedded resource survives.
+pub fn withheld(result: &ToolResult<'_>, reason: &str) -> String {
+    let blocks: Vec<&'static str> = match result.content {
+        Some(Value::Array(blocks)) => blocks.iter().map(|b| classify(b).kind_name()).collect(),
+        _ => Vec::new(),
+    };
+    let mut kinds: Vec<(&str, usize)> = Vec::new();
+    for kind in &blocks {
+        match kinds.iter_mut().find(|(k, _)| k == kind) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((kind, 1)),
+        }
+    }
+    let kinds = kinds
+        .iter()
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    markers::withheld_result(reason, &kinds, blocks.len())
+}
+
+/// Whether an image payload shows on a route: the media type it goes as, or the marker that
+/// stands in its place (no data, not renderable, over the per-image limit, in that order).
+fn image_fate(
+    media: &Media<'_>,
+    limits: Limits,
+    hidden: &HiddenUris,
+) -> Result<&'static str, String> {
+    match media.sniffed {
+        _ if media.is_empty() => Err(markers::IMAGE_NO_DATA.to_owned()),
+        Some(sniffed) if media.renderable() => {
+            if media.within(limits.native_image_bytes) {
+                Ok(sniffed.mime())
+            } else {
+                Err(markers::image_over_limit(
+                    size_of(media),
+                    limits.native_image_bytes,
+                ))
+            }
+        }
+        _ => Err(markers::image_not_renderable(
+            &hidden.redact(&describe_bytes(media)),
+            size_of(media),
+        )),
+    }
+}
+
+/// What the bytes of an unrenderable image are, for its marker.
+fn describe_bytes(media: &Media<'_>) -> String {
+    if media.base64.is_some() {
+        return "invalid base64".to_owned();
+    }
+    match (media.sniffed, media.defect) {
+        (Some(sniffed), Some(ImageDefect::Truncated)) => format!("truncated {}", sniffed.mime()),
+        (Some(sniffed), Some(ImageDefect::NoDimensions)) => {
+            format!("{} without readable dimensions", sniffed.mime())
+        }
+        (Some(sniffed), None) => sniffed.mime().to_owned(),
+        (None, _) => match &media.claimed {
+            Some(claimed) => format!(
+                "unrecognised bytes labelled {}",
+                claimed.essence.as_deref().unwrap_or(claimed.raw)
+            ),
+            None => "unrecognised bytes".to_owned(),
+        },
+    }
+}
+
+/// A payload's size: exact when its base64 is sound, else estimated from its length.
+fn size_of(media: &Media<'_>) -> u64 {
+    media
+        .decoded_bytes
+        .unwrap_or(media.data.len() as u64 / 4 * 3)
+}
+
+fn audio_text(media: &Media<'_>, hidden: &HiddenUris) -> String {
+    if media.is_empty() {
+        return markers::AUDIO_NO_DATA.to_owned();
+    }
+    let mime = media
+        .best_type()
+        .or_else(|| media.claimed.as_ref().map(|c| c.raw))
+        .unwrap_or("unknown type");
+    markers::audio_line(&hidden.redact(mime), size_of(media))
+}
+
+fn invalid_text(invalid: &Invalid<'_>, hidden: &HiddenUris) -> String {
+    match invalid.reason {
+        InvalidReason::ReferenceWithoutUri {
+            block_type: "resource",
+        } => markers::NO_LINK.to_owned(),
+        reason => markers::unrecognized(&hidden.redact(&reason.to_string())),
+    }
+}
+
+/// An SVG blob's text, when it decodes as UTF-8 within `limit` bytes.
+fn svg_text(media: &Media<'_>, limit: u64) -> Option<String> {
+    if !media.within(limit) || media.base64.is_some() {
+        return None;
+    }
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(media.data)
+        .ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    Some(text.strip_prefix('\u{FEFF}').unwrap_or(&text).to_owned())
+}

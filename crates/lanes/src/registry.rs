@@ -1,0 +1,373 @@
+//! The reference registry: one record per uri, bound to every server that delivered it.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+
+use mcpl_classify::{Disposition, Reference};
+
+use crate::markers;
+
+/// How many records the registry keeps before evicting the oldest.
+pub const REGISTRY_CAPACITY: usize = 2000;
+
+/// The name a host gives one of its servers. Every registration names one, so a reference can
+/// always be traced to the servers that may fetch it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ServerName(String);
+
+impl ServerName {
+    /// A server's name as the host's configuration spells it.
+    pub fn new(name: impl Into<String>) -> ServerName {
+        ServerName(name.into())
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ServerName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A reference's id, `ref_<base36 counter>_<4 random base36>`; never reused in a process.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RefId(String);
+
+impl RefId {
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for RefId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What a server said about a referenced payload: testimony, never fact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claims {
+    /// The uri. Host-private: no lane shows it by default.
+    pub uri: String,
+    /// The claimed media type, as sent.
+    pub mime_type: Option<String>,
+    /// The claimed name, a display label only.
+    pub name: Option<String>,
+    /// The claimed expiry, as sent.
+    pub expires_at: Option<String>,
+    /// The claimed size in bytes.
+    pub size_bytes: Option<u64>,
+    /// The claimed digest.
+    pub digest: Option<String>,
+    /// The claimed disposition.
+    pub disposition: Option<Disposition>,
+}
+
+impl Claims {
+    fn of(reference: &Reference<'_>) -> Claims {
+        Claims {
+            uri: reference.uri.to_owned(),
+            mime_type: reference.mime_type.map(str::to_owned),
+            name: reference.name.map(str::to_owned),
+            expires_at: reference.expires_at.map(str::to_owned),
+            size_bytes: reference.size_bytes,
+            digest: reference.digest.map(str::to_owned),
+            disposition: reference.disposition,
+        }
+    }
+}
+
+/// What the host verified when it fetched a reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fetched {
+    /// Where the host saved the payload (a path it chose).
+    pub path: String,
+    /// The payload's size as received and decoded.
+    pub bytes: u64,
+    /// The saved type: what the bytes said, else the header, else the claim.
+    pub mime_type: String,
+    /// Whether a claimed digest was checked and matched.
+    pub digest_verified: bool,
+}
+
+/// One reference the host has seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Its id.
+    pub id: RefId,
+    /// The latest claims any server gave while it was unfetched; frozen once fetched.
+    pub claims: Claims,
+    /// Every server that delivered the uri, each once, in the order they did.
+    pub servers: Vec<ServerName>,
+    /// What the host verified, once fetched.
+    pub fetched: Option<Fetched>,
+}
+
+/// The answer for an id the registry does not hold: never issued, or evicted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownReference(pub String);
+
+impl fmt::Display for UnknownReference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&markers::unknown_reference(&self.0))
+    }
+}
+
+impl std::error::Error for UnknownReference {}
+
+/// The registry: one record per uri, at most [`REGISTRY_CAPACITY`], oldest evicted first.
+#[derive(Debug)]
+pub struct Registry {
+    records: HashMap<RefId, Record>,
+    by_uri: HashMap<String, RefId>,
+    order: VecDeque<RefId>,
+    issued: u64,
+    capacity: usize,
+    random: SplitMix64,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry::new()
+    }
+}
+
+impl Registry {
+    /// An empty registry whose ids carry random suffixes.
+    pub fn new() -> Registry {
+        Registry::with_seed(random_seed())
+    }
+
+    /// An empty registry whose id suffixes come from `seed`, so that a one-shot command gives
+    /// the same ids for the same input. Ids are still never reused within the registry.
+    pub fn with_seed(seed: u64) -> Registry {
+        Registry {
+            records: HashMap::new(),
+            by_uri: HashMap::new(),
+            order: VecDeque::new(),
+            issued: 0,
+            capacity: REGISTRY_CAPACITY,
+            random: SplitMix64(seed),
+        }
+    }
+
+    /// Registers a reference delivered by `server` and returns its record. A uri already held
+    /// keeps its id, gains the server if it is new to it, and, while unfetched, takes the new
+    /// claims.
+    pub fn register(&mut self, reference: &Reference<'_>, server: &ServerName) -> &Record {
+        let id = match self.by_uri.get(reference.uri) {
+            Some(id) => id.clone(),
+            None => self.insert(reference),
+        };
+        let record = self
+            .records
+            .get_mut(&id)
+            .expect("every id in by_uri has a record");
+        if !record.servers.contains(server) {
+            record.servers.push(server.clone());
+        }
+        if record.fetched.is_none() {
+            record.claims = Claims::of(reference);
+        }
+        record
+    }
+
+    fn insert(&mut self, reference: &Reference<'_>) -> RefId {
+        self.issued += 1;
+        let suffix = self.random.next() % 36u64.pow(4);
+        let id = RefId(format!(
+            "ref_{}_{:0>4}",
+            base36(self.issued),
+            base36(suffix)
+        ));
+        self.records.insert(
+            id.clone(),
+            Record {
+                id: id.clone(),
+                claims: Claims::of(reference),
+                servers: Vec::new(),
+                fetched: None,
+            },
+        );
+        self.by_uri.insert(reference.uri.to_owned(), id.clone());
+        self.order.push_back(id.clone());
+        while self.order.len() > self.capacity {
+            if let Some(oldest) = self.order.pop_front()
+                && let Some(record) = self.records.remove(&oldest)
+            {
+                self.by_uri.remove(&record.claims.uri);
+            }
+        }
+        id
+    }
+
+    /// The record for an id, or the defined miss for one never issued or evicted.
+    pub fn lookup(&self, id: &str) -> Result<&Record, UnknownReference> {
+        self.records
+            .get(&RefId(id.to_owned()))
+            .ok_or_else(|| UnknownReference(id.to_owned()))
+    }
+
+    /// The record for a uri, if the registry holds one; registers nothing.
+    pub fn find_uri(&self, uri: &str) -> Option<&Record> {
+        self.by_uri.get(uri).and_then(|id| self.records.get(id))
+    }
+
+    /// Records a successful fetch; the record's claims are frozen from now on.
+    pub fn mark_fetched(&mut self, id: &RefId, fetched: Fetched) -> Result<(), UnknownReference> {
+        let record = self
+            .records
+            .get_mut(id)
+            .ok_or_else(|| UnknownReference(id.0.clone()))?;
+        record.fetched = Some(fetched);
+        Ok(())
+    }
+
+    /// How many records the registry holds.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+}
+
+fn base36(mut n: u64) -> String {
+    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    loop {
+        out.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// A seed that differs from process to process, from the standard library's own randomness.
+pub(crate) fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(0x6d63_706c);
+    hasher.finish()
+}
+
+/// A small, well-known generator for id suffixes and nonces; they need to be unpredictable to a
+/// server, not cryptographic.
+#[derive(Debug, Clone)]
+pub(crate) struct SplitMix64(pub(crate) u64);
+
+impl SplitMix64 {
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// `len` random base36 characters.
+    pub(crate) fn base36(&mut self, len: u32) -> String {
+        format!(
+            "{:0>width$}",
+            base36(self.next() % 36u64.pow(len)),
+            width = len as usize
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpl_classify::{Block, classify};
+    use serde_json::json;
+
+    fn with_reference<T>(block: serde_json::Value, f: impl FnOnce(&Reference<'_>) -> T) -> T {
+        match classify(&block) {
+            Block::Reference(reference) => f(&reference),
+            other => panic!("not a reference: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn ids_have_the_documented_shape() {
+        let mut registry = Registry::with_seed(7);
+        let server = ServerName::new("s");
+        let id = with_reference(json!({"type": "resource", "uri": "u:1"}), |r| {
+            registry.register(r, &server).id.clone()
+        });
+        let parts: Vec<&str> = id.as_str().split('_').collect();
+        assert_eq!(parts[0], "ref");
+        assert_eq!(parts[1], "1");
+        assert_eq!(parts[2].len(), 4);
+        assert!(
+            parts[2]
+                .bytes()
+                .all(|c| c.is_ascii_digit() || c.is_ascii_lowercase())
+        );
+    }
+
+    #[test]
+    fn every_server_is_kept_once_in_order_and_claims_refresh_until_fetched() {
+        let mut registry = Registry::with_seed(1);
+        let (a, b) = (ServerName::new("a"), ServerName::new("b"));
+        let first = json!({"type": "resource", "uri": "u:x", "sizeBytes": 1});
+        let second = json!({"type": "resource", "uri": "u:x", "sizeBytes": 2});
+        let id = with_reference(first.clone(), |r| registry.register(r, &b).id.clone());
+        with_reference(second.clone(), |r| registry.register(r, &a));
+        with_reference(first.clone(), |r| registry.register(r, &b));
+        let record = registry.lookup(id.as_str()).unwrap();
+        assert_eq!(record.servers, vec![b.clone(), a.clone()]);
+        assert_eq!(record.claims.size_bytes, Some(1));
+        registry
+            .mark_fetched(
+                &id,
+                Fetched {
+                    path: "refs/x.bin".into(),
+                    bytes: 1,
+                    mime_type: "application/octet-stream".into(),
+                    digest_verified: false,
+                },
+            )
+            .unwrap();
+        with_reference(second, |r| registry.register(r, &a));
+        assert_eq!(
+            registry.lookup(id.as_str()).unwrap().claims.size_bytes,
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn the_oldest_records_are_evicted_and_ids_never_come_back() {
+        let mut registry = Registry::with_seed(3);
+        let server = ServerName::new("s");
+        let mut ids = Vec::new();
+        for n in 0..2100 {
+            let block = json!({"type": "resource", "uri": format!("u:{n}")});
+            ids.push(with_reference(block, |r| {
+                registry.register(r, &server).id.clone()
+            }));
+        }
+        assert_eq!(registry.len(), REGISTRY_CAPACITY);
+        let evicted = registry.lookup(ids[0].as_str()).unwrap_err();
+        assert!(evicted.to_string().starts_with("unknown reference: ref_1_"));
+        let again = with_reference(json!({"type": "resource", "uri": "u:0"}), |r| {
+            registry.register(r, &server).id.clone()
+        });
+        assert!(!ids.contains(&again));
+        let live = with_reference(json!({"type": "resource", "uri": "u:2099"}), |r| {
+            registry.register(r, &server).id.clone()
+        });
+        assert_eq!(live, ids[2099]);
+    }
+}

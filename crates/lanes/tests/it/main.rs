@@ -1,0 +1,199 @@
+//! The lanes' integration tests, in one binary: data-driven cases (a folder per case with its
+//! input and each lane's snapshot), MCPL's render and registry conformance vectors, and property
+//! tests of lanes.md's four properties.
+
+mod cases;
+mod conformance;
+mod properties;
+
+use mcpl_lanes::{
+    ImageLedger, LiveCopy, MessageView, Part, Projector, Registry, Route, ServerName, ToolResult,
+    UriPolicy,
+};
+use serde_json::Value;
+
+/// Everything a lane writes for one input, on every lane.
+#[derive(Debug)]
+pub(crate) struct AllLanes {
+    pub(crate) stored: String,
+    pub(crate) live_anthropic: String,
+    pub(crate) live_text_only: String,
+    pub(crate) push: String,
+    pub(crate) channel: String,
+    pub(crate) injection_user: String,
+    pub(crate) injection_system: String,
+    pub(crate) script: Value,
+    pub(crate) script_field: Option<(String, Value)>,
+}
+
+impl AllLanes {
+    /// Every text a model could see on the lanes that take the whole result.
+    pub(crate) fn result_texts(&self) -> Vec<String> {
+        vec![
+            self.stored.clone(),
+            self.live_anthropic.clone(),
+            self.live_text_only.clone(),
+            self.script.to_string(),
+            self.script_field
+                .as_ref()
+                .map(|(_, v)| v.to_string())
+                .unwrap_or_default(),
+        ]
+    }
+
+    /// Every text a model could see on the lanes that take the content alone (a push event, a
+    /// channel message and an injection carry no structured content).
+    pub(crate) fn message_texts(&self) -> Vec<String> {
+        vec![
+            self.push.clone(),
+            self.channel.clone(),
+            self.injection_user.clone(),
+            self.injection_system.clone(),
+        ]
+    }
+}
+
+/// The host state one test uses: a registry and a ledger with fixed seeds.
+pub(crate) struct Host {
+    pub(crate) registry: Registry,
+    pub(crate) ledger: ImageLedger,
+    pub(crate) server: ServerName,
+}
+
+impl Host {
+    pub(crate) fn new() -> Host {
+        Host {
+            registry: Registry::with_seed(1),
+            ledger: ImageLedger::with_seed(2),
+            server: ServerName::new("test-server"),
+        }
+    }
+
+    pub(crate) fn on<'h>(&'h mut self, route: &'h Route, policy: UriPolicy) -> Projector<'h> {
+        Projector {
+            registry: &mut self.registry,
+            ledger: &mut self.ledger,
+            route,
+            server: &self.server,
+            uri_policy: policy,
+        }
+    }
+
+    /// Projects a tool result on every lane. The message and injection lanes take its content.
+    pub(crate) fn all_lanes(&mut self, result: &Value, policy: UriPolicy) -> AllLanes {
+        let parsed = ToolResult::from_value(result);
+        let content = parsed.content.cloned().unwrap_or(Value::Null);
+        let anthropic = self.on(&Route::ANTHROPIC, policy).tool_result(&parsed);
+        let text_only = self.on(&Route::TEXT_ONLY, policy).tool_result(&parsed);
+        assert_eq!(
+            text_only.stored, anthropic.stored,
+            "the stored copy does not depend on the route"
+        );
+        assert_eq!(
+            text_only.live,
+            LiveCopy::Stored,
+            "a text-only route never goes native"
+        );
+        let push = match self.on(&Route::ANTHROPIC, policy).push(&content) {
+            Ok(view) => render_view(&view),
+            Err(_) => "refused: JSON-RPC -32602, data.field payload.content\n".to_owned(),
+        };
+        let channel = match self.on(&Route::ANTHROPIC, policy).channel_message(&content) {
+            Ok(view) => render_view(&view),
+            Err(_) => "refused: {\"accepted\": false, \"reason\": \"empty_content\"}\n".to_owned(),
+        };
+        let injection_user =
+            render_view(&self.on(&Route::ANTHROPIC, policy).injection_user(&content));
+        let injection_system = self
+            .on(&Route::ANTHROPIC, policy)
+            .injection_system(&content);
+        let script = self.on(&Route::ANTHROPIC, policy).script_result(result);
+        let pointer = if parsed.structured.is_some() {
+            "/structuredContent"
+        } else {
+            "/content/0"
+        };
+        let script_field = self
+            .on(&Route::ANTHROPIC, policy)
+            .script_field(result, pointer)
+            .map(|v| (pointer.to_owned(), v));
+        AllLanes {
+            live_anthropic: render_live(&anthropic.live, &anthropic.stored),
+            live_text_only: render_live(&text_only.live, &text_only.stored),
+            stored: anthropic.stored,
+            push,
+            channel,
+            injection_user,
+            injection_system,
+            script,
+            script_field,
+        }
+    }
+}
+
+fn render_parts(parts: &[Part<'_>]) -> String {
+    parts
+        .iter()
+        .map(|part| match part {
+            Part::Text(text) => format!("text: {text}\n"),
+            Part::Image { media_type, data } => {
+                format!("image: {media_type}, {} characters of base64\n", data.len())
+            }
+            Part::Audio { media_type, data } => {
+                format!("audio: {media_type}, {} characters of base64\n", data.len())
+            }
+        })
+        .collect()
+}
+
+fn render_live(live: &LiveCopy<'_>, stored: &str) -> String {
+    match live {
+        LiveCopy::Stored => format!("(the stored copy, byte for byte)\n{stored}\n"),
+        LiveCopy::Native(parts) => format!("(native)\n{}", render_parts(parts)),
+    }
+}
+
+fn render_view(view: &MessageView<'_>) -> String {
+    format!(
+        "{}--- kept in history:\n{}\n",
+        render_parts(&view.parts),
+        view.stored
+    )
+}
+
+/// A script view with long base64 strings summarised, for a readable snapshot.
+pub(crate) fn summarise_data(value: &Value) -> Value {
+    match value {
+        Value::String(s) if s.len() > 96 && !s.contains(' ') => {
+            Value::String(format!("<{} characters of base64>", s.len()))
+        }
+        Value::Array(items) => Value::Array(items.iter().map(summarise_data).collect()),
+        Value::Object(object) => Value::Object(
+            object
+                .iter()
+                .map(|(k, v)| (k.clone(), summarise_data(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Every uri a case's blocks carry, at any depth: what no lane may show by default.
+pub(crate) fn block_uris(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Object(object) => {
+            if mcpl_lanes::is_content_block(value) {
+                if let Some(Value::String(uri)) = object.get("uri") {
+                    out.push(uri.clone());
+                }
+                if let Some(Value::String(uri)) = object.get("resource").and_then(|r| r.get("uri"))
+                {
+                    out.push(uri.clone());
+                }
+            }
+            object.values().for_each(|v| block_uris(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| block_uris(v, out)),
+        _ => {}
+    }
+}
