@@ -34,29 +34,29 @@ pub fn replace_lone_surrogates(bytes: &[u8]) -> (Vec<u8>, usize) {
         match bytes[i] {
             b'"' => in_string = !in_string,
             b'\\' if in_string => {
-                if bytes.get(i + 1) == Some(&b'u') {
-                    if let Some(unit) = hex4(bytes, i + 2) {
-                        if (0xD800..0xDC00).contains(&unit) {
-                            let low = (bytes.get(i + 6) == Some(&b'\\')
-                                && bytes.get(i + 7) == Some(&b'u'))
-                            .then(|| hex4(bytes, i + 8))
-                            .flatten();
-                            if low.is_some_and(|low| (0xDC00..0xE000).contains(&low)) {
-                                i += 12;
-                                continue;
-                            }
-                            out[i + 2..i + 6].copy_from_slice(b"fffd");
-                            replaced += 1;
-                        } else if (0xDC00..0xE000).contains(&unit) {
-                            out[i + 2..i + 6].copy_from_slice(b"fffd");
-                            replaced += 1;
-                        }
-                        i += 6;
+                let unit = (bytes.get(i + 1) == Some(&b'u'))
+                    .then(|| hex4(bytes, i + 2))
+                    .flatten();
+                let Some(unit) = unit else {
+                    // Any other escape: skip the escaped character, which may be a quote.
+                    i += 2;
+                    continue;
+                };
+                if (0xD800..0xDC00).contains(&unit) {
+                    let low = (bytes.get(i + 6) == Some(&b'\\') && bytes.get(i + 7) == Some(&b'u'))
+                        .then(|| hex4(bytes, i + 8))
+                        .flatten();
+                    if low.is_some_and(|low| (0xDC00..0xE000).contains(&low)) {
+                        i += 12;
                         continue;
                     }
+                    out[i + 2..i + 6].copy_from_slice(b"fffd");
+                    replaced += 1;
+                } else if (0xDC00..0xE000).contains(&unit) {
+                    out[i + 2..i + 6].copy_from_slice(b"fffd");
+                    replaced += 1;
                 }
-                // Any other escape: skip the escaped character, which may be a quote.
-                i += 2;
+                i += 6;
                 continue;
             }
             _ => {}

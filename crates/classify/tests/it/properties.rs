@@ -3,7 +3,9 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use mcpl_classify::{Limits, Media, SNIFF_LEN, Summary, classify, decoded_len, sniff};
+use mcpl_classify::{
+    Limits, Media, SNIFF_LEN, Summary, classify, decoded_len, parse_json_lenient, sniff,
+};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -141,6 +143,30 @@ proptest! {
         // And directly: any prefix at least SNIFF_LEN long gives the whole payload's answer.
         let cut = bytes.len().min(SNIFF_LEN);
         prop_assert_eq!(sniff(&bytes[..cut]), sniff(&bytes));
+    }
+
+    #[test]
+    fn the_lenient_reader_keeps_valid_json_and_mends_lone_surrogates(
+        text in "\\PC{0,40}",
+        cut in 0usize..40,
+        unit in 0xD800u32..0xE000,
+    ) {
+        // Valid JSON reads as serde_json reads it, with nothing replaced.
+        let json = serde_json::to_string(&text).unwrap();
+        let (value, replaced) = parse_json_lenient(json.as_bytes()).unwrap();
+        prop_assert_eq!(value, Value::String(text.clone()));
+        prop_assert_eq!(replaced, 0);
+        // A lone surrogate escape inserted between characters becomes U+FFFD; the rest is kept.
+        let at = text.char_indices().map(|(i, _)| i).nth(cut).unwrap_or(text.len());
+        let (before, after) = text.split_at(at);
+        let spliced = format!(
+            "{}\\u{unit:04x}{}",
+            &serde_json::to_string(before).unwrap()[..serde_json::to_string(before).unwrap().len() - 1],
+            &serde_json::to_string(after).unwrap()[1..]
+        );
+        let (value, replaced) = parse_json_lenient(spliced.as_bytes()).unwrap();
+        prop_assert_eq!(replaced, 1);
+        prop_assert_eq!(value, Value::String(format!("{before}\u{FFFD}{after}")));
     }
 
     #[test]

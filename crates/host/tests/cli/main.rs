@@ -1,12 +1,11 @@
 //! The `mcpl` command's contract (`shared/spec/host.md`), checked by running the built binary.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-fn mcpl(args: &[&str], stdin: &[u8]) -> Output {
+pub(crate) fn mcpl(args: &[&str], stdin: &[u8]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mcpl"))
         .args(args)
         .stdin(Stdio::piped())
@@ -19,16 +18,11 @@ fn mcpl(args: &[&str], stdin: &[u8]) -> Output {
     child.wait_with_output().unwrap()
 }
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use mcpl_testkit::workspace_root;
 
 fn fixture_base64(name: &str) -> String {
     use base64::Engine as _;
-    let path = workspace_root()
-        .join("crates/classify/tests/fixtures")
-        .join(name);
-    base64::engine::general_purpose::STANDARD.encode(std::fs::read(path).unwrap())
+    base64::engine::general_purpose::STANDARD.encode(mcpl_testkit::fixture(name))
 }
 
 fn classify_stdin(document: &Value) -> Vec<Value> {
@@ -92,13 +86,7 @@ fn classify_answers_for_every_fixture_by_its_bytes() {
         assert_eq!(answer["claimed_type"], "image/png", "{name}");
         assert_eq!(answer["sniffed_type"].as_str(), *sniffed, "{name}");
         assert_eq!(answer["renderable"], *renderable, "{name}");
-        let size = std::fs::metadata(
-            workspace_root()
-                .join("crates/classify/tests/fixtures")
-                .join(name),
-        )
-        .unwrap()
-        .len();
+        let size = mcpl_testkit::fixture(name).len();
         assert_eq!(answer["decoded_bytes"], size, "{name}");
         let found = answer["width"].as_u64().zip(answer["height"].as_u64());
         assert_eq!(found, *dimensions, "{name}");
@@ -231,3 +219,5 @@ fn a_missing_file_is_a_failure_not_bad_input() {
     );
     assert_eq!(stderr.lines().count(), 1);
 }
+
+mod project;

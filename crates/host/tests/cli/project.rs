@@ -1,0 +1,224 @@
+//! `mcpl project`: one lane's projection of one input, as the contract says.
+
+use serde_json::{Value, json};
+
+use super::{fixture_base64, mcpl};
+
+fn project(args: &[&str], input: &Value) -> Value {
+    let mut all = vec!["project"];
+    all.extend_from_slice(args);
+    let output = mcpl(&all, input.to_string().as_bytes());
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let value: Value = serde_json::from_slice(&output.stdout).unwrap();
+    for key in [
+        "lane",
+        "route",
+        "live",
+        "follow_up",
+        "stored",
+        "estimated_tokens",
+        "spill",
+        "diagnostics",
+    ] {
+        assert!(value.get(key).is_some(), "no {key} in {value}");
+    }
+    assert!(value["estimated_tokens"].is_u64());
+    value
+}
+
+fn image_result() -> Value {
+    json!({"content": [
+        {"type": "text", "text": "A chart:"},
+        {"type": "image", "mimeType": "image/jpeg", "data": fixture_base64("image.png")},
+        {"type": "resource_link", "uri": "demo://resource/dynamic/text/1", "name": "notes.txt", "mimeType": "text/plain"},
+    ]})
+}
+
+#[test]
+fn the_tool_result_lane_on_anthropic_is_a_tool_result_content_array() {
+    let out = project(&[], &image_result());
+    assert_eq!(out["lane"], "tool-result");
+    assert_eq!(out["route"], "anthropic");
+    assert_eq!(out["follow_up"], Value::Null);
+    assert_eq!(out["spill"], Value::Null);
+    let live = out["live"].as_array().unwrap();
+    assert_eq!(live.len(), 3);
+    assert_eq!(live[0], json!({"type": "text", "text": "A chart:"}));
+    // The media type is what the bytes say, not the label.
+    assert_eq!(
+        live[1],
+        json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": fixture_base64("image.png")}})
+    );
+    let stub = live[2]["text"].as_str().unwrap();
+    assert!(
+        stub.ends_with(
+            "] notes.txt — text/plain claimed — from tool result — fetch with fetch_reference"
+        ),
+        "{stub}"
+    );
+    let stored = out["stored"].as_str().unwrap();
+    assert!(
+        stored.starts_with("A chart:\n[image: image/png, 167B, ref img_"),
+        "{stored}"
+    );
+    assert!(!stored.contains("demo://"));
+    // The same input gives the same output, ids and refs included.
+    assert_eq!(project(&[], &image_result()), out);
+}
+
+#[test]
+fn text_only_sends_the_stored_copy() {
+    let out = project(&["--route", "text-only"], &image_result());
+    assert_eq!(out["route"], "text-only");
+    assert_eq!(out["live"], out["stored"]);
+}
+
+#[test]
+fn credential_free_uris_show_only_when_asked() {
+    let out = project(&["--show-uris", "credential-free"], &image_result());
+    assert!(
+        out["stored"]
+            .as_str()
+            .unwrap()
+            .contains("— demo://resource/dynamic/text/1 —")
+    );
+    let secret = json!({"content": [{"type": "resource_link", "uri": "https://a.example.com/x?token=s3cret", "name": "x"}]});
+    let out = project(&["--show-uris", "credential-free"], &secret);
+    assert!(!out.to_string().contains("s3cret"));
+}
+
+#[test]
+fn an_empty_push_is_refused_and_a_full_one_is_a_user_message() {
+    let empty = json!({"jsonrpc": "2.0", "id": 4, "method": "push/event",
+        "params": {"featureSet": "f", "eventId": "e1", "payload": {"content": [{"type": "text", "text": "  "}]}}});
+    let out = project(&["--lane", "push"], &empty);
+    assert_eq!(out["live"], Value::Null);
+    assert_eq!(
+        out["refusal"],
+        json!({"code": -32602, "message": "push event content is visibly empty", "data": {"field": "payload.content"}})
+    );
+    let full = json!({"featureSet": "f", "eventId": "e2", "payload": {"content": [
+        {"type": "text", "text": "deploy finished"},
+        {"type": "image", "mimeType": "image/png", "data": fixture_base64("static.gif")}]}});
+    let out = project(&["--lane", "push"], &full);
+    assert_eq!(out["live"][1]["source"]["media_type"], "image/gif");
+    assert!(out.get("refusal").is_none());
+}
+
+#[test]
+fn an_empty_channel_message_is_refused_alone() {
+    let incoming = json!({"messages": [{"channelId": "c", "messageId": "m1", "content": []}]});
+    let out = project(&["--lane", "channel"], &incoming);
+    assert_eq!(
+        out["refusal"],
+        json!({"accepted": false, "reason": "empty_content"})
+    );
+    let message = json!({"content": [{"type": "resource", "uri": "https://x.example.com/f?sig=1", "name": "f.txt"}]});
+    let out = project(&["--lane", "channel"], &message);
+    assert!(
+        out["stored"]
+            .as_str()
+            .unwrap()
+            .contains("attachment on channel message")
+    );
+}
+
+#[test]
+fn injections_take_strings_and_positions() {
+    let answer = json!({"jsonrpc": "2.0", "id": 9, "result": {"contextInjections": [
+        {"position": "system", "content": "Be brief."},
+        {"position": "beforeUser", "content": [{"type": "image", "mimeType": "image/png", "data": fixture_base64("image.png")}]},
+        {"position": "system", "content": [{"type": "audio", "mimeType": "audio/wav", "data": fixture_base64("tone.wav")}]}]}});
+    let out = project(&["--lane", "injection-system"], &answer);
+    assert_eq!(
+        out["live"],
+        "Be brief.\n[audio block not shown: the system prompt carries text only.]"
+    );
+    assert_eq!(out["stored"], out["live"]);
+    let out = project(&["--lane", "injection-user"], &answer);
+    assert_eq!(out["live"][0]["type"], "image");
+    let out = project(
+        &["--lane", "injection-user"],
+        &json!({"content": "plain text injection"}),
+    );
+    assert_eq!(
+        out["live"],
+        json!([{"type": "text", "text": "plain text injection"}])
+    );
+}
+
+#[test]
+fn the_script_lane_gives_blocks_with_their_data() {
+    let out = project(&["--lane", "script"], &image_result());
+    assert_eq!(out["live"]["content"][1]["mimeType"], "image/png");
+    assert_eq!(
+        out["live"]["content"][1]["data"],
+        fixture_base64("image.png")
+    );
+    let stored: Value = serde_json::from_str(out["stored"].as_str().unwrap()).unwrap();
+    assert_eq!(stored, out["live"]);
+}
+
+#[test]
+fn lone_surrogates_are_mended_and_said() {
+    let output = mcpl(
+        &["project"],
+        br#"{"content": [{"type": "text", "text": "cut \ud83d here"}]}"#,
+    );
+    assert_eq!(output.status.code(), Some(0));
+    let out: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(out["stored"], "cut \u{FFFD} here");
+    assert!(
+        out["diagnostics"][0]
+            .as_str()
+            .unwrap()
+            .contains("surrogate")
+    );
+}
+
+#[test]
+fn budget_options_are_accepted_and_said_not_applied() {
+    let out = project(
+        &[
+            "--budget",
+            "100",
+            "--spill-dir",
+            "/tmp/mcpl-spill-test",
+            "--server",
+            "docs",
+        ],
+        &image_result(),
+    );
+    let diagnostics = out["diagnostics"].to_string();
+    assert!(diagnostics.contains("not applied yet"), "{diagnostics}");
+}
+
+#[test]
+fn unusable_projections_exit_2_with_one_line() {
+    for (args, input, message) in [
+        (
+            vec!["project", "--route", "gemini"],
+            "[]",
+            "mcpl: route gemini is not built yet",
+        ),
+        (
+            vec!["project"],
+            "42",
+            "mcpl: stdin: no tool-result content found",
+        ),
+        (
+            vec!["project", "--lane", "push"],
+            "{\"x\": 1}",
+            "mcpl: stdin: no push content found",
+        ),
+        (vec!["project"], "{", "mcpl: stdin: not JSON"),
+    ] {
+        let output = mcpl(&args, input.as_bytes());
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.starts_with(message), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1);
+    }
+    let output = mcpl(&["project", "--lane", "nowhere"], b"[]");
+    assert_eq!(output.status.code(), Some(2));
+}
