@@ -182,9 +182,7 @@ fn fuzz(root: &Path, args: &[String]) -> Result<(), String> {
         })
         .unwrap_or_default();
     for crash in &crashes {
-        println!(
-            "crash input: {crash} (copy it into crates/classify/tests/fuzz-regressions/{target}/)"
-        );
+        println!("crash input: {crash} (copy it into the crate's tests/fuzz-regressions/)");
     }
     if status.success() && crashes.is_empty() {
         Ok(())

@@ -50,6 +50,7 @@
 //! `mcpl-budget`'s.
 
 mod claims;
+pub mod fuzz;
 mod ledger;
 pub mod markers;
 mod project;

@@ -5,6 +5,7 @@
 mod cases;
 mod conformance;
 mod properties;
+mod regressions;
 
 use mcpl_lanes::{
     ImageLedger, LiveCopy, MessageView, Part, Projector, Registry, Route, ServerName, ToolResult,

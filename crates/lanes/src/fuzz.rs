@@ -1,0 +1,131 @@
+//! The entry point for the `lanes` fuzz target and the tests that replay what it found.
+//!
+//! It runs every lane on any JSON and checks lanes.md's properties, so a fuzz run finds leaks
+//! and unstable output as well as panics.
+
+use serde_json::Value;
+
+use crate::{
+    HiddenUris, ImageLedger, LiveCopy, Projector, REDACT_MIN_CHARS, Registry, Route, ServerName,
+    ToolResult, UriPolicy, is_content_block,
+};
+
+/// Parses `bytes` as JSON (lone surrogates mended) and runs every lane on it as a tool result,
+/// and on its `content` as a push event, a channel message and both kinds of injection.
+pub fn every_lane_on_json_bytes(bytes: &[u8]) {
+    if let Ok((value, _)) = mcpl_classify::parse_json_lenient(bytes) {
+        every_lane(&value);
+    }
+}
+
+/// Runs every lane on a value and checks: no block's uri in any output under the default policy,
+/// one part per block where blocks are shown one by one, an idempotent script view, and a
+/// stable stored copy.
+pub fn every_lane(result: &Value) {
+    let mut registry = Registry::with_seed(1);
+    let mut ledger = ImageLedger::with_seed(2);
+    let server = ServerName::new("fuzz");
+    for route in Route::ALL {
+        let mut lanes = Projector {
+            registry: &mut registry,
+            ledger: &mut ledger,
+            route,
+            server: &server,
+            uri_policy: UriPolicy::Hidden,
+        };
+        let parsed = ToolResult::from_value(result);
+        let copies = lanes.tool_result(&parsed);
+        let again = lanes.tool_result(&parsed);
+        assert_eq!(copies.stored, again.stored, "the stored copy is stable");
+        let mut outputs = vec![copies.stored.clone()];
+        if let LiveCopy::Native(parts) = &copies.live {
+            // One part per block, and one more where structured content is shown.
+            if let Some(Value::Array(blocks)) = parsed.content {
+                assert!(parts.len() == blocks.len() || parts.len() == blocks.len() + 1);
+            }
+            outputs.extend(parts.iter().map(part_text));
+        }
+        let script = lanes.script_result(result);
+        assert_eq!(
+            lanes.script_result(&script),
+            script,
+            "the script view is idempotent"
+        );
+        strings_of(&script, &mut outputs);
+        check_no_uri(result, &outputs);
+
+        let content = parsed.content.cloned().unwrap_or(Value::Null);
+        let mut message_outputs = Vec::new();
+        if let Ok(view) = lanes.push(&content) {
+            assert_eq!(Some(view.parts.len()), content.as_array().map(Vec::len));
+            message_outputs.push(view.stored);
+            message_outputs.extend(view.parts.iter().map(part_text));
+        }
+        if let Ok(view) = lanes.channel_message(&content) {
+            message_outputs.push(view.stored);
+        }
+        message_outputs.push(lanes.injection_user(&content).stored);
+        message_outputs.push(lanes.injection_system(&content));
+        check_no_uri(&content, &message_outputs);
+    }
+}
+
+fn check_no_uri(scope: &Value, outputs: &[String]) {
+    let hidden = HiddenUris::of(&[scope], UriPolicy::Hidden);
+    let mut uris = Vec::new();
+    collect_block_uris(scope, &mut uris);
+    for uri in uris
+        .iter()
+        .filter(|u| u.chars().count() >= REDACT_MIN_CHARS && !hidden.shows(u))
+    {
+        for output in outputs {
+            assert!(
+                !output.contains(uri.as_str()),
+                "a block's uri reached a lane's output"
+            );
+        }
+    }
+}
+
+fn part_text(part: &crate::Part<'_>) -> String {
+    match part {
+        crate::Part::Text(text) => text.clone(),
+        crate::Part::Image { media_type, data } | crate::Part::Audio { media_type, data } => {
+            format!("{media_type} {data}")
+        }
+    }
+}
+
+/// Every key and string in a value, as a model reading it would see them.
+fn strings_of(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|v| strings_of(v, out)),
+        Value::Object(object) => {
+            for (key, v) in object {
+                out.push(key.clone());
+                strings_of(v, out);
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+fn collect_block_uris(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Object(object) => {
+            if is_content_block(value) {
+                if let Some(Value::String(uri)) = object.get("uri") {
+                    out.push(uri.clone());
+                }
+                if let Some(Value::String(uri)) = object.get("resource").and_then(|r| r.get("uri"))
+                {
+                    out.push(uri.clone());
+                }
+            }
+            object.values().for_each(|v| collect_block_uris(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_block_uris(v, out)),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+    }
+}
