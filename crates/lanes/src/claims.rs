@@ -120,6 +120,14 @@ impl HiddenUris {
     }
 }
 
+/// Every uri a content block in `value` carries, at any depth: a reference's, an embedded
+/// resource's, or one beside inline data. These are the uris no lane shows by default.
+pub fn block_uris(value: &Value) -> Vec<String> {
+    let (mut never, mut uris) = (Vec::new(), Vec::new());
+    walk(value, true, &mut never, &mut uris);
+    uris
+}
+
 fn walk(value: &Value, claims_count: bool, never: &mut Vec<String>, uris: &mut Vec<String>) {
     match value {
         Value::Object(object) => {

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::{
     HiddenUris, ImageLedger, LiveCopy, Projector, REDACT_MIN_CHARS, Registry, Route, ServerName,
-    ToolResult, UriPolicy, is_content_block,
+    ToolResult, UriPolicy, block_uris,
 };
 
 /// Parses `bytes` as JSON (lone surrogates mended) and runs every lane on it as a tool result,
@@ -72,9 +72,7 @@ pub fn every_lane(result: &Value) {
 
 fn check_no_uri(scope: &Value, outputs: &[String]) {
     let hidden = HiddenUris::of(&[scope], UriPolicy::Hidden);
-    let mut uris = Vec::new();
-    collect_block_uris(scope, &mut uris);
-    for uri in uris
+    for uri in block_uris(scope)
         .iter()
         .filter(|u| u.chars().count() >= REDACT_MIN_CHARS && !hidden.shows(u))
     {
@@ -108,24 +106,5 @@ fn strings_of(value: &Value, out: &mut Vec<String>) {
             }
         }
         Value::Null | Value::Bool(_) | Value::Number(_) => {}
-    }
-}
-
-fn collect_block_uris(value: &Value, out: &mut Vec<String>) {
-    match value {
-        Value::Object(object) => {
-            if is_content_block(value) {
-                if let Some(Value::String(uri)) = object.get("uri") {
-                    out.push(uri.clone());
-                }
-                if let Some(Value::String(uri)) = object.get("resource").and_then(|r| r.get("uri"))
-                {
-                    out.push(uri.clone());
-                }
-            }
-            object.values().for_each(|v| collect_block_uris(v, out));
-        }
-        Value::Array(items) => items.iter().for_each(|v| collect_block_uris(v, out)),
-        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
     }
 }

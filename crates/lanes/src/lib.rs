@@ -58,7 +58,7 @@ mod registry;
 mod route;
 
 pub use claims::{
-    CONTENT_BLOCK_TYPES, HiddenUris, REDACT_MIN_CHARS, UriPolicy, is_content_block,
+    CONTENT_BLOCK_TYPES, HiddenUris, REDACT_MIN_CHARS, UriPolicy, block_uris, is_content_block,
     is_credential_free,
 };
 pub use ledger::{

@@ -8,7 +8,7 @@ use std::path::Path;
 use mcpl_lanes::UriPolicy;
 use serde_json::Value;
 
-use crate::{AllLanes, Host, block_uris, summarise_data};
+use crate::{AllLanes, Host, summarise_data};
 
 /// The data of every inline block that also claims a disposition or a uri: withheld, so shown
 /// nowhere.
@@ -45,8 +45,7 @@ fn withheld_data(value: &Value, out: &mut Vec<String>) {
 /// No uri of a block in `scope`, even where a server also wrote it into its own text, in any
 /// output; under the opt-in, no uri marked never or carrying a credential.
 fn check_uris(scope: &Value, policy: UriPolicy, outputs: &[String]) {
-    let mut uris = Vec::new();
-    block_uris(scope, &mut uris);
+    let uris = mcpl_lanes::block_uris(scope);
     let hidden = mcpl_lanes::HiddenUris::of(&[scope], policy);
     for uri in &uris {
         let searchable = uri.chars().count() >= mcpl_lanes::REDACT_MIN_CHARS;

@@ -178,23 +178,3 @@ pub(crate) fn summarise_data(value: &Value) -> Value {
         other => other.clone(),
     }
 }
-
-/// Every uri a case's blocks carry, at any depth: what no lane may show by default.
-pub(crate) fn block_uris(value: &Value, out: &mut Vec<String>) {
-    match value {
-        Value::Object(object) => {
-            if mcpl_lanes::is_content_block(value) {
-                if let Some(Value::String(uri)) = object.get("uri") {
-                    out.push(uri.clone());
-                }
-                if let Some(Value::String(uri)) = object.get("resource").and_then(|r| r.get("uri"))
-                {
-                    out.push(uri.clone());
-                }
-            }
-            object.values().for_each(|v| block_uris(v, out));
-        }
-        Value::Array(items) => items.iter().for_each(|v| block_uris(v, out)),
-        _ => {}
-    }
-}

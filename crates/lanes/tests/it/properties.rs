@@ -149,8 +149,7 @@ proptest! {
         let withheld = withheld_payloads(&result);
         let content = result["content"].clone();
         for (scope, outputs) in [(&result, lanes.result_texts()), (&content, lanes.message_texts())] {
-            let mut uris = Vec::new();
-            crate::block_uris(scope, &mut uris);
+            let uris = mcpl_lanes::block_uris(scope);
             for output in &outputs {
                 for uri in &uris {
                     prop_assert!(!output.contains(uri.as_str()), "{uri} in {output}");
@@ -169,8 +168,7 @@ proptest! {
         let content = result["content"].clone();
         for (scope, outputs) in [(&result, lanes.result_texts()), (&content, lanes.message_texts())] {
             let hidden = mcpl_lanes::HiddenUris::of(&[scope], UriPolicy::CredentialFree);
-            let mut uris = Vec::new();
-            crate::block_uris(scope, &mut uris);
+            let uris = mcpl_lanes::block_uris(scope);
             for output in &outputs {
                 for uri in uris.iter().filter(|u| !hidden.shows(u)) {
                     prop_assert!(!output.contains(uri.as_str()), "{uri} shown in {output}");
