@@ -161,6 +161,14 @@ fn fuzz(root: &Path, args: &[String]) -> Result<(), String> {
             tests.join("fixtures"),
             tests.join("fuzz-regressions/payload"),
         ]),
+        "lanes" => {
+            let lanes = root.join("crates/lanes/tests");
+            corpora.extend([tests.join("cases"), lanes.join("fuzz-regressions")]);
+            options.push(format!(
+                "-dict={}",
+                fuzz_dir.join("classify.dict").display()
+            ));
+        }
         _ => {}
     }
     std::fs::create_dir_all(&corpora[0]).map_err(|e| format!("{}: {e}", corpora[0].display()))?;
