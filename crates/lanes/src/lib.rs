@@ -65,8 +65,8 @@ pub use ledger::{
     ImageLedger, ImageLookup, LEDGER_MAX_BASE64, LEDGER_MAX_IMAGES, LEDGER_REMEMBERED_REFS,
 };
 pub use project::{
-    ChannelRefusal, LiveCopy, MessageView, Part, Projector, Provenance, PushRefusal, RenderOutcome,
-    ToolResult, ToolResultCopies, is_visibly_empty, withheld,
+    Attach, ChannelRefusal, LiveCopy, MessageView, Part, Projector, Provenance, PushRefusal,
+    RenderOutcome, ToolResult, ToolResultCopies, is_visibly_empty, withheld,
 };
 pub use registry::{
     Claims, Fetched, REGISTRY_CAPACITY, Record, RefId, Registry, ServerName, UnknownReference,

@@ -14,6 +14,10 @@ use crate::markers;
 use crate::registry::{Registry, ServerName};
 use crate::route::Route;
 
+/// What a spill writer does with each payload: given the payload and the text the stored copy
+/// would show for it, returns the text the spill file shows in its place (an attachment's path).
+pub type Attach<'f> = dyn FnMut(&Media<'_>, &str) -> String + 'f;
+
 /// Where a reference arrived, as its stub says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Provenance {
@@ -76,6 +80,9 @@ pub struct ToolResultCopies<'a> {
     /// The text kept in history and recompiled every later turn. The same result always gives
     /// the same text while the image ledger holds its images.
     pub stored: String,
+    /// The stored copy's parts before they are joined with `\n`: one per shown thing, in the
+    /// order of the live copy's parts when it is native (an image's part is its placeholder).
+    pub stored_parts: Vec<String>,
     /// What goes to the provider on this turn.
     pub live: LiveCopy<'a>,
     /// Whether the server marked the result an error.
@@ -231,6 +238,26 @@ impl<'h> Projector<'h> {
 
     /// Both copies of a tool result.
     pub fn tool_result<'a>(&mut self, result: &ToolResult<'a>) -> ToolResultCopies<'a> {
+        self.tool_result_with(result, &mut None)
+    }
+
+    /// The whole of a tool result as a spill file holds it: the stored copy, except that every
+    /// payload (image, audio, embedded blob; at any depth) shows what `attach` returns for it,
+    /// given the payload and the text the stored copy would show. Withheld data is not a
+    /// payload. Hidden uris stay hidden: a model may read the spill file.
+    pub fn tool_result_spill(
+        &mut self,
+        result: &ToolResult<'_>,
+        attach: &mut Attach<'_>,
+    ) -> String {
+        self.tool_result_with(result, &mut Some(attach)).stored
+    }
+
+    fn tool_result_with<'a>(
+        &mut self,
+        result: &ToolResult<'a>,
+        attach: &mut Option<&mut Attach<'_>>,
+    ) -> ToolResultCopies<'a> {
         let hidden = result.hidden_uris(self.uri_policy);
         let mut pieces: Vec<Piece<'a>> = Vec::new();
         let mut server_text = false;
@@ -243,22 +270,19 @@ impl<'h> Projector<'h> {
                         Block::EmbeddedText(embedded) => !embedded.text.trim().is_empty(),
                         _ => false,
                     };
-                    pieces.push(self.tool_result_piece(&classified, &hidden));
+                    pieces.push(self.tool_result_piece(&classified, &hidden, attach));
                 }
             }
             None | Some(Value::Null) => {}
-            Some(data) => pieces.push(Piece::text(self.data_text(data, &hidden))),
+            Some(data) => pieces.push(Piece::text(self.data_text(data, &hidden, attach))),
         }
         if let Some(structured) = result.structured
             && !server_text
         {
-            pieces.push(Piece::text(self.data_text(structured, &hidden)));
+            pieces.push(Piece::text(self.data_text(structured, &hidden, attach)));
         }
-        let stored = pieces
-            .iter()
-            .map(|p| p.text.as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
+        let stored_parts: Vec<String> = pieces.iter().map(|p| p.text.clone()).collect();
+        let stored = stored_parts.join("\n");
         let goes_native =
             self.route.images_in_tool_results && pieces.iter().any(|p| p.native.is_some());
         let live = if goes_native {
@@ -273,12 +297,28 @@ impl<'h> Projector<'h> {
         };
         ToolResultCopies {
             stored,
+            stored_parts,
             live,
             is_error: result.is_error,
         }
     }
 
-    fn tool_result_piece<'a>(&mut self, block: &Block<'a>, hidden: &HiddenUris) -> Piece<'a> {
+    fn tool_result_piece<'a>(
+        &mut self,
+        block: &Block<'a>,
+        hidden: &HiddenUris,
+        attach: &mut Option<&mut Attach<'_>>,
+    ) -> Piece<'a> {
+        let piece = self.tool_result_piece_shown(block, hidden);
+        match (attach, block.media()) {
+            (Some(attach), Some(media)) if !media.is_empty() => {
+                Piece::text(attach(media, &piece.text))
+            }
+            _ => piece,
+        }
+    }
+
+    fn tool_result_piece_shown<'a>(&mut self, block: &Block<'a>, hidden: &HiddenUris) -> Piece<'a> {
         match block {
             Block::Text(text) => Piece::text(hidden.redact(text)),
             Block::InlineImage(media) => self.image_piece(media, hidden),
@@ -319,12 +359,20 @@ impl<'h> Projector<'h> {
     /// A result's data (structured content, or content that is not an array) as the stored copy
     /// shows it: JSON in which every content block at any depth is the text its stored copy
     /// shows; a block that is the whole of the data is just that text.
-    fn data_text(&mut self, data: &Value, hidden: &HiddenUris) -> String {
+    fn data_text(
+        &mut self,
+        data: &Value,
+        hidden: &HiddenUris,
+        attach: &mut Option<&mut Attach<'_>>,
+    ) -> String {
         if is_content_block(data) {
-            return self.tool_result_piece(&classify(data), hidden).text;
+            return self.tool_result_piece(&classify(data), hidden, attach).text;
         }
         let shown = self.map_blocks(data, hidden, &mut |this, block, hidden| {
-            Value::String(this.tool_result_piece(&classify(block), hidden).text)
+            Value::String(
+                this.tool_result_piece(&classify(block), hidden, attach)
+                    .text,
+            )
         });
         serde_json::to_string(&shown).unwrap_or_default()
     }
