@@ -573,9 +573,16 @@ impl<'h> Projector<'h> {
             Value::Object(object) if !is_content_block(result) => {
                 let mut view = Map::new();
                 for (key, value) in object {
-                    let shown = match key.as_str() {
-                        "content" | "structuredContent" => self.script_data(value, &hidden),
-                        "isError" => value.clone(),
+                    let shown = match (key.as_str(), value) {
+                        // Every element of a content array is a block, odd ones included.
+                        ("content", Value::Array(blocks)) => Value::Array(
+                            blocks
+                                .iter()
+                                .map(|block| self.script_block(&classify(block), block, &hidden))
+                                .collect(),
+                        ),
+                        ("content" | "structuredContent", _) => self.script_data(value, &hidden),
+                        ("isError", _) => value.clone(),
                         // Other fields (`_meta`, extensions) are not the model's view.
                         _ => continue,
                     };
@@ -583,6 +590,12 @@ impl<'h> Projector<'h> {
                 }
                 Value::Object(view)
             }
+            Value::Array(blocks) => Value::Array(
+                blocks
+                    .iter()
+                    .map(|block| self.script_block(&classify(block), block, &hidden))
+                    .collect(),
+            ),
             other => self.script_data(other, &hidden),
         }
     }
@@ -593,6 +606,16 @@ impl<'h> Projector<'h> {
     pub fn script_field(&mut self, result: &Value, pointer: &str) -> Option<Value> {
         let hidden = ToolResult::from_value(result).hidden_uris(self.uri_policy);
         let field = result.pointer(pointer)?;
+        // An element of the content array is a block, whatever it holds.
+        let in_content = match result {
+            Value::Array(_) => pointer.matches('/').count() == 1,
+            _ => pointer.starts_with("/content/") && pointer.matches('/').count() == 2,
+        } && result
+            .pointer(pointer.rsplit_once('/').map_or("", |(parent, _)| parent))
+            .is_some_and(Value::is_array);
+        if in_content {
+            return Some(self.script_block(&classify(field), field, &hidden));
+        }
         Some(self.script_data(field, &hidden))
     }
 
