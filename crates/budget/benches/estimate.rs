@@ -1,0 +1,82 @@
+//! The heuristic's error against the exact o200k counter on a mixed corpus, and both counters'
+//! throughput. Needs the `exact` feature:
+//! `cargo bench -p mcpl-budget --features exact --bench estimate`.
+//!
+//! Each corpus part is cut into pieces of about 1,000 characters at line ends; the error is the
+//! mean over pieces of |heuristic - exact| / exact, and the bias is the signed mean (positive
+//! means the heuristic counts more). The target: mean absolute error within 15% on every part.
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use mcpl_budget::{Heuristic, O200k, TokenEstimator};
+
+const PARTS: &[(&str, &str)] = &[
+    ("english prose", include_str!("corpus/english-gpl3.txt")),
+    ("rust code", include_str!("corpus/rust-block.rs.txt")),
+    ("json", include_str!("corpus/json-peer-responses.json")),
+    ("chinese", include_str!("corpus/chinese.txt")),
+    ("japanese", include_str!("corpus/japanese.txt")),
+    ("mixed", include_str!("corpus/mixed.txt")),
+];
+
+fn pieces(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut chars = 0;
+    for (i, c) in text.char_indices() {
+        chars += 1;
+        if c == '\n' && chars >= 1000 {
+            out.push(&text[start..=i]);
+            start = i + 1;
+            chars = 0;
+        }
+    }
+    if start < text.len() {
+        out.push(&text[start..]);
+    }
+    out
+}
+
+fn report_error() {
+    println!("\nheuristic against o200k, per corpus part (pieces of ~1,000 characters):");
+    println!(
+        "{:<14} {:>6} {:>9} {:>9} {:>8} {:>8}",
+        "part", "pieces", "exact", "heuristic", "MAE", "bias"
+    );
+    for (name, text) in PARTS {
+        let pieces = pieces(text);
+        let (mut abs, mut signed, mut exact_sum, mut heuristic_sum) = (0.0, 0.0, 0, 0);
+        for piece in &pieces {
+            let exact = O200k.count(piece);
+            let guess = Heuristic.count(piece);
+            exact_sum += exact;
+            heuristic_sum += guess;
+            let error = (guess as f64 - exact as f64) / exact.max(1) as f64;
+            abs += error.abs();
+            signed += error;
+        }
+        let n = pieces.len() as f64;
+        println!(
+            "{name:<14} {:>6} {exact_sum:>9} {heuristic_sum:>9} {:>7.1}% {:>+7.1}%",
+            pieces.len(),
+            100.0 * abs / n,
+            100.0 * signed / n
+        );
+    }
+}
+
+fn bench_counters(c: &mut Criterion) {
+    report_error();
+    let all: String = PARTS.iter().map(|(_, t)| *t).collect();
+    let mut group = c.benchmark_group("count_corpus");
+    group.throughput(Throughput::Bytes(all.len() as u64));
+    group.bench_function("heuristic", |b| {
+        b.iter(|| Heuristic.count(std::hint::black_box(&all)))
+    });
+    group.bench_function("o200k", |b| {
+        b.iter(|| O200k.count(std::hint::black_box(&all)))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_counters);
+criterion_main!(benches);
