@@ -447,7 +447,7 @@ mod tests {
     #[test]
     fn gemini_rules() {
         assert_eq!(ImageCalculator::GeminiTiles.tokens(384, 384), 258);
-        assert_eq!(ImageCalculator::GeminiTiles.tokens(1000, 700), 2 * 1 * 258);
+        assert_eq!(ImageCalculator::GeminiTiles.tokens(1000, 700), 2 * 258);
         assert_eq!(
             ImageCalculator::GeminiFixed { tokens: 1120 }.tokens(12_000, 9_000),
             1120
