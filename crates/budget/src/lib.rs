@@ -1,11 +1,57 @@
 //! Token prices, head/tail fitting with spill files, and the window projection.
+//!
+//! - [`TokenEstimator`] prices text: [`Heuristic`] by default (fitted to o200k, never
+//!   undercounting CJK), `O200k` exactly with the `exact` feature.
+//! - [`ImageCalculator`] prices an image from its dimensions, one rule per provider, with dated
+//!   tables ([`ANTHROPIC_TABLE`], [`OPENAI_TABLE`], [`GEMINI_TABLE`]).
+//! - [`PricedRoute`] is one route's whole declaration: what the lanes may send there
+//!   (`mcpl_lanes::Route`) and how it prices images; a [`Pricer`] prices live copies with it.
+//! - [`fit_tool_result`] projects a tool result and, when its live copy is over budget, writes
+//!   the whole result through a [`SpillStore`] ([`LocalSpillStore`] by default) and cuts the
+//!   middle of both copies, leaving the [`omission_notice`] in its place.
+//! - [`project_round`] is the window projection: what a round appends, as it will be sent.
+//!
+//! ```
+//! use mcpl_budget::{Heuristic, PricedRoute, Pricer, fit_tool_result};
+//! use mcpl_lanes::{ImageLedger, Projector, Registry, ServerName, ToolResult, UriPolicy};
+//! use serde_json::json;
+//!
+//! let (mut registry, mut ledger) = (Registry::new(), ImageLedger::new());
+//! let server = ServerName::new("logs");
+//! let route = PricedRoute::ANTHROPIC;
+//! let mut lanes = Projector {
+//!     registry: &mut registry,
+//!     ledger: &mut ledger,
+//!     route: &route.lanes,
+//!     server: &server,
+//!     uri_policy: UriPolicy::Hidden,
+//! };
+//! let result = json!({"content": [{"type": "text", "text": "line\n".repeat(10_000)}]});
+//! let dir = std::env::temp_dir().join(format!("mcpl-doc-{}", std::process::id()));
+//! let mut store = mcpl_budget::LocalSpillStore::new(&dir).unwrap();
+//! let pricer = Pricer { text: &Heuristic, route: &route };
+//! let fitted = fit_tool_result(&mut lanes, &ToolResult::from_value(&result), pricer, 500, Some(&mut store));
+//! assert!(fitted.cut && fitted.price.unwrap() <= 500);
+//! assert!(fitted.copies.stored.contains("tokens omitted ("));
+//! # std::fs::remove_dir_all(dir).unwrap();
+//! ```
+//!
+//! The crate writes nothing but spill files, and only through a [`SpillStore`].
 
+pub mod fit;
 pub mod image;
+pub mod route;
+pub mod spill;
 pub mod text;
+pub mod window;
 
+pub use fit::{DEFAULT_BUDGET, Fitted, cut, fit_tool_result, omission_notice};
 pub use image::{
     ANTHROPIC_TABLE, Detail, GEMINI_TABLE, ImageCalculator, OPENAI_TABLE, PricedModels,
 };
+pub use route::{PricedRoute, Pricer, Unpriceable};
+pub use spill::{LocalSpillStore, Spill, SpillError, SpillStore, extension_for, write_spill};
 #[cfg(feature = "exact")]
 pub use text::O200k;
 pub use text::{Heuristic, TokenEstimator};
+pub use window::{Round, project_round};

@@ -1,0 +1,348 @@
+//! Head/tail fitting: a tool result over its budget keeps a contiguous head and tail, the
+//! middle is replaced by a notice saying what was left out and where the whole result is.
+
+use mcpl_lanes::{LiveCopy, Part, Projector, ToolResult, ToolResultCopies};
+
+use crate::route::Pricer;
+use crate::spill::{Spill, SpillStore, write_spill};
+
+/// The default tool-result budget, in estimated tokens.
+pub const DEFAULT_BUDGET: u64 = 12_500;
+
+/// How far back (or forward) from a cut a line break is looked for, in bytes: a cut moves to a
+/// line boundary only when one is this close.
+const LINE_WINDOW: usize = 240;
+
+/// `[… <n> tokens omitted (<c> characters, <i> images); the full result is in <path>]`
+pub fn omission_notice(tokens: u64, characters: u64, images: u64, path: &str) -> String {
+    format!(
+        "[… {tokens} tokens omitted ({characters} characters, {images} images); the full result is in {path}]"
+    )
+}
+
+/// A tool result fitted to its budget, or kept whole with the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fitted<'a> {
+    /// The copies as they go: fitted when cut, else the originals.
+    pub copies: ToolResultCopies<'a>,
+    /// The live copy's price on the route, when it can be priced.
+    pub price: Option<u64>,
+    /// The spill file and its attachments, when one was written.
+    pub spill: Option<Spill>,
+    /// Whether the middle was cut.
+    pub cut: bool,
+    /// What happened, when anything did: why a result over budget was kept whole, say.
+    pub diagnostics: Vec<String>,
+}
+
+/// Projects a tool result on the tool-result lanes and fits both copies to `budget` estimated
+/// tokens: when the live copy is over budget, the whole result is spilled first (through
+/// `store`), then the middle is cut. A result that cannot be priced, or whose spill cannot be
+/// written, keeps its original content, and a diagnostic says why.
+pub fn fit_tool_result<'a>(
+    projector: &mut Projector<'_>,
+    result: &ToolResult<'a>,
+    pricer: Pricer<'_>,
+    budget: u64,
+    store: Option<&mut dyn SpillStore>,
+) -> Fitted<'a> {
+    let copies = projector.tool_result(result);
+    let mut fitted = Fitted {
+        price: None,
+        spill: None,
+        cut: false,
+        diagnostics: Vec::new(),
+        copies,
+    };
+    let price = match pricer.live(&fitted.copies.live, &fitted.copies.stored) {
+        Ok(price) => price,
+        Err(error) => {
+            fitted.diagnostics.push(format!(
+                "the result cannot be priced ({error}); it is kept whole"
+            ));
+            return fitted;
+        }
+    };
+    fitted.price = Some(price);
+    if price <= budget {
+        return fitted;
+    }
+    let over = format!("the result is {price} estimated tokens, over its budget of {budget}");
+    let Some(store) = store else {
+        fitted.diagnostics.push(format!(
+            "{over}, and no spill store is set; it is kept whole"
+        ));
+        return fitted;
+    };
+    let spill = match write_spill(projector, result, store) {
+        Ok(spill) => spill,
+        Err(error) => {
+            fitted.diagnostics.push(format!(
+                "{over}, and its spill could not be written ({error}); it is kept whole"
+            ));
+            return fitted;
+        }
+    };
+    match cut(&fitted.copies, pricer, budget, &spill.path) {
+        Ok((copies, price)) => {
+            fitted.copies = copies;
+            fitted.price = Some(price);
+            fitted.cut = true;
+        }
+        Err(reason) => fitted.diagnostics.push(format!(
+            "{over}, and {reason}; it is kept whole, and spilled"
+        )),
+    }
+    fitted.spill = Some(spill);
+    fitted
+}
+
+/// One shown thing: its live part (none when the live copy is the stored text), its stored
+/// text, and its price.
+struct Item<'c, 'a> {
+    live: Option<&'c Part<'a>>,
+    stored: &'c str,
+    price: u64,
+}
+
+impl Item<'_, '_> {
+    fn is_text(&self) -> bool {
+        !matches!(self.live, Some(Part::Image { .. } | Part::Audio { .. }))
+    }
+}
+
+/// Where a cut falls: whole items kept from each end, and a part of the next text item.
+#[derive(Debug, Clone, Copy)]
+struct Cut {
+    head_items: usize,
+    head_partial: Option<usize>,
+    tail_items: usize,
+    tail_partial: Option<usize>,
+}
+
+/// Cuts the middle of a result's copies so the live copy fits `budget`, with the omission
+/// notice between head and tail. Returns the fitted copies and their price.
+pub fn cut<'a>(
+    copies: &ToolResultCopies<'a>,
+    pricer: Pricer<'_>,
+    budget: u64,
+    spill_path: &str,
+) -> Result<(ToolResultCopies<'a>, u64), String> {
+    let items: Vec<Item<'_, 'a>> = match &copies.live {
+        LiveCopy::Stored => vec![Item {
+            live: None,
+            stored: &copies.stored,
+            price: pricer.text.count(&copies.stored),
+        }],
+        LiveCopy::Native(parts) => parts
+            .iter()
+            .zip(&copies.stored_parts)
+            .map(|(part, stored)| {
+                Ok(Item {
+                    live: Some(part),
+                    stored,
+                    price: pricer.part(part).map_err(|e| e.to_string())?,
+                })
+            })
+            .collect::<Result<_, String>>()?,
+    };
+    let total: u64 = items.iter().map(|i| i.price).sum();
+    let characters: u64 = items
+        .iter()
+        .filter(|i| i.is_text())
+        .map(|i| i.stored.chars().count() as u64)
+        .sum();
+    let images = items.iter().filter(|i| !i.is_text()).count() as u64;
+    // The notice's numbers can only be smaller than these, so this prices the longest notice;
+    // the separators around it cost the rest of the reserve.
+    let reserve = pricer
+        .text
+        .count(&omission_notice(total, characters, images, spill_path))
+        + pricer.text.count("\n\n");
+    if reserve >= budget {
+        return Err(format!(
+            "the budget cannot hold the omission notice ({reserve} tokens)"
+        ));
+    }
+    let mut available = budget - reserve;
+    for _ in 0..8 {
+        let head_budget = available / 2;
+        let cut = find_cut(&items, pricer, head_budget, available - head_budget);
+        let fitted = assemble(copies, &items, cut, pricer, spill_path);
+        let price = pricer
+            .live(&fitted.live, &fitted.stored)
+            .map_err(|e| e.to_string())?;
+        if price <= budget {
+            return Ok((fitted, price));
+        }
+        // Joining pieces can cost a little more than their sum; give the excess back and cut
+        // again.
+        available = available.saturating_sub(price - budget);
+    }
+    Err("no cut within the budget was found".to_owned())
+}
+
+fn find_cut(items: &[Item<'_, '_>], pricer: Pricer<'_>, head_budget: u64, tail_budget: u64) -> Cut {
+    let mut cut = Cut {
+        head_items: 0,
+        head_partial: None,
+        tail_items: 0,
+        tail_partial: None,
+    };
+    let mut remaining = head_budget;
+    for item in items {
+        if item.price <= remaining {
+            remaining -= item.price;
+            cut.head_items += 1;
+            continue;
+        }
+        if item.is_text() {
+            let end = pricer.text.prefix_within(item.stored, remaining);
+            let end = line_before(item.stored, end);
+            cut.head_partial = (end > 0).then_some(end);
+        }
+        // An image that does not fit ends the head; the space left stays unused.
+        break;
+    }
+    let mut remaining = tail_budget;
+    let first_free = cut.head_items;
+    for (index, item) in items.iter().enumerate().rev() {
+        if index < first_free {
+            break;
+        }
+        let shared = index == first_free && cut.head_partial.is_some();
+        if item.price <= remaining && !shared {
+            remaining -= item.price;
+            cut.tail_items += 1;
+            continue;
+        }
+        if item.is_text() {
+            let start = pricer.text.suffix_within(item.stored, remaining);
+            let start = line_after(item.stored, start);
+            let start = if shared {
+                start.max(cut.head_partial.unwrap_or(0))
+            } else {
+                start
+            };
+            cut.tail_partial = (start < item.stored.len()).then_some(start);
+        }
+        break;
+    }
+    cut
+}
+
+/// Moves a head's end back to just after a line break, when one is close.
+fn line_before(text: &str, end: usize) -> usize {
+    let window_start = floor_boundary(text, end.saturating_sub(LINE_WINDOW));
+    match text[window_start..end].rfind('\n') {
+        Some(offset) if end < text.len() => window_start + offset + 1,
+        _ => end,
+    }
+}
+
+/// Moves a tail's start forward to just after a line break, when one is close.
+fn line_after(text: &str, start: usize) -> usize {
+    let window_end = floor_boundary(text, (start + LINE_WINDOW).min(text.len()));
+    match text[start..window_end].find('\n') {
+        Some(offset) if start > 0 && start + offset + 1 < text.len() => start + offset + 1,
+        _ => start,
+    }
+}
+
+fn floor_boundary(text: &str, mut index: usize) -> usize {
+    while !text.is_char_boundary(index) {
+        index -= 1;
+    }
+    index
+}
+
+fn assemble<'a>(
+    original: &ToolResultCopies<'a>,
+    items: &[Item<'_, 'a>],
+    cut: Cut,
+    pricer: Pricer<'_>,
+    spill_path: &str,
+) -> ToolResultCopies<'a> {
+    let n = items.len();
+    let tail_start = n - cut.tail_items;
+    let mut kept_price = 0;
+    let mut kept_characters = 0u64;
+    let mut kept_images = 0u64;
+    // (live part, stored text) for every kept piece, in order, with the notice's place marked.
+    let mut head: Vec<(Option<Part<'a>>, String)> = Vec::new();
+    let mut tail: Vec<(Option<Part<'a>>, String)> = Vec::new();
+    let mut keep =
+        |item: &Item<'_, 'a>, text: Option<&str>, out: &mut Vec<(Option<Part<'a>>, String)>| {
+            match text {
+                Some(piece) => {
+                    kept_price += pricer.text.count(piece);
+                    kept_characters += piece.chars().count() as u64;
+                    out.push((
+                        item.live.map(|_| Part::Text(piece.to_owned())),
+                        piece.to_owned(),
+                    ));
+                }
+                None => {
+                    kept_price += item.price;
+                    if item.is_text() {
+                        kept_characters += item.stored.chars().count() as u64;
+                    } else {
+                        kept_images += 1;
+                    }
+                    out.push((item.live.cloned(), item.stored.to_owned()));
+                }
+            }
+        };
+    for item in &items[..cut.head_items] {
+        keep(item, None, &mut head);
+    }
+    if let Some(end) = cut.head_partial {
+        let item = &items[cut.head_items];
+        keep(item, Some(&item.stored[..end]), &mut head);
+    }
+    if let Some(start) = cut.tail_partial {
+        let item = &items[tail_start - 1];
+        keep(item, Some(&item.stored[start..]), &mut tail);
+    }
+    for item in &items[tail_start..] {
+        keep(item, None, &mut tail);
+    }
+    let total: u64 = items.iter().map(|i| i.price).sum();
+    let characters: u64 = items
+        .iter()
+        .filter(|i| i.is_text())
+        .map(|i| i.stored.chars().count() as u64)
+        .sum();
+    let images = items.iter().filter(|i| !i.is_text()).count() as u64;
+    let notice = omission_notice(
+        total.saturating_sub(kept_price),
+        characters.saturating_sub(kept_characters),
+        images - kept_images,
+        spill_path,
+    );
+    let native = items.first().is_some_and(|i| i.live.is_some());
+    let pieces: Vec<(Option<Part<'a>>, String)> = head
+        .into_iter()
+        .chain(std::iter::once((
+            native.then(|| Part::Text(notice.clone())),
+            notice.clone(),
+        )))
+        .chain(tail)
+        .collect();
+    let stored_parts: Vec<String> = pieces.iter().map(|(_, s)| s.clone()).collect();
+    let stored = stored_parts.join("\n");
+    let keeps_an_image = pieces
+        .iter()
+        .any(|(p, _)| matches!(p, Some(Part::Image { .. } | Part::Audio { .. })));
+    let live = if keeps_an_image {
+        LiveCopy::Native(pieces.into_iter().filter_map(|(p, _)| p).collect())
+    } else {
+        LiveCopy::Stored
+    };
+    ToolResultCopies {
+        stored,
+        stored_parts,
+        live,
+        is_error: original.is_error,
+    }
+}

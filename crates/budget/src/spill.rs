@@ -1,0 +1,240 @@
+//! Spill files: the whole of a result, written before anything is cut, with its payloads as
+//! attachments holding their decoded bytes.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use mcpl_classify::{Media, Sniffed};
+use mcpl_lanes::{Projector, ToolResult, markers};
+
+/// Why a spill could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum SpillError {
+    /// The folder could not be made or used.
+    #[error("spill folder {path}: {error}")]
+    Folder {
+        /// The folder.
+        path: String,
+        /// The I/O error.
+        error: std::io::Error,
+    },
+    /// A file could not be written whole.
+    #[error("spill file {path}: {error}")]
+    Write {
+        /// The file being written.
+        path: String,
+        /// The I/O error.
+        error: std::io::Error,
+    },
+}
+
+/// Where spill files go. Every file is written whole or not at all.
+pub trait SpillStore {
+    /// Writes one file with a name the store makes (never from a server string) and the given
+    /// extension; returns its path.
+    fn put(&mut self, extension: &str, bytes: &[u8]) -> Result<String, SpillError>;
+
+    /// Removes a file this store wrote, when the spill it belongs to failed part-way.
+    fn remove(&mut self, path: &str);
+}
+
+/// The default store: secure local files in one folder. Names are `mcpl-<nonce>-<n>.<ext>`,
+/// files are created owner-only (0600), written under a temporary name, synced, and renamed into
+/// place, so a crash or a full disk leaves no half file under a real name.
+#[derive(Debug)]
+pub struct LocalSpillStore {
+    dir: PathBuf,
+    nonce: String,
+    written: u64,
+}
+
+impl LocalSpillStore {
+    /// A store writing into `dir`, made (owner-only) if missing.
+    pub fn new(dir: impl Into<PathBuf>) -> Result<LocalSpillStore, SpillError> {
+        let dir = dir.into();
+        create_private_dir(&dir).map_err(|error| SpillError::Folder {
+            path: dir.display().to_string(),
+            error,
+        })?;
+        Ok(LocalSpillStore {
+            dir,
+            nonce: nonce(),
+            written: 0,
+        })
+    }
+
+    /// The folder the store writes into.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl SpillStore for LocalSpillStore {
+    fn put(&mut self, extension: &str, bytes: &[u8]) -> Result<String, SpillError> {
+        self.written += 1;
+        let name = format!("mcpl-{}-{}.{extension}", self.nonce, self.written);
+        let path = self.dir.join(&name);
+        let temporary = self.dir.join(format!(".{name}.partial"));
+        let fail = |error| SpillError::Write {
+            path: path.display().to_string(),
+            error,
+        };
+        let written = create_private_file(&temporary).and_then(|mut file| {
+            file.write_all(bytes)?;
+            file.sync_all()
+        });
+        if let Err(error) = written.and_then(|()| fs::rename(&temporary, &path)) {
+            let _ = fs::remove_file(&temporary);
+            return Err(fail(error));
+        }
+        Ok(path.display().to_string())
+    }
+
+    fn remove(&mut self, path: &str) {
+        let _ = fs::remove_file(path);
+    }
+}
+
+#[cfg(unix)]
+fn create_private_file(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn create_private_file(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new().write(true).create_new(true).open(path)
+}
+
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    fs::create_dir_all(dir)
+}
+
+/// A name part no two stores share, from the standard library's per-process randomness and the
+/// clock.
+fn nonce() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    format!("{:012x}", hasher.finish() & 0xFFFF_FFFF_FFFF)
+}
+
+/// A written spill: the whole result's text and its attachments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spill {
+    /// The spill text's path.
+    pub path: String,
+    /// Each payload's file, in the order the text names them.
+    pub attachments: Vec<String>,
+}
+
+/// Writes the whole of a result: first each payload as an attachment (decoded bytes, an
+/// extension for their type), then the text with each payload's attachment line in its place.
+/// On any failure every file already written is removed and the error returned.
+pub fn write_spill(
+    projector: &mut Projector<'_>,
+    result: &ToolResult<'_>,
+    store: &mut dyn SpillStore,
+) -> Result<Spill, SpillError> {
+    let mut attachments = Vec::new();
+    let mut failure = None;
+    let text = projector.tool_result_spill(result, &mut |media: &Media<'_>, shown: &str| {
+        if failure.is_some() {
+            return shown.to_owned();
+        }
+        let (bytes, extension, what) = attachment_of(media);
+        match store.put(extension, &bytes) {
+            Ok(path) => {
+                let line = format!(
+                    "[attachment: {path} ({what}, {})]",
+                    markers::size_label(bytes.len() as u64)
+                );
+                attachments.push(path);
+                line
+            }
+            Err(error) => {
+                failure = Some(error);
+                shown.to_owned()
+            }
+        }
+    });
+    let written = match failure {
+        Some(error) => Err(error),
+        None => store.put("txt", text.as_bytes()),
+    };
+    match written {
+        Ok(path) => Ok(Spill { path, attachments }),
+        Err(error) => {
+            for path in &attachments {
+                store.remove(path);
+            }
+            Err(error)
+        }
+    }
+}
+
+/// A payload's bytes, extension and description. Sound base64 is decoded; anything else is kept
+/// as the text the server sent, so nothing is lost.
+fn attachment_of(media: &Media<'_>) -> (Vec<u8>, &'static str, String) {
+    match STANDARD.decode(media.data) {
+        Ok(bytes) => {
+            let what = media
+                .best_type()
+                .map_or("unknown type".to_owned(), str::to_owned);
+            (bytes, extension_for(media.sniffed), what)
+        }
+        Err(_) => (
+            media.data.as_bytes().to_vec(),
+            "b64",
+            "not valid base64, kept as sent".to_owned(),
+        ),
+    }
+}
+
+/// The extension for a payload, from what its bytes are.
+pub fn extension_for(sniffed: Option<Sniffed>) -> &'static str {
+    match sniffed {
+        Some(Sniffed::Png) => "png",
+        Some(Sniffed::Jpeg) => "jpg",
+        Some(Sniffed::Gif) => "gif",
+        Some(Sniffed::Webp) => "webp",
+        Some(Sniffed::Pdf) => "pdf",
+        Some(Sniffed::Zip) => "zip",
+        Some(Sniffed::Gzip) => "gz",
+        Some(Sniffed::Wav) => "wav",
+        Some(Sniffed::Mp3) => "mp3",
+        Some(Sniffed::Aac) => "aac",
+        Some(Sniffed::Ogg) => "ogg",
+        Some(Sniffed::Flac) => "flac",
+        Some(Sniffed::Tiff) => "tiff",
+        Some(Sniffed::Bmp) => "bmp",
+        Some(Sniffed::Avif) => "avif",
+        Some(Sniffed::Heic) => "heic",
+        Some(Sniffed::Svg) => "svg",
+        Some(Sniffed::Other(_)) | None => "bin",
+    }
+}
