@@ -3,9 +3,10 @@
 
 use std::borrow::Cow;
 
+use mcpl_budget::{Heuristic, LocalSpillStore, PricedRoute, Pricer, SpillStore, fit_tool_result};
 use mcpl_lanes::{
-    ChannelRefusal, ImageLedger, LiveCopy, MessageView, Part, Projector, PushRefusal, Registry,
-    Route, ServerName, ToolResult, UriPolicy,
+    ChannelRefusal, ImageLedger, MessageView, Projector, PushRefusal, Registry, ServerName,
+    ToolResult, UriPolicy,
 };
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -111,8 +112,13 @@ pub enum ProjectError {
 
 /// Projects a document on the requested lane and route.
 pub fn project(document: &Document, request: &Request) -> Result<Projection, ProjectError> {
-    let route = Route::named(&request.route)
+    let priced = PricedRoute::named(&request.route)
         .ok_or_else(|| ProjectError::RouteNotBuilt(request.route.clone()))?;
+    let route = &priced.lanes;
+    let pricer = Pricer {
+        text: &Heuristic,
+        route: priced,
+    };
     // The same input gives the same ids and refs, so the command's output repeats exactly.
     let mut registry = Registry::with_seed(document.fingerprint);
     let mut ledger = ImageLedger::with_seed(document.fingerprint.rotate_left(17));
@@ -138,24 +144,45 @@ pub fn project(document: &Document, request: &Request) -> Result<Projection, Pro
     };
     let body = unwrap_jsonrpc(&document.value);
     let mut refusal = None;
+    let mut spill = Value::Null;
     let (live, stored, tokens) = match request.lane {
         Lane::ToolResult => {
             let result = tool_result_value(body).ok_or_else(|| unknown(Lane::ToolResult))?;
-            let copies = projector.tool_result(&ToolResult::from_value(result));
-            if copies.is_error {
+            let mut store = match &request.spill_dir {
+                Some(dir) => match LocalSpillStore::new(dir) {
+                    Ok(store) => Some(store),
+                    Err(error) => {
+                        diagnostics.push(error.to_string());
+                        None
+                    }
+                },
+                None => None,
+            };
+            let fitted = fit_tool_result(
+                &mut projector,
+                &ToolResult::from_value(result),
+                pricer,
+                request.budget,
+                store.as_mut().map(|s| s as &mut dyn SpillStore),
+            );
+            diagnostics.extend(fitted.diagnostics.iter().cloned());
+            if fitted.copies.is_error {
                 diagnostics.push("the server marked this result an error (isError)".to_owned());
             }
-            let tokens = match &copies.live {
-                LiveCopy::Native(parts) => parts_tokens(parts),
-                LiveCopy::Stored => text_tokens(&copies.stored),
-            };
-            let live = encode::tool_result_live(route.name, &copies);
-            (live, copies.stored, tokens)
+            spill = fitted.spill.as_ref().map_or(
+                Value::Null,
+                |s| json!({"path": s.path, "attachments": s.attachments}),
+            );
+            let tokens = fitted
+                .price
+                .unwrap_or_else(|| text_tokens(pricer, &fitted.copies.stored));
+            let live = encode::tool_result_live(route.name, &fitted.copies);
+            (live, fitted.copies.stored, tokens)
         }
         Lane::Push => {
             let content = push_content(body).ok_or_else(|| unknown(Lane::Push))?;
             match projector.push(&content) {
-                Ok(view) => message_output(route.name, view),
+                Ok(view) => message_output(pricer, view),
                 Err(PushRefusal) => {
                     diagnostics.push(format!(
                         "push event refused: {} (JSON-RPC {}, data.field {})",
@@ -175,7 +202,7 @@ pub fn project(document: &Document, request: &Request) -> Result<Projection, Pro
         Lane::Channel => {
             let content = channel_content(body).ok_or_else(|| unknown(Lane::Channel))?;
             match projector.channel_message(&content) {
-                Ok(view) => message_output(route.name, view),
+                Ok(view) => message_output(pricer, view),
                 Err(ChannelRefusal) => {
                     diagnostics.push(format!(
                         "channel message refused: its content is visibly empty ({})",
@@ -189,33 +216,23 @@ pub fn project(document: &Document, request: &Request) -> Result<Projection, Pro
         Lane::InjectionUser => {
             let content = injection_content(body, &["beforeUser", "afterUser"])
                 .ok_or_else(|| unknown(Lane::InjectionUser))?;
-            message_output(route.name, projector.injection_user(&content))
+            message_output(pricer, projector.injection_user(&content))
         }
         Lane::InjectionSystem => {
             let content = injection_content(body, &["system"])
                 .ok_or_else(|| unknown(Lane::InjectionSystem))?;
             let text = projector.injection_system(&content);
-            let tokens = text_tokens(&text);
+            let tokens = text_tokens(pricer, &text);
             (Value::String(text.clone()), text, tokens)
         }
         Lane::Script => {
             let result = tool_result_value(body).ok_or_else(|| unknown(Lane::Script))?;
             let view = projector.script_result(result);
             let text = serde_json::to_string(&view).unwrap_or_default();
-            let tokens = text_tokens(&text);
+            let tokens = text_tokens(pricer, &text);
             (view, text, tokens)
         }
     };
-    if request.budget != 12_500 || request.spill_dir.is_some() {
-        diagnostics.push(
-            "--budget and --spill-dir are accepted but not applied yet: fitting to a budget arrives with mcpl-budget"
-                .to_owned(),
-        );
-    }
-    diagnostics.push(
-        "estimated_tokens is provisional until mcpl-budget prices routes: ceil(characters / 4) per text, 1,600 per image"
-            .to_owned(),
-    );
     Ok(Projection {
         lane: request.lane.name(),
         route: route.name.to_owned(),
@@ -223,35 +240,29 @@ pub fn project(document: &Document, request: &Request) -> Result<Projection, Pro
         follow_up: Value::Null,
         stored,
         estimated_tokens: tokens,
-        spill: Value::Null,
+        spill,
         diagnostics,
         refusal,
     })
 }
 
-fn message_output(route: &str, view: MessageView<'_>) -> (Value, String, u64) {
-    let tokens = parts_tokens(&view.parts);
+fn message_output(pricer: Pricer<'_>, view: MessageView<'_>) -> (Value, String, u64) {
+    // A part the route cannot price (none that the built routes send) counts as its history text.
+    let tokens = view
+        .parts
+        .iter()
+        .map(|part| pricer.part(part))
+        .sum::<Result<u64, _>>()
+        .unwrap_or_else(|_| text_tokens(pricer, &view.stored));
     (
-        encode::message_content(route, &view.parts),
+        encode::message_content(pricer.route.lanes.name, &view.parts),
         view.stored,
         tokens,
     )
 }
 
-/// A provisional price, stated in the command's diagnostics: a quarter-token per character of
-/// text, and the flat 1,600 per image the reference host projected.
-fn parts_tokens(parts: &[Part<'_>]) -> u64 {
-    parts
-        .iter()
-        .map(|part| match part {
-            Part::Text(text) => text_tokens(text),
-            Part::Image { .. } | Part::Audio { .. } => 1600,
-        })
-        .sum()
-}
-
-fn text_tokens(text: &str) -> u64 {
-    (text.chars().count() as u64).div_ceil(4)
+fn text_tokens(pricer: Pricer<'_>, text: &str) -> u64 {
+    pricer.text.count(text)
 }
 
 /// A JSON-RPC message's `result` or `params`; any other document as it is.

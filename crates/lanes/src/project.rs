@@ -243,8 +243,9 @@ impl<'h> Projector<'h> {
 
     /// The whole of a tool result as a spill file holds it: the stored copy, except that every
     /// payload (image, audio, embedded blob; at any depth) shows what `attach` returns for it,
-    /// given the payload and the text the stored copy would show. Withheld data is not a
-    /// payload. Hidden uris stay hidden: a model may read the spill file.
+    /// given the payload and the text the stored copy would show, and structured content is
+    /// always included. Withheld data is not a payload. Hidden uris stay hidden: a model may
+    /// read the spill file.
     pub fn tool_result_spill(
         &mut self,
         result: &ToolResult<'_>,
@@ -276,8 +277,10 @@ impl<'h> Projector<'h> {
             None | Some(Value::Null) => {}
             Some(data) => pieces.push(Piece::text(self.data_text(data, &hidden, attach))),
         }
+        // The model's view shows structured content only when the server wrote no text of its
+        // own; a spill keeps the whole result, so it always does.
         if let Some(structured) = result.structured
-            && !server_text
+            && (!server_text || attach.is_some())
         {
             pieces.push(Piece::text(self.data_text(structured, &hidden, attach)));
         }

@@ -4,7 +4,9 @@
 //! [`expand_fixtures`] fills it in from the real-encoder fixtures. `{"$fixture": "image.png",
 //! "$grow_to": 5242881}` grows a PNG to that many bytes with a text chunk placed before its
 //! `IEND` chunk, as an encoder writing metadata would, for cases about size limits.
-//! `{"$base64_of": "<text>", "$times": n}` is the base64 of the text repeated `n` times.
+//! `{"$base64_of": "<text>", "$times": n}` is the base64 of the text repeated `n` times, and
+//! `{"$repeat": "<text>", "count": n}` is the text itself repeated (as in the conformance
+//! vectors).
 //!
 //! ```
 //! let mut case = serde_json::json!({"type": "image", "data": {"$fixture": "image.png"}});
@@ -66,6 +68,13 @@ fn expand_into(value: &mut Value, lengths: &mut Vec<u64>) {
                 };
                 lengths.push(bytes.len() as u64);
                 *value = Value::String(STANDARD.encode(bytes));
+                return;
+            }
+            if let (Some(Value::String(unit)), Some(count)) = (
+                object.get("$repeat"),
+                object.get("count").and_then(Value::as_u64),
+            ) {
+                *value = Value::String(unit.repeat(count as usize));
                 return;
             }
             if let Some(Value::String(text)) = object.get("$base64_of") {

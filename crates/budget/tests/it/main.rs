@@ -1,0 +1,109 @@
+//! The budget's integration tests: data-driven fitting cases, property tests, and spill
+//! failures (a store that fails mid-write, a read-only folder, a full file system).
+
+mod cases;
+mod failures;
+mod properties;
+
+use std::path::PathBuf;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use mcpl_budget::{Fitted, Heuristic, PricedRoute, Pricer, SpillStore, fit_tool_result};
+use mcpl_lanes::{ImageLedger, Part, Projector, Registry, ServerName, ToolResult, UriPolicy};
+use serde_json::Value;
+
+/// A fresh folder for one test's spill files, removed when dropped.
+pub(crate) struct TempDir(pub(crate) PathBuf);
+
+impl TempDir {
+    pub(crate) fn new(name: &str) -> TempDir {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("mcpl-budget-{name}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Fits a result on a route with a fresh host.
+pub(crate) fn fit<'a>(
+    result: &'a Value,
+    route: &PricedRoute,
+    budget: u64,
+    store: Option<&mut dyn SpillStore>,
+) -> Fitted<'a> {
+    let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
+    let server = ServerName::new("test");
+    let mut projector = Projector {
+        registry: &mut registry,
+        ledger: &mut ledger,
+        route: &route.lanes,
+        server: &server,
+        uri_policy: UriPolicy::Hidden,
+    };
+    let pricer = Pricer {
+        text: &Heuristic,
+        route,
+    };
+    fit_tool_result(
+        &mut projector,
+        &ToolResult::from_value(result),
+        pricer,
+        budget,
+        store,
+    )
+}
+
+/// The decoded payloads of a result's data-bearing blocks, at any depth, in document order.
+pub(crate) fn payloads(value: &Value) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    collect_payloads(value, &mut out);
+    out
+}
+
+fn collect_payloads(value: &Value, out: &mut Vec<Vec<u8>>) {
+    match value {
+        Value::Object(object) => {
+            let withheld = object.contains_key("disposition");
+            for key in ["data", "blob"] {
+                if let Some(Value::String(data)) = object.get(key)
+                    && !data.is_empty()
+                    && !withheld
+                {
+                    out.push(
+                        STANDARD
+                            .decode(data)
+                            .unwrap_or_else(|_| data.as_bytes().to_vec()),
+                    );
+                }
+            }
+            object.values().for_each(|v| collect_payloads(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_payloads(v, out)),
+        _ => {}
+    }
+}
+
+pub(crate) fn render_parts(parts: &[Part<'_>]) -> String {
+    parts
+        .iter()
+        .map(|part| match part {
+            Part::Text(text) => format!("text: {text}\n"),
+            Part::Image { media_type, data } => {
+                format!("image: {media_type}, {} characters of base64\n", data.len())
+            }
+            Part::Audio { media_type, data } => {
+                format!("audio: {media_type}, {} characters of base64\n", data.len())
+            }
+        })
+        .collect()
+}
