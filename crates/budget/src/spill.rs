@@ -41,7 +41,7 @@ pub trait SpillStore {
     fn remove(&mut self, path: &str);
 }
 
-/// The default store: secure local files in one folder. Names are `mcpl-<nonce>-<n>.<ext>`,
+/// The default store: secure local files in one folder. Names are `mcpl-<12 digits>-<n>.<ext>`,
 /// files are created owner-only (0600), written under a temporary name, synced, and renamed into
 /// place, so a crash or a full disk leaves no half file under a real name.
 #[derive(Debug)]
@@ -131,7 +131,7 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// A name part no two stores share, from the standard library's per-process randomness and the
-/// clock.
+/// clock: twelve decimal digits, so that a notice naming the file costs the same every time.
 fn nonce() -> String {
     use std::hash::{BuildHasher, Hasher};
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
@@ -140,7 +140,7 @@ fn nonce() -> String {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos()),
     );
-    format!("{:012x}", hasher.finish() & 0xFFFF_FFFF_FFFF)
+    format!("{:012}", hasher.finish() % 1_000_000_000_000)
 }
 
 /// A written spill: the whole result's text and its attachments.

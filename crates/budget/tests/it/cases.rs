@@ -18,7 +18,7 @@ fn normalise(text: &str, dir: &Path) -> String {
     while let Some(at) = rest.find("mcpl-") {
         out.push_str(&rest[..at + 5]);
         rest = &rest[at + 5..];
-        let hex = rest.chars().take_while(char::is_ascii_hexdigit).count();
+        let hex = rest.chars().take_while(char::is_ascii_digit).count();
         if hex == 12 && rest[hex..].starts_with('-') {
             out.push_str("<nonce>");
             rest = &rest[hex..];
@@ -44,7 +44,7 @@ fn run_case(dir: &Path) {
         _ => {}
     }
     let result = &input["result"];
-    let spill_dir = TempDir::new(dir.file_name().unwrap().to_str().unwrap());
+    let spill_dir = TempDir::fixed(dir.file_name().unwrap().to_str().unwrap());
     let mut store = LocalSpillStore::new(&spill_dir.0).unwrap();
     let fitted = fit(result, &route, budget, Some(&mut store));
 

@@ -1,1 +1,178 @@
-//! placeholder
+//! Spill failures: nothing half written remains, the original content is kept, and a
+//! diagnostic says why.
+
+use std::path::Path;
+use std::process::Command;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use mcpl_budget::{LocalSpillStore, PricedRoute, SpillError, SpillStore};
+use serde_json::{Value, json};
+
+use crate::{TempDir, fit};
+
+/// A result well over a small budget, with two payloads to attach.
+fn big_result(payload_bytes: usize) -> Value {
+    json!({"content": [
+        {"type": "text", "text": "first line of a long log\n".repeat(400)},
+        {"type": "resource", "resource": {"uri": "file:///x.bin", "mimeType": "application/octet-stream",
+            "blob": STANDARD.encode(vec![7u8; payload_bytes])}},
+        {"type": "image", "mimeType": "image/png", "data": STANDARD.encode(mcpl_testkit::fixture("image.png"))},
+        {"type": "text", "text": "last line of a long log\n".repeat(400)},
+    ]})
+}
+
+/// A store that writes real files, then fails on its `fail_at`th write, as a disk filling up
+/// part-way through a spill would.
+struct FailingStore {
+    inner: LocalSpillStore,
+    writes: usize,
+    fail_at: usize,
+}
+
+impl SpillStore for FailingStore {
+    fn put(&mut self, extension: &str, bytes: &[u8]) -> Result<String, SpillError> {
+        self.writes += 1;
+        if self.writes == self.fail_at {
+            return Err(SpillError::Write {
+                path: format!("write {}", self.writes),
+                error: std::io::Error::new(
+                    std::io::ErrorKind::StorageFull,
+                    "no space left on device",
+                ),
+            });
+        }
+        self.inner.put(extension, bytes)
+    }
+
+    fn remove(&mut self, path: &str) {
+        self.inner.remove(path);
+    }
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn assert_kept_whole(result: &Value, fitted: &mcpl_budget::Fitted<'_>, why: &str) {
+    let original = fit(result, &PricedRoute::ANTHROPIC, u64::MAX, None);
+    assert!(!fitted.cut);
+    assert!(fitted.spill.is_none());
+    assert_eq!(
+        fitted.copies, original.copies,
+        "the original content is kept"
+    );
+    let diagnostic = fitted.diagnostics.join(" ");
+    assert!(
+        diagnostic.contains("over its budget of 200"),
+        "{diagnostic}"
+    );
+    assert!(diagnostic.contains("could not be written"), "{diagnostic}");
+    assert!(diagnostic.contains(why), "{diagnostic}");
+    assert!(diagnostic.contains("kept whole"), "{diagnostic}");
+}
+
+#[test]
+fn a_store_failing_mid_write_leaves_nothing_and_keeps_the_content() {
+    let result = big_result(1000);
+    // Fail on the first attachment, the second, and the spill text itself.
+    for fail_at in 1..=3 {
+        let dir = TempDir::new("failing-store");
+        let mut store = FailingStore {
+            inner: LocalSpillStore::new(&dir.0).unwrap(),
+            writes: 0,
+            fail_at,
+        };
+        let fitted = fit(&result, &PricedRoute::ANTHROPIC, 200, Some(&mut store));
+        assert_kept_whole(&result, &fitted, "no space left on device");
+        assert_eq!(files_in(&dir.0), Vec::<String>::new(), "fail at {fail_at}");
+    }
+}
+
+#[test]
+fn a_spill_folder_that_cannot_be_a_folder_is_a_clear_error() {
+    let dir = TempDir::new("not-a-folder");
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let file = dir.0.join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let error = LocalSpillStore::new(file.join("spill")).unwrap_err();
+    assert!(error.to_string().starts_with("spill folder "), "{error}");
+}
+
+/// Mounts a tmpfs with `options` at a fresh folder, when this process may (CI runs as root);
+/// returns `None`, saying so, when it may not.
+fn mount_tmpfs(name: &str, options: &str) -> Option<Mounted> {
+    let dir = TempDir::new(name);
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let status = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+        .arg(&dir.0)
+        .status();
+    match status {
+        Ok(s) if s.success() => Some(Mounted(dir)),
+        _ => {
+            eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+            None
+        }
+    }
+}
+
+struct Mounted(TempDir);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0.0).status();
+    }
+}
+
+#[test]
+fn a_full_file_system_leaves_no_half_file() {
+    let Some(mount) = mount_tmpfs("full-fs", "size=64k") else {
+        return;
+    };
+    let result = big_result(200_000);
+    let mut store = LocalSpillStore::new(&mount.0.0).unwrap();
+    let fitted = fit(&result, &PricedRoute::ANTHROPIC, 200, Some(&mut store));
+    assert_kept_whole(&result, &fitted, "No space left on device");
+    assert_eq!(files_in(&mount.0.0), Vec::<String>::new());
+}
+
+#[test]
+fn a_read_only_file_system_is_refused_whole() {
+    let Some(mount) = mount_tmpfs("read-only", "ro,size=64k") else {
+        return;
+    };
+    let result = big_result(1000);
+    let mut store = LocalSpillStore::new(&mount.0.0).unwrap();
+    let fitted = fit(&result, &PricedRoute::ANTHROPIC, 200, Some(&mut store));
+    assert_kept_whole(&result, &fitted, "Read-only file system");
+    assert_eq!(files_in(&mount.0.0), Vec::<String>::new());
+}
+
+#[test]
+fn spill_files_are_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("owner-only");
+    let result = big_result(1000);
+    let mut store = LocalSpillStore::new(&dir.0).unwrap();
+    let fitted = fit(&result, &PricedRoute::ANTHROPIC, 200, Some(&mut store));
+    let spill = fitted.spill.expect("a spill");
+    for path in spill.attachments.iter().chain(std::iter::once(&spill.path)) {
+        let mode = std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{path}");
+        // Host-made names only.
+        let name = Path::new(path).file_name().unwrap().to_str().unwrap();
+        assert!(
+            name.starts_with("mcpl-") && !name.contains("x.bin"),
+            "{name}"
+        );
+    }
+    let mode = std::fs::metadata(&dir.0).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+}

@@ -17,6 +17,13 @@ use serde_json::Value;
 pub(crate) struct TempDir(pub(crate) PathBuf);
 
 impl TempDir {
+    /// A folder whose path depends on `name` alone, so that texts naming it repeat.
+    pub(crate) fn fixed(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join("mcpl-budget-cases").join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        TempDir(dir)
+    }
+
     pub(crate) fn new(name: &str) -> TempDir {
         use std::sync::atomic::{AtomicU64, Ordering};
         static NEXT: AtomicU64 = AtomicU64::new(0);
