@@ -111,31 +111,29 @@ fn result() -> impl Strategy<Value = Value> {
 }
 
 /// Base64 of inline data that also claims a disposition or carries a uri: withheld everywhere,
-/// unless the same payload also arrived in a block that shows it.
+/// unless the same string also arrived somewhere a lane shows (another block's data, a label).
 fn withheld_payloads(result: &Value) -> Vec<String> {
-    let (mut withheld, mut shown) = (Vec::new(), Vec::new());
+    let (mut withheld, mut elsewhere) = (Vec::new(), Vec::new());
     let mut walk = vec![result];
     while let Some(v) = walk.pop() {
         match v {
             Value::Object(o) => {
                 let claims =
                     o.contains_key("disposition") || o.get("uri").is_some_and(Value::is_string);
-                for key in ["data", "blob"] {
-                    if let Some(Value::String(data)) = o.get(key) {
-                        if claims && key == "data" {
-                            withheld.push(data.clone())
-                        } else {
-                            shown.push(data.clone())
-                        }
+                for (key, value) in o {
+                    match value {
+                        Value::String(s) if key == "data" && claims => withheld.push(s.clone()),
+                        Value::String(s) => elsewhere.push(s.clone()),
+                        other => walk.push(other),
                     }
                 }
-                walk.extend(o.values());
             }
             Value::Array(a) => walk.extend(a),
+            Value::String(s) => elsewhere.push(s.clone()),
             _ => {}
         }
     }
-    withheld.retain(|d| d.len() >= 16 && !shown.contains(d));
+    withheld.retain(|d| d.len() >= 16 && !elsewhere.contains(d));
     withheld
 }
 

@@ -1,0 +1,179 @@
+//! Fitting and the whole library pipeline.
+//!
+//! `fit`: pricing a tool result's live copy, and pricing plus cutting it to the default budget,
+//! for a 1 MB text result, a 10 MB result with 20 images, and 100,000 small blocks. Cutting
+//! reads image dimensions from headers and never decodes an image.
+//!
+//! `pipeline`: bytes in, parse, classify, the tool-result lanes, fit to the default budget on the
+//! anthropic route (the cut, no spill writes), beside a plain `serde_json::from_slice` of the
+//! same bytes, on the three workloads of `shared/perf/make_workloads.py` (made into
+//! `target/perf-workloads/` on first use, with python3).
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use mcpl_budget::{DEFAULT_BUDGET, Heuristic, PricedRoute, Pricer, cut};
+use mcpl_lanes::{ImageLedger, Projector, Registry, ServerName, ToolResult, UriPolicy};
+use serde_json::{Value, json};
+
+const SPILL_PATH: &str = "/tmp/mcpl-bench/spill.txt";
+
+/// Projects and fits one result as a host would, without writing a spill.
+fn pipeline_fit(result: &Value, route: &PricedRoute) -> usize {
+    let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
+    let server = ServerName::new("bench");
+    let mut projector = Projector {
+        registry: &mut registry,
+        ledger: &mut ledger,
+        route: &route.lanes,
+        server: &server,
+        uri_policy: UriPolicy::Hidden,
+    };
+    let pricer = Pricer {
+        text: &Heuristic,
+        route,
+    };
+    let copies = projector.tool_result(&ToolResult::from_value(result));
+    match pricer.live(&copies.live, &copies.stored) {
+        Ok(price) if price > DEFAULT_BUDGET => cut(&copies, pricer, DEFAULT_BUDGET, SPILL_PATH)
+            .map_or(0, |(fitted, _)| fitted.stored.len()),
+        _ => copies.stored.len(),
+    }
+}
+
+fn png_noise(width: u32, height: u32) -> Vec<u8> {
+    // A real PNG header for the given size; the rest is filler, as dimensions come from the
+    // header and fitting never decodes.
+    let mut png = mcpl_testkit::fixture("image.png");
+    png[16..20].copy_from_slice(&width.to_be_bytes());
+    png[20..24].copy_from_slice(&height.to_be_bytes());
+    let body = png.split_off(png.len() - 12);
+    png.extend((0..440_000usize).map(|i| (i * 131 % 251) as u8));
+    png.extend(body);
+    png
+}
+
+fn fit_inputs() -> Vec<(&'static str, Value, Throughput)> {
+    let line = "The quick brown fox jumps over the lazy dog; 0123456789.\n";
+    let text_1mb =
+        json!({"content": [{"type": "text", "text": line.repeat(1_000_000 / line.len())}]});
+    let image = STANDARD.encode(png_noise(1400, 1300));
+    let mut mixed = vec![json!({"type": "text", "text": line.repeat(1_000_000 / line.len())})];
+    for _ in 0..20 {
+        mixed.push(json!({"type": "image", "mimeType": "image/png", "data": image}));
+        mixed.push(json!({"type": "text", "text": line.repeat(2_000 / line.len())}));
+    }
+    let mixed = json!({ "content": mixed });
+    let blocks: Vec<Value> = (0..100_000)
+        .map(|i| json!({"type": "text", "text": format!("row {i}: the quick brown fox")}))
+        .collect();
+    let blocks = json!({ "content": blocks });
+    let size = |v: &Value| Throughput::Bytes(serde_json::to_vec(v).map_or(0, |b| b.len()) as u64);
+    vec![
+        ("text_1MB", text_1mb.clone(), size(&text_1mb)),
+        ("mixed_10MB_20_images", mixed.clone(), size(&mixed)),
+        ("blocks_100000", blocks, Throughput::Elements(100_000)),
+    ]
+}
+
+fn bench_fit(c: &mut Criterion) {
+    let route = PricedRoute::ANTHROPIC;
+    let pricer = Pricer {
+        text: &Heuristic,
+        route: &route,
+    };
+    for (name, result, throughput) in fit_inputs() {
+        let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
+        let server = ServerName::new("bench");
+        let mut projector = Projector {
+            registry: &mut registry,
+            ledger: &mut ledger,
+            route: &route.lanes,
+            server: &server,
+            uri_policy: UriPolicy::Hidden,
+        };
+        let copies = projector.tool_result(&ToolResult::from_value(&result));
+        let mut group = c.benchmark_group(format!("fit/{name}"));
+        group.throughput(throughput);
+        group.bench_function("price", |b| {
+            b.iter(|| pricer.live(&copies.live, &copies.stored).unwrap_or(0))
+        });
+        group.bench_function("price_and_cut", |b| {
+            b.iter(|| {
+                let price = pricer.live(&copies.live, &copies.stored).unwrap_or(0);
+                if price > DEFAULT_BUDGET {
+                    cut(&copies, pricer, DEFAULT_BUDGET, SPILL_PATH).map_or(0, |(_, p)| p)
+                } else {
+                    price
+                }
+            })
+        });
+        group.finish();
+    }
+}
+
+fn workloads() -> Vec<(String, Vec<u8>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir: PathBuf = root.join("target/perf-workloads");
+    let names = [
+        "w1-mixed-10mb.json",
+        "w2-100k-blocks.json",
+        "w3-one-big-image.json",
+    ];
+    if !names.iter().all(|n| dir.join(n).exists()) {
+        let script = root.join("../shared/perf/make_workloads.py");
+        let made = std::process::Command::new("python3")
+            .arg(&script)
+            .arg(&dir)
+            .status();
+        assert!(
+            made.is_ok_and(|s| s.success()),
+            "could not make the workloads with {}",
+            script.display()
+        );
+    }
+    names
+        .iter()
+        .map(|n| {
+            (
+                n.trim_end_matches(".json").to_owned(),
+                std::fs::read(dir.join(n)).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn bench_pipeline(c: &mut Criterion) {
+    let route = PricedRoute::ANTHROPIC;
+    for (name, bytes) in workloads() {
+        let mut group = c.benchmark_group(format!("pipeline/{name}"));
+        group.throughput(Throughput::Bytes(bytes.len() as u64));
+        group.sample_size(20);
+        group.bench_with_input(
+            BenchmarkId::from_parameter("serde_json_parse"),
+            &bytes,
+            |b, bytes| {
+                b.iter(|| {
+                    serde_json::from_slice::<Value>(bytes).map_or(0, |v| v.is_object() as usize)
+                })
+            },
+        );
+        group.bench_with_input(
+            BenchmarkId::from_parameter("mcpl_pipeline"),
+            &bytes,
+            |b, bytes| {
+                b.iter(|| {
+                    let (value, _) =
+                        mcpl_classify::parse_json_lenient(bytes).expect("a workload parses");
+                    pipeline_fit(&value, &route)
+                })
+            },
+        );
+        group.finish();
+    }
+}
+
+criterion_group!(benches, bench_fit, bench_pipeline);
+criterion_main!(benches);
