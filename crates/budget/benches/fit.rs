@@ -36,9 +36,8 @@ fn pipeline_fit(result: &Value, route: &PricedRoute) -> usize {
         route,
     };
     let copies = projector.tool_result(&ToolResult::from_value(result));
-    match pricer.live(&copies.live, &copies.stored) {
-        Ok(price) if price > DEFAULT_BUDGET => cut(&copies, pricer, DEFAULT_BUDGET, SPILL_PATH)
-            .map_or(0, |(fitted, _)| fitted.stored.len()),
+    match cut(&copies, pricer, DEFAULT_BUDGET, SPILL_PATH) {
+        Ok(Some((fitted, _))) => fitted.stored.len(),
         _ => copies.stored.len(),
     }
 }
@@ -101,13 +100,9 @@ fn bench_fit(c: &mut Criterion) {
             b.iter(|| pricer.live(&copies.live, &copies.stored).unwrap_or(0))
         });
         group.bench_function("price_and_cut", |b| {
-            b.iter(|| {
-                let price = pricer.live(&copies.live, &copies.stored).unwrap_or(0);
-                if price > DEFAULT_BUDGET {
-                    cut(&copies, pricer, DEFAULT_BUDGET, SPILL_PATH).map_or(0, |(_, p)| p)
-                } else {
-                    price
-                }
+            b.iter(|| match cut(&copies, pricer, DEFAULT_BUDGET, SPILL_PATH) {
+                Ok(Some((_, price))) => price,
+                _ => 0,
             })
         });
         group.finish();

@@ -54,8 +54,9 @@ pub fn fit_tool_result<'a>(
         diagnostics: Vec::new(),
         copies,
     };
-    let price = match pricer.live(&fitted.copies.live, &fitted.copies.stored) {
-        Ok(price) => price,
+    // Each shown thing is priced once; the cut reuses the prices.
+    let items = match items_of(&fitted.copies, pricer) {
+        Ok(items) => items,
         Err(error) => {
             fitted.diagnostics.push(format!(
                 "the result cannot be priced ({error}); it is kept whole"
@@ -63,6 +64,7 @@ pub fn fit_tool_result<'a>(
             return fitted;
         }
     };
+    let price: u64 = items.iter().map(|i| i.price).sum();
     fitted.price = Some(price);
     if price <= budget {
         return fitted;
@@ -83,7 +85,7 @@ pub fn fit_tool_result<'a>(
             return fitted;
         }
     };
-    match cut(&fitted.copies, pricer, budget, &spill.path) {
+    match cut_items(&fitted.copies, &items, pricer, budget, &spill.path) {
         Ok((copies, price)) => {
             fitted.copies = copies;
             fitted.price = Some(price);
@@ -120,20 +122,33 @@ struct Cut {
     tail_partial: Option<usize>,
 }
 
-/// Cuts the middle of a result's copies so the live copy fits `budget`, with the omission
-/// notice between head and tail. Returns the fitted copies and their price.
+/// Prices a result's copies once and, when the live copy is over `budget`, cuts the middle of
+/// both so it fits, with the omission notice naming `spill_path` between head and tail.
+/// Returns `None` when the copies already fit, else the fitted copies and their price.
 pub fn cut<'a>(
     copies: &ToolResultCopies<'a>,
     pricer: Pricer<'_>,
     budget: u64,
     spill_path: &str,
-) -> Result<(ToolResultCopies<'a>, u64), String> {
-    let items: Vec<Item<'_, 'a>> = match &copies.live {
-        LiveCopy::Stored => vec![Item {
+) -> Result<Option<(ToolResultCopies<'a>, u64)>, String> {
+    let items = items_of(copies, pricer).map_err(|e| e.to_string())?;
+    if items.iter().map(|i| i.price).sum::<u64>() <= budget {
+        return Ok(None);
+    }
+    cut_items(copies, &items, pricer, budget, spill_path).map(Some)
+}
+
+/// Every shown thing of a result's copies, priced once.
+fn items_of<'c, 'a>(
+    copies: &'c ToolResultCopies<'a>,
+    pricer: Pricer<'_>,
+) -> Result<Vec<Item<'c, 'a>>, crate::route::Unpriceable> {
+    match &copies.live {
+        LiveCopy::Stored => Ok(vec![Item {
             live: None,
             stored: &copies.stored,
             price: pricer.text.count(&copies.stored),
-        }],
+        }]),
         LiveCopy::Native(parts) => parts
             .iter()
             .zip(&copies.stored_parts)
@@ -141,11 +156,20 @@ pub fn cut<'a>(
                 Ok(Item {
                     live: Some(part),
                     stored,
-                    price: pricer.part(part).map_err(|e| e.to_string())?,
+                    price: pricer.part(part)?,
                 })
             })
-            .collect::<Result<_, String>>()?,
-    };
+            .collect(),
+    }
+}
+
+fn cut_items<'a>(
+    copies: &ToolResultCopies<'a>,
+    items: &[Item<'_, 'a>],
+    pricer: Pricer<'_>,
+    budget: u64,
+    spill_path: &str,
+) -> Result<(ToolResultCopies<'a>, u64), String> {
     let total: u64 = items.iter().map(|i| i.price).sum();
     let characters: u64 = items
         .iter()
@@ -167,8 +191,8 @@ pub fn cut<'a>(
     let mut available = budget - reserve;
     for _ in 0..8 {
         let head_budget = available / 2;
-        let cut = find_cut(&items, pricer, head_budget, available - head_budget);
-        let fitted = assemble(copies, &items, cut, pricer, spill_path);
+        let cut = find_cut(items, pricer, head_budget, available - head_budget);
+        let fitted = assemble(copies, items, cut, pricer, spill_path);
         let price = pricer
             .live(&fitted.live, &fitted.stored)
             .map_err(|e| e.to_string())?;

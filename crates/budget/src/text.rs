@@ -92,46 +92,140 @@ mod weight {
     pub(super) const OTHER: u32 = 1200;
 }
 
+/// What kind of character came before: a character's weight depends on the one before it,
+/// and for white space on the one before that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Class {
+    Lower = 0,
+    Upper = 1,
+    Digit = 2,
+    Blank = 3,
+    Newline = 4,
+    Punct = 5,
+    NonAscii = 6,
+    Start = 7,
+}
+
+const fn ascii_class(b: u8) -> Class {
+    match b {
+        b'a'..=b'z' => Class::Lower,
+        b'A'..=b'Z' => Class::Upper,
+        b'0'..=b'9' => Class::Digit,
+        b' ' | b'\t' => Class::Blank,
+        b'\n' | b'\r' => Class::Newline,
+        _ => Class::Punct,
+    }
+}
+
+/// The weight of an ASCII character of class `c` after `previous`, with `before` blank or not.
+const fn ascii_weight(c: Class, previous: Class, before_blank: bool) -> u32 {
+    match (c, previous) {
+        (Class::Lower, Class::Lower) => weight::LETTER,
+        (Class::Lower, Class::Upper) => weight::AFTER_CAPITAL,
+        (Class::Upper, Class::Lower) => weight::CASE_CHANGE,
+        (Class::Upper, Class::Upper) => weight::CAPITAL_RUN,
+        (Class::Lower | Class::Upper, Class::Digit) => weight::CASE_CHANGE,
+        (Class::Digit, Class::Digit) => weight::DIGIT,
+        (Class::Digit, Class::Lower | Class::Upper) => weight::CASE_CHANGE,
+        (Class::Lower | Class::Upper | Class::Digit, _) => weight::WORD_START,
+        (Class::Blank, Class::Blank) if before_blank => weight::SPACE_RUN,
+        (Class::Blank, Class::Blank) => weight::SPACE_RUN_START,
+        // A single space is part of the next word's token.
+        (Class::Blank, _) => 0,
+        (Class::Newline, _) => weight::NEWLINE,
+        _ => weight::PUNCT,
+    }
+}
+
+/// Every ASCII character's class, looked up rather than matched in the hot loop.
+const CLASSES: [Class; 128] = {
+    let mut table = [Class::Punct; 128];
+    let mut b = 0;
+    while b < 128 {
+        table[b] = ascii_class(b as u8);
+        b += 1;
+    }
+    table
+};
+
+/// `WEIGHTS[c][previous][before_blank]` for ASCII characters.
+const WEIGHTS: [[[u32; 2]; 8]; 8] = {
+    const ALL: [Class; 8] = [
+        Class::Lower,
+        Class::Upper,
+        Class::Digit,
+        Class::Blank,
+        Class::Newline,
+        Class::Punct,
+        Class::NonAscii,
+        Class::Start,
+    ];
+    let mut table = [[[0u32; 2]; 8]; 8];
+    let mut c = 0;
+    while c < 8 {
+        let mut p = 0;
+        while p < 8 {
+            table[c][p][0] = ascii_weight(ALL[c], ALL[p], false);
+            table[c][p][1] = ascii_weight(ALL[c], ALL[p], true);
+            p += 1;
+        }
+        c += 1;
+    }
+    table
+};
+
+/// The weight of a character outside ASCII, whatever came before it.
+fn non_ascii_weight(c: char) -> u32 {
+    match c {
+        '\u{3000}'..='\u{30FF}'
+        | '\u{3400}'..='\u{4DBF}'
+        | '\u{4E00}'..='\u{9FFF}'
+        | '\u{F900}'..='\u{FAFF}'
+        | '\u{FF00}'..='\u{FFEF}'
+        | '\u{20000}'..='\u{2FFFF}' => weight::CJK,
+        '\u{AC00}'..='\u{D7AF}' | '\u{1100}'..='\u{11FF}' | '\u{3130}'..='\u{318F}' => {
+            weight::HANGUL
+        }
+        c if c.is_alphabetic() => weight::OTHER_LETTER,
+        _ => weight::OTHER,
+    }
+}
+
 impl Heuristic {
-    /// The weight of `c`, given the two characters before it.
-    fn weight(c: char, previous: Option<char>, before: Option<char>) -> u32 {
-        let p = previous.unwrap_or(' ');
-        let blank = |c: Option<char>| c == Some(' ') || c == Some('\t');
-        match c {
-            'a'..='z' if p.is_ascii_lowercase() => weight::LETTER,
-            'a'..='z' if p.is_ascii_uppercase() => weight::AFTER_CAPITAL,
-            'A'..='Z' if p.is_ascii_lowercase() => weight::CASE_CHANGE,
-            'A'..='Z' if p.is_ascii_uppercase() => weight::CAPITAL_RUN,
-            'a'..='z' | 'A'..='Z' if p.is_ascii_digit() => weight::CASE_CHANGE,
-            '0'..='9' if p.is_ascii_digit() => weight::DIGIT,
-            '0'..='9' if p.is_ascii_alphabetic() => weight::CASE_CHANGE,
-            'a'..='z' | 'A'..='Z' | '0'..='9' => weight::WORD_START,
-            ' ' | '\t' if blank(previous) && blank(before) => weight::SPACE_RUN,
-            ' ' | '\t' if blank(previous) => weight::SPACE_RUN_START,
-            // A single space is part of the next word's token.
-            ' ' | '\t' => 0,
-            '\n' | '\r' => weight::NEWLINE,
-            c if c.is_ascii() => weight::PUNCT,
-            '\u{3000}'..='\u{30FF}'
-            | '\u{3400}'..='\u{4DBF}'
-            | '\u{4E00}'..='\u{9FFF}'
-            | '\u{F900}'..='\u{FAFF}'
-            | '\u{FF00}'..='\u{FFEF}'
-            | '\u{20000}'..='\u{2FFFF}' => weight::CJK,
-            '\u{AC00}'..='\u{D7AF}' | '\u{1100}'..='\u{11FF}' | '\u{3130}'..='\u{318F}' => {
-                weight::HANGUL
-            }
-            c if c.is_alphabetic() => weight::OTHER_LETTER,
-            _ => weight::OTHER,
+    /// The weight of `c` and its class, given the classes of the two characters before it.
+    fn weight(c: char, previous: Class, before: Class) -> (u32, Class) {
+        if c.is_ascii() {
+            let class = CLASSES[c as usize];
+            let weight =
+                WEIGHTS[class as usize][previous as usize][usize::from(before == Class::Blank)];
+            (weight, class)
+        } else {
+            (non_ascii_weight(c), Class::NonAscii)
         }
     }
 
     fn thousandths(text: &str) -> u64 {
-        let (mut previous, mut before) = (None, None);
+        let bytes = text.as_bytes();
+        let (mut previous, mut before) = (Class::Start, Class::Start);
         let mut total = 0u64;
-        for c in text.chars() {
-            total += u64::from(Heuristic::weight(c, previous, before));
-            (before, previous) = (previous, Some(c));
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            let class = if b < 128 {
+                let class = CLASSES[b as usize];
+                total += u64::from(
+                    WEIGHTS[class as usize][previous as usize][usize::from(before == Class::Blank)],
+                );
+                i += 1;
+                class
+            } else {
+                let c = text[i..].chars().next().unwrap_or('\u{FFFD}');
+                total += u64::from(non_ascii_weight(c));
+                i += c.len_utf8();
+                Class::NonAscii
+            };
+            (before, previous) = (previous, class);
         }
         total
     }
@@ -144,14 +238,15 @@ impl TokenEstimator for Heuristic {
 
     fn prefix_within(&self, text: &str, budget: u64) -> usize {
         let limit = budget * 1000;
-        let (mut previous, mut before) = (None, None);
+        let (mut previous, mut before) = (Class::Start, Class::Start);
         let mut total = 0u64;
         for (i, c) in text.char_indices() {
-            total += u64::from(Heuristic::weight(c, previous, before));
+            let (weight, class) = Heuristic::weight(c, previous, before);
+            total += u64::from(weight);
             if total > limit {
                 return i;
             }
-            (before, previous) = (previous, Some(c));
+            (before, previous) = (previous, class);
         }
         text.len()
     }
@@ -162,16 +257,23 @@ impl TokenEstimator for Heuristic {
         // priced differently on their own, by at most a word start and a white-space run start.
         let margin = u64::from(weight::WORD_START + weight::SPACE_RUN_START);
         let limit = (budget * 1000).saturating_sub(margin);
+        let class_of = |c: Option<char>| {
+            c.map_or(Class::Start, |c| {
+                Heuristic::weight(c, Class::Start, Class::Start).1
+            })
+        };
         let mut total = 0u64;
-        let chars: Vec<(usize, char)> = text.char_indices().collect();
-        for k in (0..chars.len()).rev() {
-            let (i, c) = chars[k];
-            let previous = k.checked_sub(1).map(|j| chars[j].1);
-            let before = k.checked_sub(2).map(|j| chars[j].1);
-            total += u64::from(Heuristic::weight(c, previous, before));
+        let mut end = text.len();
+        while let Some(c) = text[..end].chars().next_back() {
+            let start = end - c.len_utf8();
+            let mut earlier = text[..start].chars().rev();
+            let previous = class_of(earlier.next());
+            let before = class_of(earlier.next());
+            total += u64::from(Heuristic::weight(c, previous, before).0);
             if total > limit {
-                return i + c.len_utf8();
+                return end;
             }
+            end = start;
         }
         0
     }
