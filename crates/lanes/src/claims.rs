@@ -43,7 +43,7 @@ pub fn is_content_block(value: &Value) -> bool {
 #[derive(Debug, Clone)]
 pub struct HiddenUris {
     never: Vec<String>,
-    hidden: Vec<String>,
+    hidden: HashSet<String>,
     policy: UriPolicy,
     searcher: Option<Searcher>,
 }
@@ -61,7 +61,7 @@ impl HiddenUris {
         }
         never.sort();
         never.dedup();
-        let mut hidden: Vec<String> = uris
+        let hidden: HashSet<String> = uris
             .into_iter()
             .filter(|uri| {
                 policy == UriPolicy::Hidden
@@ -71,14 +71,11 @@ impl HiddenUris {
             .chain(never.iter().cloned())
             .filter(|uri| !uri.is_empty())
             .collect();
-        hidden.sort();
-        hidden.dedup();
-        let searchable: Vec<String> = hidden
+        let searchable: Vec<&String> = hidden
             .iter()
             .filter(|uri| uri.chars().count() >= REDACT_MIN_CHARS)
-            .cloned()
             .collect();
-        let searcher = (!searchable.is_empty()).then(|| Searcher::new(searchable));
+        let searcher = (!searchable.is_empty()).then(|| Searcher::new(&searchable));
         HiddenUris {
             never,
             hidden,
@@ -98,10 +95,7 @@ impl HiddenUris {
         self.policy == UriPolicy::CredentialFree
             && is_credential_free(uri)
             && !self.is_never(uri)
-            && self
-                .hidden
-                .binary_search_by(|u| u.as_str().cmp(uri))
-                .is_err()
+            && !self.hidden.contains(uri)
     }
 
     /// A server's string with every hidden uri in it replaced by [`WITHHELD_LINK`].
@@ -109,7 +103,7 @@ impl HiddenUris {
         let Some(searcher) = &self.searcher else {
             return Cow::Borrowed(text);
         };
-        let found = searcher.find_all(text);
+        let found = searcher.find_all(text, &self.hidden);
         if found.is_empty() {
             return Cow::Borrowed(text);
         }
@@ -137,7 +131,6 @@ impl HiddenUris {
 enum Searcher {
     ByPrefix {
         starts: Vec<(memchr::memmem::Finder<'static>, Vec<usize>)>,
-        set: HashSet<String>,
     },
     ByTail {
         shift: Vec<u8>,
@@ -152,9 +145,9 @@ impl Searcher {
     /// How far a window may move when its last two bytes appear in no string's tail.
     const MAX_SHIFT: u8 = 7;
 
-    fn new(patterns: Vec<String>) -> Searcher {
+    fn new(patterns: &[&String]) -> Searcher {
         let mut prefixes: HashMap<&[u8], Vec<usize>> = HashMap::new();
-        for pattern in &patterns {
+        for pattern in patterns {
             let lengths = prefixes.entry(&pattern.as_bytes()[..8]).or_default();
             if !lengths.contains(&pattern.len()) {
                 lengths.push(pattern.len());
@@ -168,10 +161,7 @@ impl Searcher {
                     (memchr::memmem::Finder::new(prefix).into_owned(), lengths)
                 })
                 .collect();
-            return Searcher::ByPrefix {
-                starts,
-                set: patterns.into_iter().collect(),
-            };
+            return Searcher::ByPrefix { starts };
         }
         let mut shift = vec![Self::MAX_SHIFT; 1 << 16];
         let mut by_tail: HashMap<u64, Vec<usize>> = HashMap::new();
@@ -190,17 +180,17 @@ impl Searcher {
         Searcher::ByTail {
             shift,
             by_tail,
-            patterns,
+            patterns: patterns.iter().map(|p| (*p).clone()).collect(),
         }
     }
 
     /// The leftmost-longest occurrences, as byte ranges that do not overlap, in order. A match
     /// of a whole UTF-8 string always falls on character boundaries.
-    fn find_all(&self, text: &str) -> Vec<(usize, usize)> {
+    fn find_all(&self, text: &str, set: &HashSet<String>) -> Vec<(usize, usize)> {
         let bytes = text.as_bytes();
         let mut found: Vec<(usize, usize)> = Vec::new();
         match self {
-            Searcher::ByPrefix { starts, set } => {
+            Searcher::ByPrefix { starts } => {
                 for (finder, lengths) in starts {
                     for start in finder.find_iter(bytes) {
                         let longest = lengths.iter().find(|&&len| {

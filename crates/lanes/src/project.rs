@@ -284,19 +284,27 @@ impl<'h> Projector<'h> {
         {
             pieces.push(Piece::text(self.data_text(structured, &hidden, attach)));
         }
-        let stored_parts: Vec<String> = pieces.iter().map(|p| p.text.clone()).collect();
-        let stored = stored_parts.join("\n");
+        let stored = pieces
+            .iter()
+            .map(|p| p.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
         let goes_native =
             self.route.images_in_tool_results && pieces.iter().any(|p| p.native.is_some());
-        let live = if goes_native {
-            LiveCopy::Native(
-                pieces
-                    .into_iter()
-                    .map(|p| p.native.unwrap_or(Part::Text(p.text)))
-                    .collect(),
-            )
+        // The pieces' texts move into whichever copy needs them; only a native live copy needs
+        // them twice.
+        let (live, stored_parts) = if goes_native {
+            let stored_parts = pieces.iter().map(|p| p.text.clone()).collect();
+            let parts = pieces
+                .into_iter()
+                .map(|p| p.native.unwrap_or(Part::Text(p.text)))
+                .collect();
+            (LiveCopy::Native(parts), stored_parts)
         } else {
-            LiveCopy::Stored
+            (
+                LiveCopy::Stored,
+                pieces.into_iter().map(|p| p.text).collect(),
+            )
         };
         ToolResultCopies {
             stored,
