@@ -177,20 +177,48 @@ fn lone_surrogates_are_mended_and_said() {
 }
 
 #[test]
-fn budget_options_are_accepted_and_said_not_applied() {
+fn a_result_over_budget_is_fitted_and_spilled() {
+    let dir = std::env::temp_dir().join(format!("mcpl-cli-spill-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let big = json!({"content": [
+        {"type": "text", "text": "a line of the log\n".repeat(2000)},
+        {"type": "image", "mimeType": "image/png", "data": fixture_base64("image.png")},
+        {"type": "text", "text": "the last line\n".repeat(3)},
+    ]});
     let out = project(
-        &[
-            "--budget",
-            "100",
-            "--spill-dir",
-            "/tmp/mcpl-spill-test",
-            "--server",
-            "docs",
-        ],
-        &image_result(),
+        &["--budget", "300", "--spill-dir", dir.to_str().unwrap()],
+        &big,
     );
-    let diagnostics = out["diagnostics"].to_string();
-    assert!(diagnostics.contains("not applied yet"), "{diagnostics}");
+    assert!(out["estimated_tokens"].as_u64().unwrap() <= 300, "{out}");
+    let stored = out["stored"].as_str().unwrap();
+    assert!(stored.contains(" tokens omitted ("), "{stored}");
+    assert!(stored.contains("; the full result is in "), "{stored}");
+    let spill = &out["spill"];
+    let path = spill["path"].as_str().unwrap();
+    assert!(stored.contains(path));
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains("the last line") && text.contains("a line of the log"));
+    let attachments = spill["attachments"].as_array().unwrap();
+    assert_eq!(attachments.len(), 1);
+    assert_eq!(
+        std::fs::read(attachments[0].as_str().unwrap()).unwrap(),
+        mcpl_testkit::fixture("image.png")
+    );
+    // The image, small enough, stays in the live copy at its place at the end.
+    let live = out["live"].as_array().unwrap();
+    assert_eq!(live[live.len() - 2]["type"], "image");
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    // Without a spill folder, a result over budget keeps its content and says why.
+    let out = project(&["--budget", "300"], &big);
+    assert!(out["estimated_tokens"].as_u64().unwrap() > 300);
+    assert_eq!(out["spill"], Value::Null);
+    assert!(
+        out["diagnostics"]
+            .to_string()
+            .contains("no spill store is set")
+    );
+    assert!(!out["stored"].as_str().unwrap().contains("tokens omitted"));
 }
 
 #[test]
