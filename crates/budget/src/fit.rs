@@ -113,6 +113,27 @@ impl Item<'_, '_> {
     }
 }
 
+/// What a result holds in all: its price, its text's characters, its images.
+struct Totals {
+    tokens: u64,
+    characters: u64,
+    images: u64,
+}
+
+impl Totals {
+    fn of(items: &[Item<'_, '_>]) -> Totals {
+        Totals {
+            tokens: items.iter().map(|i| i.price).sum(),
+            characters: items
+                .iter()
+                .filter(|i| i.is_text())
+                .map(|i| i.stored.chars().count() as u64)
+                .sum(),
+            images: items.iter().filter(|i| !i.is_text()).count() as u64,
+        }
+    }
+}
+
 /// Where a cut falls: whole items kept from each end, and a part of the next text item.
 #[derive(Debug, Clone, Copy)]
 struct Cut {
@@ -170,13 +191,8 @@ fn cut_items<'a>(
     budget: u64,
     spill_path: &str,
 ) -> Result<(ToolResultCopies<'a>, u64), String> {
-    let total: u64 = items.iter().map(|i| i.price).sum();
-    let characters: u64 = items
-        .iter()
-        .filter(|i| i.is_text())
-        .map(|i| i.stored.chars().count() as u64)
-        .sum();
-    let images = items.iter().filter(|i| !i.is_text()).count() as u64;
+    let whole = Totals::of(items);
+    let (total, characters, images) = (whole.tokens, whole.characters, whole.images);
     // The notice's numbers can only be smaller than these, so this prices the longest notice;
     // the separators around it cost the rest of the reserve.
     let reserve = pricer
@@ -192,7 +208,7 @@ fn cut_items<'a>(
     for _ in 0..8 {
         let head_budget = available / 2;
         let cut = find_cut(items, pricer, head_budget, available - head_budget);
-        let fitted = assemble(copies, items, cut, pricer, spill_path);
+        let fitted = assemble(copies, items, &whole, cut, pricer, spill_path);
         let price = pricer
             .live(&fitted.live, &fitted.stored)
             .map_err(|e| e.to_string())?;
@@ -283,6 +299,7 @@ fn floor_boundary(text: &str, mut index: usize) -> usize {
 fn assemble<'a>(
     original: &ToolResultCopies<'a>,
     items: &[Item<'_, 'a>],
+    whole: &Totals,
     cut: Cut,
     pricer: Pricer<'_>,
     spill_path: &str,
@@ -331,13 +348,7 @@ fn assemble<'a>(
     for item in &items[tail_start..] {
         keep(item, None, &mut tail);
     }
-    let total: u64 = items.iter().map(|i| i.price).sum();
-    let characters: u64 = items
-        .iter()
-        .filter(|i| i.is_text())
-        .map(|i| i.stored.chars().count() as u64)
-        .sum();
-    let images = items.iter().filter(|i| !i.is_text()).count() as u64;
+    let (total, characters, images) = (whole.tokens, whole.characters, whole.images);
     let notice = omission_notice(
         total.saturating_sub(kept_price),
         characters.saturating_sub(kept_characters),
