@@ -207,29 +207,83 @@ impl Heuristic {
 
     fn thousandths(text: &str) -> u64 {
         let bytes = text.as_bytes();
-        let (mut previous, mut before) = (Class::Start, Class::Start);
+        // The state is the previous character's class and whether the one before it was blank:
+        // all an ASCII character's weight depends on. Two table lookups a byte.
+        let mut state = state_of(Class::Start, Class::Start);
         let mut total = 0u64;
         let mut i = 0;
         while i < bytes.len() {
             let b = bytes[i];
-            let class = if b < 128 {
-                let class = CLASSES[b as usize];
-                total += u64::from(
-                    WEIGHTS[class as usize][previous as usize][usize::from(before == Class::Blank)],
-                );
+            if b < 128 {
+                total += u64::from(STATE_WEIGHTS[state][b as usize]);
+                state = usize::from(NEXT_STATE[state][b as usize]);
                 i += 1;
-                class
             } else {
                 let c = text[i..].chars().next().unwrap_or('\u{FFFD}');
                 total += u64::from(non_ascii_weight(c));
+                state = state_of(Class::NonAscii, class_of_state(state));
                 i += c.len_utf8();
-                Class::NonAscii
-            };
-            (before, previous) = (previous, class);
+            }
         }
         total
     }
 }
+
+/// A state of the counting loop: the previous character's class, and whether the character
+/// before it was blank.
+const fn state_of(previous: Class, before: Class) -> usize {
+    previous as usize * 2 + (before as usize == Class::Blank as usize) as usize
+}
+
+/// The previous character's class, from a state.
+fn class_of_state(state: usize) -> Class {
+    STATE_CLASSES[state / 2]
+}
+
+const STATE_CLASSES: [Class; 8] = [
+    Class::Lower,
+    Class::Upper,
+    Class::Digit,
+    Class::Blank,
+    Class::Newline,
+    Class::Punct,
+    Class::NonAscii,
+    Class::Start,
+];
+
+/// `STATE_WEIGHTS[state][byte]`: an ASCII byte's weight in a state.
+const STATE_WEIGHTS: [[u32; 128]; 16] = {
+    let mut table = [[0u32; 128]; 16];
+    let mut state = 0;
+    while state < 16 {
+        let mut b = 0;
+        while b < 128 {
+            table[state][b] = ascii_weight(
+                ascii_class(b as u8),
+                STATE_CLASSES[state / 2],
+                state % 2 == 1,
+            );
+            b += 1;
+        }
+        state += 1;
+    }
+    table
+};
+
+/// `NEXT_STATE[state][byte]`: the state after an ASCII byte.
+const NEXT_STATE: [[u8; 128]; 16] = {
+    let mut table = [[0u8; 128]; 16];
+    let mut state = 0;
+    while state < 16 {
+        let mut b = 0;
+        while b < 128 {
+            table[state][b] = state_of(ascii_class(b as u8), STATE_CLASSES[state / 2]) as u8;
+            b += 1;
+        }
+        state += 1;
+    }
+    table
+};
 
 impl TokenEstimator for Heuristic {
     fn count(&self, text: &str) -> u64 {
