@@ -66,8 +66,9 @@ impl HiddenUris {
             .filter(|uri| {
                 policy == UriPolicy::Hidden
                     || !is_credential_free(uri)
-                    || never.binary_search(uri).is_ok()
+                    || never.iter().any(|n| n == uri)
             })
+            .map(str::to_owned)
             .chain(never.iter().cloned())
             .filter(|uri| !uri.is_empty())
             .collect();
@@ -250,33 +251,49 @@ fn tail_key(bytes: &[u8], end: usize) -> u64 {
 pub fn block_uris(value: &Value) -> Vec<String> {
     let (mut never, mut uris) = (Vec::new(), Vec::new());
     walk(value, true, &mut never, &mut uris);
-    uris
+    uris.into_iter().map(str::to_owned).collect()
 }
 
-fn walk(value: &Value, claims_count: bool, never: &mut Vec<String>, uris: &mut Vec<String>) {
+fn walk<'v>(
+    value: &'v Value,
+    claims_count: bool,
+    never: &mut Vec<String>,
+    uris: &mut Vec<&'v str>,
+) {
     match value {
         Value::Object(object) => {
-            let block = is_content_block(value);
+            // One pass over the fields: lookups by key hash each key, and this runs on every
+            // object of every result.
+            let (mut kind, mut disposition, mut uri, mut resource) = (None, false, None, None);
+            for (key, field) in object {
+                match key.as_str() {
+                    "type" => kind = field.as_str(),
+                    "disposition" => disposition = true,
+                    "uri" => uri = field.as_str(),
+                    "resource" => resource = field.as_object(),
+                    _ => {}
+                }
+            }
+            let block = kind.is_some_and(|t| CONTENT_BLOCK_TYPES.contains(&t));
             if block {
+                let (mut inner_uri, mut inner_disposition) = (None, false);
+                for (key, field) in resource.into_iter().flatten() {
+                    match key.as_str() {
+                        "uri" => inner_uri = field.as_str(),
+                        "disposition" => inner_disposition = true,
+                        _ => {}
+                    }
+                }
                 // Only a block that claims a disposition can mark a uri `never`; classify just
                 // those.
-                let claims_disposition = object.contains_key("disposition")
-                    || object
-                        .get("resource")
-                        .is_some_and(|r| r.get("disposition").is_some());
                 if claims_count
-                    && claims_disposition
-                    && let Some(uri) = classify(value).never_uri()
+                    && (disposition || inner_disposition)
+                    && let Some(never_uri) = classify(value).never_uri()
                 {
-                    never.push(uri.to_owned());
+                    never.push(never_uri.to_owned());
                 }
-                if let Some(Value::String(uri)) = object.get("uri") {
-                    uris.push(uri.clone());
-                }
-                if let Some(Value::String(uri)) = object.get("resource").and_then(|r| r.get("uri"))
-                {
-                    uris.push(uri.clone());
-                }
+                uris.extend(uri);
+                uris.extend(inner_uri);
             }
             // Inside a block, claims no longer count; uris are still collected.
             let inner_claims = claims_count && !block;
