@@ -41,19 +41,19 @@ pub fn is_content_block(value: &Value) -> bool {
 /// the result marks `never`, whatever the policy. Wherever a server's string reaches a model
 /// (text, a label, data), each occurrence of a hidden uri is replaced with [`WITHHELD_LINK`].
 #[derive(Debug, Clone)]
-pub struct HiddenUris {
-    never: Vec<String>,
-    hidden: HashSet<String>,
+pub struct HiddenUris<'v> {
+    never: Vec<&'v str>,
+    hidden: HashSet<&'v str>,
     policy: UriPolicy,
     searcher: Option<Searcher>,
 }
 
-impl HiddenUris {
+impl<'v> HiddenUris<'v> {
     /// Reads the uris and `never` marks in every value of a result (its content, its structured
     /// content, ...). A `never` counts on a block in the content or in the data, not inside a
     /// block's own fields: one in a block's `_meta` marks nothing. Uris are collected at every
     /// depth, inside blocks too, since hiding one more is safe.
-    pub fn of(values: &[&Value], policy: UriPolicy) -> HiddenUris {
+    pub fn of(values: &[&'v Value], policy: UriPolicy) -> HiddenUris<'v> {
         let mut never = Vec::new();
         let mut uris = Vec::new();
         for value in values {
@@ -61,19 +61,17 @@ impl HiddenUris {
         }
         never.sort();
         never.dedup();
-        let hidden: HashSet<String> = uris
+        let hidden: HashSet<&'v str> = uris
             .into_iter()
             .filter(|uri| {
-                policy == UriPolicy::Hidden
-                    || !is_credential_free(uri)
-                    || never.iter().any(|n| n == uri)
+                policy == UriPolicy::Hidden || !is_credential_free(uri) || never.contains(uri)
             })
-            .map(str::to_owned)
-            .chain(never.iter().cloned())
+            .chain(never.iter().copied())
             .filter(|uri| !uri.is_empty())
             .collect();
-        let searchable: Vec<&String> = hidden
+        let searchable: Vec<&str> = hidden
             .iter()
+            .copied()
             .filter(|uri| uri.chars().count() >= REDACT_MIN_CHARS)
             .collect();
         let searcher = (!searchable.is_empty()).then(|| Searcher::new(&searchable));
@@ -87,7 +85,7 @@ impl HiddenUris {
 
     /// Whether the result marks this uri `never`.
     pub fn is_never(&self, uri: &str) -> bool {
-        self.never.binary_search_by(|u| u.as_str().cmp(uri)).is_ok()
+        self.never.binary_search(&uri).is_ok()
     }
 
     /// Whether this uri may be shown: the policy allows credential-free uris, this one is, and
@@ -146,7 +144,7 @@ impl Searcher {
     /// How far a window may move when its last two bytes appear in no string's tail.
     const MAX_SHIFT: u8 = 7;
 
-    fn new(patterns: &[&String]) -> Searcher {
+    fn new(patterns: &[&str]) -> Searcher {
         let mut prefixes: HashMap<&[u8], Vec<usize>> = HashMap::new();
         for pattern in patterns {
             let lengths = prefixes.entry(&pattern.as_bytes()[..8]).or_default();
@@ -181,13 +179,13 @@ impl Searcher {
         Searcher::ByTail {
             shift,
             by_tail,
-            patterns: patterns.iter().map(|p| (*p).clone()).collect(),
+            patterns: patterns.iter().map(|p| (*p).to_owned()).collect(),
         }
     }
 
     /// The leftmost-longest occurrences, as byte ranges that do not overlap, in order. A match
     /// of a whole UTF-8 string always falls on character boundaries.
-    fn find_all(&self, text: &str, set: &HashSet<String>) -> Vec<(usize, usize)> {
+    fn find_all(&self, text: &str, set: &HashSet<&str>) -> Vec<(usize, usize)> {
         let bytes = text.as_bytes();
         let mut found: Vec<(usize, usize)> = Vec::new();
         match self {
@@ -257,7 +255,7 @@ pub fn block_uris(value: &Value) -> Vec<String> {
 fn walk<'v>(
     value: &'v Value,
     claims_count: bool,
-    never: &mut Vec<String>,
+    never: &mut Vec<&'v str>,
     uris: &mut Vec<&'v str>,
 ) {
     match value {
@@ -290,7 +288,7 @@ fn walk<'v>(
                     && (disposition || inner_disposition)
                     && let Some(never_uri) = classify(value).never_uri()
                 {
-                    never.push(never_uri.to_owned());
+                    never.push(never_uri);
                 }
                 uris.extend(uri);
                 uris.extend(inner_uri);

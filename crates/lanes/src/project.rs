@@ -157,7 +157,7 @@ impl<'a> ToolResult<'a> {
         }
     }
 
-    fn hidden_uris(&self, policy: UriPolicy) -> HiddenUris {
+    fn hidden_uris(&self, policy: UriPolicy) -> HiddenUris<'a> {
         let values: Vec<&Value> = self
             .content
             .iter()
