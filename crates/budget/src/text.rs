@@ -151,16 +151,7 @@ const CLASSES: [Class; 128] = {
 
 /// `WEIGHTS[c][previous][before_blank]` for ASCII characters.
 const WEIGHTS: [[[u32; 2]; 8]; 8] = {
-    const ALL: [Class; 8] = [
-        Class::Lower,
-        Class::Upper,
-        Class::Digit,
-        Class::Blank,
-        Class::Newline,
-        Class::Punct,
-        Class::NonAscii,
-        Class::Start,
-    ];
+    const ALL: [Class; 8] = STATE_CLASSES;
     let mut table = [[[0u32; 2]; 8]; 8];
     let mut c = 0;
     while c < 8 {
@@ -240,6 +231,7 @@ fn class_of_state(state: usize) -> Class {
     STATE_CLASSES[state / 2]
 }
 
+/// Every class, in the order of its number.
 const STATE_CLASSES: [Class; 8] = [
     Class::Lower,
     Class::Upper,
