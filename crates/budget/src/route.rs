@@ -101,12 +101,17 @@ impl Pricer<'_> {
         Ok(calculator.tokens(dimensions.width, dimensions.height))
     }
 
+    /// The price of parts sent together: each text and each image at its own price.
+    pub fn parts(&self, parts: &[Part<'_>]) -> Result<u64, Unpriceable> {
+        parts.iter().map(|part| self.part(part)).sum()
+    }
+
     /// The price of a tool result's live copy: a string counts its text; native parts count
     /// each text and each image.
     pub fn live(&self, live: &LiveCopy<'_>, stored: &str) -> Result<u64, Unpriceable> {
         match live {
             LiveCopy::Stored => Ok(self.text.count(stored)),
-            LiveCopy::Native(parts) => parts.iter().map(|part| self.part(part)).sum(),
+            LiveCopy::Native(parts) => self.parts(parts),
         }
     }
 }

@@ -138,34 +138,6 @@ const fn ascii_weight(c: Class, previous: Class, before_blank: bool) -> u32 {
     }
 }
 
-/// Every ASCII character's class, looked up rather than matched in the hot loop.
-const CLASSES: [Class; 128] = {
-    let mut table = [Class::Punct; 128];
-    let mut b = 0;
-    while b < 128 {
-        table[b] = ascii_class(b as u8);
-        b += 1;
-    }
-    table
-};
-
-/// `WEIGHTS[c][previous][before_blank]` for ASCII characters.
-const WEIGHTS: [[[u32; 2]; 8]; 8] = {
-    const ALL: [Class; 8] = STATE_CLASSES;
-    let mut table = [[[0u32; 2]; 8]; 8];
-    let mut c = 0;
-    while c < 8 {
-        let mut p = 0;
-        while p < 8 {
-            table[c][p][0] = ascii_weight(ALL[c], ALL[p], false);
-            table[c][p][1] = ascii_weight(ALL[c], ALL[p], true);
-            p += 1;
-        }
-        c += 1;
-    }
-    table
-};
-
 /// The weight of a character outside ASCII, whatever came before it.
 fn non_ascii_weight(c: char) -> u32 {
     match c {
@@ -187,10 +159,8 @@ impl Heuristic {
     /// The weight of `c` and its class, given the classes of the two characters before it.
     fn weight(c: char, previous: Class, before: Class) -> (u32, Class) {
         if c.is_ascii() {
-            let class = CLASSES[c as usize];
-            let weight =
-                WEIGHTS[class as usize][previous as usize][usize::from(before == Class::Blank)];
-            (weight, class)
+            let weight = STATE_WEIGHTS[state_of(previous, before)][c as usize];
+            (weight, ascii_class(c as u8))
         } else {
             (non_ascii_weight(c), Class::NonAscii)
         }

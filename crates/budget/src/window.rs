@@ -1,6 +1,6 @@
 //! The window projection: what a round adds to the context window, before it is sent.
 
-use mcpl_lanes::{LiveCopy, Part, ToolResultCopies};
+use mcpl_lanes::{Part, ToolResultCopies};
 
 use crate::route::{Pricer, Unpriceable};
 
@@ -23,22 +23,13 @@ pub struct Round<'r, 'a> {
 pub fn project_round(pricer: Pricer<'_>, round: &Round<'_, '_>) -> Result<u64, Unpriceable> {
     let mut total = 0;
     for copies in &round.tool_results {
-        total += match &copies.live {
-            LiveCopy::Stored => pricer.text.count(&copies.stored),
-            LiveCopy::Native(parts) => parts
-                .iter()
-                .map(|p| pricer.part(p))
-                .sum::<Result<u64, _>>()?,
-        };
+        total += pricer.live(&copies.live, &copies.stored)?;
     }
     for text in &round.injected_text {
         total += pricer.text.count(text);
     }
     for parts in &round.messages {
-        total += parts
-            .iter()
-            .map(|p| pricer.part(p))
-            .sum::<Result<u64, _>>()?;
+        total += pricer.parts(parts)?;
     }
     Ok(total)
 }

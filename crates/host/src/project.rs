@@ -248,11 +248,8 @@ pub fn project(document: &Document, request: &Request) -> Result<Projection, Pro
 
 fn message_output(pricer: Pricer<'_>, view: MessageView<'_>) -> (Value, String, u64) {
     // A part the route cannot price (none that the built routes send) counts as its history text.
-    let tokens = view
-        .parts
-        .iter()
-        .map(|part| pricer.part(part))
-        .sum::<Result<u64, _>>()
+    let tokens = pricer
+        .parts(&view.parts)
         .unwrap_or_else(|_| text_tokens(pricer, &view.stored));
     (
         encode::message_content(pricer.route.lanes.name, &view.parts),
