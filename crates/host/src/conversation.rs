@@ -1,0 +1,193 @@
+//! A provider-neutral conversation: what the inference loop keeps between rounds, and what
+//! every route's encoder turns into the JSON its API takes.
+//!
+//! The loop owns the messages. A tool result enters as its stored copy plus, on the round it
+//! lands, its live copy; once that round's request is sent the loop drops the live copy, so
+//! history carries the stored copy only (decision: live copies are sent once).
+
+use mcpl_lanes::Part;
+use serde_json::Value;
+
+/// One thing shown to a model: text, or native media where the route takes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Content {
+    /// Text.
+    Text(String),
+    /// A native image: its media type as its bytes say, and its base64.
+    Image {
+        /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+        media_type: String,
+        /// The base64 data.
+        data: String,
+    },
+    /// Native audio: its media type as its bytes say, and its base64.
+    Audio {
+        /// `audio/wav`, `audio/mpeg`, ...
+        media_type: String,
+        /// The base64 data.
+        data: String,
+    },
+}
+
+impl Content {
+    /// The owned content of one part a lane produced.
+    pub fn from_part(part: &Part<'_>) -> Content {
+        match part {
+            Part::Text(text) => Content::Text(text.clone()),
+            Part::Image { media_type, data } => Content::Image {
+                media_type: (*media_type).to_owned(),
+                data: (*data).to_owned(),
+            },
+            Part::Audio { media_type, data } => Content::Audio {
+                media_type: (*media_type).to_owned(),
+                data: (*data).to_owned(),
+            },
+        }
+    }
+
+    /// The lane part this content is, borrowing its data (for pricing).
+    pub fn as_part(&self) -> Part<'_> {
+        match self {
+            Content::Text(text) => Part::Text(text.clone()),
+            Content::Image { media_type, data } => Part::Image {
+                media_type: static_media_type(media_type),
+                data,
+            },
+            Content::Audio { media_type, data } => Part::Audio {
+                media_type: static_media_type(media_type),
+                data,
+            },
+        }
+    }
+}
+
+/// The media types lanes send natively, as `'static` strings.
+fn static_media_type(media_type: &str) -> &'static str {
+    const KNOWN: &[&str] = &[
+        "image/png",
+        "image/jpeg",
+        "image/gif",
+        "image/webp",
+        "audio/wav",
+        "audio/mpeg",
+        "audio/ogg",
+        "audio/flac",
+        "audio/aac",
+    ];
+    KNOWN
+        .iter()
+        .copied()
+        .find(|known| *known == media_type)
+        .unwrap_or("application/octet-stream")
+}
+
+/// A tool call the model made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The call's id, as the model gave it (or as the loop made it for a model that gives none).
+    pub id: String,
+    /// The tool's model-facing name (see [`model_tool_name`]).
+    pub name: String,
+    /// The arguments object.
+    pub arguments: Value,
+}
+
+/// One tool result as the conversation holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// The id of the call it answers.
+    pub call_id: String,
+    /// The tool's model-facing name.
+    pub name: String,
+    /// The stored copy: the text kept in history.
+    pub stored: String,
+    /// The live copy when at least one part goes native on the round the result lands; `None`
+    /// sends the stored copy.
+    pub live: Option<Vec<Content>>,
+    /// Whether the server marked the result an error.
+    pub is_error: bool,
+}
+
+/// One message of the conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// A user message: the user's text, a push event, a channel message, an injection.
+    User(Vec<Content>),
+    /// An assistant turn: its text and the tool calls it made, in order.
+    Assistant {
+        /// The turn's text; empty when it made only tool calls.
+        text: String,
+        /// The tool calls.
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The results of the previous assistant turn's tool calls, in the calls' order.
+    ToolResults(Vec<ToolOutput>),
+}
+
+/// A tool offered to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// The model-facing name.
+    pub name: String,
+    /// What the tool does.
+    pub description: String,
+    /// The JSON Schema of its arguments (an object schema).
+    pub input_schema: Value,
+}
+
+/// Everything one provider request holds, before a route encodes it.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelRequest<'c> {
+    /// The provider's model name.
+    pub model: &'c str,
+    /// The system prompt, system-position injections appended.
+    pub system: &'c str,
+    /// The messages, in order (user-position injections already placed).
+    pub messages: &'c [Message],
+    /// The tools offered.
+    pub tools: &'c [ToolSpec],
+    /// The most tokens the model may answer with.
+    pub max_tokens: u32,
+}
+
+/// The model-facing name of a server's tool: `<server>__<tool>`, every character outside
+/// `[A-Za-z0-9_-]` replaced by `_`, at most 64 characters (what Anthropic, OpenAI and Gemini
+/// all accept). The loop keeps the map back to the server and tool.
+pub fn model_tool_name(server: &str, tool: &str) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    let mut name = format!("{}__{}", clean(server), clean(tool));
+    name.truncate(64);
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_are_what_providers_accept() {
+        assert_eq!(model_tool_name("demo", "get-tiny-image"), "demo__get-tiny-image");
+        assert_eq!(model_tool_name("my server", "a.b/c"), "my_server__a_b_c");
+        assert_eq!(model_tool_name(&"s".repeat(50), &"t".repeat(50)).len(), 64);
+    }
+
+    #[test]
+    fn parts_round_trip() {
+        let part = Part::Image {
+            media_type: "image/png",
+            data: "iVBO",
+        };
+        let content = Content::from_part(&part);
+        assert_eq!(content.as_part(), part);
+    }
+}

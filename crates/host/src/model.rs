@@ -1,0 +1,207 @@
+//! The model side of the inference loop: a [`Model`] turns a provider request body into the
+//! next assistant turn.
+//!
+//! The embedded default is [`Scripted`]: a JSON file of the tool calls to make, one model turn
+//! per step, and the final answer, so everything runs offline. HTTP backends for real providers
+//! live behind the `http` feature.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::conversation::{ToolCall, model_tool_name};
+
+/// One assistant turn.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Turn {
+    /// The turn's text.
+    pub text: String,
+    /// The tool calls it makes; none ends the loop.
+    pub tool_calls: Vec<ToolCall>,
+}
+
+/// Why a model could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// The script could not be read or is not a script.
+    #[error("model script {path}: {message}")]
+    Script {
+        /// The script's path.
+        path: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A provider answered with something the backend cannot use.
+    #[error("{provider}: {message}")]
+    Provider {
+        /// The provider's name.
+        provider: &'static str,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Turns a request body (as the model's route encodes it) into the next turn.
+pub trait Model {
+    /// The route whose request bodies this model takes; `None` when any route will do (the
+    /// scripted model reads nothing from the request).
+    fn route(&self) -> Option<&'static str>;
+
+    /// The next turn, given the request body the loop would send.
+    fn complete(&mut self, body: &Value) -> Result<Turn, ModelError>;
+}
+
+/// A scripted model: `{"steps": [{"tool_calls": [{"server", "name", "arguments"}]}, ...],
+/// "final": "<answer>"}`. Each step is one model turn; after the last step it answers `final`.
+#[derive(Debug, Clone)]
+pub struct Scripted {
+    steps: std::vec::IntoIter<Vec<ToolCall>>,
+    answer: String,
+    calls_made: usize,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Script {
+    steps: Vec<Step>,
+    #[serde(rename = "final", default)]
+    answer: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Step {
+    #[serde(default)]
+    tool_calls: Vec<ScriptedCall>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptedCall {
+    /// Absent for a host tool such as `fetch_reference`.
+    #[serde(default)]
+    server: Option<String>,
+    name: String,
+    #[serde(default = "empty_object")]
+    arguments: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+impl Scripted {
+    /// Reads a script file.
+    pub fn from_file(path: &Path) -> Result<Scripted, ModelError> {
+        let error = |message: String| ModelError::Script {
+            path: path.display().to_string(),
+            message,
+        };
+        let bytes = std::fs::read(path).map_err(|e| error(e.to_string()))?;
+        Scripted::from_slice(&bytes).map_err(|e| match e {
+            ModelError::Script { message, .. } => error(message),
+            other => other,
+        })
+    }
+
+    /// Reads a script from JSON bytes.
+    pub fn from_slice(bytes: &[u8]) -> Result<Scripted, ModelError> {
+        let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
+        let script: Script =
+            serde_path_to_error::deserialize(deserializer).map_err(|e| ModelError::Script {
+                path: "<inline>".to_owned(),
+                message: format!("at {}: {}", e.path(), e.inner()),
+            })?;
+        let mut calls_made = 0;
+        let steps = script
+            .steps
+            .into_iter()
+            .map(|step| {
+                step.tool_calls
+                    .into_iter()
+                    .map(|call| {
+                        calls_made += 1;
+                        ToolCall {
+                            id: format!("call_{calls_made}"),
+                            name: match &call.server {
+                                Some(server) => model_tool_name(server, &call.name),
+                                None => call.name,
+                            },
+                            arguments: call.arguments,
+                        }
+                    })
+                    .collect()
+            })
+            .collect::<Vec<_>>();
+        Ok(Scripted {
+            steps: steps.into_iter(),
+            answer: script.answer,
+            calls_made: 0,
+        })
+    }
+
+    /// How many tool calls the script has made so far.
+    pub fn calls_made(&self) -> usize {
+        self.calls_made
+    }
+}
+
+impl Model for Scripted {
+    fn route(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn complete(&mut self, _body: &Value) -> Result<Turn, ModelError> {
+        match self.steps.next() {
+            Some(tool_calls) => {
+                self.calls_made += tool_calls.len();
+                Ok(Turn {
+                    text: String::new(),
+                    tool_calls,
+                })
+            }
+            None => Ok(Turn {
+                text: self.answer.clone(),
+                tool_calls: Vec::new(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_script_plays_its_steps_then_answers() {
+        let mut model = Scripted::from_slice(
+            br#"{"steps": [{"tool_calls": [{"server": "demo", "name": "text", "arguments": {"n": 1}},
+                                           {"name": "fetch_reference", "arguments": {"ref_id": "r"}}]},
+                           {"tool_calls": []}],
+                 "final": "done"}"#,
+        )
+        .unwrap();
+        let turn = model.complete(&json!({})).unwrap();
+        assert_eq!(turn.tool_calls.len(), 2);
+        assert_eq!(turn.tool_calls[0].name, "demo__text");
+        assert_eq!(turn.tool_calls[0].id, "call_1");
+        assert_eq!(turn.tool_calls[0].arguments, json!({"n": 1}));
+        assert_eq!(turn.tool_calls[1].name, "fetch_reference");
+        assert!(model.complete(&json!({})).unwrap().tool_calls.is_empty());
+        let last = model.complete(&json!({})).unwrap();
+        assert_eq!(last.text, "done");
+        assert!(last.tool_calls.is_empty());
+        assert_eq!(model.calls_made(), 2);
+    }
+
+    #[test]
+    fn a_bad_script_names_the_key() {
+        let error = Scripted::from_slice(br#"{"steps": [{"tool_calls": [{"server": "demo"}]}]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("steps[0].tool_calls[0]"), "{error}");
+        assert!(error.contains("missing field `name`"), "{error}");
+    }
+}
