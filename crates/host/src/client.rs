@@ -141,7 +141,7 @@ pub enum CallError {
         /// The method called.
         method: String,
         /// The error.
-        error: RpcError,
+        error: Box<RpcError>,
     },
 }
 
@@ -325,7 +325,7 @@ impl Connection {
                     return outcome.map_err(|error| CallError::Rpc {
                         server: self.name.clone(),
                         method: method.to_owned(),
-                        error,
+                        error: Box::new(error),
                     });
                 }
                 Incoming::NotJson(line) => {
