@@ -176,7 +176,10 @@ mod tests {
 
     #[test]
     fn tool_names_are_what_providers_accept() {
-        assert_eq!(model_tool_name("demo", "get-tiny-image"), "demo__get-tiny-image");
+        assert_eq!(
+            model_tool_name("demo", "get-tiny-image"),
+            "demo__get-tiny-image"
+        );
         assert_eq!(model_tool_name("my server", "a.b/c"), "my_server__a_b_c");
         assert_eq!(model_tool_name(&"s".repeat(50), &"t".repeat(50)).len(), 64);
     }

@@ -19,6 +19,7 @@
 //! Only this crate does I/O other than spill files, and only it knows about processes and HTTP.
 
 pub mod client;
+pub mod config;
 pub mod conversation;
 pub mod encode;
 pub mod input;

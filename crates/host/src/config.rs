@@ -1,0 +1,373 @@
+//! The host's configuration, in the shape users already know:
+//!
+//! ```json
+//! {"mcpServers": {"files": {"command": "node", "args": ["server.js"], "env": {"K": "v"},
+//!                           "mcpl": {"budget": 8000, "uris": "credential-free",
+//!                                    "timeoutMs": 30000,
+//!                                    "fetch": {"origin": "https://files.example",
+//!                                              "token": "...", "maxBytes": 1048576}}}},
+//!  "mcpl": {"spillDir": "/var/tmp/mcpl", "contextWindow": 200000}}
+//! ```
+//!
+//! Everything under `mcpl` is mcpl's own and optional. Unknown keys are errors, and every error
+//! names the key it is about (`mcpServers.files.mcpl.budget: invalid type: string "8k",
+//! expected u64`), so a typo never silently turns an option off.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mcpl_budget::DEFAULT_BUDGET;
+use mcpl_lanes::UriPolicy;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::client::Launch;
+
+/// How long a call waits for its answer unless a server's options say otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// The context window the loop checks each round against unless the config says otherwise.
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
+/// The most one fetch may save (256 MiB).
+pub const DEFAULT_FETCH_MAX_BYTES: u64 = 256 * 1024 * 1024;
+/// The most a server's fetches may save over the life of the process (1 GiB).
+pub const DEFAULT_FETCH_BUDGET_BYTES: u64 = 1024 * 1024 * 1024;
+/// The largest claimed size fetched eagerly (256 KiB).
+pub const DEFAULT_EAGER_MAX_BYTES: u64 = 256 * 1024;
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The servers, in the file's order (the order references' servers are tried in).
+    pub servers: Vec<ServerConfig>,
+    /// Where spill files go; a folder under the system's temporary folder when absent.
+    pub spill_dir: Option<PathBuf>,
+    /// The model's context window, in estimated tokens.
+    pub context_window: u64,
+}
+
+/// One server and mcpl's options for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    /// How to start it.
+    pub launch: Launch,
+    /// mcpl's options for it.
+    pub options: ServerOptions,
+}
+
+/// mcpl's per-server options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerOptions {
+    /// The tool-result budget in estimated tokens.
+    pub budget: u64,
+    /// Which uris may be shown.
+    pub uri_policy: UriPolicy,
+    /// How long one call waits.
+    pub timeout: Duration,
+    /// The reference fetcher's options for references this server delivers.
+    pub fetch: FetchOptions,
+}
+
+impl Default for ServerOptions {
+    fn default() -> ServerOptions {
+        ServerOptions {
+            budget: DEFAULT_BUDGET,
+            uri_policy: UriPolicy::Hidden,
+            timeout: DEFAULT_TIMEOUT,
+            fetch: FetchOptions::default(),
+        }
+    }
+}
+
+/// The fetcher's options for one server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchOptions {
+    /// The origin the server's connection is dialed to; references elsewhere are refused.
+    pub origin: Option<String>,
+    /// The bearer token sent to that origin only.
+    pub token: Option<String>,
+    /// The most one fetch may save.
+    pub max_bytes: u64,
+    /// The most this server's fetches may save in all.
+    pub budget_bytes: u64,
+    /// The largest claimed size fetched eagerly.
+    pub eager_max_bytes: u64,
+}
+
+impl Default for FetchOptions {
+    fn default() -> FetchOptions {
+        FetchOptions {
+            origin: None,
+            token: None,
+            max_bytes: DEFAULT_FETCH_MAX_BYTES,
+            budget_bytes: DEFAULT_FETCH_BUDGET_BYTES,
+            eager_max_bytes: DEFAULT_EAGER_MAX_BYTES,
+        }
+    }
+}
+
+/// Why a configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A key is missing, unknown or of the wrong type.
+    #[error("{path}: {key}: {message}")]
+    Key {
+        /// The file.
+        path: String,
+        /// The key, as a path from the top (`mcpServers.files.args[1]`).
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawConfig {
+    mcp_servers: serde_json::Map<String, Value>,
+    #[serde(default)]
+    mcpl: RawHost,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawHost {
+    spill_dir: Option<PathBuf>,
+    context_window: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawServer {
+    command: String,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+    /// Other hosts write `"type": "stdio"`; it is the only transport mcpl speaks.
+    #[serde(rename = "type")]
+    transport: Option<Transport>,
+    #[serde(default)]
+    mcpl: RawOptions,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Transport {
+    Stdio,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawOptions {
+    budget: Option<u64>,
+    uris: Option<RawUris>,
+    timeout_ms: Option<u64>,
+    #[serde(default)]
+    fetch: RawFetch,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum RawUris {
+    Hidden,
+    CredentialFree,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawFetch {
+    origin: Option<String>,
+    token: Option<String>,
+    max_bytes: Option<u64>,
+    budget_bytes: Option<u64>,
+    eager_max_bytes: Option<u64>,
+}
+
+impl Config {
+    /// Reads a configuration file.
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Config::from_slice(&path.display().to_string(), &bytes)
+    }
+
+    /// Reads a configuration from JSON bytes; `path` names it in errors.
+    pub fn from_slice(path: &str, bytes: &[u8]) -> Result<Config, ConfigError> {
+        let key_error = |key: String, message: String| ConfigError::Key {
+            path: path.to_owned(),
+            key,
+            message,
+        };
+        let raw: RawConfig =
+            deserialize(bytes).map_err(|(key, message)| key_error(key, message))?;
+        let mut servers = Vec::with_capacity(raw.mcp_servers.len());
+        for (name, value) in &raw.mcp_servers {
+            let server: RawServer = serde_path_to_error::deserialize(value).map_err(|e| {
+                key_error(
+                    join_key(&format!("mcpServers.{name}"), &e.path().to_string()),
+                    e.inner().to_string(),
+                )
+            })?;
+            if server.command.trim().is_empty() {
+                return Err(key_error(
+                    format!("mcpServers.{name}.command"),
+                    "is empty".to_owned(),
+                ));
+            }
+            if let Some(origin) = &server.mcpl.fetch.origin {
+                let scheme = origin.split("://").next().unwrap_or_default();
+                if !origin.contains("://") || !["http", "https", "ws", "wss"].contains(&scheme) {
+                    return Err(key_error(
+                        format!("mcpServers.{name}.mcpl.fetch.origin"),
+                        format!("{origin:?} is not an http(s) or ws(s) origin"),
+                    ));
+                }
+            }
+            let _ = server.transport.map(|Transport::Stdio| ());
+            let fetch = FetchOptions::default();
+            servers.push(ServerConfig {
+                launch: Launch {
+                    name: name.clone(),
+                    command: server.command,
+                    args: server.args,
+                    env: server.env,
+                    cwd: server.cwd,
+                },
+                options: ServerOptions {
+                    budget: server.mcpl.budget.unwrap_or(DEFAULT_BUDGET),
+                    uri_policy: match server.mcpl.uris {
+                        Some(RawUris::CredentialFree) => UriPolicy::CredentialFree,
+                        Some(RawUris::Hidden) | None => UriPolicy::Hidden,
+                    },
+                    timeout: server
+                        .mcpl
+                        .timeout_ms
+                        .map_or(DEFAULT_TIMEOUT, Duration::from_millis),
+                    fetch: FetchOptions {
+                        origin: server.mcpl.fetch.origin,
+                        token: server.mcpl.fetch.token,
+                        max_bytes: server.mcpl.fetch.max_bytes.unwrap_or(fetch.max_bytes),
+                        budget_bytes: server.mcpl.fetch.budget_bytes.unwrap_or(fetch.budget_bytes),
+                        eager_max_bytes: server
+                            .mcpl
+                            .fetch
+                            .eager_max_bytes
+                            .unwrap_or(fetch.eager_max_bytes),
+                    },
+                },
+            });
+        }
+        Ok(Config {
+            servers,
+            spill_dir: raw.mcpl.spill_dir,
+            context_window: raw.mcpl.context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW),
+        })
+    }
+}
+
+fn deserialize<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, (String, String)> {
+    let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(deserializer).map_err(|e| {
+        let key = e.path().to_string();
+        let key = if key == "." || key == "?" {
+            "(top)".to_owned()
+        } else {
+            key
+        };
+        (key, e.inner().to_string())
+    })
+}
+
+fn join_key(prefix: &str, rest: &str) -> String {
+    match rest {
+        "." => prefix.to_owned(),
+        rest if rest.starts_with('[') => format!("{prefix}{rest}"),
+        rest => format!("{prefix}.{rest}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(json: &str) -> String {
+        Config::from_slice("mcpl.json", json.as_bytes())
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn a_config_users_know_reads_with_defaults() {
+        let config = Config::from_slice(
+            "mcpl.json",
+            br#"{"mcpServers": {
+                "b": {"command": "node", "args": ["x.js"], "env": {"K": "v"}, "type": "stdio"},
+                "a": {"command": "python3", "mcpl": {"budget": 800, "uris": "credential-free",
+                      "timeoutMs": 250, "fetch": {"origin": "https://f.example", "token": "t"}}}}}"#,
+        )
+        .unwrap();
+        let names: Vec<&str> = config
+            .servers
+            .iter()
+            .map(|s| s.launch.name.as_str())
+            .collect();
+        assert_eq!(names, ["b", "a"], "the file's order is kept");
+        assert_eq!(config.servers[0].launch.args, ["x.js"]);
+        assert_eq!(config.servers[0].options, ServerOptions::default());
+        let a = &config.servers[1].options;
+        assert_eq!(a.budget, 800);
+        assert_eq!(a.uri_policy, UriPolicy::CredentialFree);
+        assert_eq!(a.timeout, Duration::from_millis(250));
+        assert_eq!(a.fetch.origin.as_deref(), Some("https://f.example"));
+        assert_eq!(a.fetch.max_bytes, DEFAULT_FETCH_MAX_BYTES);
+        assert_eq!(config.context_window, DEFAULT_CONTEXT_WINDOW);
+    }
+
+    #[test]
+    fn every_error_names_its_key() {
+        assert_eq!(
+            error(r#"{"mcpServers": {"files": {"command": "x", "args": ["a", 2]}}}"#),
+            "mcpl.json: mcpServers.files.args[1]: invalid type: integer `2`, expected a string"
+        );
+        assert!(
+            error(r#"{"mcpServers": {"files": {"command": "x", "mcpl": {"budegt": 5}}}}"#)
+                .starts_with("mcpl.json: mcpServers.files.mcpl.budegt: unknown field `budegt`"),
+        );
+        assert!(
+            error(r#"{"mcpServers": {"files": {"args": []}}}"#)
+                .starts_with("mcpl.json: mcpServers.files: missing field `command`"),
+        );
+        assert_eq!(
+            error(r#"{"mcpServers": {"files": {"command": " "}}}"#),
+            "mcpl.json: mcpServers.files.command: is empty"
+        );
+        assert!(
+            error(r#"{"servers": {}}"#).starts_with("mcpl.json: servers: unknown field `servers`")
+        );
+        assert!(
+            error(r#"{"mcpServers": {"f": {"command": "x", "mcpl": {"uris": "all"}}}}"#)
+                .starts_with("mcpl.json: mcpServers.f.mcpl.uris: unknown variant `all`")
+        );
+        assert!(
+            error(r#"{"mcpServers": {"f": {"command": "x", "mcpl": {"fetch": {"origin": "ftp://x"}}}}}"#)
+                .starts_with("mcpl.json: mcpServers.f.mcpl.fetch.origin:")
+        );
+        assert!(
+            error(r#"{"mcpServers": {"f": {"command": "x", "type": "sse"}}}"#)
+                .starts_with("mcpl.json: mcpServers.f.type: unknown variant `sse`")
+        );
+        assert!(error("{").starts_with("mcpl.json: (top): EOF while parsing"));
+    }
+}
