@@ -23,5 +23,6 @@ pub mod config;
 pub mod conversation;
 pub mod encode;
 pub mod input;
+pub mod mcpl;
 pub mod model;
 pub mod project;

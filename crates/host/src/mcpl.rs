@@ -1,0 +1,385 @@
+//! MCPL on an MCP connection: what the host answers when a server sends `push/event` or
+//! `channels/incoming`, and how it reads `context/beforeInference` answers.
+//!
+//! [`Lanes`] holds what every lane needs (the registry, the image ledger, the route, each
+//! server's uri policy) and implements [`ServerRequests`]:
+//!
+//! - `push/event`: visibly empty content is refused with JSON-RPC -32602 and
+//!   `data.field = "payload.content"`; only then is the `eventId` checked, so a refused event
+//!   never burns its id; a repeated id is acknowledged (`accepted: true, reason: "duplicate"`)
+//!   and not shown twice; otherwise the content is projected on the push lane, its references
+//!   registered with the delivering server, and the message queued for the next inference.
+//! - `channels/incoming`: one result per message; an empty message is refused alone with
+//!   `reason: "empty_content"` while its siblings are accepted.
+//!
+//! Injections from `context/beforeInference` are read by [`Lanes::injections`].
+
+use std::collections::{BTreeMap, HashSet};
+
+use mcpl_budget::PricedRoute;
+use mcpl_lanes::{
+    ChannelRefusal, ImageLedger, MessageView, Projector, PushRefusal, Registry, ServerName,
+    UriPolicy, is_visibly_empty,
+};
+use serde_json::{Value, json};
+
+use crate::client::{RpcError, ServerRequests};
+use crate::conversation::Content;
+
+/// Where a queued message came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// A `push/event`.
+    PushEvent,
+    /// A `channels/incoming` message.
+    ChannelMessage,
+}
+
+impl Origin {
+    /// The lane's name, as `mcpl project --lane` spells it.
+    pub fn lane(self) -> &'static str {
+        match self {
+            Origin::PushEvent => "push",
+            Origin::ChannelMessage => "channel",
+        }
+    }
+}
+
+/// A message a server sent that waits for the next inference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Queued {
+    /// The server that sent it.
+    pub server: String,
+    /// How it came.
+    pub origin: Origin,
+    /// Its id: the push event's `eventId`, or the channel message's `messageId`.
+    pub id: Option<String>,
+    /// What the model sees on the round it lands.
+    pub parts: Vec<Content>,
+    /// What history keeps.
+    pub stored: String,
+}
+
+/// What one server request came to, for the host's report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answered {
+    /// The server that asked.
+    pub server: String,
+    /// The method.
+    pub method: String,
+    /// The answer: a result, or an error object.
+    pub answer: Result<Value, Value>,
+}
+
+/// Injections one round carries.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Injections {
+    /// Text appended to the system prompt, one entry per injection.
+    pub system: Vec<String>,
+    /// Parts placed before the latest user message's content.
+    pub before_user: Vec<Content>,
+    /// Parts placed after it.
+    pub after_user: Vec<Content>,
+    /// What could not be used, one line each.
+    pub diagnostics: Vec<String>,
+}
+
+/// The host's lane state, shared by every server.
+#[derive(Debug)]
+pub struct Lanes {
+    /// Every reference any lane has shown, with the servers that delivered it.
+    pub registry: Registry,
+    /// The images stored copies name.
+    pub ledger: ImageLedger,
+    /// The route requests go to.
+    pub route: &'static PricedRoute,
+    /// Each server's uri policy; a server not listed hides every uri.
+    pub uri_policies: BTreeMap<String, UriPolicy>,
+    seen_events: HashSet<(String, String)>,
+    /// Messages waiting for the next inference, in arrival order.
+    pub queued: Vec<Queued>,
+    /// Every server request answered, in order.
+    pub answered: Vec<Answered>,
+}
+
+impl Lanes {
+    /// Empty lane state for a route.
+    pub fn new(route: &'static PricedRoute, registry: Registry, ledger: ImageLedger) -> Lanes {
+        Lanes {
+            registry,
+            ledger,
+            route,
+            uri_policies: BTreeMap::new(),
+            seen_events: HashSet::new(),
+            queued: Vec::new(),
+            answered: Vec::new(),
+        }
+    }
+
+    /// A projector for content `server` delivered.
+    pub fn projector<'h>(&'h mut self, server: &'h ServerName) -> Projector<'h> {
+        let uri_policy = self
+            .uri_policies
+            .get(server.as_str())
+            .copied()
+            .unwrap_or(UriPolicy::Hidden);
+        Projector {
+            registry: &mut self.registry,
+            ledger: &mut self.ledger,
+            route: &self.route.lanes,
+            server,
+            uri_policy,
+        }
+    }
+
+    fn push_event(&mut self, server: &str, params: &Value) -> Result<Value, RpcError> {
+        let refusal = || RpcError {
+            code: PushRefusal::CODE,
+            message: PushRefusal::MESSAGE.to_owned(),
+            data: Some(json!({"field": PushRefusal::FIELD})),
+        };
+        let Some(content) = params.pointer("/payload/content") else {
+            return Err(refusal());
+        };
+        // Emptiness first, so a refused event does not burn its id.
+        if is_visibly_empty(content) {
+            return Err(refusal());
+        }
+        let event_id = params
+            .get("eventId")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        if let Some(id) = &event_id {
+            if !self.seen_events.insert((server.to_owned(), id.clone())) {
+                return Ok(json!({"accepted": true, "reason": "duplicate"}));
+            }
+        }
+        let name = ServerName::new(server);
+        let view = self
+            .projector(&name)
+            .push(content)
+            .map_err(|PushRefusal| refusal())?;
+        self.queue(server, Origin::PushEvent, event_id, view);
+        Ok(json!({"accepted": true}))
+    }
+
+    fn channel_messages(&mut self, server: &str, params: &Value) -> Result<Value, RpcError> {
+        let Some(messages) = params.get("messages").and_then(Value::as_array) else {
+            return Err(RpcError {
+                code: -32602,
+                message: "channels/incoming needs a messages array".to_owned(),
+                data: Some(json!({"field": "messages"})),
+            });
+        };
+        let name = ServerName::new(server);
+        let mut results = Vec::with_capacity(messages.len());
+        for message in messages {
+            let message_id = message.get("messageId").cloned().unwrap_or(Value::Null);
+            let content = message.get("content").unwrap_or(&Value::Null);
+            match self.projector(&name).channel_message(content) {
+                Ok(view) => {
+                    let id = message_id.as_str().map(str::to_owned);
+                    self.queue(server, Origin::ChannelMessage, id, view);
+                    results.push(json!({"messageId": message_id, "accepted": true}));
+                }
+                Err(ChannelRefusal) => results.push(json!({
+                    "messageId": message_id,
+                    "accepted": false,
+                    "reason": ChannelRefusal::REASON,
+                })),
+            }
+        }
+        Ok(json!({"results": results}))
+    }
+
+    fn queue(&mut self, server: &str, origin: Origin, id: Option<String>, view: MessageView<'_>) {
+        self.queued.push(Queued {
+            server: server.to_owned(),
+            origin,
+            id,
+            parts: view.parts.iter().map(Content::from_part).collect(),
+            stored: view.stored,
+        });
+    }
+
+    /// The injections in one server's `context/beforeInference` answer, projected on their
+    /// lanes and registered with that server. An injection this host cannot place is skipped
+    /// with a diagnostic; the others are kept.
+    pub fn injections(&mut self, server: &str, answer: &Value, into: &mut Injections) {
+        let Some(list) = answer.get("contextInjections").and_then(Value::as_array) else {
+            if !answer.is_null() && answer.get("contextInjections").is_some() {
+                into.diagnostics.push(format!(
+                    "{server}: contextInjections is not an array; no injection used"
+                ));
+            }
+            return;
+        };
+        let name = ServerName::new(server);
+        for (index, injection) in list.iter().enumerate() {
+            let content = injection.get("content").unwrap_or(&Value::Null);
+            match injection.get("position").and_then(Value::as_str) {
+                Some("system") => {
+                    let text = self.projector(&name).injection_system(content);
+                    if !text.is_empty() {
+                        into.system.push(text);
+                    }
+                }
+                Some(position @ ("beforeUser" | "afterUser")) => {
+                    let view = self.projector(&name).injection_user(content);
+                    let parts = view.parts.iter().map(Content::from_part);
+                    if position == "beforeUser" {
+                        into.before_user.extend(parts);
+                    } else {
+                        into.after_user.extend(parts);
+                    }
+                }
+                other => into.diagnostics.push(format!(
+                    "{server}: contextInjections[{index}] has position {}; positions are system, beforeUser, afterUser",
+                    other.map_or_else(|| "(none)".to_owned(), |p| format!("{p:?}"))
+                )),
+            }
+        }
+    }
+}
+
+impl ServerRequests for Lanes {
+    fn answer(&mut self, server: &str, method: &str, params: &Value) -> Result<Value, RpcError> {
+        let answer = match method {
+            "push/event" => self.push_event(server, params),
+            "channels/incoming" => self.channel_messages(server, params),
+            "ping" => Ok(json!({})),
+            _ => Err(RpcError::method_not_found(method)),
+        };
+        self.answered.push(Answered {
+            server: server.to_owned(),
+            method: method.to_owned(),
+            answer: answer.clone().map_err(|error| {
+                let mut object = json!({"code": error.code, "message": error.message});
+                if let Some(data) = error.data {
+                    object["data"] = data;
+                }
+                object
+            }),
+        });
+        answer
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lanes() -> Lanes {
+        Lanes::new(
+            &PricedRoute::ANTHROPIC,
+            Registry::with_seed(1),
+            ImageLedger::with_seed(2),
+        )
+    }
+
+    #[test]
+    fn an_empty_push_is_refused_without_burning_its_id() {
+        let mut lanes = lanes();
+        let empty =
+            json!({"eventId": "e1", "payload": {"content": [{"type": "text", "text": "  "}]}});
+        let error = lanes.answer("s", "push/event", &empty).unwrap_err();
+        assert_eq!(error.code, -32602);
+        assert_eq!(error.data, Some(json!({"field": "payload.content"})));
+        let full =
+            json!({"eventId": "e1", "payload": {"content": [{"type": "text", "text": "hi"}]}});
+        assert_eq!(
+            lanes.answer("s", "push/event", &full).unwrap(),
+            json!({"accepted": true})
+        );
+        assert_eq!(
+            lanes.answer("s", "push/event", &full).unwrap(),
+            json!({"accepted": true, "reason": "duplicate"})
+        );
+        // The same id from another server is another event.
+        assert_eq!(
+            lanes.answer("t", "push/event", &full).unwrap(),
+            json!({"accepted": true})
+        );
+        assert_eq!(lanes.queued.len(), 2);
+        assert_eq!(lanes.queued[0].parts, [Content::Text("hi".to_owned())]);
+        assert_eq!(lanes.answered.len(), 4);
+    }
+
+    #[test]
+    fn a_push_reference_is_registered_with_its_server() {
+        let mut lanes = lanes();
+        let event = json!({"eventId": "e", "payload": {"content": [{"type": "resource",
+            "uri": "https://f.example/a?token=t", "name": "a.pdf", "disposition": "ref"}]}});
+        lanes.answer("files", "push/event", &event).unwrap();
+        let record = lanes
+            .registry
+            .find_uri("https://f.example/a?token=t")
+            .unwrap();
+        assert_eq!(record.servers, [ServerName::new("files")]);
+        assert!(lanes.queued[0].stored.contains("attachment on push event"));
+        assert!(!lanes.queued[0].stored.contains("token"));
+    }
+
+    #[test]
+    fn channel_messages_are_answered_one_by_one() {
+        let mut lanes = lanes();
+        let params = json!({"messages": [
+            {"messageId": "m1", "content": [{"type": "text", "text": "hello"}]},
+            {"messageId": "m2", "content": [{"type": "text", "text": ""}]},
+            {"messageId": "m3", "content": [{"type": "text", "text": "again"}]},
+        ]});
+        assert_eq!(
+            lanes.answer("chat", "channels/incoming", &params).unwrap(),
+            json!({"results": [
+                {"messageId": "m1", "accepted": true},
+                {"messageId": "m2", "accepted": false, "reason": "empty_content"},
+                {"messageId": "m3", "accepted": true},
+            ]})
+        );
+        assert_eq!(lanes.queued.len(), 2);
+    }
+
+    #[test]
+    fn other_requests_are_not_found() {
+        let error = lanes()
+            .answer("s", "sampling/createMessage", &json!({}))
+            .unwrap_err();
+        assert_eq!(error.code, -32601);
+    }
+
+    #[test]
+    fn injections_go_to_their_positions() {
+        let mut lanes = lanes();
+        let mut injections = Injections::default();
+        lanes.injections(
+            "ctx",
+            &json!({"contextInjections": [
+                {"position": "system", "content": "Be brief."},
+                {"position": "beforeUser", "content": "Earlier: the user asked about Q3."},
+                {"position": "afterUser", "content": [{"type": "resource",
+                    "uri": "https://f.example/brief.pdf?token=x", "name": "brief.pdf",
+                    "disposition": "ref"}]},
+                {"position": "sideways", "content": "?"},
+            ]}),
+            &mut injections,
+        );
+        assert_eq!(injections.system, ["Be brief."]);
+        assert_eq!(
+            injections.before_user,
+            [Content::Text(
+                "Earlier: the user asked about Q3.".to_owned()
+            )]
+        );
+        let Content::Text(stub) = &injections.after_user[0] else {
+            panic!("not a stub")
+        };
+        assert!(stub.contains("attachment on context injection"), "{stub}");
+        assert!(!stub.contains("token"));
+        assert_eq!(injections.diagnostics.len(), 1);
+        let record = lanes
+            .registry
+            .find_uri("https://f.example/brief.pdf?token=x")
+            .unwrap();
+        assert_eq!(record.servers, [ServerName::new("ctx")]);
+    }
+}
