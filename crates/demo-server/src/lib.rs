@@ -1,0 +1,400 @@
+//! A demo MCP server with MCPL's extensions, over MCP's stdio transport: newline-delimited
+//! JSON-RPC 2.0 in, the same out, logs on standard error.
+//!
+//! [`serve`] is the whole server. Each of its tools emits one kind of content, built from real
+//! encoder files (PNG, JPEG, GIF, WebP, SVG, WAV, PDF, ZIP): text, inline images and audio,
+//! mislabelled and oversized images, embedded resources of every shape, a resource link, MCPL
+//! references (`ref` and `never`), a result far over budget, structured content, an error
+//! result. `push-events` sends the host `push/event` and `channels/incoming` requests of its
+//! own, `host-answers` reports what the host answered them, `context/beforeInference` answers
+//! with an injection at each position, and `crash`, `hang`, `garbage` and `slow` misbehave so
+//! a host's failure handling can be tested. `tools/list` describes every tool.
+//!
+//! ```
+//! use std::io::Cursor;
+//!
+//! let input = concat!(
+//!     r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}"#,
+//!     "\n",
+//!     r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"text","arguments":{}}}"#,
+//!     "\n",
+//! );
+//! let mut output = Vec::new();
+//! let ending = mcpl_demo_server::serve(Cursor::new(input), &mut output, Default::default())?;
+//! assert_eq!(ending.status(), 0);
+//! let lines: Vec<serde_json::Value> = output
+//!     .split(|&b| b == b'\n')
+//!     .filter(|line| !line.is_empty())
+//!     .map(|line| serde_json::from_slice(line).unwrap())
+//!     .collect();
+//! assert_eq!(lines[0]["result"]["serverInfo"]["name"], "mcpl-demo");
+//! assert_eq!(lines[1]["result"]["content"][0]["type"], "text");
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+mod media;
+mod push;
+mod resources;
+mod tools;
+
+use std::io::{self, BufRead, BufWriter, ErrorKind, Write};
+
+use serde_json::{Map, Value, json};
+
+use crate::push::Outgoing;
+use crate::tools::{Effect, Tool};
+
+/// The protocol version answered to a client that names none.
+const DEFAULT_PROTOCOL_VERSION: &str = "2025-06-18";
+/// What the `garbage` tool writes instead of its answer.
+const GARBAGE_LINE: &str = "this is not json {";
+/// The exit status `crash` asks for.
+const CRASH_STATUS: u8 = 3;
+
+/// JSON-RPC's error codes, and MCP's for a resource it does not have.
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// How the server is set up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// The name in `serverInfo` and at the start of every log line.
+    pub name: String,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            name: "mcpl-demo".to_owned(),
+        }
+    }
+}
+
+/// Why [`serve`] stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The input closed: the host is done.
+    InputClosed,
+    /// The output closed: the host went away.
+    OutputClosed,
+    /// The `crash` tool was called; the process should exit with [`Ending::status`] (3) at once.
+    Crashed,
+}
+
+impl Ending {
+    /// The exit status the process should end with: 0, or 3 after `crash`.
+    pub fn status(self) -> u8 {
+        match self {
+            Ending::InputClosed | Ending::OutputClosed => 0,
+            Ending::Crashed => CRASH_STATUS,
+        }
+    }
+}
+
+/// Serves one MCP session: reads JSON-RPC lines from `input` until it closes and writes each
+/// answer, and each request of the server's own, as one line on `output`, flushed at once.
+///
+/// It is single-threaded: `slow` holds up the lines after it, and `hang` answers nothing but
+/// goes on reading. It fails only when reading `input` fails, or writing `output` fails other
+/// than by the reader going away.
+pub fn serve(input: impl BufRead, output: impl Write, options: Options) -> io::Result<Ending> {
+    let mut server = Server {
+        output: BufWriter::with_capacity(64 * 1024, output),
+        options,
+        host_answers: Vec::new(),
+        pushes: 0,
+        channel_batches: 0,
+    };
+    match server.run(input) {
+        Err(error) if error.kind() == ErrorKind::BrokenPipe => Ok(Ending::OutputClosed),
+        other => other,
+    }
+}
+
+/// One session's state.
+struct Server<W: Write> {
+    output: BufWriter<W>,
+    options: Options,
+    /// Every response the host sent to the server's own requests, in arrival order.
+    host_answers: Vec<Value>,
+    /// `push/event` requests sent so far; their ids are `push-<n>`.
+    pushes: u64,
+    /// `channels/incoming` requests sent so far; their ids are `channel-<n>`.
+    channel_batches: u64,
+}
+
+impl<W: Write> Server<W> {
+    fn run(&mut self, mut input: impl BufRead) -> io::Result<Ending> {
+        self.log("ready");
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            if input.read_until(b'\n', &mut line)? == 0 {
+                self.log("input closed");
+                return Ok(Ending::InputClosed);
+            }
+            if line.trim_ascii().is_empty() {
+                continue;
+            }
+            match serde_json::from_slice::<Value>(&line) {
+                Ok(message) => {
+                    if let Some(ending) = self.handle(message)? {
+                        return Ok(ending);
+                    }
+                }
+                Err(error) => {
+                    self.log(&format!("a line that is not JSON: {error}"));
+                    self.error(
+                        Value::Null,
+                        PARSE_ERROR,
+                        "parse error: the line is not JSON",
+                        None,
+                    )?;
+                }
+            }
+        }
+    }
+
+    /// Handles one message; `Some` when the session must end.
+    fn handle(&mut self, message: Value) -> io::Result<Option<Ending>> {
+        let Value::Object(message) = message else {
+            self.error(
+                Value::Null,
+                INVALID_REQUEST,
+                "invalid request: not a JSON object",
+                None,
+            )?;
+            return Ok(None);
+        };
+        let id = message.get("id").cloned();
+        match (message.get("method"), id) {
+            (Some(Value::String(method)), Some(id)) => {
+                let params = message.get("params").cloned().unwrap_or(Value::Null);
+                return self.request(id, method, &params);
+            }
+            // A notification (`notifications/initialized`, `notifications/cancelled`, ...).
+            (Some(Value::String(method)), None) => self.log(&format!("notification {method}")),
+            (None, Some(id)) if message.contains_key("result") || message.contains_key("error") => {
+                self.log(&format!("the host answered {id}"));
+                let mut answer = Map::new();
+                answer.insert("id".into(), id);
+                for field in ["result", "error"] {
+                    if let Some(value) = message.get(field) {
+                        answer.insert(field.into(), value.clone());
+                    }
+                }
+                self.host_answers.push(Value::Object(answer));
+            }
+            (_, id) => {
+                let id = id.unwrap_or(Value::Null);
+                self.error(
+                    id,
+                    INVALID_REQUEST,
+                    "invalid request: no method, result or error",
+                    None,
+                )?;
+            }
+        }
+        Ok(None)
+    }
+
+    fn request(&mut self, id: Value, method: &str, params: &Value) -> io::Result<Option<Ending>> {
+        let result = match method {
+            "initialize" => self.initialize(params),
+            "ping" => json!({}),
+            "tools/list" => json!({"tools": Tool::ALL.map(Tool::listing)}),
+            "tools/call" => return self.call_tool(id, params),
+            "resources/list" => {
+                let listing: Vec<Value> = resources::all().iter().map(|r| r.listing()).collect();
+                json!({"resources": listing})
+            }
+            "resources/read" => {
+                let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+                    self.error(
+                        id,
+                        INVALID_PARAMS,
+                        "resources/read needs a string uri",
+                        None,
+                    )?;
+                    return Ok(None);
+                };
+                match resources::find(uri) {
+                    Some(resource) => json!({"contents": [resource.contents()]}),
+                    None => {
+                        let message = format!("resource not found: {uri}");
+                        self.error(id, RESOURCE_NOT_FOUND, &message, Some(json!({"uri": uri})))?;
+                        return Ok(None);
+                    }
+                }
+            }
+            "context/beforeInference" => before_inference(),
+            _ => {
+                self.log(&format!("unknown method {method}"));
+                let message = format!("method not found: {method}");
+                self.error(
+                    id,
+                    METHOD_NOT_FOUND,
+                    &message,
+                    Some(json!({"method": method})),
+                )?;
+                return Ok(None);
+            }
+        };
+        self.answer(id, result)?;
+        Ok(None)
+    }
+
+    fn initialize(&self, params: &Value) -> Value {
+        let version = params
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or(DEFAULT_PROTOCOL_VERSION);
+        json!({
+            "protocolVersion": version,
+            "serverInfo": {"name": self.options.name, "version": env!("CARGO_PKG_VERSION")},
+            "capabilities": {
+                "tools": {},
+                "resources": {},
+                "experimental": {"mcpl": {
+                    "pushEvents": {},
+                    "channels": {},
+                    "contextHooks": {"beforeInference": {}},
+                }},
+            },
+        })
+    }
+
+    fn call_tool(&mut self, id: Value, params: &Value) -> io::Result<Option<Ending>> {
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let Some(tool) = Tool::named(name) else {
+            let message = format!("unknown tool: {name}");
+            self.error(id, INVALID_PARAMS, &message, Some(json!({"name": name})))?;
+            return Ok(None);
+        };
+        let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+        self.log(&format!("tools/call {name}"));
+        match tool.call(&arguments) {
+            Effect::Answer(result) => self.answer(id, result)?,
+            Effect::Push => {
+                let sent = self.push_burst()?;
+                let text = format!(
+                    "Sent {} requests to the host: {}.",
+                    sent.len(),
+                    sent.join(", ")
+                );
+                self.answer(id, json!({"content": [tools::text(&text)]}))?;
+            }
+            Effect::HostAnswers => {
+                let text = Value::Array(self.host_answers.clone()).to_string();
+                self.answer(id, json!({"content": [tools::text(&text)]}))?;
+            }
+            Effect::Crash => {
+                self.log("crashing on purpose, with status 3");
+                return Ok(Some(Ending::Crashed));
+            }
+            Effect::Hang => self.log("hanging on purpose: this call gets no answer"),
+            Effect::Garbage => {
+                self.log("writing garbage on purpose");
+                self.line(GARBAGE_LINE.as_bytes())?;
+            }
+            Effect::Slow(wait) => {
+                std::thread::sleep(wait);
+                self.answer(id, tools::slow_answer(wait))?;
+            }
+        }
+        Ok(None)
+    }
+
+    /// Sends `push-events`' requests; returns `<method> <id>` for each, in order.
+    fn push_burst(&mut self) -> io::Result<Vec<String>> {
+        let mut sent = Vec::new();
+        for request in push::burst(&push::now_rfc3339()) {
+            let (method, id, params) = match request {
+                Outgoing::PushEvent(params) => {
+                    self.pushes += 1;
+                    ("push/event", format!("push-{}", self.pushes), params)
+                }
+                Outgoing::ChannelIncoming(params) => {
+                    self.channel_batches += 1;
+                    (
+                        "channels/incoming",
+                        format!("channel-{}", self.channel_batches),
+                        params,
+                    )
+                }
+            };
+            let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+            self.write(&message)?;
+            sent.push(format!("{method} {id}"));
+        }
+        Ok(sent)
+    }
+
+    fn answer(&mut self, id: Value, result: Value) -> io::Result<()> {
+        self.write(&json!({"jsonrpc": "2.0", "id": id, "result": result}))
+    }
+
+    fn error(
+        &mut self,
+        id: Value,
+        code: i64,
+        message: &str,
+        data: Option<Value>,
+    ) -> io::Result<()> {
+        let mut error = json!({"code": code, "message": message});
+        if let Some(data) = data {
+            error["data"] = data;
+        }
+        self.write(&json!({"jsonrpc": "2.0", "id": id, "error": error}))
+    }
+
+    fn write(&mut self, message: &Value) -> io::Result<()> {
+        serde_json::to_writer(&mut self.output, message)?;
+        self.output.write_all(b"\n")?;
+        self.output.flush()
+    }
+
+    fn line(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.output.write_all(bytes)?;
+        self.output.write_all(b"\n")?;
+        self.output.flush()
+    }
+
+    fn log(&self, message: &str) {
+        eprintln!("{}: {message}", self.options.name);
+    }
+}
+
+/// The answer to `context/beforeInference`: an injection at each position.
+fn before_inference() -> Value {
+    json!({"contextInjections": [
+        {
+            "position": "system",
+            "content": "The mcpl demo server is connected: each of its tools returns one kind of content.",
+        },
+        {
+            "position": "beforeUser",
+            "content": [tools::text("Context from the demo server: the user's project is called Lighthouse.")],
+        },
+        {
+            "position": "afterUser",
+            "content": [
+                tools::text("The project brief is attached as a reference."),
+                {
+                    "type": "resource",
+                    "uri": "https://files.demo.example/brief.pdf?token=demo-secret",
+                    "name": "brief.pdf",
+                    "mimeType": "application/pdf",
+                    "sizeBytes": 20480,
+                    "disposition": "ref",
+                },
+            ],
+        },
+    ]})
+}
