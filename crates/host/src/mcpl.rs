@@ -149,10 +149,10 @@ impl Lanes {
             .get("eventId")
             .and_then(Value::as_str)
             .map(str::to_owned);
-        if let Some(id) = &event_id {
-            if !self.seen_events.insert((server.to_owned(), id.clone())) {
-                return Ok(json!({"accepted": true, "reason": "duplicate"}));
-            }
+        if let Some(id) = &event_id
+            && !self.seen_events.insert((server.to_owned(), id.clone()))
+        {
+            return Ok(json!({"accepted": true, "reason": "duplicate"}));
         }
         let name = ServerName::new(server);
         let view = self
