@@ -71,6 +71,13 @@ impl ImageCalculator {
         max_tokens: 4784,
     };
 
+    /// OpenAI's gpt-5.4 family (gpt-5.4, -mini, -nano; gpt-5.5 and gpt-5.2 at `detail: high`):
+    /// fit 2048 x 2048, at most 2,500 patches of 32 px, 1.2 tokens per patch. For gpt-5.4,
+    /// `detail: auto` (what an image sent without `detail` gets) means high.
+    pub const OPENAI_GPT_5_4: ImageCalculator = patches(2048, 2500, 1200);
+    /// Gemini 3 at its default `media_resolution` for images (high): 1,120 tokens an image.
+    pub const GEMINI_3_DEFAULT: ImageCalculator = ImageCalculator::GeminiFixed { tokens: 1120 };
+
     /// The tokens an image of `width` x `height` pixels costs.
     pub fn tokens(&self, width: u32, height: u32) -> u64 {
         let (w, h) = (u64::from(width.max(1)), u64::from(height.max(1)));
@@ -322,7 +329,7 @@ pub const OPENAI_TABLE: &[PricedModels] = &[
             "gpt-5.4-mini",
             "gpt-5.4-nano",
         ],
-        calculator: patches(2048, 2500, 1200),
+        calculator: ImageCalculator::OPENAI_GPT_5_4,
         as_of: "2026-10",
         source: OPENAI_VISION,
     },
@@ -362,7 +369,7 @@ pub const GEMINI_TABLE: &[PricedModels] = &[
     },
     PricedModels {
         models: &["gemini-3 (media_resolution high, the default)"],
-        calculator: ImageCalculator::GeminiFixed { tokens: 1120 },
+        calculator: ImageCalculator::GEMINI_3_DEFAULT,
         as_of: "2026-09",
         source: GEMINI_TOKENS,
     },

@@ -24,16 +24,44 @@ impl PricedRoute {
         images: Some(ImageCalculator::ANTHROPIC_STANDARD),
     };
 
+    /// OpenAI's Chat Completions API, priced as the gpt-5.4 family at `detail: auto` (which is
+    /// high for it): 32 px patches, at most 2,500, 1.2 tokens each. Tile models (gpt-4o,
+    /// gpt-4.1, gpt-5.1) cost less; a host on one sets its row of `OPENAI_TABLE`.
+    pub const OPENAI_CHAT: PricedRoute = PricedRoute {
+        lanes: Route::OPENAI_CHAT,
+        images: Some(ImageCalculator::OPENAI_GPT_5_4),
+    };
+
+    /// OpenAI's Responses API, priced as [`PricedRoute::OPENAI_CHAT`] is.
+    pub const OPENAI_RESPONSES: PricedRoute = PricedRoute {
+        lanes: Route::OPENAI_RESPONSES,
+        images: Some(ImageCalculator::OPENAI_GPT_5_4),
+    };
+
+    /// Gemini's `generateContent`, priced as Gemini 3 at its default media resolution for
+    /// images (high: 1,120 tokens an image, whatever its size). Gemini 2.x tiles cost less for
+    /// small images; a host on one sets `ImageCalculator::GeminiTiles`.
+    pub const GEMINI: PricedRoute = PricedRoute {
+        lanes: Route::GEMINI,
+        images: Some(ImageCalculator::GEMINI_3_DEFAULT),
+    };
+
     /// Text only: images never go native, so no image is ever priced.
     pub const TEXT_ONLY: PricedRoute = PricedRoute {
         lanes: Route::TEXT_ONLY,
         images: None,
     };
 
-    /// The routes built so far.
-    pub const ALL: &'static [PricedRoute] = &[PricedRoute::ANTHROPIC, PricedRoute::TEXT_ONLY];
+    /// Every route, in the lanes' order.
+    pub const ALL: &'static [PricedRoute] = &[
+        PricedRoute::ANTHROPIC,
+        PricedRoute::OPENAI_CHAT,
+        PricedRoute::OPENAI_RESPONSES,
+        PricedRoute::GEMINI,
+        PricedRoute::TEXT_ONLY,
+    ];
 
-    /// The route of that name, if it is built.
+    /// The route of that name.
     pub fn named(name: &str) -> Option<&'static PricedRoute> {
         PricedRoute::ALL
             .iter()
@@ -112,6 +140,23 @@ impl Pricer<'_> {
         match live {
             LiveCopy::Stored => Ok(self.text.count(stored)),
             LiveCopy::Native(parts) => self.parts(parts),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_lanes_route_is_priced_once_in_the_same_order() {
+        let priced: Vec<&Route> = PricedRoute::ALL.iter().map(|r| &r.lanes).collect();
+        let lanes: Vec<&Route> = Route::ALL.iter().collect();
+        assert_eq!(priced, lanes);
+        for route in PricedRoute::ALL {
+            assert_eq!(PricedRoute::named(route.lanes.name), Some(route));
+            // A route that sends images natively can price them; one that cannot sends none.
+            assert_eq!(route.images.is_some(), route.lanes.images_in_messages);
         }
     }
 }
