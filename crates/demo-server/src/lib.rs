@@ -398,3 +398,111 @@ fn before_inference() -> Value {
         },
     ]})
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Cursor;
+
+    use super::*;
+
+    /// Runs `serve` on these lines and returns how it ended and each line it wrote.
+    fn session(lines: &[Value]) -> (Ending, Vec<String>) {
+        let input: String = lines.iter().map(|line| format!("{line}\n")).collect();
+        let mut output = Vec::new();
+        let ending = serve(Cursor::new(input), &mut output, Options::default()).unwrap();
+        let text = String::from_utf8(output).unwrap();
+        (ending, text.lines().map(str::to_owned).collect())
+    }
+
+    fn call(id: u64, name: &str) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name}})
+    }
+
+    #[test]
+    fn a_whole_session_in_process() {
+        let (ending, lines) = session(&[
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            call(2, "push-events"),
+            json!({"jsonrpc": "2.0", "id": "push-3", "error": {"code": -32602, "message": "empty"}}),
+            call(3, "host-answers"),
+            call(4, "garbage"),
+            call(5, "crash"),
+            call(6, "text"),
+        ]);
+        assert_eq!(ending, Ending::Crashed);
+        assert_eq!(ending.status(), 3);
+        let messages: Vec<Value> = lines
+            .iter()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect();
+        let ids: Vec<&Value> = messages.iter().map(|m| &m["id"]).collect();
+        assert_eq!(
+            ids,
+            [
+                &json!(1),
+                &json!("push-1"),
+                &json!("push-2"),
+                &json!("push-3"),
+                &json!("channel-1"),
+                &json!(2),
+                &json!(3)
+            ]
+        );
+        assert_eq!(
+            messages[0]["result"]["protocolVersion"],
+            DEFAULT_PROTOCOL_VERSION
+        );
+        let answers: Value = serde_json::from_str(
+            messages[6]["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            answers,
+            json!([{"id": "push-3", "error": {"code": -32602, "message": "empty"}}])
+        );
+        // The garbage line is last: the crash wrote nothing, and nothing after it was served.
+        assert_eq!(lines.last().unwrap(), GARBAGE_LINE);
+    }
+
+    #[test]
+    fn closed_input_ends_cleanly_and_blank_lines_are_skipped() {
+        let input = "\n  \r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}";
+        let mut output = Vec::new();
+        let ending = serve(Cursor::new(input), &mut output, Options::default()).unwrap();
+        assert_eq!(ending, Ending::InputClosed);
+        assert_eq!(ending.status(), 0);
+        assert_eq!(
+            String::from_utf8(output).unwrap(),
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n"
+        );
+    }
+
+    #[test]
+    fn a_closed_output_ends_cleanly() {
+        struct Closed;
+        impl Write for Closed {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Err(ErrorKind::BrokenPipe.into())
+            }
+        }
+        let input = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n";
+        let ending = serve(Cursor::new(input), Closed, Options::default()).unwrap();
+        assert_eq!(ending, Ending::OutputClosed);
+    }
+
+    #[test]
+    fn every_tool_is_named_once_and_found_by_its_name() {
+        for tool in Tool::ALL {
+            assert_eq!(Tool::named(tool.name()), Some(tool));
+        }
+        let mut names = Tool::ALL.map(Tool::name);
+        names.sort_unstable();
+        assert!(names.windows(2).all(|pair| pair[0] != pair[1]));
+    }
+}

@@ -414,7 +414,8 @@ fn log_lines(numbers: std::ops::RangeInclusive<u32>) -> String {
     numbers
         .map(|n| {
             format!(
-                "{n:05} 2025-01-01T{:02}:{:02}:{:02}Z INFO worker-{} processed batch {n} of {LOG_LINES}: 128 records, 0 errors\n",
+                "{n:05} 2025-01-01T{:02}:{:02}:{:02}Z INFO worker-{} processed batch {n} of \
+                 {LOG_LINES}: 128 records, 0 errors\n",
                 n / 3600,
                 n / 60 % 60,
                 n % 60,

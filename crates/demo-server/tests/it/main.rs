@@ -1,0 +1,7 @@
+//! The demo server's binary, spoken to over pipes as a host would.
+
+mod client;
+mod failures;
+mod protocol;
+mod push;
+mod tools;
