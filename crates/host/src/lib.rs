@@ -21,7 +21,9 @@
 pub mod client;
 pub mod config;
 pub mod conversation;
+pub mod demo;
 pub mod encode;
+pub mod host_loop;
 pub mod input;
 pub mod mcpl;
 pub mod model;

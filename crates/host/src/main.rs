@@ -5,9 +5,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use mcpl_budget::PricedRoute;
 use mcpl_classify::{Limits, Summary, classify};
+use mcpl_host::config::{Config, ConfigError};
+use mcpl_host::demo::{render_json, render_text, run_demo};
 use mcpl_host::encode::ROUTE_NAMES;
+use mcpl_host::host_loop::{Host, HostOptions};
 use mcpl_host::input::{InputError, content_blocks, describe_shape, read_document};
+use mcpl_host::model::{Model, Scripted};
 use mcpl_host::project::{Lane, ProjectError, Request, project};
 use mcpl_lanes::UriPolicy;
 
@@ -49,6 +54,41 @@ enum Command {
         /// The input file; absent or `-` reads standard input.
         file: Option<PathBuf>,
     },
+    /// Start the built-in demo server, call each of its tools through the scripted loop, and
+    /// show what the model sees on a route.
+    Demo {
+        /// The route.
+        #[arg(long, default_value = "anthropic", value_parser = clap::builder::PossibleValuesParser::new(ROUTE_NAMES))]
+        route: String,
+        /// Print the same as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Where spill files go (default: a new folder under the system's temporary folder).
+        #[arg(long)]
+        spill_dir: Option<PathBuf>,
+    },
+    /// Run the inference loop against the configured servers.
+    Run {
+        /// The configuration: `{"mcpServers": {...}}`.
+        #[arg(long)]
+        config: PathBuf,
+        /// The model: `scripted:FILE` (a JSON script of tool calls and a final answer); with
+        /// the `http` feature also `anthropic:MODEL` or `openai-chat:MODEL`.
+        #[arg(long)]
+        model: Option<String>,
+        /// The route requests are encoded for (default: the model's, else anthropic).
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(ROUTE_NAMES))]
+        route: Option<String>,
+        /// Write each provider request body, one JSON object per line.
+        #[arg(long)]
+        transcript: Option<PathBuf>,
+        /// The user's message that starts the conversation.
+        #[arg(long, default_value = "Go ahead.")]
+        prompt: String,
+    },
+    /// Serve the built-in demo MCP server on standard input and output.
+    #[command(hide = true)]
+    ServeDemo,
 }
 
 /// The one uri policy a user may opt into.
@@ -96,6 +136,15 @@ fn main() -> ExitCode {
             .unwrap_or_default();
         eprintln!("mcpl: internal error: {}", detail.replace('\n', " "));
     }));
+    // Logs (servers' stderr among them) go to standard error; MCPL_LOG picks the level.
+    let level = std::env::var("MCPL_LOG")
+        .ok()
+        .and_then(|level| level.parse::<tracing::Level>().ok())
+        .unwrap_or(tracing::Level::WARN);
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(level)
+        .init();
     let cli = Cli::parse();
     let outcome = std::panic::catch_unwind(|| run(cli)).unwrap_or_else(|_| {
         Err(Failure {
@@ -139,15 +188,203 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             project_command(file, &request)
         }
+        Command::Demo {
+            route,
+            json,
+            spill_dir,
+        } => demo_command(&route, json, spill_dir),
+        Command::Run {
+            config,
+            model,
+            route,
+            transcript,
+            prompt,
+        } => run_command(&RunArgs {
+            config,
+            model,
+            route,
+            transcript,
+            prompt,
+        }),
+        Command::ServeDemo => serve_demo(),
+    }
+}
+
+fn route_named(name: &str) -> Result<&'static PricedRoute, Failure> {
+    PricedRoute::named(name).ok_or_else(|| Failure {
+        status: 2,
+        message: format!("route {name} is not built"),
+    })
+}
+
+fn demo_command(route: &str, json: bool, spill_dir: Option<PathBuf>) -> Result<(), Failure> {
+    let route = route_named(route)?;
+    let program = std::env::current_exe().map_err(|error| Failure {
+        status: 1,
+        message: format!("cannot find the mcpl program to start the demo server: {error}"),
+    })?;
+    let spill_dir = spill_dir
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("mcpl-demo-{}", std::process::id())));
+    let run = run_demo(program, route, spill_dir);
+    if let Some(error) = run.host.servers.iter().find_map(|s| s.error.as_ref()) {
+        if run.host.calls.is_empty() {
+            return Err(Failure {
+                status: 1,
+                message: format!("the demo server did not start: {error}"),
+            });
+        }
+    }
+    if json {
+        print_json(&render_json(&run))?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        out.write_all(render_text(&run).as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(|error| Failure {
+                status: 1,
+                message: format!("cannot write the output: {error}"),
+            })?;
+    }
+    run.outcome
+        .map(drop)
+        .map_err(|message| Failure { status: 1, message })
+}
+
+struct RunArgs {
+    config: PathBuf,
+    model: Option<String>,
+    route: Option<String>,
+    transcript: Option<PathBuf>,
+    prompt: String,
+}
+
+fn run_command(args: &RunArgs) -> Result<(), Failure> {
+    let config = Config::from_file(&args.config).map_err(|error| Failure {
+        status: match error {
+            ConfigError::Read { .. } => 1,
+            ConfigError::Key { .. } => 2,
+        },
+        message: error.to_string(),
+    })?;
+    let mut model = model_named(args.model.as_deref())?;
+    let route_name = args
+        .route
+        .as_deref()
+        .or(model.route())
+        .unwrap_or("anthropic");
+    let route = route_named(route_name)?;
+    let mut transcript = match &args.transcript {
+        Some(path) => Some(std::fs::File::create(path).map_err(|error| Failure {
+            status: 1,
+            message: format!("{}: {error}", path.display()),
+        })?),
+        None => None,
+    };
+    let mut host = Host::start(&config, HostOptions::new(route, &config));
+    for server in &host.servers {
+        if let Some(error) = &server.error {
+            eprintln!("mcpl: server {}: {error}", server.config.launch.name);
+        }
+    }
+    let outcome = host.run(
+        model.as_mut(),
+        &args.prompt,
+        transcript.as_mut().map(|f| f as &mut dyn Write),
+    );
+    for call in &host.calls {
+        eprintln!(
+            "mcpl: round {} {}: {} estimated tokens{}{}",
+            call.round,
+            call.call.name,
+            call.estimated_tokens,
+            if call.output.is_error { ", error" } else { "" },
+            call.spill
+                .as_ref()
+                .map(|s| format!(", spilled to {}", s.path))
+                .unwrap_or_default()
+        );
+    }
+    let outcome = outcome.map_err(|error| Failure {
+        status: 1,
+        message: error.to_string(),
+    })?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", outcome.answer)
+        .and_then(|()| out.flush())
+        .map_err(|error| Failure {
+            status: 1,
+            message: format!("cannot write the output: {error}"),
+        })
+}
+
+/// The model `--model` names: `scripted:FILE`, or with the `http` feature a provider's.
+fn model_named(spec: Option<&str>) -> Result<Box<dyn Model>, Failure> {
+    let unusable = |message: String| Failure { status: 2, message };
+    let Some(spec) = spec else {
+        // No model: a script with no steps, which answers at once; servers still start, list
+        // their tools and are asked for injections, so a configuration can be checked.
+        return Ok(Box::new(
+            Scripted::from_slice(
+                br#"{"steps": [], "final": "(no model given: pass --model scripted:FILE)"}"#,
+            )
+            .map_err(|e| unusable(e.to_string()))?,
+        ));
+    };
+    let (kind, rest) = spec.split_once(':').unwrap_or((spec, ""));
+    match kind {
+        "scripted" => Scripted::from_file(std::path::Path::new(rest))
+            .map(|model| Box::new(model) as Box<dyn Model>)
+            .map_err(|e| unusable(e.to_string())),
+        _ => http_model(kind, rest).ok_or_else(|| {
+            unusable(format!(
+                "unknown model {spec}; models: scripted:FILE{}",
+                if cfg!(feature = "http") {
+                    ", anthropic:MODEL, openai-chat:MODEL"
+                } else {
+                    " (this mcpl was built without the http feature)"
+                }
+            ))
+        })?,
+    }
+}
+
+#[cfg(not(feature = "http"))]
+fn http_model(_kind: &str, _model: &str) -> Option<Result<Box<dyn Model>, Failure>> {
+    None
+}
+
+#[cfg(feature = "http")]
+fn http_model(kind: &str, model: &str) -> Option<Result<Box<dyn Model>, Failure>> {
+    mcpl_host::http::model_from_env(kind, model).map(|result| {
+        result.map_err(|error| Failure {
+            status: 2,
+            message: error.to_string(),
+        })
+    })
+}
+
+fn serve_demo() -> Result<(), Failure> {
+    let stdin = std::io::stdin().lock();
+    let stdout = std::io::stdout().lock();
+    let ending = mcpl_demo_server::serve(stdin, stdout, mcpl_demo_server::Options::default())
+        .map_err(|error| Failure {
+            status: 1,
+            message: format!("demo server: {error}"),
+        })?;
+    match ending.status() {
+        0 => Ok(()),
+        status => Err(Failure {
+            status,
+            message: String::new(),
+        }),
     }
 }
 
 fn project_command(file: Option<PathBuf>, request: &Request) -> Result<(), Failure> {
     let document = read_document(file.as_deref())?;
     let projection = project(&document, request).map_err(|error| Failure {
-        status: match error {
-            ProjectError::RouteNotBuilt(_) | ProjectError::UnknownShape { .. } => 2,
-        },
+        // Every projection error is input the command cannot use.
+        status: 2,
         message: error.to_string(),
     })?;
     print_json(&projection)

@@ -1,0 +1,428 @@
+//! The inference loop against the real demo server over stdio (`mcpl serve-demo`): every lane
+//! end to end, and servers that crash, hang, write garbage or never start.
+
+use std::time::Duration;
+
+use mcpl_budget::PricedRoute;
+use mcpl_host::client::Launch;
+use mcpl_host::config::{Config, ServerConfig, ServerOptions};
+use mcpl_host::host_loop::{Host, HostOptions, LoopError};
+use mcpl_host::model::Scripted;
+use serde_json::{Value, json};
+
+/// The tokens the demo server's texts carry that must never reach a model.
+const SECRETS: &[&str] = &[
+    "demo-secret",
+    "never-show",
+    "https://files.demo.example",
+    "demo://",
+];
+
+fn demo_server(name: &str, options: ServerOptions) -> ServerConfig {
+    ServerConfig {
+        launch: Launch {
+            name: name.to_owned(),
+            command: env!("CARGO_BIN_EXE_mcpl").to_owned(),
+            args: vec!["serve-demo".to_owned()],
+            env: Default::default(),
+            cwd: None,
+        },
+        options,
+    }
+}
+
+fn config(servers: Vec<ServerConfig>, spill: &tempdir::Dir) -> Config {
+    Config {
+        servers,
+        spill_dir: Some(spill.path().to_owned()),
+        context_window: 1_000_000,
+    }
+}
+
+/// Runs a script (a list of steps, each a list of `(server, tool)`) and returns the host, the
+/// outcome and the transcript's request bodies.
+fn play(
+    config: &Config,
+    route: &'static PricedRoute,
+    steps: &[&[(&str, &str)]],
+) -> (Host, Result<String, LoopError>, Vec<Value>) {
+    let script = json!({
+        "steps": steps.iter().map(|calls| json!({"tool_calls": calls.iter().map(|(server, tool)| {
+            json!({"server": server, "name": tool})
+        }).collect::<Vec<_>>()})).collect::<Vec<_>>(),
+        "final": "done",
+    });
+    let mut model = Scripted::from_slice(script.to_string().as_bytes()).unwrap();
+    let mut host = Host::start(config, HostOptions::new(route, config));
+    let mut transcript = Vec::new();
+    let outcome = host
+        .run(&mut model, "Show me.", Some(&mut transcript))
+        .map(|o| o.answer);
+    let bodies = transcript
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| serde_json::from_slice(line).unwrap())
+        .collect();
+    (host, outcome, bodies)
+}
+
+fn assert_no_secrets(bodies: &[Value]) {
+    for (round, body) in bodies.iter().enumerate() {
+        // The tools' own descriptions are the server's words about itself, not content.
+        let mut body = body.clone();
+        body.as_object_mut().unwrap().remove("tools");
+        let text = body.to_string();
+        for secret in SECRETS {
+            assert!(
+                !text.contains(secret),
+                "request {} carries {secret:?}",
+                round + 1
+            );
+        }
+    }
+}
+
+mod tempdir {
+    //! A folder removed when dropped.
+    pub struct Dir(std::path::PathBuf);
+
+    impl Dir {
+        pub fn new(name: &str) -> Dir {
+            let path = std::env::temp_dir().join(format!(
+                "mcpl-loop-{name}-{}-{:?}",
+                std::process::id(),
+                std::thread::current().id()
+            ));
+            let _ = std::fs::remove_dir_all(&path);
+            Dir(path)
+        }
+
+        pub fn path(&self) -> &std::path::Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// The anthropic `tool_result` blocks of a request body, in order.
+fn tool_results(body: &Value) -> Vec<&Value> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .filter(|block| block["type"] == "tool_result")
+        .collect()
+}
+
+#[test]
+fn every_lane_end_to_end_on_anthropic() {
+    let spill = tempdir::Dir::new("lanes");
+    let config = config(vec![demo_server("demo", ServerOptions::default())], &spill);
+    let (host, outcome, bodies) = play(
+        &config,
+        &PricedRoute::ANTHROPIC,
+        &[
+            &[("demo", "png")],
+            &[("demo", "reference-ref")],
+            &[("demo", "push-events")],
+            &[("demo", "host-answers")],
+            &[("demo", "over-budget")],
+        ],
+    );
+    assert_eq!(outcome.unwrap(), "done");
+    assert_eq!(
+        bodies.len(),
+        6,
+        "one request per step and one for the answer"
+    );
+    assert_no_secrets(&bodies);
+
+    // The image goes native on the round it lands, and as its stored copy afterwards.
+    let landed = tool_results(&bodies[1]);
+    let image = &landed[0]["content"][1];
+    assert_eq!(image["type"], "image");
+    assert_eq!(image["source"]["media_type"], "image/png");
+    let later = tool_results(&bodies[2]);
+    assert!(
+        later[0]["content"]
+            .to_string()
+            .contains("[image: image/png, 167B, ref img_"),
+        "{}",
+        later[0]
+    );
+    assert!(!bodies[2].to_string().contains("\"type\":\"image\""));
+
+    // The reference is a stub bound to its server.
+    let stub = tool_results(&bodies[2])[1]["content"].to_string();
+    assert!(stub.contains("q3-report.pdf — application/pdf"), "{stub}");
+    let record = host
+        .lanes
+        .registry
+        .find_uri("https://files.demo.example/reports/q3.pdf?token=demo-secret-123")
+        .unwrap();
+    assert_eq!(record.servers[0].as_str(), "demo");
+
+    // Push events and channel messages arrive during the call and join the next request.
+    let after_push = bodies[3].to_string();
+    assert!(after_push.contains("Build 42 finished"), "push event shown");
+    assert!(after_push.contains("attachment on push event"));
+    assert!(
+        after_push.contains("Ada: the deploy is green."),
+        "channel message shown"
+    );
+    assert!(after_push.contains("Ada: here is the dashboard."));
+    let push_images = bodies[3]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user" && m["content"].to_string().contains("\"type\":\"image\""))
+        .count();
+    assert_eq!(
+        push_images, 2,
+        "the push event's and the channel message's images go native"
+    );
+    let build_log = host
+        .lanes
+        .registry
+        .find_uri("https://files.demo.example/builds/42/log.txt?token=demo-secret-build")
+        .unwrap();
+    assert_eq!(build_log.servers[0].as_str(), "demo");
+    assert_eq!(
+        host.rounds[3].messages.len(),
+        3,
+        "one push event and two channel messages"
+    );
+
+    // What the host answered, as the server saw it.
+    let answers: Value = serde_json::from_str(
+        tool_results(&bodies[4])[3]["content"][0]["text"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        answers,
+        json!([
+            {"id": "push-1", "result": {"accepted": true}},
+            {"id": "push-2", "result": {"accepted": true, "reason": "duplicate"}},
+            {"id": "push-3", "error": {"code": -32602, "message": "push event content is visibly empty",
+                                        "data": {"field": "payload.content"}}},
+            {"id": "channel-1", "result": {"results": [
+                {"messageId": "m1", "accepted": true},
+                {"messageId": "m2", "accepted": false, "reason": "empty_content"},
+                {"messageId": "m3", "accepted": true}]}},
+        ])
+    );
+
+    // Injections: system text appended, user-position injections around the user's message.
+    let system = bodies[0]["system"].to_string();
+    assert!(
+        system.contains("The mcpl demo server is connected"),
+        "{system}"
+    );
+    let first_user = bodies[0]["messages"][0]["content"].to_string();
+    let before = first_user.find("Lighthouse").unwrap();
+    let prompt = first_user.find("Show me.").unwrap();
+    let after = first_user.find("attachment on context injection").unwrap();
+    assert!(before < prompt && prompt < after, "{first_user}");
+
+    // The result far over budget is cut to its budget and spilled whole.
+    let over = host.calls.iter().find(|c| c.tool == "over-budget").unwrap();
+    assert!(over.estimated_tokens <= 12_500, "{}", over.estimated_tokens);
+    let spilled = over.spill.as_ref().expect("spilled");
+    assert!(std::path::Path::new(&spilled.path).starts_with(spill.path()));
+    assert_eq!(
+        spilled.attachments.len(),
+        1,
+        "the log's image is an attachment"
+    );
+}
+
+#[test]
+fn a_crashing_server_fails_its_call_and_the_others_go_on() {
+    let spill = tempdir::Dir::new("crash");
+    let config = config(
+        vec![
+            demo_server("flaky", ServerOptions::default()),
+            demo_server("steady", ServerOptions::default()),
+        ],
+        &spill,
+    );
+    let (host, outcome, bodies) = play(
+        &config,
+        &PricedRoute::ANTHROPIC,
+        &[
+            &[("flaky", "crash"), ("steady", "text")],
+            &[("flaky", "text"), ("steady", "png")],
+        ],
+    );
+    assert_eq!(outcome.unwrap(), "done");
+    let crash = &host.calls[0].output;
+    assert!(crash.is_error);
+    assert!(
+        crash.stored.starts_with("tool call failed: server flaky exited before answering tools/call: it exited with exit status: 3"),
+        "{}",
+        crash.stored
+    );
+    assert!(!host.calls[1].output.is_error, "the other server answered");
+    let after = &host.calls[2].output;
+    assert!(after.is_error);
+    assert!(
+        after.stored.contains("server flaky is not available"),
+        "{}",
+        after.stored
+    );
+    assert!(
+        host.calls[3].output.live.is_some(),
+        "steady's image goes native"
+    );
+    assert_eq!(bodies.len(), 3);
+}
+
+#[test]
+fn a_hanging_call_times_out_and_the_server_serves_the_next() {
+    let spill = tempdir::Dir::new("hang");
+    let options = ServerOptions {
+        timeout: Duration::from_millis(400),
+        ..ServerOptions::default()
+    };
+    let config = config(vec![demo_server("demo", options)], &spill);
+    let (host, outcome, _) = play(
+        &config,
+        &PricedRoute::ANTHROPIC,
+        &[&[("demo", "hang")], &[("demo", "text")]],
+    );
+    assert_eq!(outcome.unwrap(), "done");
+    assert_eq!(
+        host.calls[0].output.stored,
+        "tool call failed: server demo did not answer tools/call within 400 ms"
+    );
+    assert_eq!(
+        host.calls[1].output.stored,
+        "Hello from the mcpl demo server. This result is one text block."
+    );
+}
+
+#[test]
+fn garbage_fails_its_call_and_the_server_serves_the_next() {
+    let spill = tempdir::Dir::new("garbage");
+    let config = config(vec![demo_server("demo", ServerOptions::default())], &spill);
+    let (host, outcome, _) = play(
+        &config,
+        &PricedRoute::ANTHROPIC,
+        &[&[("demo", "garbage")], &[("demo", "text")]],
+    );
+    assert_eq!(outcome.unwrap(), "done");
+    assert_eq!(
+        host.calls[0].output.stored,
+        "tool call failed: server demo wrote a line that is not JSON while answering tools/call: this is not json {"
+    );
+    assert!(!host.calls[1].output.is_error);
+}
+
+#[test]
+fn a_server_that_cannot_start_is_reported_and_the_others_go_on() {
+    let spill = tempdir::Dir::new("nostart");
+    let mut missing = demo_server("missing", ServerOptions::default());
+    missing.launch.command = "/nonexistent/mcpl-no-such-server".to_owned();
+    let config = config(
+        vec![missing, demo_server("demo", ServerOptions::default())],
+        &spill,
+    );
+    let (host, outcome, _) = play(
+        &config,
+        &PricedRoute::ANTHROPIC,
+        &[&[("missing", "text"), ("demo", "text")]],
+    );
+    assert_eq!(outcome.unwrap(), "done");
+    let error = host.servers[0].error.as_deref().unwrap();
+    assert!(
+        error.starts_with("server missing could not be started: /nonexistent/mcpl-no-such-server:"),
+        "{error}"
+    );
+    assert_eq!(
+        host.calls[0].output.stored,
+        "unknown tool missing__text: it is not offered in this conversation"
+    );
+    assert!(!host.calls[1].output.is_error);
+}
+
+#[test]
+fn a_round_over_the_window_is_not_sent() {
+    let spill = tempdir::Dir::new("window");
+    let mut config = config(vec![demo_server("demo", ServerOptions::default())], &spill);
+    config.context_window = 9_000;
+    let (_, outcome, bodies) = play(
+        &config,
+        &PricedRoute::ANTHROPIC,
+        &[&[("demo", "over-budget")]],
+    );
+    let error = outcome.unwrap_err().to_string();
+    assert!(
+        error.starts_with("the next request would need about "),
+        "{error}"
+    );
+    assert!(
+        error.ends_with("the context window is 9000 (round 2)"),
+        "{error}"
+    );
+    assert_eq!(bodies.len(), 1, "the round over the window was not sent");
+}
+
+#[test]
+fn fetch_reference_answers_in_words_until_the_fetcher_arrives() {
+    let spill = tempdir::Dir::new("fetch");
+    let config = config(vec![demo_server("demo", ServerOptions::default())], &spill);
+    let mut host = Host::start(&config, HostOptions::new(&PricedRoute::ANTHROPIC, &config));
+    let mut model = Scripted::from_slice(
+        br#"{"steps": [{"tool_calls": [{"name": "fetch_reference", "arguments": {"ref_id": "ref_9_zzzz"}}]}]}"#,
+    )
+    .unwrap();
+    host.run(&mut model, "go", None).unwrap();
+    assert_eq!(
+        host.calls[0].output.stored,
+        "unknown reference: ref_9_zzzz — it may have been evicted; ids are never reused"
+    );
+    assert!(host.tools().iter().any(|t| t.name == "fetch_reference"));
+}
+
+#[test]
+fn every_route_runs_the_same_conversation_without_a_secret() {
+    for route in PricedRoute::ALL {
+        let spill = tempdir::Dir::new(route.lanes.name);
+        let config = config(vec![demo_server("demo", ServerOptions::default())], &spill);
+        let (host, outcome, bodies) = play(
+            &config,
+            route,
+            &[
+                &[("demo", "png"), ("demo", "audio")],
+                &[("demo", "push-events"), ("demo", "reference-never")],
+            ],
+        );
+        assert_eq!(outcome.unwrap(), "done", "{}", route.lanes.name);
+        assert_eq!(bodies.len(), 3);
+        assert_no_secrets(&bodies);
+        let png = &host.calls[0].output;
+        assert_eq!(
+            png.live.is_some(),
+            route.lanes.images_in_tool_results,
+            "{}",
+            route.lanes.name
+        );
+        if route.lanes.name == "text-only" {
+            for body in &bodies {
+                assert!(
+                    !body.to_string().contains("iVBORw0KGgo"),
+                    "no base64 on text-only"
+                );
+            }
+        }
+    }
+}
