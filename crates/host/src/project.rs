@@ -95,8 +95,11 @@ pub struct Projection {
 /// Why a projection cannot be made from this input.
 #[derive(Debug, thiserror::Error)]
 pub enum ProjectError {
-    /// A route the command names but has not built.
-    #[error("route {0} is not built yet; built routes: anthropic, text-only")]
+    /// A route no encoder is built for (the command's parser lets none through: every route
+    /// it names is built).
+    #[error(
+        "route {0} is not built; routes: anthropic, openai-chat, openai-responses, gemini, text-only"
+    )]
     RouteNotBuilt(String),
     /// A document this lane cannot find its content in.
     #[error("{source_name}: no {lane} content found: {found}")]
@@ -145,6 +148,7 @@ pub fn project(document: &Document, request: &Request) -> Result<Projection, Pro
     let body = unwrap_jsonrpc(&document.value);
     let mut refusal = None;
     let mut spill = Value::Null;
+    let mut follow_up = Value::Null;
     let (live, stored, tokens) = match request.lane {
         Lane::ToolResult => {
             let result = tool_result_value(body).ok_or_else(|| unknown(Lane::ToolResult))?;
@@ -177,6 +181,7 @@ pub fn project(document: &Document, request: &Request) -> Result<Projection, Pro
                 .price
                 .unwrap_or_else(|| text_tokens(pricer, &fitted.copies.stored));
             let live = encode::tool_result_live(route.name, &fitted.copies);
+            follow_up = encode::follow_up(route.name, &fitted.copies);
             (live, fitted.copies.stored, tokens)
         }
         Lane::Push => {
@@ -237,7 +242,7 @@ pub fn project(document: &Document, request: &Request) -> Result<Projection, Pro
         lane: request.lane.name(),
         route: route.name.to_owned(),
         live,
-        follow_up: Value::Null,
+        follow_up,
         stored,
         estimated_tokens: tokens,
         spill,

@@ -66,6 +66,124 @@ fn the_tool_result_lane_on_anthropic_is_a_tool_result_content_array() {
     assert_eq!(project(&[], &image_result()), out);
 }
 
+/// What every route's API takes for the same result: Anthropic content blocks, an OpenAI tool
+/// message's text with the image moved to a follow-up user message, a Responses
+/// `function_call_output` list, Gemini's function response and `inline_data` parts, and text.
+#[test]
+fn every_route_projects_a_tool_result_in_its_own_shape() {
+    let png = fixture_base64("image.png");
+    let data_url = format!("data:image/png;base64,{png}");
+    let pointer = "[image 1 of this result is shown after the tool results]";
+    let header = "Images from the tool results above:";
+    let label = "Image 1 of the result of call call_1 (tool):";
+    let mut prices = Vec::new();
+    for route in [
+        "anthropic",
+        "openai-chat",
+        "openai-responses",
+        "gemini",
+        "text-only",
+    ] {
+        let out = project(&["--route", route], &image_result());
+        assert_eq!(out["route"], route);
+        let stored = out["stored"].as_str().unwrap();
+        let stub = stored.lines().last().unwrap();
+        assert!(stub.ends_with("fetch with fetch_reference"), "{stub}");
+        let live = &out["live"];
+        match route {
+            "anthropic" => {
+                assert_eq!(live[1]["source"]["data"], png);
+                assert_eq!(out["follow_up"], Value::Null);
+            }
+            "openai-chat" => {
+                assert_eq!(
+                    live.as_str().unwrap(),
+                    format!("A chart:\n{pointer}\n{stub}")
+                );
+                assert_eq!(
+                    out["follow_up"],
+                    json!([
+                        {"type": "text", "text": header},
+                        {"type": "text", "text": label},
+                        {"type": "image_url", "image_url": {"url": data_url}},
+                    ])
+                );
+            }
+            "openai-responses" => {
+                assert_eq!(
+                    live,
+                    &json!([
+                        {"type": "input_text", "text": "A chart:"},
+                        {"type": "input_image", "image_url": data_url, "detail": "auto"},
+                        {"type": "input_text", "text": stub},
+                    ])
+                );
+                assert_eq!(out["follow_up"], Value::Null);
+            }
+            "gemini" => {
+                assert_eq!(
+                    live,
+                    &json!([
+                        {"functionResponse": {"name": "tool", "response": {"output":
+                            format!("A chart:\n{pointer}\n{stub}")}}},
+                        {"text": header},
+                        {"text": label},
+                        {"inline_data": {"mime_type": "image/png", "data": png}},
+                    ])
+                );
+                assert_eq!(out["follow_up"], Value::Null);
+            }
+            _ => {
+                assert_eq!(live, &out["stored"]);
+                assert!(!out.to_string().contains(&png));
+                assert_eq!(out["follow_up"], Value::Null);
+            }
+        }
+        prices.push(out["estimated_tokens"].as_u64().unwrap());
+    }
+    // The same parts, the 16 x 12 image priced by each route's rule: Anthropic one 28 px patch,
+    // gpt-5.4 one 32 px patch at 1.2, Gemini 3 a fixed 1,120.
+    assert_eq!(prices[1], prices[0] + 1, "{prices:?}");
+    assert_eq!(prices[2], prices[1], "{prices:?}");
+    assert_eq!(prices[3], prices[0] + 1119, "{prices:?}");
+}
+
+/// A user message's content on each route: the image native everywhere but text-only, the WAV
+/// native where the route takes audio (Chat Completions and Gemini).
+#[test]
+fn every_route_projects_a_push_event_in_its_own_shape() {
+    let wav = fixture_base64("tone.wav");
+    let push = json!({"payload": {"content": [
+        {"type": "text", "text": "listen"},
+        {"type": "audio", "mimeType": "audio/wav", "data": wav},
+    ]}});
+    let shapes = [
+        (
+            "anthropic",
+            json!({"type": "text", "text": "[audio: audio/wav, ~4KB]"}),
+        ),
+        (
+            "openai-chat",
+            json!({"type": "input_audio", "input_audio": {"data": wav, "format": "wav"}}),
+        ),
+        (
+            "openai-responses",
+            json!({"type": "input_text", "text": "[audio: audio/wav, ~4KB]"}),
+        ),
+        (
+            "gemini",
+            json!({"inline_data": {"mime_type": "audio/wav", "data": wav}}),
+        ),
+    ];
+    for (route, audio) in shapes {
+        let out = project(&["--lane", "push", "--route", route], &push);
+        assert_eq!(out["live"][1], audio, "{route}");
+        assert_eq!(out["stored"], "listen\n[audio: audio/wav, ~4KB]", "{route}");
+    }
+    let out = project(&["--lane", "push", "--route", "text-only"], &push);
+    assert_eq!(out["live"], "listen\n[audio: audio/wav, ~4KB]");
+}
+
 #[test]
 fn text_only_sends_the_stored_copy() {
     let out = project(&["--route", "text-only"], &image_result());
@@ -225,11 +343,6 @@ fn a_result_over_budget_is_fitted_and_spilled() {
 fn unusable_projections_exit_2_with_one_line() {
     for (args, input, message) in [
         (
-            vec!["project", "--route", "gemini"],
-            "[]",
-            "mcpl: route gemini is not built yet",
-        ),
-        (
             vec!["project"],
             "42",
             "mcpl: stdin: no tool-result content found",
@@ -247,6 +360,8 @@ fn unusable_projections_exit_2_with_one_line() {
         assert!(stderr.starts_with(message), "{args:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1);
     }
-    let output = mcpl(&["project", "--lane", "nowhere"], b"[]");
-    assert_eq!(output.status.code(), Some(2));
+    for option in ["--lane", "--route"] {
+        let output = mcpl(&["project", option, "nowhere"], b"[]");
+        assert_eq!(output.status.code(), Some(2), "{option}");
+    }
 }

@@ -1,0 +1,131 @@
+//! Anthropic's Messages API (`POST /v1/messages`), and the text-only route in its shape.
+
+use mcpl_budget::PricedRoute;
+use serde_json::{Map, Value, json};
+
+use super::{audio_description, image_not_sent, plain_text, takes_image};
+use crate::conversation::{Content, Message, ModelRequest, ToolOutput};
+
+/// Which of the two routes in this shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Flavor {
+    /// Anthropic: content blocks with native images.
+    Native,
+    /// Text only: every content is a string.
+    TextOnly,
+}
+
+/// `{model, max_tokens, system, messages, tools}`; `system` and `tools` only when there are
+/// any. A tool-results message becomes a user message of `tool_result` blocks, in call order.
+pub(super) fn request(request: &ModelRequest<'_>, flavor: Flavor) -> Value {
+    let mut body = Map::new();
+    body.insert("model".to_owned(), json!(request.model));
+    body.insert("max_tokens".to_owned(), json!(request.max_tokens));
+    if !request.system.is_empty() {
+        body.insert("system".to_owned(), json!(request.system));
+    }
+    let messages: Vec<Value> = request
+        .messages
+        .iter()
+        .map(|message| match message {
+            Message::User(content) => json!({
+                "role": "user",
+                "content": user_content(content, flavor),
+            }),
+            Message::Assistant { text, tool_calls } => {
+                let mut blocks = Vec::new();
+                if !text.is_empty() || tool_calls.is_empty() {
+                    blocks.push(json!({"type": "text", "text": text}));
+                }
+                blocks.extend(tool_calls.iter().map(|call| {
+                    json!({
+                        "type": "tool_use",
+                        "id": call.id,
+                        "name": call.name,
+                        "input": call.arguments,
+                    })
+                }));
+                json!({"role": "assistant", "content": blocks})
+            }
+            Message::ToolResults(outputs) => {
+                let blocks: Vec<Value> = outputs
+                    .iter()
+                    .map(|output| {
+                        let mut block = json!({
+                            "type": "tool_result",
+                            "tool_use_id": output.call_id,
+                            "content": tool_result_content(output, flavor),
+                        });
+                        if output.is_error {
+                            block["is_error"] = json!(true);
+                        }
+                        block
+                    })
+                    .collect();
+                json!({"role": "user", "content": blocks})
+            }
+        })
+        .collect();
+    body.insert("messages".to_owned(), Value::Array(messages));
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "name": tool.name,
+                    "description": tool.description,
+                    "input_schema": tool.input_schema,
+                })
+            })
+            .collect();
+        body.insert("tools".to_owned(), Value::Array(tools));
+    }
+    Value::Object(body)
+}
+
+/// A `tool_result` block's `content`: text and image blocks (the stored copy as one text block
+/// when nothing goes native), or on text-only the stored copy, whose images and audio are
+/// already their stored text.
+pub(super) fn tool_result_content(output: &ToolOutput, flavor: Flavor) -> Value {
+    match (flavor, &output.live) {
+        (Flavor::TextOnly, _) => Value::String(output.stored.clone()),
+        (Flavor::Native, Some(parts)) => content_blocks(parts, &PricedRoute::ANTHROPIC),
+        (Flavor::Native, None) => content_blocks(
+            &[Content::Text(output.stored.clone())],
+            &PricedRoute::ANTHROPIC,
+        ),
+    }
+}
+
+fn user_content(content: &[Content], flavor: Flavor) -> Value {
+    match flavor {
+        Flavor::Native => content_blocks(content, &PricedRoute::ANTHROPIC),
+        Flavor::TextOnly => Value::String(plain_text(content)),
+    }
+}
+
+/// Content blocks: text, and base64 image sources. Anthropic takes no audio, and the route says
+/// so, so lanes never give it audio; should some arrive, it is described in text. Empty texts
+/// are left out: the API refuses an empty text block.
+pub(super) fn content_blocks(content: &[Content], route: &PricedRoute) -> Value {
+    Value::Array(
+        content
+            .iter()
+            .filter(|part| !matches!(part, Content::Text(text) if text.is_empty()))
+            .map(|part| match part {
+                Content::Text(text) => json!({"type": "text", "text": text}),
+                Content::Image { media_type, data } if takes_image(route, media_type) => json!({
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": media_type, "data": data},
+                }),
+                Content::Image { media_type, data } => {
+                    json!({"type": "text", "text": image_not_sent(media_type, data)})
+                }
+                Content::Audio { media_type, data } => {
+                    json!({"type": "text", "text": audio_description(media_type, data)})
+                }
+            })
+            .collect(),
+    )
+}

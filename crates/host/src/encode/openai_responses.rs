@@ -1,0 +1,115 @@
+//! OpenAI's Responses API (`POST /v1/responses`).
+//!
+//! Tool calls and results are `input` items of their own (`function_call`,
+//! `function_call_output`); a result's `output` is its text, or a list of `input_text` and
+//! `input_image` items when an image goes with it. The API takes no audio input.
+
+use mcpl_budget::PricedRoute;
+use serde_json::{Map, Value, json};
+
+use super::{audio_description, data_url, image_not_sent, takes_image, takes_tool_image};
+use crate::conversation::{Content, Message, ModelRequest, ToolOutput};
+
+const ROUTE: &PricedRoute = &PricedRoute::OPENAI_RESPONSES;
+
+/// `{model, instructions, input, tools, max_output_tokens}`; `instructions` and `tools` only
+/// when there are any. Function tools are sent with `strict: false`: the API's default is
+/// strict, which refuses the optional properties most MCP tools' schemas have.
+pub(super) fn request(request: &ModelRequest<'_>) -> Value {
+    let mut input = Vec::new();
+    for message in request.messages {
+        match message {
+            Message::User(content) => {
+                input.push(json!({"role": "user", "content": user_content(content)}));
+            }
+            Message::Assistant { text, tool_calls } => {
+                if !text.is_empty() {
+                    input.push(json!({"role": "assistant", "content": text}));
+                }
+                input.extend(tool_calls.iter().map(|call| {
+                    json!({
+                        "type": "function_call",
+                        "call_id": call.id,
+                        "name": call.name,
+                        "arguments": call.arguments.to_string(),
+                    })
+                }));
+            }
+            Message::ToolResults(outputs) => {
+                input.extend(outputs.iter().map(|result| {
+                    json!({
+                        "type": "function_call_output",
+                        "call_id": result.call_id,
+                        "output": output(result),
+                    })
+                }));
+            }
+        }
+    }
+    let mut body = Map::new();
+    body.insert("model".to_owned(), json!(request.model));
+    if !request.system.is_empty() {
+        body.insert("instructions".to_owned(), json!(request.system));
+    }
+    body.insert("input".to_owned(), Value::Array(input));
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "type": "function",
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.input_schema,
+                    "strict": false,
+                })
+            })
+            .collect();
+        body.insert("tools".to_owned(), Value::Array(tools));
+    }
+    body.insert("max_output_tokens".to_owned(), json!(request.max_tokens));
+    Value::Object(body)
+}
+
+/// A `function_call_output`'s `output`: the stored copy as a string, or the live parts as
+/// `input_text` and `input_image` items.
+pub(super) fn output(output: &ToolOutput) -> Value {
+    match &output.live {
+        None => Value::String(output.stored.clone()),
+        Some(parts) => items(parts, |media_type| takes_tool_image(ROUTE, media_type)),
+    }
+}
+
+/// A user message's content: `input_text` and `input_image` items.
+pub(super) fn user_content(content: &[Content]) -> Value {
+    items(content, |media_type| takes_image(ROUTE, media_type))
+}
+
+fn items(content: &[Content], takes: impl Fn(&str) -> bool) -> Value {
+    Value::Array(
+        content
+            .iter()
+            .map(|part| match part {
+                Content::Text(text) => input_text(text),
+                // `detail` defaults to `auto`; it is sent because some of the API's own type
+                // definitions mark it required.
+                Content::Image { media_type, data } if takes(media_type) => json!({
+                    "type": "input_image",
+                    "image_url": data_url(media_type, data),
+                    "detail": "auto",
+                }),
+                Content::Image { media_type, data } => {
+                    input_text(&image_not_sent(media_type, data))
+                }
+                Content::Audio { media_type, data } => {
+                    input_text(&audio_description(media_type, data))
+                }
+            })
+            .collect(),
+    )
+}
+
+fn input_text(text: &str) -> Value {
+    json!({"type": "input_text", "text": text})
+}

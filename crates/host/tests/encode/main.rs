@@ -1,0 +1,330 @@
+//! Every route's request body for one conversation: a snapshot of each, and what must hold in
+//! each whatever the snapshot says.
+
+use insta::assert_json_snapshot;
+use mcpl_host::conversation::{Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec};
+use mcpl_host::encode::{Encoder, MOVED_IMAGES_HEADER};
+use serde_json::{Value, json};
+
+fn png() -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(mcpl_testkit::fixture("image.png"))
+}
+
+/// The start of a WAV file; encoders take the media type as the lanes found it.
+const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEA";
+
+fn image(data: &str) -> Content {
+    Content::Image {
+        media_type: "image/png".to_owned(),
+        data: data.to_owned(),
+    }
+}
+
+fn text(text: &str) -> Content {
+    Content::Text(text.to_owned())
+}
+
+/// System prompt, a user question, two parallel tool calls and their results (one with text and
+/// a native PNG, one text only and marked an error), a push event with an image, and user audio.
+fn conversation() -> (Vec<Message>, Vec<ToolSpec>) {
+    let png = png();
+    let messages = vec![
+        Message::User(vec![text("What do the chart and the notes say?")]),
+        Message::Assistant {
+            text: "Let me look.".to_owned(),
+            tool_calls: vec![
+                ToolCall {
+                    id: "call_chart".to_owned(),
+                    name: "demo__chart".to_owned(),
+                    arguments: json!({"month": "May"}),
+                },
+                ToolCall {
+                    id: "call_notes".to_owned(),
+                    name: "demo__notes".to_owned(),
+                    arguments: json!({}),
+                },
+            ],
+        },
+        Message::ToolResults(vec![
+            ToolOutput {
+                call_id: "call_chart".to_owned(),
+                name: "demo__chart".to_owned(),
+                stored: "The May chart:\n[image: image/png, 167B, ref img_1a2b_1]".to_owned(),
+                live: Some(vec![text("The May chart:"), image(&png)]),
+                is_error: false,
+            },
+            ToolOutput {
+                call_id: "call_notes".to_owned(),
+                name: "demo__notes".to_owned(),
+                stored: "notes are locked".to_owned(),
+                live: None,
+                is_error: true,
+            },
+        ]),
+        Message::User(vec![text("deploy finished"), image(&png)]),
+        Message::User(vec![
+            text("And this recording:"),
+            Content::Audio {
+                media_type: "audio/wav".to_owned(),
+                data: WAV.to_owned(),
+            },
+        ]),
+    ];
+    let tools = vec![
+        ToolSpec {
+            name: "demo__chart".to_owned(),
+            description: "A month's chart.".to_owned(),
+            input_schema: json!({"type": "object", "properties": {"month": {"type": "string"}}}),
+        },
+        ToolSpec {
+            name: "demo__notes".to_owned(),
+            description: "The notes.".to_owned(),
+            input_schema: json!({"type": "object"}),
+        },
+    ];
+    (messages, tools)
+}
+
+fn body(encoder: Encoder) -> Value {
+    let (messages, tools) = conversation();
+    encoder.request(&ModelRequest {
+        model: "a-model",
+        system: "Answer from the tools.",
+        messages: &messages,
+        tools: &tools,
+        max_tokens: 1024,
+    })
+}
+
+#[test]
+fn every_route_snapshot() {
+    for encoder in Encoder::ALL {
+        assert_json_snapshot!(encoder.name(), body(encoder));
+    }
+}
+
+#[test]
+fn anthropic_tool_results_hold_their_images() {
+    let body = body(Encoder::Anthropic);
+    assert_eq!(body["system"], "Answer from the tools.");
+    let results = &body["messages"][2];
+    assert_eq!(results["role"], "user");
+    let chart = &results["content"][0];
+    assert_eq!(chart["type"], "tool_result");
+    assert_eq!(chart["tool_use_id"], "call_chart");
+    assert_eq!(
+        chart["content"][1],
+        json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png()}})
+    );
+    let notes = &results["content"][1];
+    assert_eq!(notes["is_error"], true);
+    assert_eq!(
+        notes["content"],
+        json!([{"type": "text", "text": "notes are locked"}])
+    );
+    assert_eq!(body["messages"][1]["content"][1]["type"], "tool_use");
+    assert_eq!(
+        body["messages"][1]["content"][1]["input"],
+        json!({"month": "May"})
+    );
+    // Anthropic takes no audio: the recording is described.
+    let audio = &body["messages"][4]["content"][1];
+    assert_eq!(audio["type"], "text");
+    assert!(
+        audio["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("[audio: audio/wav")
+    );
+}
+
+#[test]
+fn openai_chat_moves_images_after_both_tool_messages() {
+    let body = body(Encoder::OpenAiChat);
+    let messages = body["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "tool",
+            "user",
+            "user",
+            "user"
+        ]
+    );
+    for tool in messages.iter().filter(|m| m["role"] == "tool") {
+        let content = tool["content"].as_str().expect("a tool message is text");
+        assert!(!content.contains(&png()) && !content.contains("base64"));
+    }
+    assert_eq!(messages[3]["tool_call_id"], "call_chart");
+    assert_eq!(
+        messages[3]["content"],
+        "The May chart:\n[image 1 of this result is shown after the tool results]"
+    );
+    assert_eq!(messages[4]["tool_call_id"], "call_notes");
+    assert_eq!(messages[4]["content"], "notes are locked");
+    let moved = messages[5]["content"].as_array().unwrap();
+    assert_eq!(moved[0]["text"], MOVED_IMAGES_HEADER);
+    assert_eq!(
+        moved[1]["text"],
+        "Image 1 of the result of call call_chart (demo__chart):"
+    );
+    let url = moved[2]["image_url"]["url"].as_str().unwrap();
+    assert_eq!(url, format!("data:image/png;base64,{}", png()));
+    assert_eq!(moved.len(), 3);
+    // Arguments go as a JSON string.
+    let call = &messages[2]["tool_calls"][0];
+    assert_eq!(call["type"], "function");
+    assert_eq!(call["function"]["arguments"], r#"{"month":"May"}"#);
+    // The push event's image is an image_url; the recording is input_audio.
+    assert!(
+        messages[6]["content"][1]["image_url"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("data:image/png;base64,")
+    );
+    assert_eq!(
+        messages[7]["content"][1],
+        json!({"type": "input_audio", "input_audio": {"data": WAV, "format": "wav"}})
+    );
+    assert_eq!(body["tools"][0]["function"]["parameters"]["type"], "object");
+}
+
+#[test]
+fn openai_responses_outputs_carry_input_images() {
+    let body = body(Encoder::OpenAiResponses);
+    assert_eq!(body["instructions"], "Answer from the tools.");
+    let input = body["input"].as_array().unwrap();
+    let kinds: Vec<&str> = input
+        .iter()
+        .map(|item| {
+            item["type"]
+                .as_str()
+                .or(item["role"].as_str())
+                .unwrap_or("?")
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "user",
+            "assistant",
+            "function_call",
+            "function_call",
+            "function_call_output",
+            "function_call_output",
+            "user",
+            "user"
+        ]
+    );
+    let chart = &input[4];
+    assert_eq!(chart["call_id"], "call_chart");
+    assert_eq!(
+        chart["output"],
+        json!([
+            {"type": "input_text", "text": "The May chart:"},
+            {"type": "input_image", "image_url": format!("data:image/png;base64,{}", png()), "detail": "auto"},
+        ])
+    );
+    assert_eq!(input[5]["output"], "notes are locked");
+    // The Responses API takes no audio.
+    assert!(!body.to_string().contains(WAV));
+    assert_eq!(body["tools"][0]["strict"], false);
+}
+
+#[test]
+fn gemini_has_function_responses_then_inline_data() {
+    let body = body(Encoder::Gemini);
+    assert!(body.get("model").is_none(), "the model goes in the URL");
+    let results = &body["contents"][2];
+    assert_eq!(results["role"], "user");
+    let parts = results["parts"].as_array().unwrap();
+    assert_eq!(
+        parts[0]["functionResponse"],
+        json!({"name": "demo__chart", "response": {"output":
+            "The May chart:\n[image 1 of this result is shown after the tool results]"}})
+    );
+    assert_eq!(
+        parts[1]["functionResponse"],
+        json!({"name": "demo__notes", "response": {"error": "notes are locked"}})
+    );
+    assert_eq!(parts[2]["text"], MOVED_IMAGES_HEADER);
+    assert_eq!(
+        parts[4],
+        json!({"inline_data": {"mime_type": "image/png", "data": png()}})
+    );
+    assert_eq!(
+        body["contents"][1]["parts"][1],
+        json!({"functionCall": {"name": "demo__chart", "args": {"month": "May"}}})
+    );
+    assert_eq!(
+        body["contents"][4]["parts"][1],
+        json!({"inline_data": {"mime_type": "audio/wav", "data": WAV}})
+    );
+    assert_eq!(
+        body["tools"][0]["functionDeclarations"][1]["parametersJsonSchema"],
+        json!({"type": "object"})
+    );
+}
+
+#[test]
+fn text_only_carries_no_base64() {
+    let body = body(Encoder::TextOnly);
+    let text = body.to_string();
+    assert!(!text.contains(&png()), "{text}");
+    assert!(!text.contains(WAV), "{text}");
+    assert!(!text.contains("base64"), "{text}");
+    // Every content is a string, in the Messages API's shape.
+    assert_eq!(
+        body["messages"][0]["content"],
+        "What do the chart and the notes say?"
+    );
+    // A tool result is its stored copy, whose image is already its placeholder.
+    let chart = &body["messages"][2]["content"][0];
+    assert_eq!(chart["type"], "tool_result");
+    assert_eq!(
+        chart["content"],
+        "The May chart:\n[image: image/png, 167B, ref img_1a2b_1]"
+    );
+}
+
+/// A part a route cannot take where it is becomes text, never a panic or an API error.
+#[test]
+fn parts_a_route_cannot_take_become_text() {
+    let gif = Content::Image {
+        media_type: "image/gif".to_owned(),
+        data: "R0lGODlhAQABAAAAACw=".to_owned(),
+    };
+    let ogg = Content::Audio {
+        media_type: "audio/ogg".to_owned(),
+        data: "T2dnUwACAAAAAAAAAAA=".to_owned(),
+    };
+    let content = [gif.clone(), ogg.clone()];
+    // Gemini lists no GIF; Chat Completions takes WAV and MP3 only.
+    let gemini = Encoder::Gemini.message_content(&content);
+    assert!(gemini[0]["text"].as_str().unwrap().contains("image/gif"));
+    assert_eq!(gemini[1]["inline_data"]["mime_type"], "audio/ogg");
+    let chat = Encoder::OpenAiChat.message_content(&content);
+    assert_eq!(chat[0]["type"], "image_url");
+    assert_eq!(chat[1]["type"], "text");
+    // Audio inside a tool result goes nowhere natively.
+    let output = ToolOutput {
+        call_id: "c".to_owned(),
+        name: "t".to_owned(),
+        stored: "x".to_owned(),
+        live: Some(vec![ogg, gif]),
+        is_error: false,
+    };
+    for encoder in Encoder::ALL {
+        let shown = encoder.tool_result(&output).to_string();
+        assert!(!shown.contains("T2dnUwAC"), "{}: {shown}", encoder.name());
+    }
+}
