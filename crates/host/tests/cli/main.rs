@@ -220,4 +220,5 @@ fn a_missing_file_is_a_failure_not_bad_input() {
     assert_eq!(stderr.lines().count(), 1);
 }
 
+mod demo;
 mod project;
