@@ -13,7 +13,7 @@ use mcpl_host::encode::ROUTE_NAMES;
 use mcpl_host::host_loop::{Host, HostOptions};
 use mcpl_host::input::{InputError, content_blocks, describe_shape, read_document};
 use mcpl_host::model::{Model, Scripted};
-use mcpl_host::project::{Lane, ProjectError, Request, project};
+use mcpl_host::project::{Lane, Request, project};
 use mcpl_lanes::UriPolicy;
 
 /// Turns what MCP and MCPL servers send into what a language model should see.
