@@ -226,13 +226,13 @@ fn demo_command(route: &str, json: bool, spill_dir: Option<PathBuf>) -> Result<(
     let spill_dir = spill_dir
         .unwrap_or_else(|| std::env::temp_dir().join(format!("mcpl-demo-{}", std::process::id())));
     let run = run_demo(program, route, spill_dir);
-    if let Some(error) = run.host.servers.iter().find_map(|s| s.error.as_ref()) {
-        if run.host.calls.is_empty() {
-            return Err(Failure {
-                status: 1,
-                message: format!("the demo server did not start: {error}"),
-            });
-        }
+    if let Some(error) = run.host.servers.iter().find_map(|s| s.error.as_ref())
+        && run.host.calls.is_empty()
+    {
+        return Err(Failure {
+            status: 1,
+            message: format!("the demo server did not start: {error}"),
+        });
     }
     if json {
         print_json(&render_json(&run))?;
