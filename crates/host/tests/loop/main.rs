@@ -84,10 +84,10 @@ fn assert_no_secrets(bodies: &[Value]) {
 
 mod tempdir {
     //! A folder removed when dropped.
-    pub struct Dir(std::path::PathBuf);
+    pub(crate) struct Dir(std::path::PathBuf);
 
     impl Dir {
-        pub fn new(name: &str) -> Dir {
+        pub(crate) fn new(name: &str) -> Dir {
             let path = std::env::temp_dir().join(format!(
                 "mcpl-loop-{name}-{}-{:?}",
                 std::process::id(),
@@ -97,7 +97,7 @@ mod tempdir {
             Dir(path)
         }
 
-        pub fn path(&self) -> &std::path::Path {
+        pub(crate) fn path(&self) -> &std::path::Path {
             &self.0
         }
     }
