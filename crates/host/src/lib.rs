@@ -24,6 +24,8 @@ pub mod conversation;
 pub mod demo;
 pub mod encode;
 pub mod host_loop;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod input;
 pub mod mcpl;
 pub mod model;
