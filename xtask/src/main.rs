@@ -7,14 +7,19 @@
 //! - `fuzz [TARGET] [--seconds N]`: a cargo-fuzz target on the nightly toolchain (default:
 //!   `classify`, 600 seconds), then a list of any crash inputs it left.
 //! - `changelog`: assembles `changelog.d/` fragments into the text of a release section.
+//! - `e2e`: `mcpl run` against the real npm MCP servers pinned in `e2e/`, then a line per check
+//!   of what the model was sent (see the `e2e` module).
 //!
-//! `e2e` and `conformance` arrive with the host and fetcher.
+//! `conformance` arrives with the fetcher.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+mod e2e;
+mod json;
+
 const USAGE: &str =
-    "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | changelog>";
+    "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | changelog | e2e>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -24,6 +29,7 @@ fn main() -> ExitCode {
         Some("bench") => bench(&root, &args[1..]),
         Some("fuzz") => fuzz(&root, &args[1..]),
         Some("changelog") => changelog(&root),
+        Some("e2e") => e2e::e2e(&root),
         _ => Err(USAGE.to_owned()),
     };
     match result {

@@ -1,0 +1,889 @@
+//! `cargo xtask e2e`: mcpl against real third-party MCP servers (docs/decisions/0015-e2e.md).
+//!
+//! 1. Installs the npm servers that `e2e/package-lock.json` pins into `target/e2e/node_modules`
+//!    (skipped when they were installed from the same lock file).
+//! 2. Builds `mcpl` and writes real media files, some of them mislabelled, for the filesystem
+//!    server into `target/e2e/run/files`.
+//! 3. Plays each scripted conversation in `e2e/` through `mcpl run --transcript`.
+//! 4. Checks the transcripts and `mcpl run`'s output, one line per check, and fails naming every
+//!    check that failed. Everything a run wrote stays in `target/e2e/run` to be read.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use crate::json::Json;
+
+/// The servers the lock file pins, as `node_modules` paths of their stdio entry points.
+const SERVER_ENTRY_POINTS: [&str; 2] = [
+    "@modelcontextprotocol/server-everything/dist/index.js",
+    "@modelcontextprotocol/server-filesystem/dist/index.js",
+];
+/// Written beside an installed `node_modules`: the lock file it was installed from.
+const INSTALLED_LOCK: &str = ".mcpl-e2e-package-lock.json";
+/// The budget `e2e/config.json` gives each server, in estimated tokens.
+const BUDGET: u64 = 12_500;
+/// The size of the noise the gzip tool compresses: big enough that its blob must be cut.
+const NOISE_BYTES: usize = 2 * 1024 * 1024;
+/// Strings that would show a uri reached the model.
+const URI_SIGNS: [&str; 3] = ["demo://", "file://", "data:"];
+
+/// The exact marker texts of `crates/lanes/src/markers.rs`, copied so the check reads what a
+/// model reads (a change there should fail here).
+mod markers {
+    pub(super) const IMAGE_NO_DATA: &str = "[Image: no data]";
+    pub(super) const FETCH_HINT: &str = "fetch with fetch_reference";
+
+    pub(super) fn image_not_renderable(what: &str, size: u64) -> String {
+        format!(
+            "[Image not shown: its bytes are not PNG, JPEG, GIF or WebP ({what}, {}).]",
+            size_label(size)
+        )
+    }
+
+    pub(super) fn audio_line(mime: &str, size: u64) -> String {
+        format!("[audio: {mime}, {}]", size_label(size))
+    }
+
+    /// The start of `[Resource not shown: this host can't display its data (<mime>, <size>).]`.
+    pub(super) fn resource_other_type(mime: &str) -> String {
+        format!("[Resource not shown: this host can't display its data ({mime}, ")
+    }
+
+    /// The start of a stored copy's `[image: <mime>, <size>, ref <img ref>]`.
+    pub(super) fn image_placeholder(mime: &str) -> String {
+        format!("[image: {mime}, ")
+    }
+
+    /// `<n>B` below 1 KiB, `~<n>KB` below 1 MiB, else `~<x.y>MB`.
+    pub(super) fn size_label(bytes: u64) -> String {
+        const KIB: u64 = 1024;
+        const MIB: u64 = 1024 * KIB;
+        match bytes {
+            b if b < KIB => format!("{b}B"),
+            b if b < MIB => format!("~{}KB", (b + KIB / 2) / KIB),
+            b => {
+                let tenths = (b * 10 + MIB / 2) / MIB;
+                format!("~{}.{}MB", tenths / 10, tenths % 10)
+            }
+        }
+    }
+}
+
+/// What one tool call's result must look like to the model.
+enum Expect {
+    /// The live copy holds a native image of this media type whose base64 data is `data`
+    /// (or starts with it), and the stored copy its placeholder.
+    Image {
+        media_type: &'static str,
+        data: String,
+        exact: bool,
+    },
+    /// The live copy's text holds this.
+    Shows(String),
+    /// The live copy is text only.
+    TextOnly,
+    /// `mcpl run` priced the live copy within the budget, and its text is no longer than the
+    /// budget at four characters a token.
+    WithinBudget,
+}
+
+/// One scripted call and what its result must look like.
+struct Call {
+    /// The name the model calls it by: `<server>__<tool>`.
+    tool: &'static str,
+    /// What the call is, for the check lines.
+    label: &'static str,
+    expect: Vec<Expect>,
+}
+
+/// One scripted conversation: `e2e/<name>.json` and its calls in order.
+struct Conversation {
+    name: &'static str,
+    calls: Vec<Call>,
+}
+
+/// The files written for the filesystem server, and their bytes.
+struct Files {
+    dir: PathBuf,
+    png: Vec<u8>,
+    jpeg: Vec<u8>,
+    wav: Vec<u8>,
+    zip: Vec<u8>,
+}
+
+pub(crate) fn e2e(root: &Path) -> Result<(), String> {
+    let started = Instant::now();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let work = target.join("e2e");
+    let node_modules = install(root, &work)?;
+    crate::cargo(root, &["build", "-p", "mcpl-host"])?;
+    let mcpl = target
+        .join("debug")
+        .join(format!("mcpl{}", std::env::consts::EXE_SUFFIX));
+
+    let run_dir = work.join("run");
+    if run_dir.exists() {
+        std::fs::remove_dir_all(&run_dir).map_err(|e| format!("{}: {e}", run_dir.display()))?;
+    }
+    let files = write_files(root, &run_dir.join("files"))?;
+    let node = on_path("node")?;
+    let vars: Vec<(&str, String)> = vec![
+        ("NODE", node.display().to_string()),
+        ("NODE_MODULES", node_modules.display().to_string()),
+        ("FILES", files.dir.display().to_string()),
+        ("SPILL", run_dir.join("spill").display().to_string()),
+        ("NOISE_DATA_URI", noise_data_uri()),
+    ];
+    let config = run_dir.join("config.json");
+    fill(&root.join("e2e/config.json"), &vars, &config)?;
+
+    let mut checks = Checks::default();
+    for conversation in conversations(&files) {
+        play(
+            root,
+            &mcpl,
+            &config,
+            &run_dir,
+            &vars,
+            &conversation,
+            &mut checks,
+        )?;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    if checks.failed.is_empty() {
+        println!("\ne2e: {} checks passed in {seconds:.1} s", checks.passed);
+        Ok(())
+    } else {
+        Err(format!(
+            "{} of {} e2e checks failed (their lines above say why; files in {}):\n  {}",
+            checks.failed.len(),
+            checks.passed + checks.failed.len(),
+            run_dir.display(),
+            checks.failed.join("\n  ")
+        ))
+    }
+}
+
+/// Installs the pinned servers with `npm ci` unless `node_modules` came from the same lock.
+fn install(root: &Path, work: &Path) -> Result<PathBuf, String> {
+    let node_modules = work.join("node_modules");
+    let lock = read(&root.join("e2e/package-lock.json"))?;
+    let installed = std::fs::read(node_modules.join(INSTALLED_LOCK)).ok();
+    let complete = SERVER_ENTRY_POINTS
+        .iter()
+        .all(|entry| node_modules.join(entry).is_file());
+    if installed.as_deref() == Some(lock.as_slice()) && complete {
+        println!("xtask: npm servers already installed from e2e/package-lock.json");
+        return Ok(node_modules);
+    }
+    std::fs::create_dir_all(work).map_err(|e| format!("{}: {e}", work.display()))?;
+    for name in ["package.json", "package-lock.json"] {
+        let to = work.join(name);
+        std::fs::copy(root.join("e2e").join(name), &to)
+            .map_err(|e| format!("{}: {e}", to.display()))?;
+    }
+    println!("xtask: npm ci in {}", work.display());
+    // `npm ci` installs exactly the lock file's versions and integrity hashes, or fails.
+    let status = Command::new("npm")
+        .current_dir(work)
+        .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
+        .status()
+        .map_err(|error| {
+            format!("cannot run npm (Node 18 or later with npm is needed): {error}")
+        })?;
+    if !status.success() {
+        return Err(format!("npm ci failed ({status})"));
+    }
+    std::fs::write(node_modules.join(INSTALLED_LOCK), &lock)
+        .map_err(|e| format!("{}: {e}", node_modules.display()))?;
+    Ok(node_modules)
+}
+
+/// Real encoder files from the classifier's fixtures, and the ways the filesystem server
+/// mislabels them: it picks the block by extension, so a ZIP or a JPEG named `.png` and an
+/// empty `.png` all arrive as `image/png`.
+fn write_files(root: &Path, dir: &Path) -> Result<Files, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // The server resolves its allowed folder through symlinks; paths must match it.
+    let dir = std::fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let fixtures = root.join("crates/classify/tests/fixtures");
+    let files = Files {
+        png: read(&fixtures.join("image.png"))?,
+        jpeg: read(&fixtures.join("baseline.jpg"))?,
+        wav: read(&fixtures.join("tone.wav"))?,
+        zip: read(&fixtures.join("archive.zip"))?,
+        dir,
+    };
+    let writes: [(&str, &[u8]); 7] = [
+        ("image.png", &files.png),
+        ("baseline.jpg", &files.jpeg),
+        ("jpeg_named.png", &files.jpeg),
+        ("tone.wav", &files.wav),
+        ("zip_named.png", &files.zip),
+        ("empty.png", b""),
+        ("archive.zip", &files.zip),
+    ];
+    for (name, bytes) in writes {
+        let path = files.dir.join(name);
+        std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(files)
+}
+
+/// The conversations in `e2e/`, and what each call's result must look like.
+fn conversations(files: &Files) -> Vec<Conversation> {
+    use Expect::{Image, Shows, TextOnly, WithinBudget};
+    let png_signature = "iVBORw0KGgo".to_owned();
+    let size = |bytes: &[u8]| bytes.len() as u64;
+    vec![
+        Conversation {
+            name: "everything",
+            calls: vec![
+                Call {
+                    tool: "everything__get-tiny-image",
+                    label: "get-tiny-image",
+                    expect: vec![Image {
+                        media_type: "image/png",
+                        data: png_signature.clone(),
+                        exact: false,
+                    }],
+                },
+                Call {
+                    tool: "everything__get-annotated-message",
+                    label: "get-annotated-message (error, with image)",
+                    expect: vec![
+                        Shows("Error: Operation failed".to_owned()),
+                        Image {
+                            media_type: "image/png",
+                            data: png_signature,
+                            exact: false,
+                        },
+                    ],
+                },
+                Call {
+                    tool: "everything__get-resource-reference",
+                    label: "get-resource-reference (Text)",
+                    expect: vec![
+                        TextOnly,
+                        Shows("Resource 1: This is a plaintext resource".to_owned()),
+                    ],
+                },
+                Call {
+                    tool: "everything__get-resource-reference",
+                    label: "get-resource-reference (Blob)",
+                    expect: vec![TextOnly, Shows(markers::resource_other_type("text/plain"))],
+                },
+                Call {
+                    tool: "everything__get-resource-links",
+                    label: "get-resource-links (2)",
+                    expect: vec![
+                        TextOnly,
+                        Shows(format!(
+                            "Blob Resource 1 — text/plain claimed — from tool result — {}",
+                            markers::FETCH_HINT
+                        )),
+                        Shows(format!(
+                            "Text Resource 2 — text/plain claimed — from tool result — {}",
+                            markers::FETCH_HINT
+                        )),
+                    ],
+                },
+                Call {
+                    tool: "everything__get-structured-content",
+                    label: "get-structured-content (Chicago)",
+                    expect: vec![TextOnly, Shows("\"temperature\"".to_owned())],
+                },
+                Call {
+                    tool: "everything__gzip-file-as-resource",
+                    label: "gzip-file-as-resource (2 MiB of noise)",
+                    expect: vec![
+                        TextOnly,
+                        WithinBudget,
+                        Shows(markers::resource_other_type("application/gzip")),
+                    ],
+                },
+            ],
+        },
+        Conversation {
+            name: "filesystem",
+            calls: vec![
+                Call {
+                    tool: "filesystem__read_media_file",
+                    label: "read_media_file image.png",
+                    expect: vec![Image {
+                        media_type: "image/png",
+                        data: base64(&files.png),
+                        exact: true,
+                    }],
+                },
+                Call {
+                    tool: "filesystem__read_media_file",
+                    label: "read_media_file baseline.jpg",
+                    expect: vec![Image {
+                        media_type: "image/jpeg",
+                        data: base64(&files.jpeg),
+                        exact: true,
+                    }],
+                },
+                Call {
+                    tool: "filesystem__read_media_file",
+                    label: "read_media_file jpeg_named.png",
+                    expect: vec![Image {
+                        media_type: "image/jpeg",
+                        data: base64(&files.jpeg),
+                        exact: true,
+                    }],
+                },
+                Call {
+                    tool: "filesystem__read_media_file",
+                    label: "read_media_file tone.wav",
+                    expect: vec![
+                        TextOnly,
+                        Shows(markers::audio_line("audio/wav", size(&files.wav))),
+                    ],
+                },
+                Call {
+                    tool: "filesystem__read_media_file",
+                    label: "read_media_file zip_named.png",
+                    expect: vec![
+                        TextOnly,
+                        Shows(markers::image_not_renderable(
+                            "application/zip",
+                            size(&files.zip),
+                        )),
+                    ],
+                },
+                Call {
+                    tool: "filesystem__read_media_file",
+                    label: "read_media_file empty.png",
+                    expect: vec![TextOnly, Shows(markers::IMAGE_NO_DATA.to_owned())],
+                },
+                Call {
+                    tool: "filesystem__read_media_file",
+                    label: "read_media_file archive.zip",
+                    expect: vec![
+                        TextOnly,
+                        Shows("[Resource not shown: this host can't display its data (".to_owned()),
+                    ],
+                },
+                Call {
+                    tool: "filesystem__list_allowed_directories",
+                    label: "list_allowed_directories",
+                    expect: vec![TextOnly, Shows(files.dir.display().to_string())],
+                },
+            ],
+        },
+    ]
+}
+
+/// Plays one conversation through `mcpl run` and checks what it wrote.
+fn play(
+    root: &Path,
+    mcpl: &Path,
+    config: &Path,
+    run_dir: &Path,
+    vars: &[(&str, String)],
+    conversation: &Conversation,
+    checks: &mut Checks,
+) -> Result<(), String> {
+    let name = conversation.name;
+    let script_path = run_dir.join(format!("{name}.script.json"));
+    let script_text = fill(&root.join(format!("e2e/{name}.json")), vars, &script_path)?;
+    let script = Json::parse(&script_text).map_err(|e| format!("e2e/{name}.json: {e}"))?;
+    let steps = script.get("steps").map(Json::items).unwrap_or_default();
+    let answer = script
+        .get("final")
+        .and_then(Json::as_str)
+        .unwrap_or_default();
+    // Which step each call is made in, and its model-facing name, in order.
+    let mut scripted: Vec<(usize, String)> = Vec::new();
+    for (step, turn) in steps.iter().enumerate() {
+        for call in turn.get("tool_calls").map(Json::items).unwrap_or_default() {
+            let server = call
+                .get("server")
+                .and_then(Json::as_str)
+                .unwrap_or_default();
+            let tool = call.get("name").and_then(Json::as_str).unwrap_or_default();
+            scripted.push((step, format!("{server}__{tool}")));
+        }
+    }
+    let expected: Vec<&str> = conversation.calls.iter().map(|c| c.tool).collect();
+    let names: Vec<&str> = scripted.iter().map(|(_, n)| n.as_str()).collect();
+    if names != expected {
+        return Err(format!(
+            "e2e/{name}.json calls {names:?}, but xtask expects {expected:?}"
+        ));
+    }
+
+    let transcript = run_dir.join(format!("{name}.jsonl"));
+    println!("\nxtask: mcpl run {name}");
+    let started = Instant::now();
+    let output = Command::new(mcpl)
+        .arg("run")
+        .arg("--config")
+        .arg(config)
+        .arg("--model")
+        .arg(format!("scripted:{}", script_path.display()))
+        .arg("--transcript")
+        .arg(&transcript)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", mcpl.display()))?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    std::fs::write(run_dir.join(format!("{name}.stderr")), stderr.as_bytes())
+        .map_err(|e| format!("{}: {e}", run_dir.display()))?;
+    checks.check(
+        format!(
+            "{name}: mcpl run exits 0 with the final answer on stdout ({:.1} s)",
+            started.elapsed().as_secs_f64()
+        ),
+        if output.status.success() && stdout == format!("{answer}\n") {
+            Ok(())
+        } else {
+            Err(format!(
+                "{}; stdout {stdout:?}; stderr {stderr:?}",
+                output.status
+            ))
+        },
+    );
+
+    let text = std::fs::read_to_string(&transcript).unwrap_or_default();
+    let parsed: Result<Vec<Json>, String> = text
+        .lines()
+        .enumerate()
+        .map(|(i, line)| Json::parse(line).map_err(|e| format!("line {}: {e}", i + 1)))
+        .collect();
+    let bodies = match parsed {
+        Ok(bodies) => bodies,
+        Err(error) => {
+            checks.check(format!("{name}: every transcript line is JSON"), Err(error));
+            return Ok(());
+        }
+    };
+    checks.check(
+        format!(
+            "{name}: one request per model turn ({} lines of JSON)",
+            steps.len() + 1
+        ),
+        expect_eq(bodies.len(), steps.len() + 1),
+    );
+    let Some(last) = bodies.last() else {
+        return Ok(());
+    };
+
+    // The k-th tool_use block is the k-th scripted call; results are matched by its id.
+    let uses: Vec<(String, String)> = messages(last)
+        .iter()
+        .filter(|m| m.get("role").and_then(Json::as_str) == Some("assistant"))
+        .flat_map(|m| m.get("content").map(Json::items).unwrap_or_default())
+        .filter(|block| block.get("type").and_then(Json::as_str) == Some("tool_use"))
+        .map(|block| {
+            let field = |key| {
+                block
+                    .get(key)
+                    .and_then(Json::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            (field("id"), field("name"))
+        })
+        .collect();
+    let used: Vec<&str> = uses.iter().map(|(_, n)| n.as_str()).collect();
+    checks.check(
+        format!("{name}: the assistant turns call the scripted tools in order"),
+        expect_eq(used.clone(), expected.clone()),
+    );
+    let tokens = estimated_tokens(&stderr);
+    checks.check(
+        format!("{name}: mcpl run reports each call's estimated tokens on stderr"),
+        expect_eq(
+            tokens.iter().map(|(n, _)| n.as_str()).collect(),
+            expected.clone(),
+        ),
+    );
+    if used != expected {
+        return Ok(());
+    }
+
+    for (index, ((step, _), call)) in scripted.iter().zip(&conversation.calls).enumerate() {
+        let id = &uses[index].0;
+        let what = format!("{name}: {}", call.label);
+        // The round after the call sends its live copy; later rounds its stored copy.
+        let live = bodies.get(step + 1).and_then(|body| tool_result(body, id));
+        let Some(live) = live else {
+            checks.check(
+                format!("{what}: its result is in the next request"),
+                Err("missing".to_owned()),
+            );
+            continue;
+        };
+        let stored: Vec<&Json> = bodies
+            .iter()
+            .skip(step + 2)
+            .filter_map(|body| tool_result(body, id))
+            .collect();
+        for expect in &call.expect {
+            check_live(
+                checks,
+                &what,
+                expect,
+                live,
+                tokens.get(index).map(|(_, t)| *t),
+            );
+            if let Expect::Image { media_type, .. } = expect
+                && let Some(copy) = stored.first()
+            {
+                checks.check(
+                    format!(
+                        "{what}: later rounds carry its stored copy, {}...]",
+                        markers::image_placeholder(media_type)
+                    ),
+                    contains(&text_of(copy), &markers::image_placeholder(media_type)),
+                );
+            }
+        }
+        for copy in &stored {
+            if !images(copy).is_empty() {
+                checks.check(
+                    format!("{what}: stored copies are text only"),
+                    Err(format!("{copy:?}")),
+                );
+            }
+        }
+    }
+
+    let mut shown = Vec::new();
+    for (line, body) in bodies.iter().enumerate() {
+        // The tool_use inputs are the scripted model's own arguments (the data: URI among
+        // them), and `tools` holds the servers' own descriptions: neither is server content.
+        let seen = Json::Array(vec![
+            body.get("system").cloned().unwrap_or(Json::Null),
+            body.get("messages").cloned().unwrap_or(Json::Null),
+        ]);
+        seen.visit_strings(&["input"], &mut |s| {
+            for sign in URI_SIGNS {
+                if has_uri(s, sign) {
+                    shown.push(format!("line {}: {sign} in {:?}", line + 1, cut(s)));
+                }
+            }
+        });
+    }
+    checks.check(
+        format!("{name}: no uri ({}) in any message", URI_SIGNS.join(", ")),
+        if shown.is_empty() {
+            Ok(())
+        } else {
+            Err(shown.join("; "))
+        },
+    );
+    Ok(())
+}
+
+fn check_live(checks: &mut Checks, what: &str, expect: &Expect, live: &Json, tokens: Option<u64>) {
+    let text = text_of(live);
+    match expect {
+        Expect::Image {
+            media_type,
+            data,
+            exact,
+        } => {
+            let found = images(live);
+            let matches = |(t, d): &(String, String)| {
+                t == media_type
+                    && if *exact {
+                        d == data
+                    } else {
+                        d.starts_with(data.as_str())
+                    }
+            };
+            checks.check(
+                format!(
+                    "{what}: live copy has a native {media_type} image{}",
+                    if *exact { " with the file's bytes" } else { "" }
+                ),
+                if found.iter().any(matches) {
+                    Ok(())
+                } else {
+                    let types: Vec<&str> = found.iter().map(|(t, _)| t.as_str()).collect();
+                    Err(format!("images {types:?}; text {:?}", cut(&text)))
+                },
+            );
+        }
+        Expect::Shows(wanted) => checks.check(
+            format!("{what}: shows {}", cut(wanted)),
+            contains(&text, wanted),
+        ),
+        Expect::TextOnly => checks.check(
+            format!("{what}: live copy is text only"),
+            if images(live).is_empty() {
+                Ok(())
+            } else {
+                Err(format!("{live:?}"))
+            },
+        ),
+        Expect::WithinBudget => {
+            checks.check(
+                format!("{what}: estimated tokens on stderr at most {BUDGET}"),
+                match tokens {
+                    Some(t) if t <= BUDGET => Ok(()),
+                    Some(t) => Err(format!("{t} estimated tokens")),
+                    None => Err("no stderr line for the call".to_owned()),
+                },
+            );
+            let chars = text.chars().count();
+            checks.check(
+                format!("{what}: live text of {chars} characters, at most {BUDGET} tokens at 4 a token, from {NOISE_BYTES} bytes"),
+                if chars as u64 <= BUDGET * 4 { Ok(()) } else { Err(format!("{chars} characters")) },
+            );
+        }
+    }
+}
+
+/// Pass and fail lines, one per check.
+#[derive(Default)]
+struct Checks {
+    passed: usize,
+    failed: Vec<String>,
+}
+
+impl Checks {
+    fn check(&mut self, what: String, outcome: Result<(), String>) {
+        match outcome {
+            Ok(()) => {
+                println!("ok    {what}");
+                self.passed += 1;
+            }
+            Err(why) => {
+                println!("FAIL  {what}: {why}");
+                self.failed.push(what);
+            }
+        }
+    }
+}
+
+fn expect_eq<T: PartialEq + std::fmt::Debug>(found: T, expected: T) -> Result<(), String> {
+    if found == expected {
+        Ok(())
+    } else {
+        Err(format!("found {found:?}, expected {expected:?}"))
+    }
+}
+
+fn contains(text: &str, wanted: &str) -> Result<(), String> {
+    if text.contains(wanted) {
+        Ok(())
+    } else {
+        Err(format!("not in {:?}", cut(text)))
+    }
+}
+
+/// A long string cut for a message.
+fn cut(text: &str) -> String {
+    match text.char_indices().nth(300) {
+        Some((at, _)) => format!("{}...(+{} bytes)", &text[..at], text.len() - at),
+        None => text.to_owned(),
+    }
+}
+
+/// A `data:` at the start of a word is a uri; `metadata:` is not.
+fn has_uri(text: &str, sign: &str) -> bool {
+    text.match_indices(sign).any(|(at, _)| {
+        !text[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+    })
+}
+
+fn messages(body: &Json) -> &[Json] {
+    body.get("messages").map(Json::items).unwrap_or_default()
+}
+
+/// The `content` of the `tool_result` block answering `id` in a Messages API body.
+fn tool_result<'a>(body: &'a Json, id: &str) -> Option<&'a Json> {
+    messages(body)
+        .iter()
+        .flat_map(|m| m.get("content").map(Json::items).unwrap_or_default())
+        .find(|block| {
+            block.get("type").and_then(Json::as_str) == Some("tool_result")
+                && block.get("tool_use_id").and_then(Json::as_str) == Some(id)
+        })
+        .and_then(|block| block.get("content"))
+}
+
+/// The text blocks of a tool result's content, joined by newlines.
+fn text_of(content: &Json) -> String {
+    match content {
+        Json::String(text) => text.clone(),
+        _ => content
+            .items()
+            .iter()
+            .filter_map(|block| block.get("text").and_then(Json::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+/// The image blocks of a tool result's content: media type and base64 data.
+fn images(content: &Json) -> Vec<(String, String)> {
+    content
+        .items()
+        .iter()
+        .filter(|block| block.get("type").and_then(Json::as_str) == Some("image"))
+        .map(|block| {
+            let source = |key| {
+                block
+                    .get("source")
+                    .and_then(|s| s.get(key))
+                    .and_then(Json::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            (source("media_type"), source("data"))
+        })
+        .collect()
+}
+
+/// `mcpl run`'s stderr lines `mcpl: round <n> <tool>: <tokens> estimated tokens...`, in order.
+fn estimated_tokens(stderr: &str) -> Vec<(String, u64)> {
+    stderr
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("mcpl: round ")?;
+            let (_, rest) = rest.split_once(' ')?;
+            let (tool, rest) = rest.split_once(": ")?;
+            let (tokens, _) = rest.split_once(" estimated tokens")?;
+            Some((tool.to_owned(), tokens.parse().ok()?))
+        })
+        .collect()
+}
+
+/// A template from `e2e/` with each `${NAME}` replaced by its value as JSON string text,
+/// written to `to`.
+fn fill(template: &Path, vars: &[(&str, String)], to: &Path) -> Result<String, String> {
+    let mut text =
+        String::from_utf8(read(template)?).map_err(|e| format!("{}: {e}", template.display()))?;
+    for (name, value) in vars {
+        text = text.replace(&format!("${{{name}}}"), &json_string_text(value));
+    }
+    if let Some(at) = text.find("${") {
+        return Err(format!(
+            "{}: unknown placeholder {}",
+            template.display(),
+            &text[at..text[at..].find('}').map_or(text.len(), |end| at + end + 1)]
+        ));
+    }
+    std::fs::write(to, &text).map_err(|e| format!("{}: {e}", to.display()))?;
+    Ok(text)
+}
+
+/// A string as it goes between the quotes of a JSON string.
+fn json_string_text(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A `data:` URI of [`NOISE_BYTES`] pseudo-random bytes, the same every run (xorshift64).
+fn noise_data_uri() -> String {
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut bytes = Vec::with_capacity(NOISE_BYTES);
+    while bytes.len() < NOISE_BYTES {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        bytes.extend_from_slice(&state.to_le_bytes());
+    }
+    bytes.truncate(NOISE_BYTES);
+    format!("data:application/octet-stream;base64,{}", base64(&bytes))
+}
+
+/// Standard base64 with padding.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let byte = |i: usize| u32::from(chunk.get(i).copied().unwrap_or(0));
+        let n = (byte(0) << 16) | (byte(1) << 8) | byte(2);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// A program's full path, from `PATH`.
+fn on_path(program: &str) -> Result<PathBuf, String> {
+    let name = format!("{program}{}", std::env::consts::EXE_SUFFIX);
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(&name))
+        .find(|path| path.is_file())
+        .ok_or_else(|| format!("{program} is not on PATH (Node 18 or later is needed)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_pads_as_the_standard_says() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"hello world\n"), "aGVsbG8gd29ybGQK");
+    }
+
+    #[test]
+    fn sizes_print_as_lanes_print_them() {
+        assert_eq!(markers::size_label(122), "122B");
+        assert_eq!(markers::size_label(4044), "~4KB");
+        assert_eq!(markers::size_label(2 * 1024 * 1024 + 700), "~2.0MB");
+    }
+
+    #[test]
+    fn a_uri_starts_a_word() {
+        assert!(has_uri("see data:text/plain;base64,aGk=", "data:"));
+        assert!(has_uri("data:x", "data:"));
+        assert!(!has_uri("metadata: none", "data:"));
+        assert!(has_uri("(demo://x)", "demo://"));
+    }
+
+    #[test]
+    fn stderr_lines_give_each_call_its_tokens() {
+        let stderr = "mcpl: server x: gone\nmcpl: round 2 everything__gzip-file-as-resource: 22 estimated tokens, spilled to /s\n";
+        assert_eq!(
+            estimated_tokens(stderr),
+            [("everything__gzip-file-as-resource".to_owned(), 22)]
+        );
+    }
+
+    #[test]
+    fn placeholders_are_filled_as_json_text() {
+        assert_eq!(
+            json_string_text("C:\\a \"b\"\n"),
+            "C:\\\\a \\\"b\\\"\\u000a"
+        );
+        assert!(noise_data_uri().len() > NOISE_BYTES * 4 / 3);
+    }
+}
