@@ -222,3 +222,4 @@ fn a_missing_file_is_a_failure_not_bad_input() {
 
 mod demo;
 mod project;
+mod run;
