@@ -351,6 +351,11 @@ impl<'h> Projector<'h> {
 
     fn image_piece<'a>(&mut self, media: &Media<'a>, hidden: &HiddenUris) -> Piece<'a> {
         match image_fate(media, self.limits(), hidden) {
+            // A type the route does not take (a GIF to Gemini) goes as its placeholder, as every
+            // image does on a text-only route.
+            Ok(media_type) if !self.route.takes_image_type(media.sniffed) => {
+                Piece::text(self.image_placeholder(media, media_type))
+            }
             Ok(media_type) => Piece {
                 text: self.image_placeholder(media, media_type),
                 native: Some(Part::Image {
@@ -507,7 +512,7 @@ impl<'h> Projector<'h> {
         match image_fate(media, self.limits(), hidden) {
             Ok(media_type) => {
                 let placeholder = self.image_placeholder(media, media_type);
-                if self.route.images_in_messages {
+                if self.route.images_in_messages && self.route.takes_image_type(media.sniffed) {
                     let part = Part::Image {
                         media_type,
                         data: media.data,

@@ -6,6 +6,7 @@ mod cases;
 mod conformance;
 mod properties;
 mod regressions;
+mod routes;
 
 use mcpl_lanes::{
     ImageLedger, LiveCopy, MessageView, Part, Projector, Registry, Route, ServerName, ToolResult,
