@@ -280,7 +280,14 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
         })?),
         None => None,
     };
-    let mut host = Host::start(&config, HostOptions::new(route, &config));
+    let mut options = HostOptions::new(route, &config);
+    if let Some((kind, name)) = args.model.as_deref().and_then(|m| m.split_once(':'))
+        && kind != "scripted"
+    {
+        // A provider's model name goes in its requests (and in the transcript).
+        options.model = name.to_owned();
+    }
+    let mut host = Host::start(&config, options);
     for server in &host.servers {
         if let Some(error) = &server.error {
             eprintln!("mcpl: server {}: {error}", server.config.launch.name);
