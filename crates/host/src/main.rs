@@ -12,7 +12,7 @@ use mcpl_host::demo::{render_json, render_text, run_demo};
 use mcpl_host::encode::ROUTE_NAMES;
 use mcpl_host::host_loop::{Host, HostOptions};
 use mcpl_host::input::{InputError, content_blocks, describe_shape, read_document};
-use mcpl_host::model::{Model, Scripted};
+use mcpl_host::model::{Model, ModelError, Scripted};
 use mcpl_host::project::{Lane, Request, project};
 use mcpl_lanes::UriPolicy;
 
@@ -341,7 +341,16 @@ fn model_named(spec: Option<&str>) -> Result<Box<dyn Model>, Failure> {
     match kind {
         "scripted" => Scripted::from_file(std::path::Path::new(rest))
             .map(|model| Box::new(model) as Box<dyn Model>)
-            .map_err(|e| unusable(e.to_string())),
+            .map_err(|e| Failure {
+                // A script that cannot be read is a failure; one that is not a script is input
+                // the command cannot use.
+                status: if matches!(e, ModelError::ScriptRead { .. }) {
+                    1
+                } else {
+                    2
+                },
+                message: e.to_string(),
+            }),
         _ => http_model(kind, rest).ok_or_else(|| {
             unusable(format!(
                 "unknown model {spec}; models: scripted:FILE{}",

@@ -24,7 +24,15 @@ pub struct Turn {
 /// Why a model could not answer.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
-    /// The script could not be read or is not a script.
+    /// The script file could not be read.
+    #[error("model script {path}: {message}")]
+    ScriptRead {
+        /// The script's path.
+        path: String,
+        /// What the operating system said.
+        message: String,
+    },
+    /// The script is not a script.
     #[error("model script {path}: {message}")]
     Script {
         /// The script's path.
@@ -87,6 +95,15 @@ struct ScriptedCall {
     arguments: Value,
 }
 
+/// A key path as errors print it: the whole document is `(top)`.
+fn key_path(path: &str) -> &str {
+    if path == "." || path == "?" {
+        "(top)"
+    } else {
+        path
+    }
+}
+
 fn empty_object() -> Value {
     Value::Object(serde_json::Map::new())
 }
@@ -98,7 +115,10 @@ impl Scripted {
             path: path.display().to_string(),
             message,
         };
-        let bytes = std::fs::read(path).map_err(|e| error(e.to_string()))?;
+        let bytes = std::fs::read(path).map_err(|e| ModelError::ScriptRead {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
         Scripted::from_slice(&bytes).map_err(|e| match e {
             ModelError::Script { message, .. } => error(message),
             other => other,
@@ -111,7 +131,7 @@ impl Scripted {
         let script: Script =
             serde_path_to_error::deserialize(deserializer).map_err(|e| ModelError::Script {
                 path: "<inline>".to_owned(),
-                message: format!("at {}: {}", e.path(), e.inner()),
+                message: format!("at {}: {}", key_path(&e.path().to_string()), e.inner()),
             })?;
         let mut calls_made = 0;
         let steps = script

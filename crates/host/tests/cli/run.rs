@@ -239,6 +239,7 @@ fn a_bad_script_exits_2_with_one_line_naming_the_key() {
             r#"{"steps": [], "finale": "x"}"#,
             "at finale: unknown field `finale`",
         ),
+        ("not json", "at (top): expected ident"),
     ];
     for (script, key) in cases {
         let path = scratch.write_text("bad-script.json", script);
@@ -253,6 +254,15 @@ fn a_bad_script_exits_2_with_one_line_naming_the_key() {
         assert!(output.stdout.is_empty(), "{script}");
         assert!(!transcript.exists(), "{script}: no request was made");
     }
+    // A script that cannot be read is a failure, not bad input.
+    let missing = scratch.0.join("no-script.json");
+    let output = run(&config, &missing, &transcript, &[]);
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("mcpl: model script {}: ", missing.display())),
+        "{stderr}"
+    );
 }
 
 #[test]
