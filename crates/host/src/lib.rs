@@ -20,13 +20,16 @@
 
 pub mod client;
 pub mod config;
+pub mod conformance;
 pub mod conversation;
 pub mod demo;
 pub mod encode;
+pub mod fetch;
 pub mod host_loop;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod input;
+pub mod loopback;
 pub mod mcpl;
 pub mod model;
 pub mod project;

@@ -1,0 +1,29 @@
+//! The conformance runner on MCPL's bulk-reference vectors: every case passes.
+
+use std::path::{Path, PathBuf};
+
+use mcpl_host::conformance::{Tally, run_conformance};
+
+/// `shared/conformance/` sits beside the repository (CI clones the repository next to it).
+fn vectors() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/conformance/bulk-reference-vectors.json")
+}
+
+#[test]
+fn every_vector_passes() {
+    let mut report = Vec::new();
+    let tally = run_conformance(&[vectors()], &mut report).unwrap();
+    let report = String::from_utf8(report).unwrap();
+    eprintln!("{report}");
+    assert_eq!(
+        tally,
+        Tally {
+            passed: 43,
+            failed: 0
+        },
+        "{report}"
+    );
+    assert!(report.ends_with("43 passed, 0 failed\n"), "{report}");
+    assert_eq!(report.lines().filter(|l| l.starts_with("ok ")).count(), 43);
+}
