@@ -500,9 +500,10 @@ impl Fetcher {
 
     /// Fetches, in parallel, the first [`EAGER_PER_RESULT`] of `ids` that are eager-eligible:
     /// unfetched, chosen an http(s) server on their origin, claiming a size no larger than that
-    /// server's eager limit, and not expired. Each is cut at the eager limit. Failures are logged
-    /// and leave the reference unfetched, so its stub still offers `fetch_reference`. Answers
-    /// what became of each reference it tried.
+    /// server's eager limit (and ceiling), and not expired. Each is cut at its claimed size and
+    /// reserves that much of the server's budget. Failures are logged and leave the reference
+    /// unfetched, so its stub still offers `fetch_reference`. Answers what became of each
+    /// reference it tried.
     pub fn eager(
         &mut self,
         registry: &mut Registry,
@@ -563,8 +564,8 @@ impl Fetcher {
 
     fn eager_plans(&self, registry: &Registry, ids: &[RefId]) -> Vec<EagerPlan> {
         let mut plans: Vec<EagerPlan> = Vec::new();
-        // Parallel fetches from one server share what is left of its budget, so that together
-        // they can never spend more than it.
+        // Parallel fetches from one server share what is left of its budget: each reserves its
+        // claimed size and is cut there, so together they can never spend more than the budget.
         let mut reserved = vec![0u64; self.servers.len()];
         for id in ids {
             if plans.len() == EAGER_PER_RESULT {
@@ -576,7 +577,7 @@ impl Fetcher {
             let Ok(record) = registry.lookup(id.as_str()) else {
                 continue;
             };
-            let Some((index, uri)) = self.eager_server(record) else {
+            let Some((index, uri, claimed)) = self.eager_server(record) else {
                 tracing::debug!(reference = %id, "not eager-eligible");
                 continue;
             };
@@ -584,29 +585,28 @@ impl Fetcher {
             let left = server
                 .budget_bytes
                 .saturating_sub(server.used + reserved[index]);
-            if left == 0 {
-                tracing::warn!(reference = %id, server = %server.name, "eager fetch skipped: budget spent");
+            if left < claimed || left == 0 {
+                tracing::warn!(reference = %id, server = %server.name, "eager fetch skipped: not enough budget left");
                 continue;
             }
-            let ceiling = server.max_bytes.min(server.eager_max_bytes);
-            let budget_left = left.min(ceiling);
-            reserved[index] += budget_left;
+            reserved[index] += claimed;
             plans.push(EagerPlan {
                 id: id.clone(),
                 server: index,
                 uri,
                 token: server.token.clone(),
                 limits: Limits {
-                    ceiling,
-                    budget_left,
+                    ceiling: claimed,
+                    budget_left: claimed,
                 },
             });
         }
         plans
     }
 
-    /// The server an eager fetch of this record would dial, and the uri, if it is eligible.
-    fn eager_server(&self, record: &Record) -> Option<(usize, Uri)> {
+    /// The server an eager fetch of this record would dial, the uri and the claimed size, if
+    /// it is eligible.
+    fn eager_server(&self, record: &Record) -> Option<(usize, Uri, u64)> {
         if record.fetched.is_some() {
             return None;
         }
@@ -625,7 +625,7 @@ impl Fetcher {
             .as_deref()
             .is_some_and(|at| expiry::has_passed(at, SystemTime::now()));
         (claimed <= state.eager_max_bytes && claimed <= state.max_bytes && !expired)
-            .then_some((server, uri))
+            .then_some((server, uri, claimed))
     }
 
     /// The one place a reference's server is chosen, for the fetch and the eager check alike:
