@@ -56,7 +56,8 @@ impl Request {
 pub struct Answer {
     /// The status code.
     pub status: u16,
-    /// Headers besides `Content-Length`, `Transfer-Encoding` and `Connection`.
+    /// Headers besides `Transfer-Encoding` and `Connection`. A `Content-Length` here replaces
+    /// the true one, for a server that lies about its length.
     pub headers: Vec<(String, String)>,
     /// The body.
     pub body: Body,
@@ -290,7 +291,14 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     out.write_all(b"Connection: close\r\n")?;
     match &answer.body {
         Body::Bytes(bytes) => {
-            write!(out, "Content-Length: {}\r\n\r\n", bytes.len())?;
+            let lies = answer
+                .headers
+                .iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case("content-length"));
+            if !lies {
+                write!(out, "Content-Length: {}\r\n", bytes.len())?;
+            }
+            out.write_all(b"\r\n")?;
             out.write_all(bytes)?;
             out.flush()?;
         }
