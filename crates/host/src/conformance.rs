@@ -80,8 +80,8 @@ pub enum ConformanceError {
     Report(std::io::Error),
 }
 
-/// Runs every case of every file, writing `ok <id>` or `FAIL <id>: <why>` per case and then
-/// `<N> passed, <M> failed`.
+/// Runs every case of every file (`-` is standard input), writing `ok <id>` or
+/// `FAIL <id>: <why>` per case and then `<N> passed, <M> failed`.
 pub fn run_conformance(paths: &[PathBuf], out: &mut dyn Write) -> Result<Tally, ConformanceError> {
     let work = std::env::temp_dir().join(format!(
         "mcpl-conformance-{}-{:x}",
@@ -132,7 +132,12 @@ fn read_vectors(path: &Path) -> Result<Vec<Value>, ConformanceError> {
         path: shown.clone(),
         message,
     };
-    let text = std::fs::read_to_string(path).map_err(|source| ConformanceError::Read {
+    let read = if path.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())
+    } else {
+        std::fs::read_to_string(path)
+    };
+    let text = read.map_err(|source| ConformanceError::Read {
         path: shown.clone(),
         source,
     })?;

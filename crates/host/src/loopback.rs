@@ -256,17 +256,30 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
             break;
         }
         let Ok(stream) = stream else { continue };
-        shared.active.fetch_add(1, Ordering::SeqCst);
-        let serving = Arc::clone(shared);
-        let spawned = std::thread::Builder::new()
+        let active = Active::new(Arc::clone(shared));
+        // A thread that cannot start drops its closure, and the count with it; a panicking
+        // answerer drops it while unwinding.
+        let _ = std::thread::Builder::new()
             .name("mcpl-loopback-conn".to_owned())
             .spawn(move || {
-                let _ = serve(stream, &serving);
-                serving.active.fetch_sub(1, Ordering::SeqCst);
+                let _ = serve(stream, &active.0);
             });
-        if spawned.is_err() {
-            shared.active.fetch_sub(1, Ordering::SeqCst);
-        }
+    }
+}
+
+/// One connection being served, counted for [`Loopback::settle`] until dropped.
+struct Active(Arc<Shared>);
+
+impl Active {
+    fn new(shared: Arc<Shared>) -> Active {
+        shared.active.fetch_add(1, Ordering::SeqCst);
+        Active(shared)
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
