@@ -184,7 +184,8 @@ impl Tool {
                 "Emits an MCPL reference with disposition never, and a text block that mentions its uri."
             }
             Tool::ReferenceRef => {
-                "Emits a text block and an MCPL reference with disposition ref to a PDF whose uri carries a token."
+                "Emits a text block and an MCPL reference with disposition ref to a PDF whose uri carries a token \
+                 (or to `uri`, claiming `sizeBytes`, when given)."
             }
             Tool::OverBudget => {
                 "Emits about 300 KB of numbered log lines in two text blocks with a PNG image between them, \
@@ -222,6 +223,14 @@ impl Tool {
     /// Its `inputSchema`.
     pub(crate) fn input_schema(self) -> Value {
         match self {
+            Tool::ReferenceRef => json!({
+                "type": "object",
+                "properties": {
+                    "uri": {"type": "string", "description": "The reference's uri."},
+                    "sizeBytes": {"type": "integer", "minimum": 0,
+                                  "description": "The size the reference claims."},
+                },
+            }),
             Tool::Slow => json!({
                 "type": "object",
                 "properties": {"ms": {
@@ -248,7 +257,6 @@ impl Tool {
             | Tool::TextAndBlob
             | Tool::ResourceLink
             | Tool::ReferenceNever
-            | Tool::ReferenceRef
             | Tool::OverBudget
             | Tool::Structured
             | Tool::StructuredOnly
@@ -335,17 +343,28 @@ impl Tool {
                 },
                 text(&format!("The private file is at {NEVER_URI}; that link must never be shown.")),
             ])),
-            Tool::ReferenceRef => answer(json!([
-                text("The Q3 report is attached as a reference; fetch it to read it."),
-                {
-                    "type": "resource",
-                    "uri": REF_URI,
-                    "name": "q3-report.pdf",
-                    "mimeType": "application/pdf",
-                    "sizeBytes": 48213,
-                    "disposition": "ref",
-                },
-            ])),
+            Tool::ReferenceRef => {
+                // A host's tests point the reference at a server of their own.
+                let uri = arguments
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .unwrap_or(REF_URI);
+                let size = arguments
+                    .get("sizeBytes")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(48213);
+                answer(json!([
+                    text("The Q3 report is attached as a reference; fetch it to read it."),
+                    {
+                        "type": "resource",
+                        "uri": uri,
+                        "name": "q3-report.pdf",
+                        "mimeType": "application/pdf",
+                        "sizeBytes": size,
+                        "disposition": "ref",
+                    },
+                ]))
+            }
             Tool::OverBudget => {
                 let half = LOG_LINES / 2;
                 answer(json!([

@@ -6,7 +6,8 @@
 //!                                    "timeoutMs": 30000,
 //!                                    "fetch": {"origin": "https://files.example",
 //!                                              "token": "...", "maxBytes": 1048576}}}},
-//!  "mcpl": {"spillDir": "/var/tmp/mcpl", "contextWindow": 200000}}
+//!  "mcpl": {"spillDir": "/var/tmp/mcpl/spill", "fetchDir": "/var/tmp/mcpl/refs",
+//!           "contextWindow": 200000}}
 //! ```
 //!
 //! Everything under `mcpl` is mcpl's own and optional. Unknown keys are errors, and every error
@@ -42,6 +43,8 @@ pub struct Config {
     pub servers: Vec<ServerConfig>,
     /// Where spill files go; a folder under the system's temporary folder when absent.
     pub spill_dir: Option<PathBuf>,
+    /// Where fetched references go; a folder under the system's temporary folder when absent.
+    pub fetch_dir: Option<PathBuf>,
     /// The model's context window, in estimated tokens.
     pub context_window: u64,
 }
@@ -141,6 +144,7 @@ struct RawConfig {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawHost {
     spill_dir: Option<PathBuf>,
+    fetch_dir: Option<PathBuf>,
     context_window: Option<u64>,
 }
 
@@ -272,6 +276,7 @@ impl Config {
         Ok(Config {
             servers,
             spill_dir: raw.mcpl.spill_dir,
+            fetch_dir: raw.mcpl.fetch_dir,
             context_window: raw.mcpl.context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW),
         })
     }

@@ -5,8 +5,8 @@
 //! needs nothing but the binary and runs offline. The scripted model calls every tool that
 //! answers (the ones that crash, hang or write garbage are for the failure tests), one per
 //! round so each result's live copy is its own request, then `push-events` and
-//! `host-answers`, then reads the first reference stub it was shown and calls
-//! `fetch_reference` with its id, as a model would.
+//! `host-answers`, then reads the stubs it was shown and calls `fetch_reference` on two of
+//! them by their names, as a model would: one the fetcher saves, one it refuses.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -55,6 +55,7 @@ pub fn demo_config(program: PathBuf, spill_dir: PathBuf) -> Config {
             },
             options: ServerOptions::default(),
         }],
+        fetch_dir: Some(spill_dir.join("refs")),
         spill_dir: Some(spill_dir),
         context_window: crate::config::DEFAULT_CONTEXT_WINDOW,
     }
@@ -97,21 +98,26 @@ fn demo_steps(host: &Host) -> Vec<String> {
     steps
 }
 
-/// The demo's model: one tool per turn, then `fetch_reference` on the first stub it was shown,
-/// then a final answer.
+/// The stubs the demo fetches, by the name they show: a resource link the demo server reads
+/// back through `resources/read`, and a reference on an origin no server was dialed to, which
+/// the fetcher refuses.
+const FETCHED_NAMES: &[&str] = &["report.csv", "brief.pdf"];
+
+/// The demo's model: one tool per turn, then `fetch_reference` on the stubs it was shown, by
+/// their names, then a final answer.
 #[derive(Debug)]
 struct DemoModel {
     steps: std::vec::IntoIter<String>,
+    fetches: std::slice::Iter<'static, &'static str>,
     calls: usize,
-    fetched: bool,
 }
 
 impl DemoModel {
     fn new(steps: Vec<String>) -> DemoModel {
         DemoModel {
             steps: steps.into_iter(),
+            fetches: FETCHED_NAMES.iter(),
             calls: 0,
-            fetched: false,
         }
     }
 
@@ -137,11 +143,11 @@ impl Model for DemoModel {
         if let Some(tool) = self.steps.next() {
             return Ok(self.call(tool, json!({})));
         }
-        if !self.fetched {
-            self.fetched = true;
-            // Read the request as a model would: the first stub's id.
-            let text = body.to_string();
-            if let Some(id) = first_ref_id(&text) {
+        // Read the request as a model would: the id in the stub that names the file.
+        let text = body.to_string();
+        for name in self.fetches.by_ref() {
+            if let Some(id) = ref_id_named(&text, name) {
+                let id = id.to_owned();
                 return Ok(self.call(FETCH_REFERENCE.to_owned(), json!({"ref_id": id})));
             }
         }
@@ -152,11 +158,11 @@ impl Model for DemoModel {
     }
 }
 
-/// The first `[ref_<base36>_<4>]` in a text.
-fn first_ref_id(text: &str) -> Option<&str> {
-    let start = text.find("[ref_")? + 1;
-    let end = start + text[start..].find(']')?;
-    let id = &text[start..end];
+/// The id of the first stub `[<ref id>] <name> — ...` in a text.
+fn ref_id_named<'t>(text: &'t str, name: &str) -> Option<&'t str> {
+    let at = text.find(&format!("] {name} "))?;
+    let start = text[..at].rfind("[ref_")? + 1;
+    let id = &text[start..at];
     id.chars()
         .all(|c| c.is_ascii_alphanumeric() || c == '_')
         .then_some(id)
@@ -446,12 +452,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_model_reads_the_first_stub_id() {
-        assert_eq!(
-            first_ref_id("see [ref_1_ab3z] report.pdf — fetch with fetch_reference"),
-            Some("ref_1_ab3z")
-        );
-        assert_eq!(first_ref_id("[ref_1 x]"), None);
-        assert_eq!(first_ref_id("nothing"), None);
+    fn the_model_reads_a_stub_id_by_its_name() {
+        let text = "see [ref_1_ab3z] report.csv — text/csv and [ref_2_x] brief.pdf — fetch";
+        assert_eq!(ref_id_named(text, "report.csv"), Some("ref_1_ab3z"));
+        assert_eq!(ref_id_named(text, "brief.pdf"), Some("ref_2_x"));
+        assert_eq!(ref_id_named(text, "other.txt"), None);
+        assert_eq!(ref_id_named("[ref_1 x] report.csv — ", "report.csv"), None);
     }
 }

@@ -6,8 +6,9 @@
 //! servers that offer it for context injections, encodes the request for the route, checks the
 //! window projection, records the request body, and asks the [`Model`]. The model's tool calls
 //! go to their servers; each result passes classify, lanes and budget (fitted to the server's
-//! budget, spilled whole first when cut), its live copy goes into the next request and its
-//! stored copy into history.
+//! budget, spilled whole first when cut, its small references fetched first), its live copy
+//! goes into the next request and its stored copy into history. `fetch_reference` goes to the
+//! reference fetcher.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -18,19 +19,31 @@ use mcpl_budget::{
     Heuristic, LocalSpillStore, PricedRoute, Pricer, Round, Spill, SpillStore, TokenEstimator,
     fit_tool_result, project_round,
 };
-use mcpl_lanes::{ImageLedger, LiveCopy, Registry, ServerName, ToolResult, ToolResultCopies};
+use mcpl_classify::{Block, classify};
+use mcpl_lanes::{
+    ImageLedger, LiveCopy, RefId, Registry, ServerName, ToolResult, ToolResultCopies,
+};
 use serde_json::{Value, json};
 
-use crate::client::{CallError, Connection};
+use crate::client::{CallError, Connection, ServerRequests};
 use crate::config::{Config, ServerConfig};
 use crate::conversation::{
     Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec, model_tool_name,
 };
+use crate::fetch::{Fetcher, ResourceReader};
 use crate::mcpl::{Injections, Lanes, Queued};
 use crate::model::{Model, ModelError};
 
 /// The host tool every conversation offers.
 pub const FETCH_REFERENCE: &str = "fetch_reference";
+
+/// What the model reads about `fetch_reference` (the predecessor host's words, with the host's
+/// own folder in place of a workspace).
+pub const FETCH_REFERENCE_DESCRIPTION: &str = "Fetch a referenced payload (a [ref_…] id from a \
+    tool result or event) to a file in a folder the host owns, via the host-mediated fetcher. The \
+    fetch is origin-bound to the server that sent the reference, size-capped, and \
+    digest-verified when the reference carries one. Returns the path plus verified size/type. \
+    Small payloads may already be fetched automatically — their stubs show a saved path instead.";
 
 /// How long a server may take to answer `context/beforeInference` before the round goes on
 /// without it.
@@ -51,6 +64,8 @@ pub struct HostOptions {
     pub context_window: u64,
     /// Where spill files go.
     pub spill_dir: PathBuf,
+    /// Where fetched references go.
+    pub fetch_dir: PathBuf,
     /// The most rounds one conversation may take.
     pub max_rounds: usize,
 }
@@ -68,6 +83,9 @@ impl HostOptions {
             context_window: config.context_window,
             spill_dir: config.spill_dir.clone().unwrap_or_else(|| {
                 std::env::temp_dir().join(format!("mcpl-spill-{}", std::process::id()))
+            }),
+            fetch_dir: config.fetch_dir.clone().unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("mcpl-refs-{}", std::process::id()))
             }),
             max_rounds: 64,
         }
@@ -178,6 +196,7 @@ pub struct Host {
     /// What the loop was set up with.
     pub options: HostOptions,
     spill: Result<LocalSpillStore, String>,
+    fetcher: Result<Fetcher, String>,
     tools: Vec<ToolSpec>,
     /// Model-facing tool name to (server index, tool name).
     tool_index: BTreeMap<String, (usize, String)>,
@@ -209,11 +228,18 @@ impl Host {
                 .insert(server.launch.name.clone(), server.options.uri_policy);
         }
         let spill = LocalSpillStore::new(&options.spill_dir).map_err(|e| e.to_string());
+        let mut fetcher = Fetcher::new(&options.fetch_dir).map_err(|e| e.to_string());
+        if let Ok(fetcher) = &mut fetcher {
+            for server in &config.servers {
+                fetcher.add_server(&server.launch.name, &server.options.fetch);
+            }
+        }
         let mut host = Host {
             servers: Vec::with_capacity(config.servers.len()),
             lanes,
             options,
             spill,
+            fetcher,
             tools: vec![fetch_reference_spec()],
             tool_index: BTreeMap::new(),
             calls: Vec::new(),
@@ -551,8 +577,9 @@ impl Host {
                     return failed(error.to_string());
                 }
             };
-        let pricer = self.pricer();
         let server_name = ServerName::new(name.clone());
+        self.eager_fetch(&server_name, &result);
+        let pricer = self.pricer();
         let mut store = self.spill.as_mut().ok();
         let mut projector = self.lanes.projector(&server_name);
         let fitted = fit_tool_result(
@@ -590,28 +617,101 @@ impl Host {
         }
     }
 
-    /// `fetch_reference`: until the reference fetcher is built, it says so in words, after
-    /// checking the id.
+    /// `fetch_reference`: the fetcher saves the reference's payload in the host's folder and
+    /// answers `{"path", "bytes", "mime_type", "digest_verified"}`, or refuses in words.
     fn fetch_reference(&mut self, round: usize, call: &ToolCall) -> CallReport {
-        let id = call.arguments.get("ref_id").and_then(Value::as_str);
-        let (text, is_error) = match id {
-            None => (
-                "fetch_reference needs a ref_id (a string such as ref_1_abcd)".to_owned(),
-                true,
-            ),
-            Some(id) => match self.lanes.registry.lookup(id) {
-                Err(unknown) => (unknown.to_string(), true),
-                Ok(record) => (
-                    format!(
-                        "fetching is not available in this host yet: {} was not fetched and stays registered",
-                        record.id.as_str()
+        let Some(id) = call.arguments.get("ref_id").and_then(Value::as_str) else {
+            let text = mcpl_lanes::markers::unknown_reference("(missing ref_id)");
+            return host_report(round, call, text, true, 0);
+        };
+        let max_bytes = call.arguments.get("max_bytes").and_then(Value::as_u64);
+        let (text, is_error) = match &mut self.fetcher {
+            Err(error) => (format!("fetching is not available: {error}"), true),
+            Ok(fetcher) => {
+                // The servers may send requests while a resource is read; they are answered as
+                // always and shown once the registry is back.
+                let (registry, mut deferring) = self.lanes.split_for_fetch();
+                let mut resources = HostResources {
+                    servers: &mut self.servers,
+                    host: &mut deferring,
+                };
+                let outcome = fetcher.fetch(registry, id, max_bytes, &mut resources);
+                self.lanes.project_deferred();
+                match outcome {
+                    Ok(saved) => (
+                        serde_json::to_string(&saved).unwrap_or_else(|e| e.to_string()),
+                        false,
                     ),
-                    true,
-                ),
-            },
+                    Err(refusal) => (refusal.to_string(), true),
+                }
+            }
         };
         let tokens = estimate(&text);
         host_report(round, call, text, is_error, tokens)
+    }
+
+    /// Registers the references at the top of a result the agent asked for, and fetches the
+    /// small ones at once, so their stubs say where they were saved.
+    fn eager_fetch(&mut self, server: &ServerName, result: &Value) {
+        let Ok(fetcher) = &mut self.fetcher else {
+            return;
+        };
+        let blocks = result.get("content").and_then(Value::as_array);
+        let ids: Vec<RefId> = blocks
+            .into_iter()
+            .flatten()
+            .filter_map(|block| match classify(block) {
+                Block::Reference(reference) => {
+                    Some(self.lanes.registry.register(&reference, server).id.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        if !ids.is_empty() {
+            for (id, outcome) in fetcher.eager(&mut self.lanes.registry, &ids) {
+                if let Ok(saved) = outcome {
+                    tracing::info!(reference = %id, path = %saved.path, "fetched eagerly");
+                }
+            }
+        }
+    }
+}
+
+/// The host's connections as the fetcher reads resources through them.
+struct HostResources<'h> {
+    servers: &'h mut [Server],
+    host: &'h mut dyn ServerRequests,
+}
+
+impl ResourceReader for HostResources<'_> {
+    fn offers_resources(&self, server: &str) -> bool {
+        self.servers.iter().any(|s| {
+            s.config.launch.name == server
+                && s.connection
+                    .as_ref()
+                    .is_some_and(Connection::offers_resources)
+        })
+    }
+
+    fn read_resource(&mut self, server: &str, uri: &str) -> Result<Value, String> {
+        let server = self
+            .servers
+            .iter_mut()
+            .find(|s| s.config.launch.name == server)
+            .ok_or_else(|| format!("unknown server: {server}"))?;
+        let timeout = server.config.options.timeout;
+        let connection = server
+            .connection
+            .as_mut()
+            .ok_or_else(|| format!("server {} is not available", server.config.launch.name))?;
+        connection
+            .request(
+                "resources/read",
+                json!({"uri": uri}),
+                timeout,
+                &mut *self.host,
+            )
+            .map_err(|error| error.to_string())
     }
 }
 
@@ -648,9 +748,7 @@ fn host_report(
 fn fetch_reference_spec() -> ToolSpec {
     ToolSpec {
         name: FETCH_REFERENCE.to_owned(),
-        description: "Fetch a referenced payload (a stub's ref id) into a file the host owns; \
-                      answers its path, size, media type and whether its digest was verified."
-            .to_owned(),
+        description: FETCH_REFERENCE_DESCRIPTION.to_owned(),
         input_schema: json!({
             "type": "object",
             "properties": {

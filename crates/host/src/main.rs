@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use mcpl_budget::PricedRoute;
 use mcpl_classify::{Limits, Summary, classify};
 use mcpl_host::config::{Config, ConfigError};
+use mcpl_host::conformance::{ConformanceError, run_conformance};
 use mcpl_host::demo::{render_json, render_text, run_demo};
 use mcpl_host::encode::ROUTE_NAMES;
 use mcpl_host::host_loop::{Host, HostOptions};
@@ -85,6 +86,13 @@ enum Command {
         /// The user's message that starts the conversation.
         #[arg(long, default_value = "Go ahead.")]
         prompt: String,
+    },
+    /// Run MCPL conformance vectors (format mcpl-bulk-references-1) against the fetcher and a
+    /// real HTTP server on loopback: one line per case, then `N passed, M failed`.
+    Conformance {
+        /// The vector files; `-` reads standard input.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
     },
     /// Serve the built-in demo MCP server on standard input and output.
     #[command(hide = true)]
@@ -206,6 +214,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             transcript,
             prompt,
         }),
+        Command::Conformance { files } => conformance_command(&files),
         Command::ServeDemo => serve_demo(),
     }
 }
@@ -377,6 +386,25 @@ fn http_model(kind: &str, model: &str) -> Option<Result<Box<dyn Model>, Failure>
             message: error.to_string(),
         })
     })
+}
+
+fn conformance_command(files: &[PathBuf]) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    let tally = run_conformance(files, &mut out).map_err(|error| Failure {
+        status: match error {
+            ConformanceError::Vectors { .. } => 2,
+            _ => 1,
+        },
+        message: error.to_string(),
+    })?;
+    let _ = out.flush();
+    if tally.failed > 0 {
+        return Err(Failure {
+            status: 1,
+            message: String::new(),
+        });
+    }
+    Ok(())
 }
 
 fn serve_demo() -> Result<(), Failure> {

@@ -100,6 +100,131 @@ pub struct Lanes {
     pub queued: Vec<Queued>,
     /// Every server request answered, in order.
     pub answered: Vec<Answered>,
+    deferred: Vec<(String, Accepted)>,
+}
+
+/// Content a server request delivered and the host accepted.
+#[derive(Debug, Clone, PartialEq)]
+struct Accepted {
+    origin: Origin,
+    id: Option<String>,
+    content: Value,
+}
+
+/// The host's answers while the registry is lent to the fetcher: the same answers [`Lanes`]
+/// gives (they depend only on emptiness and event ids), with the accepted content kept for
+/// [`Lanes::project_deferred`].
+#[derive(Debug)]
+pub struct Deferring<'l> {
+    seen_events: &'l mut HashSet<(String, String)>,
+    deferred: &'l mut Vec<(String, Accepted)>,
+    answered: &'l mut Vec<Answered>,
+}
+
+impl ServerRequests for Deferring<'_> {
+    fn answer(&mut self, server: &str, method: &str, params: &Value) -> Result<Value, RpcError> {
+        let (answer, accepted) = verdict(self.seen_events, server, method, params);
+        self.deferred
+            .extend(accepted.into_iter().map(|a| (server.to_owned(), a)));
+        record(self.answered, server, method, &answer);
+        answer
+    }
+}
+
+fn record(
+    answered: &mut Vec<Answered>,
+    server: &str,
+    method: &str,
+    answer: &Result<Value, RpcError>,
+) {
+    answered.push(Answered {
+        server: server.to_owned(),
+        method: method.to_owned(),
+        answer: answer.clone().map_err(|error| {
+            let mut object = json!({"code": error.code, "message": error.message});
+            if let Some(data) = error.data {
+                object["data"] = data;
+            }
+            object
+        }),
+    });
+}
+
+/// The answer to one server request, and the content it accepts. A visibly empty push is
+/// refused before its `eventId` is looked at, so a refusal never burns the id; a repeated id is
+/// acknowledged as a duplicate and accepts nothing new; each channel message is answered alone.
+fn verdict(
+    seen_events: &mut HashSet<(String, String)>,
+    server: &str,
+    method: &str,
+    params: &Value,
+) -> (Result<Value, RpcError>, Vec<Accepted>) {
+    match method {
+        "push/event" => {
+            let refusal = || RpcError {
+                code: PushRefusal::CODE,
+                message: PushRefusal::MESSAGE.to_owned(),
+                data: Some(json!({"field": PushRefusal::FIELD})),
+            };
+            let Some(content) = params.pointer("/payload/content") else {
+                return (Err(refusal()), Vec::new());
+            };
+            if is_visibly_empty(content) {
+                return (Err(refusal()), Vec::new());
+            }
+            let event_id = params
+                .get("eventId")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            if let Some(id) = &event_id
+                && !seen_events.insert((server.to_owned(), id.clone()))
+            {
+                return (
+                    Ok(json!({"accepted": true, "reason": "duplicate"})),
+                    Vec::new(),
+                );
+            }
+            let accepted = Accepted {
+                origin: Origin::PushEvent,
+                id: event_id,
+                content: content.clone(),
+            };
+            (Ok(json!({"accepted": true})), vec![accepted])
+        }
+        "channels/incoming" => {
+            let Some(messages) = params.get("messages").and_then(Value::as_array) else {
+                let error = RpcError {
+                    code: -32602,
+                    message: "channels/incoming needs a messages array".to_owned(),
+                    data: Some(json!({"field": "messages"})),
+                };
+                return (Err(error), Vec::new());
+            };
+            let mut results = Vec::with_capacity(messages.len());
+            let mut accepted = Vec::new();
+            for message in messages {
+                let message_id = message.get("messageId").cloned().unwrap_or(Value::Null);
+                let content = message.get("content").unwrap_or(&Value::Null);
+                if is_visibly_empty(content) {
+                    results.push(json!({
+                        "messageId": message_id,
+                        "accepted": false,
+                        "reason": ChannelRefusal::REASON,
+                    }));
+                } else {
+                    accepted.push(Accepted {
+                        origin: Origin::ChannelMessage,
+                        id: message_id.as_str().map(str::to_owned),
+                        content: content.clone(),
+                    });
+                    results.push(json!({"messageId": message_id, "accepted": true}));
+                }
+            }
+            (Ok(json!({"results": results})), accepted)
+        }
+        "ping" => (Ok(json!({})), Vec::new()),
+        _ => (Err(RpcError::method_not_found(method)), Vec::new()),
+    }
 }
 
 impl Lanes {
@@ -113,6 +238,7 @@ impl Lanes {
             seen_events: HashSet::new(),
             queued: Vec::new(),
             answered: Vec::new(),
+            deferred: Vec::new(),
         }
     }
 
@@ -132,64 +258,57 @@ impl Lanes {
         }
     }
 
-    fn push_event(&mut self, server: &str, params: &Value) -> Result<Value, RpcError> {
-        let refusal = || RpcError {
-            code: PushRefusal::CODE,
-            message: PushRefusal::MESSAGE.to_owned(),
-            data: Some(json!({"field": PushRefusal::FIELD})),
-        };
-        let Some(content) = params.pointer("/payload/content") else {
-            return Err(refusal());
-        };
-        // Emptiness first, so a refused event does not burn its id.
-        if is_visibly_empty(content) {
-            return Err(refusal());
-        }
-        let event_id = params
-            .get("eventId")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        if let Some(id) = &event_id
-            && !self.seen_events.insert((server.to_owned(), id.clone()))
-        {
-            return Ok(json!({"accepted": true, "reason": "duplicate"}));
-        }
-        let name = ServerName::new(server);
-        let view = self
-            .projector(&name)
-            .push(content)
-            .map_err(|PushRefusal| refusal())?;
-        self.queue(server, Origin::PushEvent, event_id, view);
-        Ok(json!({"accepted": true}))
+    /// Answers a server request, and projects what it accepted at once.
+    fn answer_and_project(
+        &mut self,
+        server: &str,
+        method: &str,
+        params: &Value,
+    ) -> Result<Value, RpcError> {
+        let (answer, accepted) = verdict(&mut self.seen_events, server, method, params);
+        self.project_accepted(server, accepted);
+        answer
     }
 
-    fn channel_messages(&mut self, server: &str, params: &Value) -> Result<Value, RpcError> {
-        let Some(messages) = params.get("messages").and_then(Value::as_array) else {
-            return Err(RpcError {
-                code: -32602,
-                message: "channels/incoming needs a messages array".to_owned(),
-                data: Some(json!({"field": "messages"})),
-            });
-        };
+    /// Projects what a request accepted on its lane (registering its references with `server`)
+    /// and queues it for the next inference.
+    fn project_accepted(&mut self, server: &str, accepted: Vec<Accepted>) {
         let name = ServerName::new(server);
-        let mut results = Vec::with_capacity(messages.len());
-        for message in messages {
-            let message_id = message.get("messageId").cloned().unwrap_or(Value::Null);
-            let content = message.get("content").unwrap_or(&Value::Null);
-            match self.projector(&name).channel_message(content) {
-                Ok(view) => {
-                    let id = message_id.as_str().map(str::to_owned);
-                    self.queue(server, Origin::ChannelMessage, id, view);
-                    results.push(json!({"messageId": message_id, "accepted": true}));
+        for accepted in accepted {
+            match accepted.origin {
+                Origin::PushEvent => {
+                    if let Ok(view) = self.projector(&name).push(&accepted.content) {
+                        self.queue(server, Origin::PushEvent, accepted.id, view);
+                    }
                 }
-                Err(ChannelRefusal) => results.push(json!({
-                    "messageId": message_id,
-                    "accepted": false,
-                    "reason": ChannelRefusal::REASON,
-                })),
+                Origin::ChannelMessage => {
+                    if let Ok(view) = self.projector(&name).channel_message(&accepted.content) {
+                        self.queue(server, Origin::ChannelMessage, accepted.id, view);
+                    }
+                }
             }
         }
-        Ok(json!({"results": results}))
+    }
+
+    /// Splits the lane state for a reference fetch: the registry for the fetcher, and a host
+    /// that answers the servers' requests meanwhile exactly as [`Lanes`] would, keeping what it
+    /// accepted until [`Lanes::project_deferred`] (projection needs the registry).
+    pub fn split_for_fetch(&mut self) -> (&mut Registry, Deferring<'_>) {
+        (
+            &mut self.registry,
+            Deferring {
+                seen_events: &mut self.seen_events,
+                deferred: &mut self.deferred,
+                answered: &mut self.answered,
+            },
+        )
+    }
+
+    /// Projects and queues what was accepted while the registry was lent out.
+    pub fn project_deferred(&mut self) {
+        for (server, accepted) in std::mem::take(&mut self.deferred) {
+            self.project_accepted(&server, vec![accepted]);
+        }
     }
 
     fn queue(&mut self, server: &str, origin: Origin, id: Option<String>, view: MessageView<'_>) {
@@ -244,23 +363,8 @@ impl Lanes {
 
 impl ServerRequests for Lanes {
     fn answer(&mut self, server: &str, method: &str, params: &Value) -> Result<Value, RpcError> {
-        let answer = match method {
-            "push/event" => self.push_event(server, params),
-            "channels/incoming" => self.channel_messages(server, params),
-            "ping" => Ok(json!({})),
-            _ => Err(RpcError::method_not_found(method)),
-        };
-        self.answered.push(Answered {
-            server: server.to_owned(),
-            method: method.to_owned(),
-            answer: answer.clone().map_err(|error| {
-                let mut object = json!({"code": error.code, "message": error.message});
-                if let Some(data) = error.data {
-                    object["data"] = data;
-                }
-                object
-            }),
-        });
+        let answer = self.answer_and_project(server, method, params);
+        record(&mut self.answered, server, method, &answer);
         answer
     }
 }
@@ -337,6 +441,46 @@ mod tests {
             ]})
         );
         assert_eq!(lanes.queued.len(), 2);
+    }
+
+    #[test]
+    fn requests_during_a_fetch_get_the_same_answers_and_are_shown_after_it() {
+        let mut lanes = lanes();
+        let event = json!({"eventId": "e", "payload": {"content": [{"type": "resource",
+            "uri": "https://f.example/a", "name": "a.pdf", "disposition": "ref"}]}});
+        let empty = json!({"eventId": "e2", "payload": {"content": []}});
+        {
+            let (registry, mut deferring) = lanes.split_for_fetch();
+            assert_eq!(registry.len(), 0);
+            assert_eq!(
+                deferring.answer("s", "push/event", &event).unwrap(),
+                json!({"accepted": true})
+            );
+            assert_eq!(
+                deferring.answer("s", "push/event", &event).unwrap(),
+                json!({"accepted": true, "reason": "duplicate"})
+            );
+            assert_eq!(
+                deferring
+                    .answer("s", "push/event", &empty)
+                    .unwrap_err()
+                    .code,
+                -32602
+            );
+        }
+        assert!(
+            lanes.queued.is_empty(),
+            "not projected while the registry was lent"
+        );
+        lanes.project_deferred();
+        assert_eq!(lanes.queued.len(), 1);
+        assert!(lanes.registry.find_uri("https://f.example/a").is_some());
+        assert_eq!(lanes.answered.len(), 3);
+        // The id stays seen after the fetch.
+        assert_eq!(
+            lanes.answer("s", "push/event", &event).unwrap(),
+            json!({"accepted": true, "reason": "duplicate"})
+        );
     }
 
     #[test]

@@ -220,6 +220,7 @@ fn a_missing_file_is_a_failure_not_bad_input() {
     assert_eq!(stderr.lines().count(), 1);
 }
 
+mod conformance;
 mod demo;
 mod project;
 mod run;

@@ -34,6 +34,7 @@ fn demo_server(name: &str, options: ServerOptions) -> ServerConfig {
 fn config(servers: Vec<ServerConfig>, spill: &tempdir::Dir) -> Config {
     Config {
         servers,
+        fetch_dir: Some(spill.path().join("refs")),
         spill_dir: Some(spill.path().to_owned()),
         context_window: 1_000_000,
     }
@@ -376,21 +377,107 @@ fn a_round_over_the_window_is_not_sent() {
     assert_eq!(bodies.len(), 1, "the round over the window was not sent");
 }
 
+/// Plays a script given as JSON steps (each a list of calls with arguments).
+fn play_calls(config: &Config, steps: Value) -> (Host, Vec<Value>) {
+    let script = json!({"steps": steps, "final": "done"});
+    let mut model = Scripted::from_slice(script.to_string().as_bytes()).unwrap();
+    let mut host = Host::start(config, HostOptions::new(&PricedRoute::ANTHROPIC, config));
+    let mut transcript = Vec::new();
+    host.run(&mut model, "Fetch.", Some(&mut transcript))
+        .unwrap();
+    let bodies = transcript
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| serde_json::from_slice(line).unwrap())
+        .collect();
+    (host, bodies)
+}
+
 #[test]
-fn fetch_reference_answers_in_words_until_the_fetcher_arrives() {
-    let spill = tempdir::Dir::new("fetch");
-    let config = config(vec![demo_server("demo", ServerOptions::default())], &spill);
-    let mut host = Host::start(&config, HostOptions::new(&PricedRoute::ANTHROPIC, &config));
-    let mut model = Scripted::from_slice(
-        br#"{"steps": [{"tool_calls": [{"name": "fetch_reference", "arguments": {"ref_id": "ref_9_zzzz"}}]}]}"#,
-    )
-    .unwrap();
-    host.run(&mut model, "go", None).unwrap();
+fn fetch_reference_reads_a_resource_link_through_its_server() {
+    let spill = tempdir::Dir::new("fetch-resource");
+    let mut config = config(vec![demo_server("demo", ServerOptions::default())], &spill);
+    config.fetch_dir = Some(spill.path().join("refs"));
+    let script = json!([
+        {"tool_calls": [{"server": "demo", "name": "resource-link"}]},
+        {"tool_calls": [{"name": "fetch_reference", "arguments": {"ref_id": "ref_9_zzzz"}}]},
+    ]);
+    let (mut host, _) = play_calls(&config, script);
     assert_eq!(
-        host.calls[0].output.stored,
+        host.calls[1].output.stored,
         "unknown reference: ref_9_zzzz — it may have been evicted; ids are never reused"
     );
+    let id = host
+        .lanes
+        .registry
+        .find_uri("demo://files/report.csv")
+        .unwrap()
+        .id
+        .clone();
+    let call = mcpl_host::conversation::ToolCall {
+        id: "call_x".to_owned(),
+        name: "fetch_reference".to_owned(),
+        arguments: json!({"ref_id": id.as_str()}),
+    };
+    let output = host.call_tool(3, &call);
+    assert!(!output.is_error, "{}", output.stored);
+    let saved: Value = serde_json::from_str(&output.stored).unwrap();
+    let path = saved["path"].as_str().unwrap();
+    assert_eq!(
+        std::path::Path::new(path),
+        spill
+            .path()
+            .join("refs")
+            .join(format!("{}.csv", id.as_str()))
+    );
+    assert_eq!(saved["bytes"], 1234);
+    assert_eq!(saved["mime_type"], "text/csv");
+    assert_eq!(saved["digest_verified"], "no digest claimed");
+    assert_eq!(std::fs::read(path).unwrap().len(), 1234);
     assert!(host.tools().iter().any(|t| t.name == "fetch_reference"));
+}
+
+#[test]
+fn small_references_in_a_result_the_agent_asked_for_are_fetched_at_once() {
+    use mcpl_host::loopback::{Answer, Loopback};
+    let files =
+        Loopback::start(|_| Answer::bytes("application/pdf", b"%PDF-1.4 small".to_vec())).unwrap();
+    let spill = tempdir::Dir::new("eager");
+    let mut options = ServerOptions::default();
+    options.fetch.origin = Some(files.origin().to_owned());
+    options.fetch.token = Some("tok".to_owned());
+    let mut config = config(vec![demo_server("demo", options)], &spill);
+    config.fetch_dir = Some(spill.path().join("refs"));
+    let small = format!("{}/small.pdf?sig=x", files.origin());
+    let large = format!("{}/large.pdf", files.origin());
+    let script = json!([
+        {"tool_calls": [{"server": "demo", "name": "reference-ref",
+                         "arguments": {"uri": small, "sizeBytes": 14}}]},
+        {"tool_calls": [{"server": "demo", "name": "reference-ref",
+                         "arguments": {"uri": large, "sizeBytes": 10_000_000}}]},
+    ]);
+    let (host, bodies) = play_calls(&config, script);
+    assert_no_secrets(&bodies);
+    let small_record = host.lanes.registry.find_uri(&small).unwrap();
+    let fetched = small_record.fetched.as_ref().expect("fetched eagerly");
+    assert_eq!(std::fs::read(&fetched.path).unwrap(), b"%PDF-1.4 small");
+    assert!(std::path::Path::new(&fetched.path).starts_with(spill.path().join("refs")));
+    let stored = &host.calls[0].output.stored;
+    assert!(
+        stored.contains(&format!("saved: {}", fetched.path)),
+        "the stub says where: {stored}"
+    );
+    assert!(
+        host.lanes
+            .registry
+            .find_uri(&large)
+            .unwrap()
+            .fetched
+            .is_none()
+    );
+    let requests = files.requests();
+    assert_eq!(requests.len(), 1, "only the small one was dialed");
+    assert_eq!(requests[0].header("authorization"), Some("Bearer tok"));
 }
 
 #[test]
