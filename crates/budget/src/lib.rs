@@ -49,7 +49,7 @@ pub use fit::{DEFAULT_BUDGET, Fitted, cut, fit_tool_result, omission_notice};
 pub use image::{
     ANTHROPIC_TABLE, Detail, GEMINI_TABLE, ImageCalculator, OPENAI_TABLE, PricedModels,
 };
-pub use route::{PricedRoute, Pricer, Unpriceable};
+pub use route::{MOVED_IMAGE_OVERHEAD, PricedRoute, Pricer, Unpriceable};
 pub use spill::{LocalSpillStore, Spill, SpillError, SpillStore, extension_for, write_spill};
 #[cfg(feature = "exact")]
 pub use text::O200k;

@@ -14,7 +14,17 @@ pub struct PricedRoute {
     pub lanes: Route,
     /// How it prices an image from its dimensions; `None` for a route that cannot price one.
     pub images: Option<ImageCalculator>,
+    /// The most tokens the route's encoder adds around one native image of a tool result: the
+    /// pointer left in the result's text, the label naming the call, and its share of the
+    /// header, where the route moves images out of the tool result. Counted in each image's
+    /// price, so a fitted result stays within budget as it is sent.
+    pub image_overhead: u64,
 }
+
+/// The bound on the text around one moved image (see [`PricedRoute::image_overhead`]): the
+/// host's encoders test that their pointer, label and header for a call id and a tool name of
+/// 64 characters each stay within it.
+pub const MOVED_IMAGE_OVERHEAD: u64 = 96;
 
 impl PricedRoute {
     /// Anthropic's Messages API, standard tier (the high-resolution tier costs more per image;
@@ -22,6 +32,7 @@ impl PricedRoute {
     pub const ANTHROPIC: PricedRoute = PricedRoute {
         lanes: Route::ANTHROPIC,
         images: Some(ImageCalculator::ANTHROPIC_STANDARD),
+        image_overhead: 0,
     };
 
     /// OpenAI's Chat Completions API, priced as the gpt-5.4 family at `detail: auto` (which is
@@ -30,12 +41,14 @@ impl PricedRoute {
     pub const OPENAI_CHAT: PricedRoute = PricedRoute {
         lanes: Route::OPENAI_CHAT,
         images: Some(ImageCalculator::OPENAI_GPT_5_4),
+        image_overhead: MOVED_IMAGE_OVERHEAD,
     };
 
     /// OpenAI's Responses API, priced as [`PricedRoute::OPENAI_CHAT`] is.
     pub const OPENAI_RESPONSES: PricedRoute = PricedRoute {
         lanes: Route::OPENAI_RESPONSES,
         images: Some(ImageCalculator::OPENAI_GPT_5_4),
+        image_overhead: 0,
     };
 
     /// Gemini's `generateContent`, priced as Gemini 3 at its default media resolution for
@@ -44,12 +57,14 @@ impl PricedRoute {
     pub const GEMINI: PricedRoute = PricedRoute {
         lanes: Route::GEMINI,
         images: Some(ImageCalculator::GEMINI_3_DEFAULT),
+        image_overhead: MOVED_IMAGE_OVERHEAD,
     };
 
     /// Text only: images never go native, so no image is ever priced.
     pub const TEXT_ONLY: PricedRoute = PricedRoute {
         lanes: Route::TEXT_ONLY,
         images: None,
+        image_overhead: 0,
     };
 
     /// Every route, in the lanes' order.
@@ -126,7 +141,7 @@ impl Pricer<'_> {
         let dimensions = Media::inspect(data, None)
             .dimensions
             .ok_or(Unpriceable::NoDimensions)?;
-        Ok(calculator.tokens(dimensions.width, dimensions.height))
+        Ok(calculator.tokens(dimensions.width, dimensions.height) + self.route.image_overhead)
     }
 
     /// The price of parts sent together: each text and each image at its own price.

@@ -328,3 +328,40 @@ fn parts_a_route_cannot_take_become_text() {
         assert!(!shown.contains("T2dnUwAC"), "{}: {shown}", encoder.name());
     }
 }
+
+/// Where a route moves a tool result's images, the text it adds around each (the pointer, the
+/// label naming the call, the header) is priced with the image: it must stay within the route's
+/// declared overhead, even for a call id and a tool name of 64 characters.
+#[test]
+fn the_text_around_a_moved_image_stays_within_its_priced_overhead() {
+    use mcpl_budget::{Heuristic, MOVED_IMAGE_OVERHEAD, TokenEstimator};
+    use mcpl_host::encode::{moved_image_label, moved_image_pointer};
+    let call_id = "call_".to_owned() + &"aZ9_".repeat(15);
+    let tool = "server-name__".to_owned() + &"tool-name_".repeat(6);
+    let (call_id, tool) = (&call_id[..64], &tool[..64]);
+    let around = [
+        MOVED_IMAGES_HEADER.to_owned(),
+        moved_image_pointer(99),
+        moved_image_label(99, call_id, tool),
+    ];
+    let tokens: u64 = around.iter().map(|text| Heuristic.count(text)).sum();
+    assert!(
+        tokens <= MOVED_IMAGE_OVERHEAD,
+        "{tokens} tokens around one image"
+    );
+    for encoder in [Encoder::OpenAiChat, Encoder::Gemini] {
+        assert_eq!(
+            encoder.route().image_overhead,
+            MOVED_IMAGE_OVERHEAD,
+            "{}",
+            encoder.name()
+        );
+    }
+    for encoder in [
+        Encoder::Anthropic,
+        Encoder::OpenAiResponses,
+        Encoder::TextOnly,
+    ] {
+        assert_eq!(encoder.route().image_overhead, 0, "{}", encoder.name());
+    }
+}
