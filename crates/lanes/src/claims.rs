@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
 
 use mcpl_classify::classify;
 use serde_json::Value;
@@ -43,7 +44,11 @@ pub fn is_content_block(value: &Value) -> bool {
 #[derive(Debug, Clone)]
 pub struct HiddenUris<'v> {
     never: Vec<&'v str>,
-    hidden: HashSet<&'v str>,
+    /// Every hidden uri, once or more.
+    hidden: Vec<&'v str>,
+    /// The same uris as a set, made the first time a text holds the beginning of one: most texts
+    /// hold none, and hashing every uri of a large result costs more than searching its texts.
+    set: OnceLock<HashSet<&'v str>>,
     policy: UriPolicy,
     searcher: Option<Searcher>,
 }
@@ -61,23 +66,24 @@ impl<'v> HiddenUris<'v> {
         }
         never.sort();
         never.dedup();
-        let hidden: HashSet<&'v str> = uris
-            .into_iter()
-            .filter(|uri| {
-                policy == UriPolicy::Hidden || !is_credential_free(uri) || never.contains(uri)
-            })
-            .chain(never.iter().copied())
-            .filter(|uri| !uri.is_empty())
-            .collect();
+        uris.retain(|uri| {
+            !uri.is_empty()
+                && (policy == UriPolicy::Hidden
+                    || !is_credential_free(uri)
+                    || never.binary_search(uri).is_ok())
+        });
+        let mut hidden = uris;
+        hidden.extend(never.iter().copied().filter(|uri| !uri.is_empty()));
         let searchable: Vec<&str> = hidden
             .iter()
             .copied()
-            .filter(|uri| uri.chars().count() >= REDACT_MIN_CHARS)
+            .filter(|uri| is_searchable(uri))
             .collect();
         let searcher = (!searchable.is_empty()).then(|| Searcher::new(&searchable));
         HiddenUris {
             never,
             hidden,
+            set: OnceLock::new(),
             policy,
             searcher,
         }
@@ -89,12 +95,9 @@ impl<'v> HiddenUris<'v> {
     }
 
     /// Whether this uri may be shown: the policy allows credential-free uris, this one is, and
-    /// the result does not mark it `never`.
+    /// the result does not mark it `never`. (Such a uri is never among the hidden ones.)
     pub fn shows(&self, uri: &str) -> bool {
-        self.policy == UriPolicy::CredentialFree
-            && is_credential_free(uri)
-            && !self.is_never(uri)
-            && !self.hidden.contains(uri)
+        self.policy == UriPolicy::CredentialFree && is_credential_free(uri) && !self.is_never(uri)
     }
 
     /// A server's string with every hidden uri in it replaced by [`WITHHELD_LINK`].
@@ -102,7 +105,7 @@ impl<'v> HiddenUris<'v> {
         let Some(searcher) = &self.searcher else {
             return Cow::Borrowed(text);
         };
-        let found = searcher.find_all(text, &self.hidden);
+        let found = searcher.find_all(text, |candidate| self.is_hidden(candidate));
         if found.is_empty() {
             return Cow::Borrowed(text);
         }
@@ -116,6 +119,20 @@ impl<'v> HiddenUris<'v> {
         out.push_str(&text[at..]);
         Cow::Owned(out)
     }
+
+    fn is_hidden(&self, uri: &str) -> bool {
+        self.set
+            .get_or_init(|| self.hidden.iter().copied().collect())
+            .contains(uri)
+    }
+}
+
+/// Whether a hidden uri is long enough to be searched for in free text: at least
+/// [`REDACT_MIN_CHARS`] code points.
+fn is_searchable(uri: &str) -> bool {
+    // Four bytes at most to a code point: only lengths in between need counting.
+    uri.len() >= 4 * REDACT_MIN_CHARS
+        || (uri.len() >= REDACT_MIN_CHARS && uri.chars().count() >= REDACT_MIN_CHARS)
 }
 
 /// Finds every occurrence of a set of strings of at least eight bytes.
@@ -145,23 +162,38 @@ impl Searcher {
     const MAX_SHIFT: u8 = 7;
 
     fn new(patterns: &[&str]) -> Searcher {
-        let mut prefixes: HashMap<&[u8], Vec<usize>> = HashMap::new();
+        // Each distinct beginning, with the distinct lengths of the strings that have it. There
+        // are few, so a list serves better than a map that hashes every string.
+        let mut prefixes: Vec<(u64, Vec<usize>)> = Vec::new();
         for pattern in patterns {
-            let lengths = prefixes.entry(&pattern.as_bytes()[..8]).or_default();
+            let prefix = head_key(pattern.as_bytes());
+            let index = match prefixes.iter().position(|(p, _)| *p == prefix) {
+                Some(index) => index,
+                None if prefixes.len() < Self::MAX_PREFIXES => {
+                    prefixes.push((prefix, Vec::new()));
+                    prefixes.len() - 1
+                }
+                None => return Searcher::by_tail(patterns),
+            };
+            let lengths = &mut prefixes[index].1;
             if !lengths.contains(&pattern.len()) {
                 lengths.push(pattern.len());
             }
         }
-        if prefixes.len() <= Self::MAX_PREFIXES {
-            let starts = prefixes
-                .into_iter()
-                .map(|(prefix, mut lengths)| {
-                    lengths.sort_unstable_by(|a, b| b.cmp(a));
-                    (memchr::memmem::Finder::new(prefix).into_owned(), lengths)
-                })
-                .collect();
-            return Searcher::ByPrefix { starts };
-        }
+        let starts = prefixes
+            .into_iter()
+            .map(|(prefix, mut lengths)| {
+                lengths.sort_unstable_by(|a, b| b.cmp(a));
+                let finder = memchr::memmem::Finder::new(&prefix.to_le_bytes()).into_owned();
+                (finder, lengths)
+            })
+            .collect();
+        Searcher::ByPrefix { starts }
+    }
+
+    fn by_tail(patterns: &[&str]) -> Searcher {
+        let patterns: HashSet<&str> = patterns.iter().copied().collect();
+        let patterns: Vec<&str> = patterns.into_iter().collect();
         let mut shift = vec![Self::MAX_SHIFT; 1 << 16];
         let mut by_tail: HashMap<u64, Vec<usize>> = HashMap::new();
         for (index, pattern) in patterns.iter().enumerate() {
@@ -185,17 +217,16 @@ impl Searcher {
 
     /// The leftmost-longest occurrences, as byte ranges that do not overlap, in order. A match
     /// of a whole UTF-8 string always falls on character boundaries.
-    fn find_all(&self, text: &str, set: &HashSet<&str>) -> Vec<(usize, usize)> {
+    fn find_all(&self, text: &str, is_hidden: impl Fn(&str) -> bool) -> Vec<(usize, usize)> {
         let bytes = text.as_bytes();
         let mut found: Vec<(usize, usize)> = Vec::new();
         match self {
             Searcher::ByPrefix { starts } => {
                 for (finder, lengths) in starts {
                     for start in finder.find_iter(bytes) {
-                        let longest = lengths.iter().find(|&&len| {
-                            text.get(start..start + len)
-                                .is_some_and(|candidate| set.contains(candidate))
-                        });
+                        let longest = lengths
+                            .iter()
+                            .find(|&&len| text.get(start..start + len).is_some_and(&is_hidden));
                         if let Some(len) = longest {
                             found.push((start, start + len));
                         }
@@ -235,6 +266,11 @@ impl Searcher {
         }
         kept
     }
+}
+
+/// The first eight bytes, as a number.
+fn head_key(bytes: &[u8]) -> u64 {
+    tail_key(bytes, 8)
 }
 
 /// The eight bytes ending at `end`, as a number.
