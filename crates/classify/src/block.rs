@@ -194,19 +194,71 @@ pub fn classify(block: &Value) -> Block<'_> {
     let Some(object) = block.as_object() else {
         return invalid(InvalidReason::NotAContentBlock);
     };
-    let Some(Value::String(block_type)) = object.get("type") else {
+    let fields = Fields::of(object);
+    let Some(Value::String(block_type)) = fields.kind else {
         return invalid(InvalidReason::NotAContentBlock);
     };
     match block_type.as_str() {
-        "text" => match object.get("text") {
+        "text" => match fields.text {
             Some(Value::String(text)) => Block::Text(text),
             _ => invalid(InvalidReason::TextWithoutString),
         },
-        "image" => inline_or_reference(object, block_type, false),
-        "audio" => inline_or_reference(object, block_type, true),
-        "resource" => resource(object, block_type),
-        "resource_link" => reference(object, block_type, ReferenceForm::ResourceLink),
+        "image" => inline_or_reference(&fields, block_type, false),
+        "audio" => inline_or_reference(&fields, block_type, true),
+        "resource" => resource(&fields, block_type),
+        "resource_link" => reference(&fields, block_type, ReferenceForm::ResourceLink),
         other => invalid(InvalidReason::UnknownType(other)),
+    }
+}
+
+/// The fields of an object that classification reads, found in one pass over its keys: a
+/// lookup by key hashes the key, and classification runs on every block of every result.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Fields<'a> {
+    pub(crate) kind: Option<&'a Value>,
+    pub(crate) text: Option<&'a Value>,
+    pub(crate) data: Option<&'a Value>,
+    pub(crate) blob: Option<&'a Value>,
+    pub(crate) uri: Option<&'a Value>,
+    pub(crate) resource: Option<&'a Value>,
+    pub(crate) disposition: Option<&'a Value>,
+    pub(crate) mime_type: Option<&'a Value>,
+    pub(crate) name: Option<&'a Value>,
+    pub(crate) expires_at: Option<&'a Value>,
+    pub(crate) size: Option<&'a Value>,
+    pub(crate) size_bytes: Option<&'a Value>,
+    pub(crate) digest: Option<&'a Value>,
+}
+
+impl<'a> Fields<'a> {
+    pub(crate) fn of(object: &'a Map<String, Value>) -> Fields<'a> {
+        let mut fields = Fields::default();
+        for (key, value) in object {
+            let field = match key.as_str() {
+                "type" => &mut fields.kind,
+                "text" => &mut fields.text,
+                "data" => &mut fields.data,
+                "blob" => &mut fields.blob,
+                "uri" => &mut fields.uri,
+                "resource" => &mut fields.resource,
+                "disposition" => &mut fields.disposition,
+                "mimeType" => &mut fields.mime_type,
+                "name" => &mut fields.name,
+                "expiresAt" => &mut fields.expires_at,
+                "size" => &mut fields.size,
+                "sizeBytes" => &mut fields.size_bytes,
+                "digest" => &mut fields.digest,
+                _ => continue,
+            };
+            *field = Some(value);
+        }
+        fields
+    }
+}
+
+impl<'a> From<&'a Map<String, Value>> for Fields<'a> {
+    fn from(object: &'a Map<String, Value>) -> Fields<'a> {
+        Fields::of(object)
     }
 }
 
@@ -217,33 +269,29 @@ fn invalid(reason: InvalidReason<'_>) -> Block<'_> {
     })
 }
 
-fn string<'a>(object: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
-    object.get(field).and_then(Value::as_str)
+fn string(field: Option<&Value>) -> Option<&str> {
+    field.and_then(Value::as_str)
 }
 
-fn claims_never(object: &Map<String, Value>) -> bool {
-    string(object, "disposition") == Some("never")
+fn claims_never(fields: &Fields<'_>) -> bool {
+    string(fields.disposition) == Some("never")
 }
 
-fn inline_or_reference<'a>(
-    object: &'a Map<String, Value>,
-    block_type: &'a str,
-    audio: bool,
-) -> Block<'a> {
-    let uri = string(object, "uri");
-    match string(object, "data") {
-        Some(_) if object.contains_key("disposition") || uri.is_some() => {
+fn inline_or_reference<'a>(fields: &Fields<'a>, block_type: &'a str, audio: bool) -> Block<'a> {
+    let uri = string(fields.uri);
+    match string(fields.data) {
+        Some(_) if fields.disposition.is_some() || uri.is_some() => {
             Block::InlineContradiction(Contradiction {
                 source: if audio {
                     ContradictionSource::Audio
                 } else {
                     ContradictionSource::Image
                 },
-                never_uri: uri.filter(|uri| !uri.is_empty() && claims_never(object)),
+                never_uri: uri.filter(|uri| !uri.is_empty() && claims_never(fields)),
             })
         }
         Some(data) => {
-            let media = Media::inspect(data, string(object, "mimeType"));
+            let media = Media::inspect(data, string(fields.mime_type));
             if audio {
                 Block::InlineAudio(media)
             } else {
@@ -256,18 +304,14 @@ fn inline_or_reference<'a>(
             } else {
                 ReferenceForm::Image
             };
-            reference(object, block_type, form)
+            reference(fields, block_type, form)
         }
         None => invalid(InvalidReason::NeitherDataNorUri { block_type }),
     }
 }
 
-fn reference<'a>(
-    object: &'a Map<String, Value>,
-    block_type: &'a str,
-    form: ReferenceForm,
-) -> Block<'a> {
-    match read_reference(object, form) {
+fn reference<'a>(fields: &Fields<'a>, block_type: &'a str, form: ReferenceForm) -> Block<'a> {
+    match read_reference(*fields, form) {
         Ok(reference) => Block::Reference(reference),
         Err((error, never_uri)) => Block::Invalid(Invalid {
             reason: match error {
@@ -281,37 +325,35 @@ fn reference<'a>(
 
 /// A `resource` block is MCP's embedded resource when it has no uri of its own (absent, null or
 /// empty) and its `resource` is an object with a string `uri`; otherwise it is MCPL's reference.
-fn resource<'a>(object: &'a Map<String, Value>, block_type: &'a str) -> Block<'a> {
-    let own_uri_absent = match object.get("uri") {
+fn resource<'a>(fields: &Fields<'a>, block_type: &'a str) -> Block<'a> {
+    let own_uri_absent = match fields.uri {
         None | Some(Value::Null) => true,
         Some(Value::String(uri)) => uri.is_empty(),
         Some(_) => false,
     };
-    let embedded = object
-        .get("resource")
+    let embedded = fields
+        .resource
         .and_then(Value::as_object)
-        .filter(|inner| matches!(inner.get("uri"), Some(Value::String(_))));
+        .map(Fields::of)
+        .filter(|inner| matches!(inner.uri, Some(Value::String(_))));
     match embedded {
-        Some(inner) if own_uri_absent => embedded_resource(object, inner),
-        _ => reference(object, block_type, ReferenceForm::Resource),
+        Some(inner) if own_uri_absent => embedded_resource(fields, &inner),
+        _ => reference(fields, block_type, ReferenceForm::Resource),
     }
 }
 
-fn embedded_resource<'a>(
-    object: &'a Map<String, Value>,
-    inner: &'a Map<String, Value>,
-) -> Block<'a> {
-    let uri = string(inner, "uri").unwrap_or_default();
+fn embedded_resource<'a>(fields: &Fields<'a>, inner: &Fields<'a>) -> Block<'a> {
+    let uri = string(inner.uri).unwrap_or_default();
     // A disposition on the block or on its resource withholds it; only `never` marks the uri.
-    if object.contains_key("disposition") || inner.contains_key("disposition") {
-        let never = claims_never(object) || claims_never(inner);
+    if fields.disposition.is_some() || inner.disposition.is_some() {
+        let never = claims_never(fields) || claims_never(inner);
         return Block::InlineContradiction(Contradiction {
             source: ContradictionSource::Embedded,
             never_uri: (never && !uri.is_empty()).then_some(uri),
         });
     }
-    let claimed = string(inner, "mimeType");
-    match (string(inner, "text"), string(inner, "blob")) {
+    let claimed = string(inner.mime_type);
+    match (string(inner.text), string(inner.blob)) {
         (Some(text), None) => Block::EmbeddedText(EmbeddedText {
             uri,
             text,

@@ -1,6 +1,8 @@
 //! References: blocks that point at a payload by uri, with their fields read by RFC-005 §8's rules.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+use crate::block::Fields;
 
 /// The longest uri a reference may carry, in code points. A longer one makes the block invalid.
 pub const URI_MAX_CHARS: usize = 4096;
@@ -103,10 +105,11 @@ pub(crate) enum ReferenceError {
 /// Reads a reference's fields from a block. On failure, also returns the uri a `never` claim in
 /// the block marks, since that claim holds however malformed the block is.
 pub(crate) fn read_reference<'a>(
-    block: &'a Map<String, Value>,
+    block: impl Into<Fields<'a>>,
     form: ReferenceForm,
 ) -> Result<Reference<'a>, (ReferenceError, Option<&'a str>)> {
-    let uri = match block.get("uri") {
+    let block: Fields<'a> = block.into();
+    let uri = match block.uri {
         Some(Value::String(uri)) if !uri.is_empty() => uri.as_str(),
         _ => return Err((ReferenceError::NoUri, None)),
     };
@@ -114,30 +117,37 @@ pub(crate) fn read_reference<'a>(
     let disposition = match form {
         ReferenceForm::ResourceLink => None,
         ReferenceForm::Resource | ReferenceForm::Image | ReferenceForm::Audio => {
-            read_disposition(block, &mut dropped)
+            read_disposition(block.disposition, &mut dropped)
         }
     };
     if uri.chars().count() > URI_MAX_CHARS {
         let never = (disposition == Some(Disposition::Never)).then_some(uri);
         return Err((ReferenceError::UriTooLong, never));
     }
-    let size_field = match form {
-        ReferenceForm::ResourceLink => "size",
-        ReferenceForm::Resource | ReferenceForm::Image | ReferenceForm::Audio => "sizeBytes",
+    let (size_field, size) = match form {
+        ReferenceForm::ResourceLink => ("size", block.size),
+        ReferenceForm::Resource | ReferenceForm::Image | ReferenceForm::Audio => {
+            ("sizeBytes", block.size_bytes)
+        }
     };
     Ok(Reference {
         form,
         uri,
-        mime_type: read_string(block, "mimeType", LABEL_MAX_CHARS, &mut dropped),
-        name: read_string(block, "name", LABEL_MAX_CHARS, &mut dropped),
+        mime_type: read_string(block.mime_type, "mimeType", LABEL_MAX_CHARS, &mut dropped),
+        name: read_string(block.name, "name", LABEL_MAX_CHARS, &mut dropped),
         expires_at: match form {
             ReferenceForm::ResourceLink => None,
-            _ => read_string(block, "expiresAt", EXPIRES_AT_MAX_CHARS, &mut dropped),
+            _ => read_string(
+                block.expires_at,
+                "expiresAt",
+                EXPIRES_AT_MAX_CHARS,
+                &mut dropped,
+            ),
         },
-        size_bytes: read_size(block, size_field, &mut dropped),
+        size_bytes: read_size(size, size_field, &mut dropped),
         digest: match form {
             ReferenceForm::ResourceLink => None,
-            _ => read_digest(block, &mut dropped),
+            _ => read_digest(block.digest, &mut dropped),
         },
         disposition,
         dropped,
@@ -145,12 +155,8 @@ pub(crate) fn read_reference<'a>(
 }
 
 /// Reads `disposition`: exactly `"never"` or `"ref"`, else dropped.
-fn read_disposition(
-    block: &Map<String, Value>,
-    dropped: &mut Vec<DroppedField>,
-) -> Option<Disposition> {
-    let value = block.get("disposition")?;
-    let rule = match value {
+fn read_disposition(value: Option<&Value>, dropped: &mut Vec<DroppedField>) -> Option<Disposition> {
+    let rule = match value? {
         Value::String(s) if s == "never" => return Some(Disposition::Never),
         Value::String(s) if s == "ref" => return Some(Disposition::Ref),
         Value::String(_) => FieldRule::Malformed,
@@ -164,12 +170,12 @@ fn read_disposition(
 }
 
 fn read_string<'a>(
-    block: &'a Map<String, Value>,
+    value: Option<&'a Value>,
     field: &'static str,
     max_chars: usize,
     dropped: &mut Vec<DroppedField>,
 ) -> Option<&'a str> {
-    let rule = match block.get(field)? {
+    let rule = match value? {
         Value::String(s) if s.chars().count() <= max_chars => return Some(s),
         Value::String(_) => FieldRule::TooLong,
         _ => FieldRule::WrongType,
@@ -179,11 +185,11 @@ fn read_string<'a>(
 }
 
 fn read_size(
-    block: &Map<String, Value>,
+    value: Option<&Value>,
     field: &'static str,
     dropped: &mut Vec<DroppedField>,
 ) -> Option<u64> {
-    let rule = match block.get(field)? {
+    let rule = match value? {
         Value::Number(n) => {
             let whole = n.as_u64().or_else(|| {
                 // JSON Schema's `integer` admits 3.0; it does not admit 3.5 or -1.
@@ -202,11 +208,8 @@ fn read_size(
     None
 }
 
-fn read_digest<'a>(
-    block: &'a Map<String, Value>,
-    dropped: &mut Vec<DroppedField>,
-) -> Option<&'a str> {
-    let rule = match block.get("digest")? {
+fn read_digest<'a>(value: Option<&'a Value>, dropped: &mut Vec<DroppedField>) -> Option<&'a str> {
+    let rule = match value? {
         Value::String(s) if is_sha256_digest(s) => return Some(s),
         Value::String(_) => FieldRule::Malformed,
         _ => FieldRule::WrongType,
