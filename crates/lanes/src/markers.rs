@@ -140,20 +140,31 @@ fn tenths(bytes: u64, unit: u64) -> String {
 /// at [`LABEL_MAX_CHARS`] characters, keeping 119 and adding `…`.
 pub fn sanitize(label: &str) -> String {
     let mut kept = String::with_capacity(label.len().min(4 * LABEL_MAX_CHARS));
+    sanitize_into(&mut kept, label);
+    kept
+}
+
+/// [`sanitize`], appending to `out`.
+pub(crate) fn sanitize_into(out: &mut String, label: &str) {
+    // Most labels are short printable ASCII, kept whole.
+    if label.len() <= LABEL_MAX_CHARS && label.bytes().all(|b| (b' '..b'\x7F').contains(&b)) {
+        out.push_str(label);
+        return;
+    }
+    let start = out.len();
     for (count, c) in label.chars().filter(|&c| !is_stripped(c)).enumerate() {
         if count == LABEL_MAX_CHARS {
             // One character too many: cut back to 119 and mark the cut.
-            let cut = kept
+            let cut = out[start..]
                 .char_indices()
                 .nth(LABEL_MAX_CHARS - 1)
-                .map_or(kept.len(), |(i, _)| i);
-            kept.truncate(cut);
-            kept.push('…');
-            return kept;
+                .map_or(out.len(), |(i, _)| start + i);
+            out.truncate(cut);
+            out.push('…');
+            return;
         }
-        kept.push(c);
+        out.push(c);
     }
-    kept
 }
 
 fn is_stripped(c: char) -> bool {
@@ -194,6 +205,22 @@ mod tests {
         assert_eq!(sanitize(&"a".repeat(120)), "a".repeat(120));
         let feathers = sanitize(&"🪶".repeat(200));
         assert_eq!(feathers.chars().count(), 120);
+    }
+
+    #[test]
+    fn labels_appended_read_as_labels_alone() {
+        for label in [
+            "name.csv".to_owned(),
+            "bad\u{0}\u{202e}name".to_owned(),
+            "a".repeat(120),
+            "a".repeat(121),
+            "é".repeat(119) + "\u{7f}ab",
+            "🪶".repeat(200),
+        ] {
+            let mut out = "[ref_1_0000] é — ".to_owned();
+            sanitize_into(&mut out, &label);
+            assert_eq!(out, format!("[ref_1_0000] é — {}", sanitize(&label)));
+        }
     }
 
     #[test]

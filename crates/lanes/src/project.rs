@@ -1,7 +1,5 @@
 //! The lanes: one exhaustive match on the classifier's answer in each.
 
-use std::borrow::Cow;
-
 use mcpl_classify::{
     Block, EmbeddedBlob, ImageDefect, Invalid, InvalidReason, Limits, Media, Reference, Sniffed,
     classify,
@@ -671,35 +669,48 @@ impl<'h> Projector<'h> {
         provenance: Provenance,
         hidden: &HiddenUris,
     ) -> String {
+        const SEPARATOR: &str = " — ";
         let show_uri = hidden.shows(reference.uri);
         let record = self.registry.register(reference, self.server);
         let claims = &record.claims;
-        let mut parts: Vec<Cow<'_, str>> = Vec::new();
+        // `[<id>] <name> — <uri> — <mime>, <size> claimed — <provenance> — <hint>`, each part
+        // but the last two only when there is something to say, written in one string.
+        let mut stub = String::with_capacity(128);
+        stub.push('[');
+        stub.push_str(record.id.as_str());
+        stub.push_str("] ");
         if let Some(name) = &claims.name {
-            parts.push(markers::sanitize(&hidden.redact(name)).into());
+            markers::sanitize_into(&mut stub, &hidden.redact(name));
+            stub.push_str(SEPARATOR);
         }
         if show_uri {
-            parts.push(markers::sanitize(&claims.uri).into());
+            markers::sanitize_into(&mut stub, &claims.uri);
+            stub.push_str(SEPARATOR);
         }
-        let mime = claims.mime_type.as_deref().map(|m| {
+        if let Some(m) = claims.mime_type.as_deref() {
             let essence = mcpl_classify::ClaimedType::parse(m).essence;
-            markers::sanitize(&hidden.redact(essence.as_deref().unwrap_or(m)))
-        });
-        let size = claims.size_bytes.map(markers::size_label);
-        match (mime, size) {
-            (Some(mime), Some(size)) => parts.push(format!("{mime}, {size} claimed").into()),
-            (Some(mime), None) => parts.push(format!("{mime} claimed").into()),
-            (None, Some(size)) => parts.push(format!("{size} claimed").into()),
-            (None, None) => {}
+            markers::sanitize_into(&mut stub, &hidden.redact(essence.as_deref().unwrap_or(m)));
         }
-        parts.push(provenance.as_str().into());
+        if let Some(size) = claims.size_bytes {
+            if claims.mime_type.is_some() {
+                stub.push_str(", ");
+            }
+            stub.push_str(&markers::size_label(size));
+        }
+        if claims.mime_type.is_some() || claims.size_bytes.is_some() {
+            stub.push_str(" claimed");
+            stub.push_str(SEPARATOR);
+        }
+        stub.push_str(provenance.as_str());
+        stub.push_str(SEPARATOR);
         match &record.fetched {
             Some(fetched) => {
-                parts.push(format!("saved: {}", markers::sanitize(&fetched.path)).into())
+                stub.push_str("saved: ");
+                markers::sanitize_into(&mut stub, &fetched.path);
             }
-            None => parts.push(markers::FETCH_HINT.into()),
+            None => stub.push_str(markers::FETCH_HINT),
         }
-        format!("[{}] {}", record.id, parts.join(" — "))
+        stub
     }
 
     /// What an embedded blob is shown as, by its claimed type: an image or audio type makes the

@@ -124,9 +124,11 @@ impl std::error::Error for UnknownReference {}
 /// The registry: one record per uri, at most [`REGISTRY_CAPACITY`], oldest evicted first.
 #[derive(Debug)]
 pub struct Registry {
-    records: HashMap<RefId, Record>,
-    by_uri: HashMap<String, RefId>,
-    order: VecDeque<RefId>,
+    /// The records held, in the order their ids were issued: the `n`th id issued is at index
+    /// `n - 1` less the number evicted, and its counter says `n`, so an id needs no map.
+    records: VecDeque<Record>,
+    /// Each held uri, with the counter of its record's id.
+    by_uri: HashMap<String, u64>,
     issued: u64,
     capacity: usize,
     random: SplitMix64,
@@ -148,9 +150,8 @@ impl Registry {
     /// the same ids for the same input. Ids are still never reused within the registry.
     pub fn with_seed(seed: u64) -> Registry {
         Registry {
-            records: HashMap::new(),
+            records: VecDeque::new(),
             by_uri: HashMap::new(),
-            order: VecDeque::new(),
             issued: 0,
             capacity: REGISTRY_CAPACITY,
             random: SplitMix64(seed),
@@ -161,71 +162,82 @@ impl Registry {
     /// keeps its id, gains the server if it is new to it, and, while unfetched, takes the new
     /// claims.
     pub fn register(&mut self, reference: &Reference<'_>, server: &ServerName) -> &Record {
-        let id = match self.by_uri.get(reference.uri) {
-            Some(id) => id.clone(),
-            None => self.insert(reference),
+        let (counter, new) = match self.by_uri.get(reference.uri) {
+            Some(&counter) => (counter, false),
+            None => (self.insert(reference), true),
         };
-        let record = self
-            .records
-            .get_mut(&id)
-            .expect("every id in by_uri has a record");
+        let index = self.index_of(counter).expect("every uri held has a record");
+        let record = &mut self.records[index];
         if !record.servers.contains(server) {
             record.servers.push(server.clone());
         }
-        if record.fetched.is_none() {
+        // A new record already holds these claims.
+        if record.fetched.is_none() && !new {
             record.claims = Claims::of(reference);
         }
         record
     }
 
-    fn insert(&mut self, reference: &Reference<'_>) -> RefId {
+    /// Issues an id for a uri not held, and returns its counter.
+    fn insert(&mut self, reference: &Reference<'_>) -> u64 {
         self.issued += 1;
         let suffix = self.random.next() % 36u64.pow(4);
-        let id = RefId(format!(
-            "ref_{}_{:0>4}",
-            base36(self.issued),
-            base36(suffix)
-        ));
-        self.records.insert(
-            id.clone(),
-            Record {
-                id: id.clone(),
-                claims: Claims::of(reference),
-                servers: Vec::new(),
-                fetched: None,
-            },
-        );
-        self.by_uri.insert(reference.uri.to_owned(), id.clone());
-        self.order.push_back(id.clone());
-        while self.order.len() > self.capacity {
-            if let Some(oldest) = self.order.pop_front()
-                && let Some(record) = self.records.remove(&oldest)
-            {
-                self.by_uri.remove(&record.claims.uri);
+        // `ref_<counter>_<suffix>`, the suffix padded to four digits.
+        let mut id = String::with_capacity(20);
+        id.push_str("ref_");
+        push_base36(&mut id, self.issued, 1);
+        id.push('_');
+        push_base36(&mut id, suffix, 4);
+        let id = RefId(id);
+        self.records.push_back(Record {
+            id,
+            claims: Claims::of(reference),
+            servers: Vec::new(),
+            fetched: None,
+        });
+        self.by_uri.insert(reference.uri.to_owned(), self.issued);
+        while self.records.len() > self.capacity {
+            if let Some(oldest) = self.records.pop_front() {
+                self.by_uri.remove(&oldest.claims.uri);
             }
         }
-        id
+        self.issued
+    }
+
+    /// Where the record whose id has this counter is, if it is held.
+    fn index_of(&self, counter: u64) -> Option<usize> {
+        let evicted = self.issued - self.records.len() as u64;
+        let index = usize::try_from(counter.checked_sub(evicted + 1)?).ok()?;
+        (index < self.records.len()).then_some(index)
+    }
+
+    /// Where the record with this id is, if it is held: found by the id's counter, then
+    /// compared whole.
+    fn index_of_id(&self, id: &str) -> Option<usize> {
+        let (counter, _) = id.strip_prefix("ref_")?.split_once('_')?;
+        let index = self.index_of(u64::from_str_radix(counter, 36).ok()?)?;
+        (self.records[index].id.as_str() == id).then_some(index)
     }
 
     /// The record for an id, or the defined miss for one never issued or evicted.
     pub fn lookup(&self, id: &str) -> Result<&Record, UnknownReference> {
-        self.records
-            .get(&RefId(id.to_owned()))
+        self.index_of_id(id)
+            .map(|index| &self.records[index])
             .ok_or_else(|| UnknownReference(id.to_owned()))
     }
 
     /// The record for a uri, if the registry holds one; registers nothing.
     pub fn find_uri(&self, uri: &str) -> Option<&Record> {
-        self.by_uri.get(uri).and_then(|id| self.records.get(id))
+        let index = self.index_of(*self.by_uri.get(uri)?)?;
+        Some(&self.records[index])
     }
 
     /// Records a successful fetch; the record's claims are frozen from now on.
     pub fn mark_fetched(&mut self, id: &RefId, fetched: Fetched) -> Result<(), UnknownReference> {
-        let record = self
-            .records
-            .get_mut(id)
+        let index = self
+            .index_of_id(id.as_str())
             .ok_or_else(|| UnknownReference(id.0.clone()))?;
-        record.fetched = Some(fetched);
+        self.records[index].fetched = Some(fetched);
         Ok(())
     }
 
@@ -240,18 +252,24 @@ impl Registry {
     }
 }
 
-fn base36(mut n: u64) -> String {
+/// Appends `n` in base 36, with zeros in front up to `width` digits.
+fn push_base36(out: &mut String, mut n: u64, width: usize) {
     const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
-    let mut out = Vec::new();
+    // u64::MAX has 13 base-36 digits.
+    let mut digits = [b'0'; 13];
+    let mut start = digits.len();
     loop {
-        out.push(DIGITS[(n % 36) as usize]);
+        start -= 1;
+        digits[start] = DIGITS[(n % 36) as usize];
         n /= 36;
         if n == 0 {
             break;
         }
     }
-    out.reverse();
-    String::from_utf8(out).unwrap_or_default()
+    for _ in digits.len() - start..width {
+        out.push('0');
+    }
+    out.extend(digits[start..].iter().map(|&d| char::from(d)));
 }
 
 /// A seed that differs from process to process, from the standard library's own randomness.
@@ -278,11 +296,9 @@ impl SplitMix64 {
 
     /// `len` random base36 characters.
     pub(crate) fn base36(&mut self, len: u32) -> String {
-        format!(
-            "{:0>width$}",
-            base36(self.next() % 36u64.pow(len)),
-            width = len as usize
-        )
+        let mut out = String::with_capacity(len as usize);
+        push_base36(&mut out, self.next() % 36u64.pow(len), len as usize);
+        out
     }
 }
 
