@@ -159,46 +159,85 @@ impl Heuristic {
     /// The weight of `c` and its class, given the classes of the two characters before it.
     fn weight(c: char, previous: Class, before: Class) -> (u32, Class) {
         if c.is_ascii() {
-            let weight = STATE_WEIGHTS[state_of(previous, before)][c as usize];
-            (weight, ascii_class(c as u8))
+            let class = ascii_class(c as u8);
+            (
+                ascii_weight_after(before as u8, previous as u8, class as u8),
+                class,
+            )
         } else {
             (non_ascii_weight(c), Class::NonAscii)
         }
     }
 
     fn thousandths(text: &str) -> u64 {
-        // An ASCII character's weight depends on the previous character's class and on whether
-        // the one before it was blank, and both can be read off the bytes before it (a byte over
-        // 127 ends a character outside ASCII, which is never blank). So each byte is weighed on
-        // its own, with no state computed from the one before, and the processor can weigh
-        // several bytes at once.
-        let mut total = 0u64;
-        // Before the first character, as if after one outside ASCII: they weigh the same.
-        let outside = CLASS_BITS[usize::from(OUTSIDE_ASCII)];
-        let (mut before, mut previous) = (outside, outside);
-        for (i, &b) in text.as_bytes().iter().enumerate() {
+        // An ASCII character's weight depends only on its class, the previous character's class
+        // and whether the one before that was blank, and all three can be read off the bytes (a
+        // byte over 127 belongs to a character outside ASCII, which is never blank). So no state
+        // is computed from one byte to the next: eight ASCII bytes are weighed with no branch
+        // between them, which the processor does at once.
+        let bytes = text.as_bytes();
+        let weigh_one = |at: usize, before: u8, previous: u8| {
+            let b = bytes[at];
             if b < 128 {
-                let state = usize::from(previous & !1 | before & 1);
-                total += u64::from(STATE_WEIGHTS[state & 15][usize::from(b & 127)]);
+                u64::from(ascii_weight_after(
+                    before,
+                    previous,
+                    CLASS_OF_BYTE[usize::from(b)],
+                ))
             } else if b >= 0xC0 {
                 // The first byte of a character outside ASCII, whose weight is its own.
-                let c = text[i..].chars().next().unwrap_or('\u{FFFD}');
-                total += u64::from(non_ascii_weight(c));
+                let c = text[at..].chars().next().unwrap_or('\u{FFFD}');
+                u64::from(non_ascii_weight(c))
+            } else {
+                0
             }
-            (before, previous) = (previous, CLASS_BITS[usize::from(b)]);
+        };
+        let mut total = 0u64;
+        // Before the first character, as if after one outside ASCII: they weigh the same.
+        let (mut before, mut previous) = (Class::NonAscii as u8, Class::NonAscii as u8);
+        let mut chunks = bytes.chunks_exact(8);
+        let mut at = 0;
+        for chunk in &mut chunks {
+            let word = u64::from_le_bytes(std::array::from_fn(|i| chunk[i]));
+            if word & 0x8080_8080_8080_8080 == 0 {
+                let c: [u8; 8] = std::array::from_fn(|i| CLASS_OF_BYTE[usize::from(chunk[i])]);
+                let w = |before, previous, class| {
+                    u64::from(ascii_weight_after(before, previous, class))
+                };
+                total += w(before, previous, c[0])
+                    + w(previous, c[0], c[1])
+                    + w(c[0], c[1], c[2])
+                    + w(c[1], c[2], c[3])
+                    + w(c[2], c[3], c[4])
+                    + w(c[3], c[4], c[5])
+                    + w(c[4], c[5], c[6])
+                    + w(c[5], c[6], c[7]);
+                (before, previous) = (c[6], c[7]);
+            } else {
+                for (i, &b) in chunk.iter().enumerate() {
+                    total += weigh_one(at + i, before, previous);
+                    (before, previous) = (previous, CLASS_OF_BYTE[usize::from(b)]);
+                }
+            }
+            at += 8;
+        }
+        for (i, &b) in chunks.remainder().iter().enumerate() {
+            total += weigh_one(at + i, before, previous);
+            (before, previous) = (previous, CLASS_OF_BYTE[usize::from(b)]);
         }
         total
     }
 }
 
-/// A state of the counting loop: the previous character's class, and whether the character
-/// before it was blank.
-const fn state_of(previous: Class, before: Class) -> usize {
-    previous as usize * 2 + (before as usize == Class::Blank as usize) as usize
+/// The weight of an ASCII character of class `class` after characters of classes `previous`
+/// and, before it, `before` (classes as numbers, from [`CLASS_OF_BYTE`]).
+fn ascii_weight_after(before: u8, previous: u8, class: u8) -> u32 {
+    ASCII_WEIGHTS
+        [usize::from(before & 7) << 6 | usize::from(previous & 7) << 3 | usize::from(class & 7)]
 }
 
 /// Every class, in the order of its number.
-const STATE_CLASSES: [Class; 8] = [
+const CLASSES: [Class; 8] = [
     Class::Lower,
     Class::Upper,
     Class::Digit,
@@ -209,11 +248,8 @@ const STATE_CLASSES: [Class; 8] = [
     Class::Start,
 ];
 
-/// A byte that ends a character outside ASCII. The counting loop also reads it as the bytes
-/// before the text: at the start an ASCII character weighs what it weighs after a character
-/// outside ASCII, as the compiler checks here.
-const OUTSIDE_ASCII: u8 = 0x80;
-
+/// At the start an ASCII character weighs what it weighs after a character outside ASCII, so
+/// the counting loop starts as if after one; the compiler checks it here.
 const _: () = {
     let mut b = 0;
     while b < 128 {
@@ -223,39 +259,30 @@ const _: () = {
     }
 };
 
-/// `CLASS_BITS[byte]`: what a byte tells the state of the characters after it. Its class,
-/// times two, for the next character (any byte over 127 ends a character outside ASCII); and
-/// in the lowest bit, whether it is blank, for the one after that.
-const CLASS_BITS: [u8; 256] = {
-    let mut table = [0u8; 256];
+/// `CLASS_OF_BYTE[byte]`: the class of an ASCII byte, or for any byte over 127 (part of a
+/// character outside ASCII) `NonAscii`, as a number.
+const CLASS_OF_BYTE: [u8; 256] = {
+    let mut table = [Class::NonAscii as u8; 256];
     let mut b = 0;
-    while b < 256 {
-        let class = if b < 128 {
-            ascii_class(b as u8)
-        } else {
-            Class::NonAscii
-        };
-        table[b] = state_of(class, class) as u8;
+    while b < 128 {
+        table[b] = ascii_class(b as u8) as u8;
         b += 1;
     }
     table
 };
 
-/// `STATE_WEIGHTS[state][byte]`: an ASCII byte's weight in a state.
-const STATE_WEIGHTS: [[u32; 128]; 16] = {
-    let mut table = [[0u32; 128]; 16];
-    let mut state = 0;
-    while state < 16 {
-        let mut b = 0;
-        while b < 128 {
-            table[state][b] = ascii_weight(
-                ascii_class(b as u8),
-                STATE_CLASSES[state / 2],
-                state % 2 == 1,
-            );
-            b += 1;
+/// `ASCII_WEIGHTS[before << 6 | previous << 3 | class]`: the weight of an ASCII character of
+/// `class` after characters of classes `previous` and `before`.
+const ASCII_WEIGHTS: [u32; 512] = {
+    let mut table = [0u32; 512];
+    let mut i = 0;
+    while i < 512 {
+        let (before, previous, class) = (CLASSES[i >> 6], CLASSES[i >> 3 & 7], CLASSES[i & 7]);
+        if !matches!(class, Class::NonAscii | Class::Start) {
+            let before_blank = before as u8 == Class::Blank as u8;
+            table[i] = ascii_weight(class, previous, before_blank);
         }
-        state += 1;
+        i += 1;
     }
     table
 };
