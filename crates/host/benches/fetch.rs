@@ -105,38 +105,56 @@ fn fetch_throughput(c: &mut Criterion) {
     let mut group = c.benchmark_group("fetch 64 MiB on loopback");
     group.sample_size(10);
     group.throughput(Throughput::Bytes(PAYLOAD_BYTES as u64));
-    group.bench_function("Fetcher::fetch", |b| {
-        b.iter_batched(
-            || {
-                // A fresh reference each time: a fetched one answers without dialing.
-                next += 1;
-                let block = json!({"type": "resource",
+    // A reference that claims no digest (nothing to hash), and one that claims the payload's.
+    let digest = {
+        use base64::Engine as _;
+        use sha2::Digest as _;
+        let hash = sha2::Sha256::digest(&payload()[..]);
+        format!(
+            "sha256:{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(hash)
+        )
+    };
+    for (name, claimed) in [
+        ("Fetcher::fetch", None),
+        ("Fetcher::fetch, digest claimed", Some(digest)),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || {
+                    // A fresh reference each time: a fetched one answers without dialing.
+                    next += 1;
+                    let mut block = json!({"type": "resource",
                     "uri": format!("{}/payload/{next}", server.origin()),
                     "sizeBytes": PAYLOAD_BYTES});
-                let Block::Reference(reference) = classify(&block) else {
-                    unreachable!("a resource block is a reference")
-                };
-                registry
-                    .borrow_mut()
-                    .register(&reference, &server_name)
-                    .id
-                    .clone()
-            },
-            |id| {
-                let saved = fetcher
-                    .fetch(
-                        &mut registry.borrow_mut(),
-                        id.as_str(),
-                        None,
-                        &mut NoResources,
-                    )
-                    .expect("the fetch");
-                assert_eq!(saved.bytes, PAYLOAD_BYTES as u64);
-                Removed(PathBuf::from(saved.path))
-            },
-            BatchSize::PerIteration,
-        );
-    });
+                    if let Some(digest) = &claimed {
+                        block["digest"] = json!(digest);
+                    }
+                    let Block::Reference(reference) = classify(&block) else {
+                        unreachable!("a resource block is a reference")
+                    };
+                    registry
+                        .borrow_mut()
+                        .register(&reference, &server_name)
+                        .id
+                        .clone()
+                },
+                |id| {
+                    let saved = fetcher
+                        .fetch(
+                            &mut registry.borrow_mut(),
+                            id.as_str(),
+                            None,
+                            &mut NoResources,
+                        )
+                        .expect("the fetch");
+                    assert_eq!(saved.bytes, PAYLOAD_BYTES as u64);
+                    Removed(PathBuf::from(saved.path))
+                },
+                BatchSize::PerIteration,
+            );
+        });
+    }
     let agent = plain_agent();
     let plain_path = folder.join("plain.bin");
     let uri = format!("{}/payload/plain", server.origin());

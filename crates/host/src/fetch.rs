@@ -361,7 +361,9 @@ impl Limits {
 struct Payload {
     partial: Partial,
     bytes: u64,
-    digest: String,
+    /// The bytes' digest, when a claimed one is to be checked (no one reads an unclaimed one, so
+    /// a fetch without a claim does not pay for hashing).
+    digest: Option<String>,
     head: Vec<u8>,
     header_type: Option<String>,
 }
@@ -373,6 +375,7 @@ struct EagerPlan {
     uri: Uri,
     token: Option<String>,
     limits: Limits,
+    hash: bool,
 }
 
 impl Fetcher {
@@ -481,9 +484,12 @@ impl Fetcher {
         let payload = match dial.how {
             How::Http(uri) => download(
                 &self.agent,
-                &uri,
-                server.token.as_deref(),
-                limits,
+                &Download {
+                    uri: &uri,
+                    token: server.token.as_deref(),
+                    limits,
+                    hash: claims.digest.is_some(),
+                },
                 self.fetch_timeout,
                 &self.folder,
                 id.as_str(),
@@ -518,9 +524,12 @@ impl Fetcher {
                     scope.spawn(move || {
                         download(
                             agent,
-                            &plan.uri,
-                            plan.token.as_deref(),
-                            plan.limits,
+                            &Download {
+                                uri: &plan.uri,
+                                token: plan.token.as_deref(),
+                                limits: plan.limits,
+                                hash: plan.hash,
+                            },
                             timeout,
                             folder,
                             plan.id.as_str(),
@@ -599,6 +608,7 @@ impl Fetcher {
                     ceiling: claimed,
                     budget_left: claimed,
                 },
+                hash: record.claims.digest.is_some(),
             });
         }
         plans
@@ -695,15 +705,23 @@ impl Fetcher {
         server: usize,
         payload: Payload,
     ) -> Result<Saved, Refusal> {
-        let digest_verified = match &claims.digest {
-            Some(claimed) if *claimed != payload.digest => {
+        let digest_verified = match (&claims.digest, payload.digest) {
+            (Some(claimed), Some(got)) if *claimed != got => {
                 return Err(Refusal::DigestMismatch {
                     claimed: claimed.clone(),
-                    got: payload.digest,
+                    got,
                 });
             }
-            Some(_) => DigestCheck::Verified,
-            None => DigestCheck::NotClaimed,
+            (Some(_), Some(_)) => DigestCheck::Verified,
+            // The claim changed while the bytes were on their way; a digest that was not
+            // computed is never reported as matching.
+            (Some(claimed), None) => {
+                return Err(Refusal::DigestMismatch {
+                    claimed: claimed.clone(),
+                    got: "(not computed)".to_owned(),
+                });
+            }
+            (None, _) => DigestCheck::NotClaimed,
         };
         let sniffed = sniff(&payload.head);
         let mime_type = sniffed
@@ -749,15 +767,28 @@ fn agent() -> ureq::Agent {
 }
 
 /// Dials `uri` and streams its decoded body into a temporary file, cutting it at the limits.
+/// One download's request and what to check on its way.
+struct Download<'d> {
+    uri: &'d Uri,
+    token: Option<&'d str>,
+    limits: Limits,
+    /// Whether to hash the bytes: only when a digest was claimed.
+    hash: bool,
+}
+
 fn download(
     agent: &ureq::Agent,
-    uri: &Uri,
-    token: Option<&str>,
-    limits: Limits,
+    download: &Download<'_>,
     timeout: Duration,
     folder: &Path,
     stem: &str,
 ) -> Result<Payload, Refusal> {
+    let Download {
+        uri,
+        token,
+        limits,
+        hash,
+    } = *download;
     let mut request = agent.get(uri);
     if let Some(token) = token {
         request = request.header("Authorization", format!("Bearer {token}"));
@@ -782,7 +813,7 @@ fn download(
         .and_then(essence);
     let mut reader = response.into_body().into_reader();
     let mut partial = Partial::create(folder, stem).map_err(store_refusal)?;
-    let mut hasher = Sha256::new();
+    let mut hasher = if hash { Some(Hasher::start()) } else { None };
     let mut head = Vec::with_capacity(SNIFF_LEN);
     let mut buffer = vec![0u8; 64 * 1024];
     let mut received: u64 = 0;
@@ -801,13 +832,15 @@ fn download(
             let take = (SNIFF_LEN - head.len()).min(read);
             head.extend_from_slice(&chunk[..take]);
         }
-        hasher.update(chunk);
+        if let Some(hasher) = &mut hasher {
+            hasher.update(chunk);
+        }
         partial.write(chunk).map_err(store_refusal)?;
     }
     Ok(Payload {
         partial,
         bytes: received,
-        digest: digest_text(hasher),
+        digest: hasher.map(Hasher::finish),
         head,
         header_type,
     })
@@ -862,13 +895,68 @@ fn resource_payload(
     Ok(Payload {
         partial,
         bytes: bytes.len() as u64,
-        digest: digest_text(hasher),
+        digest: Some(digest_text(hasher)),
         head: bytes[..bytes.len().min(SNIFF_LEN)].to_vec(),
         header_type: entry
             .get("mimeType")
             .and_then(Value::as_str)
             .and_then(essence),
     })
+}
+
+/// A sha256 computed on a thread of its own while the download goes on, so a claimed digest
+/// costs little more than the download (on a machine with a core to spare).
+struct Hasher {
+    chunks: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    thread: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Hasher {
+    /// How many chunks may wait for the hashing thread before the download waits for it.
+    const QUEUE: usize = 16;
+
+    fn start() -> Hasher {
+        let (chunks, queue) = std::sync::mpsc::sync_channel::<Vec<u8>>(Hasher::QUEUE);
+        let thread = std::thread::Builder::new()
+            .name("mcpl-fetch-sha256".to_owned())
+            .spawn(move || {
+                let mut hasher = Sha256::new();
+                for chunk in queue {
+                    hasher.update(&chunk);
+                }
+                digest_text(hasher)
+            });
+        match thread {
+            Ok(thread) => Hasher {
+                chunks: Some(chunks),
+                thread: Some(thread),
+            },
+            // No thread to be had: nothing is hashed, and the digest `finish` gives matches no
+            // claim, so the fetch fails closed.
+            Err(_) => Hasher {
+                chunks: None,
+                thread: None,
+            },
+        }
+    }
+
+    fn update(&mut self, chunk: &[u8]) {
+        if let Some(chunks) = &self.chunks
+            && chunks.send(chunk.to_vec()).is_err()
+        {
+            self.chunks = None;
+        }
+    }
+
+    /// The digest of every chunk sent, `sha256:<base64url>`; a hashing thread that failed
+    /// gives a digest no claim can match.
+    fn finish(mut self) -> String {
+        drop(self.chunks.take());
+        self.thread
+            .take()
+            .and_then(|thread| thread.join().ok())
+            .unwrap_or_else(|| "sha256:(the hashing thread failed)".to_owned())
+    }
 }
 
 /// `sha256:<base64url, no padding>`, as RFC-005 claims write it.
