@@ -3,7 +3,7 @@
 //! - `ci`: runs `.ci/run`, the one list of what CI checks: formatting, clippy, the benches in
 //!   criterion's quick test mode, then every test (the README's test command).
 //! - `bench [FILTER]`: the criterion benches in full, then each bench's median and its ratio to
-//!   the first bench of its group.
+//!   its group's baseline (a plain parse, a plain download, plain pricing; else the first).
 //! - `fuzz [TARGET] [--seconds N]`: a cargo-fuzz target on the nightly toolchain (default:
 //!   `classify`, 600 seconds), then a list of any crash inputs it left.
 //! - `changelog`: assembles `changelog.d/` fragments into the text of a release section.
@@ -69,26 +69,41 @@ fn bench(root: &Path, filter: &[String]) -> Result<(), String> {
     let groups = sorted_dirs(&criterion);
     println!("\nmedians (criterion, target/criterion/*/*/new/estimates.json):");
     for group in groups {
-        let mut first: Option<f64> = None;
-        for bench in sorted_dirs(&group) {
-            let estimates = bench.join("new").join("estimates.json");
-            let Some(median) = std::fs::read_to_string(&estimates)
-                .ok()
-                .and_then(|text| median_nanoseconds(&text))
-            else {
-                continue;
-            };
-            let ratio = first.map_or(1.0, |base| median / base);
-            first.get_or_insert(median);
+        let medians: Vec<(PathBuf, f64)> = sorted_dirs(&group)
+            .into_iter()
+            .filter_map(|bench| {
+                let estimates = bench.join("new").join("estimates.json");
+                let median = std::fs::read_to_string(&estimates)
+                    .ok()
+                    .and_then(|text| median_nanoseconds(&text))?;
+                Some((bench, median))
+            })
+            .collect();
+        // Ratios are to the group's baseline: the bench that measures the plain way (a plain
+        // parse, a plain download, plain pricing), else the first by name.
+        let baseline = medians
+            .iter()
+            .find(|(bench, _)| is_baseline(&file_name(bench)))
+            .or(medians.first())
+            .map_or(1.0, |(_, median)| *median);
+        for (bench, median) in &medians {
             println!(
-                "  {}/{}: {} (x{ratio:.2})",
+                "  {}/{}: {} (x{:.2})",
                 file_name(&group),
-                file_name(&bench),
-                human_time(median)
+                file_name(bench),
+                human_time(*median),
+                median / baseline
             );
         }
     }
     Ok(())
+}
+
+/// Whether a bench is its group's baseline by its name.
+fn is_baseline(name: &str) -> bool {
+    ["serde_json_parse", "plain", "price"]
+        .iter()
+        .any(|baseline| name == *baseline || name.starts_with(&format!("{baseline} ")))
 }
 
 fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
