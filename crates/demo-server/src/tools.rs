@@ -13,6 +13,9 @@ use crate::resources::{
 pub(crate) const NEVER_URI: &str = "https://files.demo.example/private/x.bin?sig=never-show";
 /// The uri, with a token, the `reference-ref` tool refers to.
 pub(crate) const REF_URI: &str = "https://files.demo.example/reports/q3.pdf?token=demo-secret-123";
+/// The log the `error` tool's failed result refers to.
+pub(crate) const ERROR_LOG_URI: &str =
+    "https://files.demo.example/logs/503.txt?token=demo-secret-err";
 /// The lines of log the `over-budget` tool returns, about 300 KB.
 const LOG_LINES: u32 = 3600;
 /// How long `slow` waits when it is not told.
@@ -197,7 +200,10 @@ impl Tool {
             Tool::StructuredOnly => {
                 "Emits an empty content array and an object as structuredContent."
             }
-            Tool::Error => "Emits a result with isError true and a text block saying what failed.",
+            Tool::Error => {
+                "Emits a result with isError true: a text block saying what failed and an MCPL \
+                 reference to its log."
+            }
             Tool::PushEvents => {
                 "Sends the host push/event requests (evt-1 with text, image and reference; evt-1 again; \
                  evt-empty with blank text) and a channels/incoming request (m1 text, m2 empty, m3 text \
@@ -223,6 +229,12 @@ impl Tool {
     /// Its `inputSchema`.
     pub(crate) fn input_schema(self) -> Value {
         match self {
+            Tool::Error => json!({
+                "type": "object",
+                "properties": {
+                    "uri": {"type": "string", "description": "The failed call's log reference's uri."},
+                },
+            }),
             Tool::ReferenceRef => json!({
                 "type": "object",
                 "properties": {
@@ -260,7 +272,6 @@ impl Tool {
             | Tool::OverBudget
             | Tool::Structured
             | Tool::StructuredOnly
-            | Tool::Error
             | Tool::PushEvents
             | Tool::HostAnswers
             | Tool::Crash
@@ -384,10 +395,27 @@ impl Tool {
             Tool::StructuredOnly => {
                 Effect::Answer(json!({"content": [], "structuredContent": weather()}))
             }
-            Tool::Error => Effect::Answer(json!({
-                "content": [text("The demo tool failed on purpose: the upstream service answered 503.")],
+            Tool::Error => {
+                let log = arguments
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .unwrap_or(ERROR_LOG_URI);
+                Effect::Answer(json!({
+                "content": [
+                    text("The demo tool failed on purpose: the upstream service answered 503."),
+                    // A failed call's reference: a host keeps only the error's text.
+                    {
+                        "type": "resource",
+                        "uri": log,
+                        "name": "503.log",
+                        "mimeType": "text/plain",
+                        "sizeBytes": 512,
+                        "disposition": "ref",
+                    },
+                ],
                 "isError": true,
-            })),
+                }))
+            }
             Tool::PushEvents => Effect::Push,
             Tool::HostAnswers => Effect::HostAnswers,
             Tool::Crash => Effect::Crash,

@@ -656,6 +656,10 @@ impl Host {
         let Ok(fetcher) = &mut self.fetcher else {
             return;
         };
+        // A failed call keeps only its text: its references are neither registered nor fetched.
+        if result.get("isError") == Some(&Value::Bool(true)) {
+            return;
+        }
         let blocks = result.get("content").and_then(Value::as_array);
         let ids: Vec<RefId> = blocks
             .into_iter()

@@ -234,7 +234,7 @@ fn structured_content_with_and_without_text() {
 fn error_is_an_error_result_with_text() {
     let result = call("error");
     assert_eq!(result["isError"], true);
-    assert_eq!(kinds(&result), ["text"]);
+    assert_eq!(kinds(&result), ["text", "resource"]);
 }
 
 #[test]

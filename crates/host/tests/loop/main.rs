@@ -481,6 +481,45 @@ fn small_references_in_a_result_the_agent_asked_for_are_fetched_at_once() {
 }
 
 #[test]
+fn a_failed_call_registers_nothing_and_an_error_results_references_are_not_fetched() {
+    use mcpl_host::loopback::{Answer, Loopback};
+    let files = Loopback::start(|_| Answer::bytes("text/plain", b"log".to_vec())).unwrap();
+    let spill = tempdir::Dir::new("failed");
+    let mut options = ServerOptions {
+        timeout: Duration::from_millis(300),
+        ..ServerOptions::default()
+    };
+    options.fetch.origin = Some(files.origin().to_owned());
+    let config = config(vec![demo_server("demo", options)], &spill);
+    let uri = format!("{}/503.txt", files.origin());
+    let script = json!([
+        {"tool_calls": [{"server": "demo", "name": "hang"}]},
+        {"tool_calls": [{"server": "demo", "name": "garbage"}]},
+        {"tool_calls": [{"server": "demo", "name": "error", "arguments": {"uri": uri}}]},
+    ]);
+    let (host, bodies) = play_calls(&config, script);
+    assert_no_secrets(&bodies);
+    assert!(host.calls[0].output.is_error && host.calls[1].output.is_error);
+    let error = &host.calls[2].output;
+    assert!(error.is_error);
+    assert!(
+        error.stored.starts_with(
+            "The demo tool failed on purpose: the upstream service answered 503.\n[ref_"
+        )
+    );
+    // The failed calls registered nothing; the error result's reference is shown and registered
+    // like any other, and not fetched: only results that did not fail are fetched eagerly.
+    // Two records: the demo's context injection's brief, and the error's log.
+    assert_eq!(host.lanes.registry.len(), 2);
+    let record = host.lanes.registry.find_uri(&uri).unwrap();
+    assert!(record.fetched.is_none());
+    assert!(
+        files.requests().is_empty(),
+        "nothing dialed for a failed result"
+    );
+}
+
+#[test]
 fn every_route_runs_the_same_conversation_without_a_secret() {
     for route in PricedRoute::ALL {
         let spill = tempdir::Dir::new(route.lanes.name);
