@@ -344,6 +344,7 @@ impl Host {
             });
         }
         let mut history = vec![Message::User(vec![Content::Text(prompt.to_owned())])];
+        self.history_tokens += estimate(prompt);
         for round in 1..=self.options.max_rounds {
             let report = self.prepare_round(round, &mut history)?;
             let request_messages = place_injections(&history, &report.injections);
@@ -363,6 +364,9 @@ impl Host {
             let turn = model.complete(&body)?;
             // Live copies go once: from now on history carries the stored copies.
             settle(&mut history, &self.rounds[round - 1].messages);
+            for message in &self.rounds[round - 1].messages {
+                self.history_tokens += estimate(&message.stored);
+            }
             self.history_tokens += estimate(&turn.text);
             let calls = turn.tool_calls.clone();
             history.push(Message::Assistant {
@@ -432,7 +436,9 @@ impl Host {
             diagnostics: Vec::new(),
         };
         let appended = self.appended_tokens(history, &report);
-        let reserve = u64::from(self.options.max_tokens);
+        // Every request also carries the system prompt and the tools' definitions, and leaves
+        // room for the answer.
+        let reserve = u64::from(self.options.max_tokens) + self.fixed_tokens();
         let mut projected = self.history_tokens + appended + reserve;
         report.appended_tokens = appended;
         if projected > self.options.context_window && drop_live_copies(history) {
@@ -499,6 +505,20 @@ impl Host {
                 .chain(report.messages.iter().map(|m| estimate(&m.stored)))
                 .sum()
         })
+    }
+
+    /// The system prompt's and the tool definitions' estimated tokens.
+    fn fixed_tokens(&self) -> u64 {
+        estimate(&self.options.system)
+            + self
+                .tools
+                .iter()
+                .map(|tool| {
+                    estimate(&tool.name)
+                        + estimate(&tool.description)
+                        + estimate(&tool.input_schema.to_string())
+                })
+                .sum::<u64>()
     }
 
     fn pricer(&self) -> Pricer<'static> {
