@@ -360,10 +360,17 @@ fn a_round_over_the_window_is_not_sent() {
     let spill = tempdir::Dir::new("window");
     let mut config = config(vec![demo_server("demo", ServerOptions::default())], &spill);
     config.context_window = 9_000;
-    let (_, outcome, bodies) = play(
+    let (host, outcome, bodies) = play(
         &config,
         &PricedRoute::ANTHROPIC,
         &[&[("demo", "over-budget")]],
+    );
+    // Each request's projection counts the system prompt, the tools' definitions and the room
+    // for the answer, besides what the round appends.
+    let first = &host.rounds[0];
+    assert!(
+        first.projected_tokens > 4096 + first.appended_tokens + 1000,
+        "{first:?}"
     );
     let error = outcome.unwrap_err().to_string();
     assert!(
