@@ -10,6 +10,7 @@
 //! goes into the next request and its stored copy into history. `fetch_reference` goes to the
 //! reference fetcher.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -841,8 +842,10 @@ fn system_prompt(system: &str, injections: &[(String, Injections)]) -> String {
 
 /// The messages a request carries: history, with `beforeUser` and `afterUser` injections
 /// placed around the latest user message's content (never stored).
-fn place_injections(history: &[Message], injections: &[(String, Injections)]) -> Vec<Message> {
-    let mut messages = history.to_vec();
+fn place_injections<'h>(
+    history: &'h [Message],
+    injections: &[(String, Injections)],
+) -> Cow<'h, [Message]> {
     let before: Vec<Content> = injections
         .iter()
         .flat_map(|(_, i)| i.before_user.iter().cloned())
@@ -852,8 +855,9 @@ fn place_injections(history: &[Message], injections: &[(String, Injections)]) ->
         .flat_map(|(_, i)| i.after_user.iter().cloned())
         .collect();
     if before.is_empty() && after.is_empty() {
-        return messages;
+        return Cow::Borrowed(history);
     }
+    let mut messages = history.to_vec();
     if let Some(Message::User(content)) = messages
         .iter_mut()
         .rev()
@@ -864,7 +868,7 @@ fn place_injections(history: &[Message], injections: &[(String, Injections)]) ->
         placed.extend(after);
         *content = placed;
     }
-    messages
+    Cow::Owned(messages)
 }
 
 fn write_line(out: &mut dyn Write, body: &Value) -> std::io::Result<()> {

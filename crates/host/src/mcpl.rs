@@ -100,15 +100,16 @@ pub struct Lanes {
     pub queued: Vec<Queued>,
     /// Every server request answered, in order.
     pub answered: Vec<Answered>,
-    deferred: Vec<(String, Accepted)>,
+    deferred: Vec<(String, Accepted<Value>)>,
 }
 
-/// Content a server request delivered and the host accepted.
+/// Content a server request delivered and the host accepted: borrowed from the request while it
+/// is projected at once, owned while it waits for the registry.
 #[derive(Debug, Clone, PartialEq)]
-struct Accepted {
+struct Accepted<C> {
     origin: Origin,
     id: Option<String>,
-    content: Value,
+    content: C,
 }
 
 /// The host's answers while the registry is lent to the fetcher: the same answers [`Lanes`]
@@ -117,15 +118,21 @@ struct Accepted {
 #[derive(Debug)]
 pub struct Deferring<'l> {
     seen_events: &'l mut HashSet<(String, String)>,
-    deferred: &'l mut Vec<(String, Accepted)>,
+    deferred: &'l mut Vec<(String, Accepted<Value>)>,
     answered: &'l mut Vec<Answered>,
 }
 
 impl ServerRequests for Deferring<'_> {
     fn answer(&mut self, server: &str, method: &str, params: &Value) -> Result<Value, RpcError> {
         let (answer, accepted) = verdict(self.seen_events, server, method, params);
-        self.deferred
-            .extend(accepted.into_iter().map(|a| (server.to_owned(), a)));
+        self.deferred.extend(accepted.into_iter().map(|a| {
+            let owned = Accepted {
+                origin: a.origin,
+                id: a.id,
+                content: a.content.clone(),
+            };
+            (server.to_owned(), owned)
+        }));
         record(self.answered, server, method, &answer);
         answer
     }
@@ -153,12 +160,12 @@ fn record(
 /// The answer to one server request, and the content it accepts. A visibly empty push is
 /// refused before its `eventId` is looked at, so a refusal never burns the id; a repeated id is
 /// acknowledged as a duplicate and accepts nothing new; each channel message is answered alone.
-fn verdict(
+fn verdict<'p>(
     seen_events: &mut HashSet<(String, String)>,
     server: &str,
     method: &str,
-    params: &Value,
-) -> (Result<Value, RpcError>, Vec<Accepted>) {
+    params: &'p Value,
+) -> (Result<Value, RpcError>, Vec<Accepted<&'p Value>>) {
     match method {
         "push/event" => {
             let refusal = || RpcError {
@@ -187,7 +194,7 @@ fn verdict(
             let accepted = Accepted {
                 origin: Origin::PushEvent,
                 id: event_id,
-                content: content.clone(),
+                content,
             };
             (Ok(json!({"accepted": true})), vec![accepted])
         }
@@ -215,7 +222,7 @@ fn verdict(
                     accepted.push(Accepted {
                         origin: Origin::ChannelMessage,
                         id: message_id.as_str().map(str::to_owned),
-                        content: content.clone(),
+                        content,
                     });
                     results.push(json!({"messageId": message_id, "accepted": true}));
                 }
@@ -266,27 +273,22 @@ impl Lanes {
         params: &Value,
     ) -> Result<Value, RpcError> {
         let (answer, accepted) = verdict(&mut self.seen_events, server, method, params);
-        self.project_accepted(server, accepted);
+        for accepted in accepted {
+            self.project_accepted(server, accepted);
+        }
         answer
     }
 
     /// Projects what a request accepted on its lane (registering its references with `server`)
     /// and queues it for the next inference.
-    fn project_accepted(&mut self, server: &str, accepted: Vec<Accepted>) {
+    fn project_accepted(&mut self, server: &str, accepted: Accepted<&Value>) {
         let name = ServerName::new(server);
-        for accepted in accepted {
-            match accepted.origin {
-                Origin::PushEvent => {
-                    if let Ok(view) = self.projector(&name).push(&accepted.content) {
-                        self.queue(server, Origin::PushEvent, accepted.id, view);
-                    }
-                }
-                Origin::ChannelMessage => {
-                    if let Ok(view) = self.projector(&name).channel_message(&accepted.content) {
-                        self.queue(server, Origin::ChannelMessage, accepted.id, view);
-                    }
-                }
-            }
+        let view = match accepted.origin {
+            Origin::PushEvent => self.projector(&name).push(accepted.content).ok(),
+            Origin::ChannelMessage => self.projector(&name).channel_message(accepted.content).ok(),
+        };
+        if let Some(view) = view {
+            self.queue(server, accepted.origin, accepted.id, view);
         }
     }
 
@@ -307,7 +309,12 @@ impl Lanes {
     /// Projects and queues what was accepted while the registry was lent out.
     pub fn project_deferred(&mut self) {
         for (server, accepted) in std::mem::take(&mut self.deferred) {
-            self.project_accepted(&server, vec![accepted]);
+            let borrowed = Accepted {
+                origin: accepted.origin,
+                id: accepted.id,
+                content: &accepted.content,
+            };
+            self.project_accepted(&server, borrowed);
         }
     }
 
