@@ -119,7 +119,7 @@ pub(crate) fn e2e(root: &Path) -> Result<(), String> {
         .unwrap_or_else(|| root.join("target"));
     let work = target.join("e2e");
     let node_modules = install(root, &work)?;
-    crate::cargo(root, &["build", "-p", "mcpl-host"])?;
+    crate::cargo(root, &["build", "-p", "mcpl-cli"])?;
     let mcpl = target
         .join("debug")
         .join(format!("mcpl{}", std::env::consts::EXE_SUFFIX));

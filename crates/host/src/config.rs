@@ -23,18 +23,15 @@ use mcpl_lanes::UriPolicy;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::client::Launch;
+use mcpl_client::Launch;
+pub use mcpl_fetch::{
+    DEFAULT_EAGER_MAX_BYTES, DEFAULT_FETCH_BUDGET_BYTES, DEFAULT_FETCH_MAX_BYTES, FetchOptions,
+};
 
 /// How long a call waits for its answer unless a server's options say otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// The context window the loop checks each round against unless the config says otherwise.
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
-/// The most one fetch may save (256 MiB).
-pub const DEFAULT_FETCH_MAX_BYTES: u64 = 256 * 1024 * 1024;
-/// The most a server's fetches may save over the life of the process (1 GiB).
-pub const DEFAULT_FETCH_BUDGET_BYTES: u64 = 1024 * 1024 * 1024;
-/// The largest claimed size fetched eagerly (256 KiB).
-pub const DEFAULT_EAGER_MAX_BYTES: u64 = 256 * 1024;
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,33 +75,6 @@ impl Default for ServerOptions {
             uri_policy: UriPolicy::Hidden,
             timeout: DEFAULT_TIMEOUT,
             fetch: FetchOptions::default(),
-        }
-    }
-}
-
-/// The fetcher's options for one server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FetchOptions {
-    /// The origin the server's connection is dialed to; references elsewhere are refused.
-    pub origin: Option<String>,
-    /// The bearer token sent to that origin only.
-    pub token: Option<String>,
-    /// The most one fetch may save.
-    pub max_bytes: u64,
-    /// The most this server's fetches may save in all.
-    pub budget_bytes: u64,
-    /// The largest claimed size fetched eagerly.
-    pub eager_max_bytes: u64,
-}
-
-impl Default for FetchOptions {
-    fn default() -> FetchOptions {
-        FetchOptions {
-            origin: None,
-            token: None,
-            max_bytes: DEFAULT_FETCH_MAX_BYTES,
-            budget_bytes: DEFAULT_FETCH_BUDGET_BYTES,
-            eager_max_bytes: DEFAULT_EAGER_MAX_BYTES,
         }
     }
 }

@@ -26,14 +26,14 @@ use mcpl_lanes::{
 };
 use serde_json::{Value, json};
 
-use crate::client::{CallError, Connection, ServerRequests};
 use crate::config::{Config, ServerConfig};
-use crate::conversation::{
-    Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec, model_tool_name,
-};
-use crate::fetch::{Fetcher, ResourceReader};
 use crate::mcpl::{Injections, Lanes, Queued};
 use crate::model::{Model, ModelError};
+use mcpl_client::{CallError, Connection, ServerRequests};
+use mcpl_encode::conversation::{
+    Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec, model_tool_name,
+};
+use mcpl_fetch::{Fetcher, ResourceReader};
 
 /// The host tool every conversation offers.
 pub const FETCH_REFERENCE: &str = "fetch_reference";
@@ -357,7 +357,7 @@ impl Host {
                 tools: &self.tools,
                 max_tokens: self.options.max_tokens,
             };
-            let body = crate::encode::request(route, &request);
+            let body = mcpl_encode::request(route, &request);
             if let Some(out) = transcript.as_mut() {
                 write_line(&mut **out, &body).map_err(LoopError::Transcript)?;
             }

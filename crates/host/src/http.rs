@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::conversation::ToolCall;
 use crate::model::{Model, ModelError, Turn};
+use mcpl_encode::conversation::ToolCall;
 
 /// The Messages API version header every request carries.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";

@@ -23,8 +23,8 @@ use mcpl_lanes::{
 };
 use serde_json::{Value, json};
 
-use crate::client::{RpcError, ServerRequests};
-use crate::conversation::Content;
+use mcpl_client::{RpcError, ServerRequests};
+use mcpl_encode::conversation::Content;
 
 /// Where a queued message came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::conversation::{ToolCall, model_tool_name};
+use mcpl_encode::conversation::{ToolCall, model_tool_name};
 
 /// One assistant turn.
 #[derive(Debug, Clone, PartialEq, Default)]

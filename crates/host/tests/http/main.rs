@@ -9,8 +9,8 @@ use std::net::TcpListener;
 use std::sync::mpsc;
 use std::thread;
 
-use mcpl_host::conversation::{Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec};
-use mcpl_host::encode::Encoder;
+use mcpl_encode::Encoder;
+use mcpl_encode::conversation::{Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec};
 use mcpl_host::http::{AnthropicHttp, OpenAiChatHttp};
 use mcpl_host::model::{Model, ModelError};
 use serde_json::{Value, json};

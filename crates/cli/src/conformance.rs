@@ -24,9 +24,9 @@ use mcpl_lanes::{
 };
 use serde_json::{Value, json};
 
-use crate::config::{DEFAULT_FETCH_MAX_BYTES, FetchOptions};
-use crate::fetch::{DigestCheck, Fetcher, FolderError, NoResources, Refusal, Saved};
-use crate::loopback::{Answer, Loopback};
+use mcpl_fetch::{DigestCheck, Fetcher, FolderError, NoResources, Refusal, Saved};
+use mcpl_host::config::{DEFAULT_FETCH_MAX_BYTES, FetchOptions};
+use mcpl_loopback::{Answer, Loopback};
 
 /// The format tag a vector file must carry.
 pub const FORMAT: &str = "mcpl-bulk-references-1";
@@ -653,7 +653,7 @@ fn check_saved_payload(
         failures.push("the saved bytes are not the decoded payload".to_owned());
     }
     if let Some(mime) = expect["savedMime"].as_str() {
-        let file_type = crate::fetch::extension(mcpl_classify::sniff(&bytes), mime);
+        let file_type = mcpl_fetch::extension(mcpl_classify::sniff(&bytes), mime);
         let on_file = Path::new(&saved.path)
             .extension()
             .and_then(|e| e.to_str())

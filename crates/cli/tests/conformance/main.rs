@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mcpl_host::conformance::{Tally, run_conformance};
+use mcpl_cli::conformance::{Tally, run_conformance};
 
 /// `shared/conformance/` sits beside the repository (CI clones the repository next to it).
 fn vectors() -> PathBuf {

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use mcpl_host::config::FetchOptions;
-use mcpl_host::fetch::{Fetcher, Limit, NoResources, Refusal, Saved};
-use mcpl_host::loopback::{Answer, Body, Loopback, gzip};
+use mcpl_fetch::FetchOptions;
+use mcpl_fetch::{Fetcher, Limit, NoResources, Refusal, Saved};
 use mcpl_lanes::Registry;
+use mcpl_loopback::{Answer, Body, Loopback, gzip};
 use serde_json::json;
 
 use crate::support::{Scratch, authorizations, register, resource, serving};

@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use mcpl_classify::{Block, classify};
-use mcpl_host::config::FetchOptions;
-use mcpl_host::fetch::Fetcher;
-use mcpl_host::loopback::{Answer, Loopback};
+use mcpl_fetch::FetchOptions;
+use mcpl_fetch::Fetcher;
 use mcpl_lanes::{RefId, Registry, ServerName};
+use mcpl_loopback::{Answer, Loopback};
 use serde_json::{Value, json};
 
 /// A folder of its own for one test, removed when the test ends. The fetcher saves into
@@ -114,28 +114,4 @@ pub(crate) fn authorizations(server: &Loopback) -> Vec<Option<String>> {
         .iter()
         .map(|r| r.header("authorization").map(str::to_owned))
         .collect()
-}
-
-/// A host's resources for the fetcher: which servers offer `resources/read`, what each uri
-/// reads as, and every read asked for.
-#[derive(Default)]
-pub(crate) struct Resources {
-    pub(crate) offering: Vec<String>,
-    pub(crate) contents: Vec<(String, Value)>,
-    pub(crate) reads: Vec<(String, String)>,
-}
-
-impl mcpl_host::fetch::ResourceReader for Resources {
-    fn offers_resources(&self, server: &str) -> bool {
-        self.offering.iter().any(|s| s == server)
-    }
-
-    fn read_resource(&mut self, server: &str, uri: &str) -> Result<Value, String> {
-        self.reads.push((server.to_owned(), uri.to_owned()));
-        self.contents
-            .iter()
-            .find(|(u, _)| u == uri)
-            .map(|(_, result)| result.clone())
-            .ok_or_else(|| format!("no resource {uri}"))
-    }
 }

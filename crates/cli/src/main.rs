@@ -7,14 +7,14 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use mcpl_budget::PricedRoute;
 use mcpl_classify::{Limits, Summary, classify};
+use mcpl_cli::conformance::{ConformanceError, run_conformance};
+use mcpl_cli::demo::{render_json, render_text, run_demo};
+use mcpl_cli::input::{InputError, content_blocks, describe_shape, read_document};
+use mcpl_cli::project::{Lane, Request, project};
+use mcpl_encode::ROUTE_NAMES;
 use mcpl_host::config::{Config, ConfigError};
-use mcpl_host::conformance::{ConformanceError, run_conformance};
-use mcpl_host::demo::{render_json, render_text, run_demo};
-use mcpl_host::encode::ROUTE_NAMES;
 use mcpl_host::host_loop::{Host, HostOptions};
-use mcpl_host::input::{InputError, content_blocks, describe_shape, read_document};
 use mcpl_host::model::{Model, ModelError, Scripted};
-use mcpl_host::project::{Lane, Request, project};
 use mcpl_lanes::UriPolicy;
 
 /// Turns what MCP and MCPL servers send into what a language model should see.

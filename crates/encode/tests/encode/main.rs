@@ -2,8 +2,8 @@
 //! each whatever the snapshot says.
 
 use insta::assert_json_snapshot;
-use mcpl_host::conversation::{Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec};
-use mcpl_host::encode::{Encoder, MOVED_IMAGES_HEADER};
+use mcpl_encode::conversation::{Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec};
+use mcpl_encode::{Encoder, MOVED_IMAGES_HEADER};
 use serde_json::{Value, json};
 
 fn png() -> String {
@@ -335,7 +335,7 @@ fn parts_a_route_cannot_take_become_text() {
 #[test]
 fn the_text_around_a_moved_image_stays_within_its_priced_overhead() {
     use mcpl_budget::{Heuristic, MOVED_IMAGE_OVERHEAD, TokenEstimator};
-    use mcpl_host::encode::{moved_image_label, moved_image_pointer};
+    use mcpl_encode::{moved_image_label, moved_image_pointer};
     let call_id = "call_".to_owned() + &"aZ9_".repeat(15);
     let tool = "server-name__".to_owned() + &"tool-name_".repeat(6);
     let (call_id, tool) = (&call_id[..64], &tool[..64]);

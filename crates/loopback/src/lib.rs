@@ -7,7 +7,7 @@
 //! test can see a stream was cut rather than buffered).
 //!
 //! ```
-//! use mcpl_host::loopback::{Answer, Loopback};
+//! use mcpl_loopback::{Answer, Loopback};
 //!
 //! let server = Loopback::start(|request| {
 //!     Answer::bytes("text/plain", format!("you asked for {}", request.target).into_bytes())

@@ -3,9 +3,9 @@
 //! the uri's origin, with that server's token, eager limit and budget.
 
 use mcpl_budget::PricedRoute;
-use mcpl_host::client::ServerRequests;
-use mcpl_host::config::FetchOptions;
-use mcpl_host::fetch::{DigestCheck, NoResources, Refusal};
+use mcpl_client::ServerRequests;
+use mcpl_fetch::FetchOptions;
+use mcpl_fetch::{DigestCheck, NoResources, Refusal};
 use mcpl_host::mcpl::{Injections, Lanes};
 use mcpl_lanes::{ImageLedger, Registry, ServerName, ToolResult};
 use serde_json::{Value, json};
@@ -103,9 +103,9 @@ fn each_lane_binds_its_references_and_each_is_fetched_through_its_server() {
 /// Two servers deliver one uri on `home`'s origin, in `order`; `home`'s options are `home`'s.
 struct TwoServers {
     scratch: Scratch,
-    relay: mcpl_host::loopback::Loopback,
-    home: mcpl_host::loopback::Loopback,
-    fetcher: mcpl_host::fetch::Fetcher,
+    relay: mcpl_loopback::Loopback,
+    home: mcpl_loopback::Loopback,
+    fetcher: mcpl_fetch::Fetcher,
     registry: Registry,
     id: mcpl_lanes::RefId,
 }

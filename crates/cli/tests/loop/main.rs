@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use mcpl_budget::PricedRoute;
-use mcpl_host::client::Launch;
+use mcpl_client::Launch;
 use mcpl_host::config::{Config, ServerConfig, ServerOptions};
 use mcpl_host::host_loop::{Host, HostOptions, LoopError};
 use mcpl_host::model::Scripted;
@@ -421,7 +421,7 @@ fn fetch_reference_reads_a_resource_link_through_its_server() {
         .unwrap()
         .id
         .clone();
-    let call = mcpl_host::conversation::ToolCall {
+    let call = mcpl_encode::conversation::ToolCall {
         id: "call_x".to_owned(),
         name: "fetch_reference".to_owned(),
         arguments: json!({"ref_id": id.as_str()}),
@@ -446,7 +446,7 @@ fn fetch_reference_reads_a_resource_link_through_its_server() {
 
 #[test]
 fn small_references_in_a_result_the_agent_asked_for_are_fetched_at_once() {
-    use mcpl_host::loopback::{Answer, Loopback};
+    use mcpl_loopback::{Answer, Loopback};
     let files =
         Loopback::start(|_| Answer::bytes("application/pdf", b"%PDF-1.4 small".to_vec())).unwrap();
     let spill = tempdir::Dir::new("eager");
@@ -489,7 +489,7 @@ fn small_references_in_a_result_the_agent_asked_for_are_fetched_at_once() {
 
 #[test]
 fn a_failed_call_registers_nothing_and_an_error_results_references_are_not_fetched() {
-    use mcpl_host::loopback::{Answer, Loopback};
+    use mcpl_loopback::{Answer, Loopback};
     let files = Loopback::start(|_| Answer::bytes("text/plain", b"log".to_vec())).unwrap();
     let spill = tempdir::Dir::new("failed");
     let mut options = ServerOptions {

@@ -11,8 +11,8 @@ use mcpl_lanes::{
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::encode;
 use crate::input::Document;
+use mcpl_encode as encode;
 
 /// The lanes `--lane` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

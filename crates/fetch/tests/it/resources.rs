@@ -3,12 +3,12 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use mcpl_host::config::FetchOptions;
-use mcpl_host::fetch::DigestCheck;
+use mcpl_fetch::DigestCheck;
+use mcpl_fetch::FetchOptions;
 use mcpl_lanes::Registry;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::support::{Resources, Scratch, register};
+use crate::support::{Scratch, register};
 
 /// The first bytes of a PNG (signature and IHDR of a 1 x 1 image).
 const PNG: &[u8] =
@@ -17,6 +17,30 @@ const PNG: &[u8] =
 fn link(uri: &str, size: u64) -> serde_json::Value {
     json!({"type": "resource_link", "uri": uri, "name": "../../notes", "mimeType": "text/plain",
            "size": size})
+}
+
+/// A host's resources for the fetcher: which servers offer `resources/read`, what each uri
+/// reads as, and every read asked for.
+#[derive(Default)]
+struct Resources {
+    offering: Vec<String>,
+    contents: Vec<(String, Value)>,
+    reads: Vec<(String, String)>,
+}
+
+impl mcpl_fetch::ResourceReader for Resources {
+    fn offers_resources(&self, server: &str) -> bool {
+        self.offering.iter().any(|s| s == server)
+    }
+
+    fn read_resource(&mut self, server: &str, uri: &str) -> Result<Value, String> {
+        self.reads.push((server.to_owned(), uri.to_owned()));
+        self.contents
+            .iter()
+            .find(|(u, _)| u == uri)
+            .map(|(_, result)| result.clone())
+            .ok_or_else(|| format!("no resource {uri}"))
+    }
 }
 
 fn resources() -> Resources {

@@ -19,8 +19,8 @@
 //! type the route does not list, anything on `text-only`) is described in text.
 //!
 //! ```
-//! use mcpl_host::conversation::{Content, Message, ModelRequest};
-//! use mcpl_host::encode::Encoder;
+//! use mcpl_encode::conversation::{Content, Message, ModelRequest};
+//! use mcpl_encode::Encoder;
 //!
 //! let messages = [Message::User(vec![Content::Text("hi".to_owned())])];
 //! let request = ModelRequest {
@@ -34,6 +34,8 @@
 //! assert_eq!(body["messages"][0]["role"], "system");
 //! assert_eq!(body["messages"][1]["content"][0]["text"], "hi");
 //! ```
+
+pub mod conversation;
 
 mod anthropic;
 mod gemini;

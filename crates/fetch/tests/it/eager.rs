@@ -5,12 +5,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use mcpl_host::config::FetchOptions;
-use mcpl_host::fetch::{EAGER_PER_RESULT, NoResources, Refusal};
-use mcpl_host::loopback::{Answer, Loopback};
+use mcpl_fetch::FetchOptions;
+use mcpl_fetch::{EAGER_PER_RESULT, NoResources, Refusal};
 use mcpl_lanes::{
     ImageLedger, Projector, RefId, Registry, Route, ServerName, ToolResult, UriPolicy,
 };
+use mcpl_loopback::{Answer, Loopback};
 use serde_json::{Value, json};
 
 use crate::support::{Scratch, dialed, register, resource, serving};

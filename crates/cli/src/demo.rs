@@ -16,12 +16,12 @@ use mcpl_classify::Media;
 use mcpl_lanes::markers;
 use serde_json::{Value, json};
 
-use crate::client::Launch;
-use crate::config::{Config, ServerConfig, ServerOptions};
-use crate::conversation::{Content, ToolCall, ToolOutput, model_tool_name};
-use crate::encode::Encoder;
-use crate::host_loop::{CallReport, FETCH_REFERENCE, Host, HostOptions, Outcome};
-use crate::model::{Model, ModelError, Turn};
+use mcpl_client::Launch;
+use mcpl_encode::Encoder;
+use mcpl_encode::conversation::{Content, ToolCall, ToolOutput, model_tool_name};
+use mcpl_host::config::{Config, ServerConfig, ServerOptions};
+use mcpl_host::host_loop::{CallReport, FETCH_REFERENCE, Host, HostOptions, Outcome};
+use mcpl_host::model::{Model, ModelError, Turn};
 
 /// The demo server's name in the host.
 pub const DEMO_SERVER: &str = "demo";
@@ -57,7 +57,7 @@ pub fn demo_config(program: PathBuf, spill_dir: PathBuf) -> Config {
         }],
         fetch_dir: Some(spill_dir.join("refs")),
         spill_dir: Some(spill_dir),
-        context_window: crate::config::DEFAULT_CONTEXT_WINDOW,
+        context_window: mcpl_host::config::DEFAULT_CONTEXT_WINDOW,
     }
 }
 

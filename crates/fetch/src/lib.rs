@@ -22,9 +22,9 @@
 //! parallel, and only logs what it could not fetch.
 //!
 //! ```
-//! use mcpl_host::config::FetchOptions;
-//! use mcpl_host::fetch::{Fetcher, NoResources};
-//! use mcpl_host::loopback::{Answer, Loopback};
+//! use mcpl_fetch::FetchOptions;
+//! use mcpl_fetch::{Fetcher, NoResources};
+//! use mcpl_loopback::{Answer, Loopback};
 //! use mcpl_lanes::{Registry, ServerName};
 //! use serde_json::json;
 //!
@@ -69,11 +69,43 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use ureq::http::Uri;
 
-use crate::config::FetchOptions;
-
 pub use origin::Origin;
 use origin::Target;
 use store::Partial;
+
+/// The most one fetch may save (256 MiB).
+pub const DEFAULT_FETCH_MAX_BYTES: u64 = 256 * 1024 * 1024;
+/// The most a server's fetches may save over the life of the process (1 GiB).
+pub const DEFAULT_FETCH_BUDGET_BYTES: u64 = 1024 * 1024 * 1024;
+/// The largest claimed size fetched eagerly (256 KiB).
+pub const DEFAULT_EAGER_MAX_BYTES: u64 = 256 * 1024;
+
+/// The fetcher's options for one server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchOptions {
+    /// The origin the server's connection is dialed to; references elsewhere are refused.
+    pub origin: Option<String>,
+    /// The bearer token sent to that origin only.
+    pub token: Option<String>,
+    /// The most one fetch may save.
+    pub max_bytes: u64,
+    /// The most this server's fetches may save in all.
+    pub budget_bytes: u64,
+    /// The largest claimed size fetched eagerly.
+    pub eager_max_bytes: u64,
+}
+
+impl Default for FetchOptions {
+    fn default() -> FetchOptions {
+        FetchOptions {
+            origin: None,
+            token: None,
+            max_bytes: DEFAULT_FETCH_MAX_BYTES,
+            budget_bytes: DEFAULT_FETCH_BUDGET_BYTES,
+            eager_max_bytes: DEFAULT_EAGER_MAX_BYTES,
+        }
+    }
+}
 
 /// How long a fetch the model asked for may take, from dial to the last byte.
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(60);
@@ -997,7 +1029,7 @@ fn essence(value: &str) -> Option<String> {
 
 /// The file extension for a saved payload: from its bytes when they name a format, else from
 /// its type through a fixed table, else `bin`. Never from anything a server wrote.
-pub(crate) fn extension(sniffed: Option<Sniffed>, mime_type: &str) -> &'static str {
+pub fn extension(sniffed: Option<Sniffed>, mime_type: &str) -> &'static str {
     match mcpl_budget::extension_for(sniffed) {
         "bin" => match mime_type {
             "audio/wav" | "audio/x-wav" | "audio/wave" => "wav",

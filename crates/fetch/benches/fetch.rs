@@ -3,7 +3,7 @@
 //! a plain ureq download of the same bytes into a file, with the same agent settings. The
 //! target: the fetcher within 1.5x of the plain download.
 //!
-//! `cargo bench -p mcpl-host --bench fetch`
+//! `cargo bench -p mcpl-fetch --bench fetch`
 
 use std::io::{BufWriter, Read as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use mcpl_classify::{Block, classify};
-use mcpl_host::config::FetchOptions;
-use mcpl_host::fetch::{Fetcher, NoResources};
-use mcpl_host::loopback::{Answer, Loopback};
+use mcpl_fetch::FetchOptions;
+use mcpl_fetch::{Fetcher, NoResources};
 use mcpl_lanes::{Registry, ServerName};
+use mcpl_loopback::{Answer, Loopback};
 use serde_json::json;
 
 const PAYLOAD_BYTES: usize = 64 * 1024 * 1024;
