@@ -17,6 +17,8 @@ use std::process::{Command, ExitCode};
 
 mod e2e;
 mod json;
+#[cfg(test)]
+mod tidy;
 
 const USAGE: &str =
     "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | changelog | e2e>";

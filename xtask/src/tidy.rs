@@ -1,0 +1,873 @@
+//! Tidy tests: `docs/architecture.md` kept true, and the Architecture Invariants that
+//! `cargo metadata` can check, in the manner of rust-analyzer's `xtask/src/tidy.rs`.
+//!
+//! They run with `cargo test --workspace`. Each check is a pure function over the workspace as
+//! `cargo metadata` describes it, the document's text and the source files, answering the
+//! problems it found (none when the tree is tidy); the real tree is checked once, and each check
+//! is also fed doctored inputs to show that it fails when it should.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+/// The architecture document, relative to the workspace root.
+const ARCHITECTURE: &str = "docs/architecture.md";
+
+/// What opens each crate's invariant in the document.
+const INVARIANT: &str = "**Architecture Invariant:**";
+
+/// The layering: the workspace crates each crate may take as a normal (or build) dependency.
+/// A crate missing here is a problem, so a new crate cannot join without a rule.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("mcpl-classify", &[]),
+    ("mcpl-lanes", &["mcpl-classify"]),
+    ("mcpl-budget", &["mcpl-classify", "mcpl-lanes"]),
+    (
+        "mcpl-encode",
+        &["mcpl-classify", "mcpl-lanes", "mcpl-budget"],
+    ),
+    (
+        "mcpl-fetch",
+        &["mcpl-classify", "mcpl-lanes", "mcpl-budget"],
+    ),
+    // The client reads lines with classify's lenient JSON reader, and knows no lanes.
+    ("mcpl-client", &["mcpl-classify"]),
+    (
+        "mcpl-host",
+        &[
+            "mcpl-classify",
+            "mcpl-lanes",
+            "mcpl-budget",
+            "mcpl-encode",
+            "mcpl-fetch",
+            "mcpl-client",
+        ],
+    ),
+    (
+        "mcpl-cli",
+        &[
+            "mcpl-classify",
+            "mcpl-lanes",
+            "mcpl-budget",
+            "mcpl-encode",
+            "mcpl-fetch",
+            "mcpl-client",
+            "mcpl-host",
+            "mcpl-demo-server",
+            "mcpl-loopback",
+        ],
+    ),
+    ("mcpl-loopback", &[]),
+    ("mcpl-demo-server", &[]),
+    ("mcpl-testkit", &[]),
+    ("xtask", &[]),
+];
+
+/// The crate nothing may depend on, in any way.
+const BINARY_CRATE: &str = "mcpl-cli";
+
+/// Outside crates only some members may take as a normal (or build) dependency.
+const RESTRICTED: &[(&str, &[&str])] = &[
+    ("ureq", &["mcpl-fetch", "mcpl-host"]),
+    ("clap", &["mcpl-cli", "xtask"]),
+    ("tracing-subscriber", &["mcpl-cli", "xtask"]),
+    ("anyhow", &["mcpl-cli", "xtask"]),
+];
+
+/// The members whose sources may spawn processes.
+const SPAWNERS: &[&str] = &["mcpl-client", "mcpl-cli", "xtask"];
+
+/// How a dependency is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// `[dependencies]`, optional or not.
+    Normal,
+    /// `[build-dependencies]`.
+    Build,
+    /// `[dev-dependencies]`: tests, benches and examples only.
+    Dev,
+}
+
+/// One dependency of a member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Dependency {
+    name: String,
+    kind: Kind,
+}
+
+/// A workspace member: its package name, its folder relative to the workspace root (`/`
+/// between components) and what it depends on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Member {
+    name: String,
+    dir: String,
+    dependencies: Vec<Dependency>,
+}
+
+impl Member {
+    /// Whether the member takes `name` as a normal or build dependency.
+    fn uses(&self, name: &str) -> bool {
+        self.dependencies
+            .iter()
+            .any(|d| d.name == name && d.kind != Kind::Dev)
+    }
+}
+
+/// A source file: its path relative to the workspace root (`/` between components) and text.
+#[derive(Debug, Clone)]
+struct Source {
+    path: String,
+    text: String,
+}
+
+/// The workspace's members, from `cargo metadata --format-version 1` output.
+fn members(metadata: &Value) -> Vec<Member> {
+    let root = metadata["workspace_root"]
+        .as_str()
+        .expect("cargo metadata names the workspace root");
+    let ids: Vec<&str> = metadata["workspace_members"]
+        .as_array()
+        .expect("cargo metadata lists the workspace members")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let packages = metadata["packages"]
+        .as_array()
+        .expect("cargo metadata lists the packages");
+    packages
+        .iter()
+        .filter(|p| p["id"].as_str().is_some_and(|id| ids.contains(&id)))
+        .map(|package| {
+            let manifest = package["manifest_path"]
+                .as_str()
+                .expect("each package has a manifest path");
+            let dir = Path::new(manifest)
+                .parent()
+                .and_then(|dir| dir.strip_prefix(root).ok())
+                .expect("each member's manifest sits under the workspace root");
+            Member {
+                name: package["name"].as_str().unwrap_or_default().to_owned(),
+                dir: slashed(dir),
+                dependencies: package["dependencies"]
+                    .as_array()
+                    .map(Vec::as_slice)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|d| Dependency {
+                        name: d["name"].as_str().unwrap_or_default().to_owned(),
+                        kind: match d["kind"].as_str() {
+                            Some("dev") => Kind::Dev,
+                            Some("build") => Kind::Build,
+                            _ => Kind::Normal,
+                        },
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// A relative path with `/` between its components.
+fn slashed(path: &Path) -> String {
+    path.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// The member's section of the document: from its `### ` heading, which names its folder and
+/// its package, to the next heading.
+fn section<'d>(doc: &'d str, member: &Member) -> Option<&'d str> {
+    let folder = format!("`{}`", member.dir);
+    let package = format!("`{}`", member.name);
+    let mut start = None;
+    let mut at = 0;
+    for line in doc.split_inclusive('\n') {
+        let heading = line.starts_with("### ") || line.starts_with("## ");
+        match start {
+            None if line.starts_with("### ")
+                && line.contains(&folder)
+                && (member.name == member.dir || line.contains(&package)) =>
+            {
+                start = Some(at);
+            }
+            Some(begin) if heading => return Some(&doc[begin..at]),
+            _ => {}
+        }
+        at += line.len();
+    }
+    start.map(|begin| &doc[begin..])
+}
+
+/// Members with no section in the document, or whose section states no invariant.
+fn undocumented_members(members: &[Member], doc: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    for member in members {
+        match section(doc, member) {
+            None => problems.push(format!(
+                "{ARCHITECTURE}: no `### ` section names `{}` (`{}`)",
+                member.dir, member.name
+            )),
+            Some(text) if !text.contains(INVARIANT) => problems.push(format!(
+                "{ARCHITECTURE}: the section of `{}` states no {INVARIANT}",
+                member.name
+            )),
+            Some(_) => {}
+        }
+    }
+    problems
+}
+
+/// Source files not named, relative to their crate's `src/`, in their crate's section.
+fn undocumented_files(members: &[Member], doc: &str, files: &[String]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for file in files {
+        let owner = members.iter().find_map(|m| {
+            file.strip_prefix(&format!("{}/src/", m.dir))
+                .map(|name| (m, name))
+        });
+        let Some((member, name)) = owner else {
+            problems.push(format!("{file}: not in any workspace member's src/"));
+            continue;
+        };
+        let named = section(doc, member).is_some_and(|text| text.contains(&format!("`{name}`")));
+        if !named {
+            problems.push(format!(
+                "{ARCHITECTURE}: `{file}` is not named (as `{name}`) in the section of `{}`",
+                member.name
+            ));
+        }
+    }
+    problems
+}
+
+/// Normal or build dependencies on workspace crates the layering does not allow, members with
+/// no rule, and anything that depends on the binary crate.
+fn layering_violations(members: &[Member]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let workspace: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
+    for member in members {
+        for dependency in &member.dependencies {
+            if dependency.name == BINARY_CRATE {
+                problems.push(format!(
+                    "{} depends on {BINARY_CRATE} ({:?}), which nothing may depend on",
+                    member.name, dependency.kind
+                ));
+            }
+        }
+        let Some((_, allowed)) = LAYERS.iter().find(|(name, _)| *name == member.name) else {
+            problems.push(format!("{} has no rule in the layering", member.name));
+            continue;
+        };
+        for dependency in &member.dependencies {
+            if dependency.kind != Kind::Dev
+                && workspace.contains(&dependency.name.as_str())
+                && !allowed.contains(&dependency.name.as_str())
+            {
+                problems.push(format!(
+                    "{} may not depend on {} (the layering allows {allowed:?})",
+                    member.name, dependency.name
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// Dev-dependencies on a workspace crate that itself depends, normally, on the dependent: the
+/// dependent would be compiled twice in its tests and its types would not match.
+fn dev_cycles(members: &[Member]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for member in members {
+        for dependency in member.dependencies.iter().filter(|d| d.kind == Kind::Dev) {
+            if normal_closure(members, &dependency.name).contains(&member.name.as_str()) {
+                problems.push(format!(
+                    "{} has a dev-dependency on {}, which depends on it",
+                    member.name, dependency.name
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// The workspace crates `name` depends on, directly or not, through normal or build
+/// dependencies.
+fn normal_closure<'m>(members: &'m [Member], name: &str) -> Vec<&'m str> {
+    let mut found: Vec<&str> = Vec::new();
+    let mut pending = vec![name.to_owned()];
+    while let Some(next) = pending.pop() {
+        let Some(member) = members.iter().find(|m| m.name == next) else {
+            continue;
+        };
+        for dependency in member.dependencies.iter().filter(|d| d.kind != Kind::Dev) {
+            if let Some(dep) = members.iter().find(|m| m.name == dependency.name)
+                && !found.contains(&dep.name.as_str())
+            {
+                found.push(&dep.name);
+                pending.push(dep.name.clone());
+            }
+        }
+    }
+    found
+}
+
+/// Normal or build dependencies on restricted outside crates by members not allowed them.
+fn restricted_dependencies(members: &[Member]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for member in members {
+        for (name, allowed) in RESTRICTED {
+            if member.uses(name) && !allowed.contains(&member.name.as_str()) {
+                problems.push(format!(
+                    "{} may not depend on {name} (only {allowed:?} may)",
+                    member.name
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// Sources outside the spawning members that name `std::process::Command`, ignoring comments
+/// and a trailing `#[cfg(test)]` module.
+fn process_spawning(members: &[Member], sources: &[Source]) -> Vec<String> {
+    sources
+        .iter()
+        .filter(|source| {
+            let owner = members
+                .iter()
+                .find(|m| source.path.starts_with(&format!("{}/", m.dir)));
+            !owner.is_some_and(|m| SPAWNERS.contains(&m.name.as_str()))
+        })
+        .filter(|source| names_command(&source.text))
+        .map(|source| {
+            format!(
+                "{}: spawns processes; only {SPAWNERS:?} and test code may",
+                source.path
+            )
+        })
+        .collect()
+}
+
+/// Whether code, outside comments and a `#[cfg(test)] mod`, names `std::process::Command`
+/// (as `process::Command`, `process::CommandExt`, in a `process::{...}` group, or through
+/// `process::*`).
+fn names_command(text: &str) -> bool {
+    let mut code = String::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let trimmed = line.trim_start();
+        let test_module = trimmed == "#[cfg(test)]"
+            && lines
+                .peek()
+                .is_some_and(|next| next.trim_start().starts_with("mod "));
+        if test_module {
+            break;
+        }
+        if !trimmed.starts_with("//") {
+            code.push_str(line);
+            code.push('\n');
+        }
+    }
+    code.match_indices("process::").any(|(at, found)| {
+        let rest = code[at + found.len()..].trim_start();
+        if rest.starts_with("Command") || rest.starts_with('*') {
+            return true;
+        }
+        rest.strip_prefix('{')
+            .and_then(|group| group.split_once('}'))
+            .is_some_and(|(names, _)| {
+                names
+                    .split(|c: char| c == ',' || c.is_whitespace())
+                    .any(|name| name.starts_with("Command") || name == "*")
+            })
+    })
+}
+
+/// Documents that name the specification's folder outside the repository, which no file in
+/// the repository may read or name.
+fn names_outside_folder(documents: &[Source]) -> Vec<String> {
+    // Spelled in two pieces so that this file does not name the folder itself.
+    let folder = ["sha", "red/"].concat();
+    documents
+        .iter()
+        .filter(|doc| doc.text.contains(&folder))
+        .map(|doc| {
+            format!(
+                "{}: names the {folder} folder; point to docs/ instead",
+                doc.path
+            )
+        })
+        .collect()
+}
+
+/// The real workspace: `cargo metadata`, the architecture document, every source file of every
+/// member, and the crates' READMEs.
+struct Tree {
+    members: Vec<Member>,
+    doc: String,
+    sources: Vec<Source>,
+    readmes: Vec<Source>,
+}
+
+fn tree() -> &'static Tree {
+    static TREE: OnceLock<Tree> = OnceLock::new();
+    TREE.get_or_init(|| {
+        let metadata = metadata();
+        let root = Path::new(
+            metadata["workspace_root"]
+                .as_str()
+                .expect("cargo metadata names the workspace root"),
+        );
+        let members = members(&metadata);
+        let mut sources = Vec::new();
+        let mut readmes = Vec::new();
+        for member in &members {
+            rust_files(root, &format!("{}/src", member.dir), &mut sources);
+            let readme = format!("{}/README.md", member.dir);
+            if let Ok(text) = std::fs::read_to_string(root.join(&readme)) {
+                readmes.push(Source { path: readme, text });
+            }
+        }
+        sources.sort_by(|a, b| a.path.cmp(&b.path));
+        let doc = std::fs::read_to_string(root.join(ARCHITECTURE))
+            .unwrap_or_else(|e| panic!("{ARCHITECTURE}: {e}"));
+        Tree {
+            members,
+            doc,
+            sources,
+            readmes,
+        }
+    })
+}
+
+/// `cargo metadata --no-deps --format-version 1` for this workspace.
+fn metadata() -> Value {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+    let output = std::process::Command::new(cargo)
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        output.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON")
+}
+
+/// Every `.rs` file under `root/dir`, by path relative to `root`.
+fn rust_files(root: &Path, dir: &str, out: &mut Vec<Source>) {
+    let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = format!("{dir}/{name}");
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            rust_files(root, &path, out);
+        } else if name.ends_with(".rs") {
+            let text =
+                std::fs::read_to_string(entry.path()).unwrap_or_else(|e| panic!("{path}: {e}"));
+            out.push(Source { path, text });
+        }
+    }
+}
+
+fn file_paths(sources: &[Source]) -> Vec<String> {
+    sources.iter().map(|s| s.path.clone()).collect()
+}
+
+/// Fails with every problem, one per line.
+fn assert_tidy(problems: Vec<String>) {
+    assert!(problems.is_empty(), "\n{}\n", problems.join("\n"));
+}
+
+// The real tree.
+
+#[test]
+fn architecture_names_every_member_with_its_invariant() {
+    let tree = tree();
+    assert_tidy(undocumented_members(&tree.members, &tree.doc));
+}
+
+#[test]
+fn architecture_names_every_source_file() {
+    let tree = tree();
+    assert!(tree.sources.iter().any(|s| s.path == "xtask/src/tidy.rs"));
+    assert_tidy(undocumented_files(
+        &tree.members,
+        &tree.doc,
+        &file_paths(&tree.sources),
+    ));
+}
+
+#[test]
+fn dependencies_follow_the_layering() {
+    let tree = tree();
+    assert_tidy(layering_violations(&tree.members));
+    assert_tidy(dev_cycles(&tree.members));
+}
+
+#[test]
+fn only_allowed_crates_use_ureq_clap_and_the_binary_crates_deps() {
+    assert_tidy(restricted_dependencies(&tree().members));
+}
+
+#[test]
+fn only_client_cli_and_xtask_spawn_processes() {
+    let tree = tree();
+    assert_tidy(process_spawning(&tree.members, &tree.sources));
+}
+
+#[test]
+fn no_readme_or_architecture_names_the_outside_folder() {
+    let tree = tree();
+    let mut documents = tree.readmes.clone();
+    documents.push(Source {
+        path: ARCHITECTURE.to_owned(),
+        text: tree.doc.clone(),
+    });
+    assert!(documents.len() > 5, "the crates' READMEs are read");
+    assert_tidy(names_outside_folder(&documents));
+}
+
+// Each check fails on a doctored tree.
+
+fn member(name: &str) -> Member {
+    tree()
+        .members
+        .iter()
+        .find(|m| m.name == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("{name} is a workspace member"))
+}
+
+/// The real members with one more dependency.
+fn with_dependency(from: &str, to: &str, kind: Kind) -> Vec<Member> {
+    let mut members = tree().members.clone();
+    for member in members.iter_mut().filter(|m| m.name == from) {
+        member.dependencies.push(Dependency {
+            name: to.to_owned(),
+            kind,
+        });
+    }
+    members
+}
+
+#[test]
+fn members_are_read_from_cargo_metadata() {
+    let metadata = serde_json::json!({
+        "workspace_root": "/w",
+        "workspace_members": ["a 0.1.0"],
+        "packages": [
+            {"id": "a 0.1.0", "name": "mcpl-a", "manifest_path": "/w/crates/a/Cargo.toml",
+             "dependencies": [
+                 {"name": "mcpl-b", "kind": null},
+                 {"name": "ureq", "kind": null, "optional": true},
+                 {"name": "insta", "kind": "dev"},
+                 {"name": "cc", "kind": "build"}
+             ]},
+            {"id": "other 1.0.0", "name": "other", "manifest_path": "/x/Cargo.toml",
+             "dependencies": []}
+        ]
+    });
+    let dep = |name: &str, kind| Dependency {
+        name: name.to_owned(),
+        kind,
+    };
+    assert_eq!(
+        members(&metadata),
+        vec![Member {
+            name: "mcpl-a".to_owned(),
+            dir: "crates/a".to_owned(),
+            dependencies: vec![
+                dep("mcpl-b", Kind::Normal),
+                dep("ureq", Kind::Normal),
+                dep("insta", Kind::Dev),
+                dep("cc", Kind::Build),
+            ],
+        }]
+    );
+}
+
+#[test]
+fn a_member_missing_from_the_architecture_fails() {
+    let doc = tree().doc.replace(
+        "### `crates/fetch` (`mcpl-fetch`)",
+        "### The reference fetcher",
+    );
+    assert_eq!(
+        undocumented_members(&tree().members, &doc),
+        ["docs/architecture.md: no `### ` section names `crates/fetch` (`mcpl-fetch`)"]
+    );
+    let mut members = tree().members.clone();
+    members.push(Member {
+        name: "mcpl-new".to_owned(),
+        dir: "crates/new".to_owned(),
+        dependencies: Vec::new(),
+    });
+    assert_eq!(
+        undocumented_members(&members, &tree().doc),
+        ["docs/architecture.md: no `### ` section names `crates/new` (`mcpl-new`)"]
+    );
+}
+
+#[test]
+fn a_section_without_an_invariant_fails() {
+    let client = section(&tree().doc, &member("mcpl-client")).expect("client has a section");
+    let doc = tree()
+        .doc
+        .replace(client, &client.replace(INVARIANT, "**Invariant:**"));
+    assert_eq!(
+        undocumented_members(&tree().members, &doc),
+        [
+            "docs/architecture.md: the section of `mcpl-client` states no **Architecture Invariant:**"
+        ]
+    );
+}
+
+#[test]
+fn a_section_ends_at_the_next_heading() {
+    let doc = "# A\n### `crates/a` (`mcpl-a`)\nnames `x.rs`\n### `crates/b` (`mcpl-b`)\nnames `y.rs`\n## End\nnames `z.rs`\n";
+    let a = Member {
+        name: "mcpl-a".to_owned(),
+        dir: "crates/a".to_owned(),
+        dependencies: Vec::new(),
+    };
+    let b = Member {
+        name: "mcpl-b".to_owned(),
+        dir: "crates/b".to_owned(),
+        ..a.clone()
+    };
+    assert_eq!(
+        section(doc, &a),
+        Some("### `crates/a` (`mcpl-a`)\nnames `x.rs`\n")
+    );
+    let files = [
+        "crates/a/src/x.rs",
+        "crates/a/src/y.rs",
+        "crates/b/src/z.rs",
+    ]
+    .map(String::from);
+    assert_eq!(
+        undocumented_files(&[a, b], doc, &files),
+        [
+            "docs/architecture.md: `crates/a/src/y.rs` is not named (as `y.rs`) in the section of `mcpl-a`",
+            "docs/architecture.md: `crates/b/src/z.rs` is not named (as `z.rs`) in the section of `mcpl-b`",
+        ]
+    );
+}
+
+#[test]
+fn a_source_file_missing_from_the_architecture_fails() {
+    let tree = tree();
+    let mut files = file_paths(&tree.sources);
+    files.push("crates/lanes/src/route_table.rs".to_owned());
+    files.push("crates/encode/src/anthropic/batch.rs".to_owned());
+    files.push("stray/src/lib.rs".to_owned());
+    assert_eq!(
+        undocumented_files(&tree.members, &tree.doc, &files),
+        [
+            "docs/architecture.md: `crates/lanes/src/route_table.rs` is not named (as `route_table.rs`) in the section of `mcpl-lanes`",
+            "docs/architecture.md: `crates/encode/src/anthropic/batch.rs` is not named (as `anthropic/batch.rs`) in the section of `mcpl-encode`",
+            "stray/src/lib.rs: not in any workspace member's src/",
+        ]
+    );
+    // Named in another crate's section is not named: `lib.rs` of the loopback, say.
+    let loopback = section(&tree.doc, &member("mcpl-loopback")).expect("loopback has a section");
+    let doc = tree
+        .doc
+        .replace(loopback, &loopback.replace("`lib.rs`", "its library"));
+    assert_eq!(
+        undocumented_files(&tree.members, &doc, &file_paths(&tree.sources)),
+        [
+            "docs/architecture.md: `crates/loopback/src/lib.rs` is not named (as `lib.rs`) in the section of `mcpl-loopback`"
+        ]
+    );
+}
+
+#[test]
+fn a_dependency_against_the_layering_fails() {
+    assert_eq!(
+        layering_violations(&with_dependency("mcpl-lanes", "mcpl-budget", Kind::Normal)),
+        [r#"mcpl-lanes may not depend on mcpl-budget (the layering allows ["mcpl-classify"])"#]
+    );
+    assert_eq!(
+        layering_violations(&with_dependency("mcpl-client", "mcpl-lanes", Kind::Normal)),
+        [r#"mcpl-client may not depend on mcpl-lanes (the layering allows ["mcpl-classify"])"#]
+    );
+    assert_eq!(
+        layering_violations(&with_dependency(
+            "mcpl-host",
+            "mcpl-demo-server",
+            Kind::Build
+        ))
+        .len(),
+        1
+    );
+    // A library crate may take the loopback server for its tests, not for its users.
+    assert_eq!(
+        layering_violations(&with_dependency(
+            "mcpl-fetch",
+            "mcpl-loopback",
+            Kind::Normal
+        )),
+        [
+            r#"mcpl-fetch may not depend on mcpl-loopback (the layering allows ["mcpl-classify", "mcpl-lanes", "mcpl-budget"])"#
+        ]
+    );
+    assert_eq!(
+        layering_violations(&with_dependency("mcpl-fetch", "mcpl-loopback", Kind::Dev)),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        layering_violations(&with_dependency(
+            "mcpl-encode",
+            "mcpl-testkit",
+            Kind::Normal
+        ))
+        .len(),
+        1
+    );
+}
+
+#[test]
+fn depending_on_the_binary_crate_fails() {
+    assert_eq!(
+        layering_violations(&with_dependency("mcpl-host", "mcpl-cli", Kind::Dev)),
+        ["mcpl-host depends on mcpl-cli (Dev), which nothing may depend on"]
+    );
+}
+
+#[test]
+fn a_member_without_a_layering_rule_fails() {
+    let mut members = tree().members.clone();
+    members.push(Member {
+        name: "mcpl-new".to_owned(),
+        dir: "crates/new".to_owned(),
+        dependencies: Vec::new(),
+    });
+    assert_eq!(
+        layering_violations(&members),
+        ["mcpl-new has no rule in the layering"]
+    );
+}
+
+#[test]
+fn a_dev_dependency_cycle_fails() {
+    // lanes <- budget <- encode: a lanes doctest through encode would compile lanes twice.
+    assert_eq!(
+        dev_cycles(&with_dependency("mcpl-lanes", "mcpl-encode", Kind::Dev)),
+        ["mcpl-lanes has a dev-dependency on mcpl-encode, which depends on it"]
+    );
+    assert_eq!(
+        dev_cycles(&with_dependency("mcpl-encode", "mcpl-host", Kind::Dev)).len(),
+        1
+    );
+    assert_eq!(
+        dev_cycles(&with_dependency("mcpl-host", "mcpl-encode", Kind::Dev)),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn a_restricted_dependency_fails() {
+    assert_eq!(
+        restricted_dependencies(&with_dependency("mcpl-encode", "ureq", Kind::Normal)),
+        [r#"mcpl-encode may not depend on ureq (only ["mcpl-fetch", "mcpl-host"] may)"#]
+    );
+    for name in ["clap", "tracing-subscriber", "anyhow"] {
+        assert_eq!(
+            restricted_dependencies(&with_dependency("mcpl-host", name, Kind::Normal)),
+            [format!(
+                r#"mcpl-host may not depend on {name} (only ["mcpl-cli", "xtask"] may)"#
+            )]
+        );
+    }
+    // Tests may use what users must not get.
+    assert_eq!(
+        restricted_dependencies(&with_dependency("mcpl-lanes", "anyhow", Kind::Dev)),
+        Vec::<String>::new()
+    );
+    assert!(member("mcpl-fetch").uses("ureq"));
+}
+
+#[test]
+fn process_spawning_outside_the_spawners_fails() {
+    let tree = tree();
+    let source = |path: &str, text: &str| Source {
+        path: path.to_owned(),
+        text: text.to_owned(),
+    };
+    let sources = [
+        source(
+            "crates/fetch/src/a.rs",
+            "use std::process::Command;\nfn f() {}\n",
+        ),
+        source(
+            "crates/encode/src/b.rs",
+            "use std::process::{\n    Child,\n    Command as Cmd,\n};\n",
+        ),
+        source(
+            "crates/host/src/c.rs",
+            "fn f() { std::process::Command::new(\"x\"); }\n",
+        ),
+        source("crates/lanes/src/d.rs", "use std::process::*;\n"),
+        source(
+            "crates/budget/src/e.rs",
+            "use std::os::unix::process::CommandExt;\n",
+        ),
+        // Not spawning: another process item, a comment, a test module, an allowed crate.
+        source(
+            "crates/budget/src/f.rs",
+            "let id = std::process::id();\n// std::process::Command\n",
+        ),
+        source(
+            "crates/lanes/src/g.rs",
+            "fn f() {}\n\n#[cfg(test)]\nmod tests {\n    use std::process::Command;\n}\n",
+        ),
+        source("crates/client/src/lib.rs", "use std::process::Command;\n"),
+        source(
+            "xtask/src/main.rs",
+            "use std::process::{Command, ExitCode};\n",
+        ),
+    ];
+    let paths: Vec<String> = process_spawning(&tree.members, &sources)
+        .into_iter()
+        .map(|p| p.split(':').next().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "crates/fetch/src/a.rs",
+            "crates/encode/src/b.rs",
+            "crates/host/src/c.rs",
+            "crates/lanes/src/d.rs",
+            "crates/budget/src/e.rs",
+        ]
+    );
+}
+
+#[test]
+fn a_document_naming_the_outside_folder_fails() {
+    let folder = ["sha", "red"].concat();
+    let documents = [
+        Source {
+            path: "crates/a/README.md".to_owned(),
+            text: format!("See `../../../{folder}/spec/a.md`."),
+        },
+        Source {
+            path: "crates/b/README.md".to_owned(),
+            text: "See `docs/b.md`; shared by every crate.".to_owned(),
+        },
+    ];
+    assert_eq!(
+        names_outside_folder(&documents),
+        [format!(
+            "crates/a/README.md: names the {folder}/ folder; point to docs/ instead"
+        )]
+    );
+}
