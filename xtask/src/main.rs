@@ -11,6 +11,9 @@
 //!   of what the model was sent (see the `e2e` module).
 //!
 //! `conformance` arrives with the fetcher.
+//!
+//! The `tidy` module is tests only (`cargo test --workspace` runs them): `docs/architecture.md`
+//! against the workspace, and the Architecture Invariants `cargo metadata` can check.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};

@@ -1,5 +1,53 @@
 //! Token prices, head/tail fitting with spill files, and the window projection.
 //!
+//! The smallest host code, from a tool result as the server sent it (the JSON rmcp's
+//! `CallToolResult` serialises to) to the content of Anthropic's `tool_result` block, within a
+//! budget of 1,000 tokens. This crate cannot depend on `mcpl-encode`, which depends on it, so the
+//! last step is written out here; `mcpl-encode`'s `Encoder::Anthropic` writes the same JSON (its
+//! crate docs open with this example through it) and also handles what this sketch leaves out:
+//! empty texts, image types the route does not list.
+//!
+//! ```
+//! use mcpl_budget::{Heuristic, PricedRoute, Pricer, fit_tool_result};
+//! use mcpl_lanes::{ImageLedger, LiveCopy, Part, Projector, Registry, ServerName, ToolResult, UriPolicy};
+//! use serde_json::{Value, json};
+//!
+//! let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg==";
+//! let result = json!({"content": [
+//!     {"type": "text", "text": "The chart:"},
+//!     {"type": "image", "data": png, "mimeType": "image/png"},
+//! ], "isError": false});
+//!
+//! let (mut registry, mut ledger) = (Registry::new(), ImageLedger::new());
+//! let (server, route) = (ServerName::new("charts"), PricedRoute::ANTHROPIC);
+//! let mut lanes = Projector {
+//!     registry: &mut registry,
+//!     ledger: &mut ledger,
+//!     route: &route.lanes,
+//!     server: &server,
+//!     uri_policy: UriPolicy::Hidden,
+//! };
+//! let pricer = Pricer { text: &Heuristic, route: &route };
+//! let fitted = fit_tool_result(&mut lanes, &ToolResult::from_value(&result), pricer, 1_000, None);
+//! assert!(fitted.price.is_some_and(|tokens| tokens <= 1_000));
+//!
+//! let content: Vec<Value> = match &fitted.copies.live {
+//!     LiveCopy::Native(parts) => parts.iter().map(|part| match part {
+//!         Part::Text(text) => json!({"type": "text", "text": text}),
+//!         Part::Image { media_type, data } => json!({"type": "image",
+//!             "source": {"type": "base64", "media_type": media_type, "data": data}}),
+//!         Part::Audio { .. } => unreachable!("the anthropic route takes no audio"),
+//!     }).collect(),
+//!     LiveCopy::Stored => vec![json!({"type": "text", "text": fitted.copies.stored})],
+//! };
+//! assert_eq!(Value::Array(content), json!([
+//!     {"type": "text", "text": "The chart:"},
+//!     {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}},
+//! ]));
+//! ```
+//!
+//! The crate's main types:
+//!
 //! - [`TokenEstimator`] prices text: [`Heuristic`] by default (fitted to o200k, never
 //!   undercounting CJK), `O200k` exactly with the `exact` feature.
 //! - [`ImageCalculator`] prices an image from its dimensions, one rule per provider, with dated
@@ -10,6 +58,8 @@
 //!   the whole result through a [`SpillStore`] ([`LocalSpillStore`] by default) and cuts the
 //!   middle of both copies, leaving the [`omission_notice`] in its place.
 //! - [`project_round`] is the window projection: what a round appends, as it will be sent.
+//!
+//! A result over its budget is spilled whole, then cut:
 //!
 //! ```
 //! use mcpl_budget::{Heuristic, PricedRoute, Pricer, fit_tool_result};

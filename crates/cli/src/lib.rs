@@ -2,6 +2,17 @@
 //! `mcpl demo` and the conformance runner. Nothing depends on this crate; it is a library only
 //! so its own tests can reach these pieces.
 //!
+//! - [`input`]: [`input::read_document`] and [`input::parse_document`] read one JSON
+//!   [`input::Document`] leniently, and [`input::content_blocks`] finds its content blocks in
+//!   any shape the contract names.
+//! - [`project`]: [`project::project`] runs one [`project::Lane`] over a document as a
+//!   [`project::Request`] says, fitting and pricing a tool result, into a
+//!   [`project::Projection`].
+//! - [`demo`]: [`demo::run_demo`] plays the scripted conversation against the embedded demo
+//!   server into a [`demo::DemoRun`], shown by [`demo::render_text`] or [`demo::render_json`].
+//! - [`conformance`]: [`conformance::run_conformance`] runs MCPL's bulk-reference vectors and
+//!   answers a [`conformance::Tally`].
+//!
 //! ```
 //! use mcpl_cli::input::{content_blocks, parse_document};
 //!

@@ -1,7 +1,7 @@
 //! MCP's stdio transport: newline-delimited JSON-RPC 2.0 with a child process.
 //!
 //! A [`Connection`] owns one server process. A reader thread turns each stdout line into an
-//! [`Incoming`] (a response, a request the server makes of the host, a notification, a line that
+//! `Incoming` (a response, a request the server makes of the host, a notification, a line that
 //! is not JSON, or the end of the stream); a second thread sends stderr to `tracing`. A call
 //! ([`Connection::request`]) writes its request and then reads incoming messages until its own
 //! response arrives, answering the server's requests through the caller's [`ServerRequests`] on
@@ -9,6 +9,10 @@
 //! answer. A call fails alone, with a clear [`CallError`], when the server exits, passes the
 //! timeout, or writes a line that is not JSON; the connection and the host's other servers go
 //! on.
+//!
+//! A [`Launch`] says how to start a server (program, arguments, environment, timeout); a server's
+//! JSON-RPC error answer is an [`RpcError`], and [`RefuseAll`] is the [`ServerRequests`] of a
+//! host that answers no server request.
 //!
 //! Results are kept as raw JSON (`serde_json::Value`) so classification can take them block by
 //! block: one odd block never loses the others (decision 0009).

@@ -1,8 +1,58 @@
 //! Provider request encoders: the JSON each route's API takes, for a whole request and at each
 //! place content goes.
 //!
-//! One [`Encoder`] per route (`shared/spec/host.md`, "Provider encoders"; the shapes and how
-//! they were checked are in `docs/decisions/0013-provider-encoders.md`):
+//! The smallest host code, from a tool result as the server sent it (the JSON rmcp's
+//! `CallToolResult` serialises to) to the content of Anthropic's `tool_result` block, within a
+//! budget of 1,000 tokens:
+//!
+//! ```
+//! use mcpl_budget::{Heuristic, Pricer, fit_tool_result};
+//! use mcpl_encode::conversation::{Content, ToolOutput};
+//! use mcpl_encode::Encoder;
+//! use mcpl_lanes::{ImageLedger, LiveCopy, Projector, Registry, ServerName, ToolResult, UriPolicy};
+//! use serde_json::json;
+//!
+//! let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg==";
+//! let result = json!({"content": [
+//!     {"type": "text", "text": "The chart:"},
+//!     {"type": "image", "data": png, "mimeType": "image/png"},
+//! ], "isError": false});
+//!
+//! let (mut registry, mut ledger) = (Registry::new(), ImageLedger::new());
+//! let (server, route) = (ServerName::new("charts"), Encoder::Anthropic.route());
+//! let mut lanes = Projector {
+//!     registry: &mut registry,
+//!     ledger: &mut ledger,
+//!     route: &route.lanes,
+//!     server: &server,
+//!     uri_policy: UriPolicy::Hidden,
+//! };
+//! let pricer = Pricer { text: &Heuristic, route };
+//! let fitted = fit_tool_result(&mut lanes, &ToolResult::from_value(&result), pricer, 1_000, None);
+//! assert!(fitted.price.is_some_and(|tokens| tokens <= 1_000));
+//!
+//! let output = ToolOutput {
+//!     call_id: "toolu_1".to_owned(),
+//!     name: "chart".to_owned(),
+//!     stored: fitted.copies.stored.clone(),
+//!     live: match &fitted.copies.live {
+//!         LiveCopy::Native(parts) => Some(parts.iter().map(Content::from_part).collect()),
+//!         LiveCopy::Stored => None,
+//!     },
+//!     is_error: fitted.copies.is_error,
+//! };
+//! assert_eq!(Encoder::Anthropic.tool_result(&output), json!([
+//!     {"type": "text", "text": "The chart:"},
+//!     {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}},
+//! ]));
+//! ```
+//!
+//! [`conversation`] holds what a host keeps between rounds: [`conversation::Message`]s of
+//! [`conversation::Content`], a result's [`conversation::ToolOutput`] (its stored copy, and its
+//! live copy on the round it lands) and the [`conversation::ModelRequest`] an encoder reads. One
+//! [`Encoder`] per route writes a whole request body ([`Encoder::request`]) or one place in it
+//! ([`Encoder::tool_result`], [`Encoder::follow_up`], [`Encoder::message_content`]); the shapes
+//! and how they were checked are in `docs/decisions/0013-provider-encoders.md`:
 //!
 //! - `anthropic`: the Messages API; a `tool_result`'s content holds text and base64 images.
 //! - `openai-chat`: Chat Completions; a tool message is text only, so a result's images move
@@ -16,7 +66,8 @@
 //!   described in text.
 //!
 //! Encoding never fails: a part the route cannot take natively (audio in a tool result, an image
-//! type the route does not list, anything on `text-only`) is described in text.
+//! type the route does not list, anything on `text-only`) is described in text. The crate does no
+//! I/O: values in, [`serde_json::Value`] out.
 //!
 //! ```
 //! use mcpl_encode::conversation::{Content, Message, ModelRequest};

@@ -21,6 +21,12 @@
 //! [`Fetcher::eager`] fetches the small references of a result the agent asked for, in
 //! parallel, and only logs what it could not fetch.
 //!
+//! Around them: [`Origin`] is where a reference points and where a server was dialed, compared
+//! scheme, host and port; a [`ResourceReader`] is how the host reads a non-http reference over
+//! the server's own connection ([`NoResources`] for none), so this crate knows nothing of
+//! processes or the loop; [`Limit`] names the ceiling or budget a refusal hit, and
+//! [`DigestCheck`] what became of a claimed digest.
+//!
 //! ```
 //! use mcpl_fetch::FetchOptions;
 //! use mcpl_fetch::{Fetcher, NoResources};

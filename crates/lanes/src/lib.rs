@@ -1,5 +1,53 @@
 //! What each lane shows a model for each kind of content block.
 //!
+//! The smallest host code, from a tool result as the server sent it (the JSON rmcp's
+//! `CallToolResult` serialises to) to the content of Anthropic's `tool_result` block. This crate
+//! prices nothing and cannot depend on `mcpl-budget` or `mcpl-encode`, which depend on it, so
+//! the example names the two places they go: the budget is `mcpl_budget::fit_tool_result` in
+//! place of [`Projector::tool_result`] (`mcpl-budget`'s crate docs open with this example with
+//! a budget of 1,000 tokens), and `mcpl-encode`'s `Encoder::Anthropic` writes the last step's
+//! JSON, handling too what this sketch leaves out.
+//!
+//! ```
+//! use mcpl_lanes::{ImageLedger, LiveCopy, Part, Projector, Registry, Route, ServerName, ToolResult, UriPolicy};
+//! use serde_json::{Value, json};
+//!
+//! let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg==";
+//! let result = json!({"content": [
+//!     {"type": "text", "text": "The chart:"},
+//!     {"type": "image", "data": png, "mimeType": "image/png"},
+//! ], "isError": false});
+//!
+//! let (mut registry, mut ledger) = (Registry::new(), ImageLedger::new());
+//! let server = ServerName::new("charts");
+//! let mut lanes = Projector {
+//!     registry: &mut registry,
+//!     ledger: &mut ledger,
+//!     route: &Route::ANTHROPIC,
+//!     server: &server,
+//!     uri_policy: UriPolicy::Hidden,
+//! };
+//! // With a budget: mcpl_budget::fit_tool_result(&mut lanes, &result, pricer, 1_000, spill).copies
+//! let copies = lanes.tool_result(&ToolResult::from_value(&result));
+//!
+//! // With mcpl-encode: Encoder::Anthropic.tool_result(&output)
+//! let content: Vec<Value> = match &copies.live {
+//!     LiveCopy::Native(parts) => parts.iter().map(|part| match part {
+//!         Part::Text(text) => json!({"type": "text", "text": text}),
+//!         Part::Image { media_type, data } => json!({"type": "image",
+//!             "source": {"type": "base64", "media_type": media_type, "data": data}}),
+//!         Part::Audio { .. } => unreachable!("the anthropic route takes no audio"),
+//!     }).collect(),
+//!     LiveCopy::Stored => vec![json!({"type": "text", "text": copies.stored})],
+//! };
+//! assert_eq!(Value::Array(content), json!([
+//!     {"type": "text", "text": "The chart:"},
+//!     {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}},
+//! ]));
+//! // History keeps the stored copy: text only, the image behind a ledger placeholder.
+//! assert!(copies.stored.starts_with("The chart:\n"));
+//! ```
+//!
 //! A lane is a place content reaches a model. [`Projector`] holds what every lane needs besides
 //! the content (the host's [`Registry`] and [`ImageLedger`], the [`Route`], the delivering
 //! [`ServerName`] and its [`UriPolicy`]) and has one method per lane:

@@ -1,6 +1,12 @@
 //! A small real HTTP/1.1 server on 127.0.0.1, for the conformance runner, tests and benches:
 //! it answers every request with what a closure decides, and records what it saw.
 //!
+//! [`Loopback::start`] takes the closure, which reads each [`Request`] and gives an [`Answer`]:
+//! a status, headers (a `Content-Length` among them replaces the true one, for a server that
+//! lies) and a [`Body`] of bytes or of chunks sent at an interval, with constructors for plain,
+//! gzip ([`gzip`]), chunked and redirect answers. [`Loopback::requests`] is what the server saw
+//! and [`Loopback::streams`] a [`StreamReport`] per chunked answer.
+//!
 //! Each connection carries one request and is closed after its answer. Every request is logged
 //! with its headers (so a test can see where a token went), and every chunked answer reports
 //! how many chunks went out and whether the client closed the connection before the end (so a
