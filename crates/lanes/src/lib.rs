@@ -34,7 +34,7 @@
 //! let content: Vec<Value> = match &copies.live {
 //!     LiveCopy::Native(parts) => parts.iter().map(|part| match part {
 //!         Part::Text(text) => json!({"type": "text", "text": text}),
-//!         Part::Image { media_type, data } => json!({"type": "image",
+//!         Part::Image { media_type, data, .. } => json!({"type": "image",
 //!             "source": {"type": "base64", "media_type": media_type, "data": data}}),
 //!         Part::Audio { .. } => unreachable!("the anthropic route takes no audio"),
 //!     }).collect(),
