@@ -6,13 +6,17 @@
 //! answers (the ones that crash, hang or write garbage are for the failure tests), one per
 //! round so each result's live copy is its own request, then `push-events` and
 //! `host-answers`, then reads the stubs it was shown and calls `fetch_reference` on two of
-//! them by their names, as a model would: one the fetcher saves, one it refuses.
+//! them by their names, as a model would: one the fetcher saves, one it refuses, on purpose.
+//!
+//! Spill files and fetched references go to a [`DemoFolder`], which removes itself when
+//! dropped unless the user asked to keep it, so every way out of the demo cleans up.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use mcpl_budget::PricedRoute;
 use mcpl_classify::Media;
+use mcpl_fetch::Refusal;
 use mcpl_lanes::markers;
 use serde_json::{Value, json};
 
@@ -40,6 +44,121 @@ pub struct DemoRun {
     pub host: Host,
     /// How the conversation ended.
     pub outcome: Result<Outcome, String>,
+    /// The `fetch_reference` calls the demo's model made, by call id, with what each is for.
+    pub fetches: Vec<(String, &'static PlannedFetch)>,
+    /// The folder spill files and fetched references went to.
+    pub folder: PathBuf,
+    /// What becomes of that folder when the demo ends.
+    pub at_exit: AtExit,
+}
+
+/// What becomes of the demo's folder when the demo ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtExit {
+    /// A temporary folder, removed.
+    Removed,
+    /// A temporary folder the user asked to keep (`--keep`).
+    Kept,
+    /// The user's own folder (`--spill-dir`), left in place.
+    Given,
+}
+
+impl AtExit {
+    /// The word the JSON output uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            AtExit::Removed => "removed",
+            AtExit::Kept => "kept",
+            AtExit::Given => "given",
+        }
+    }
+}
+
+/// The folder the demo writes spill files and fetched references in. A temporary one is
+/// created fresh (never one that already exists, readable by its owner only) and removed when
+/// the value is dropped, unless it is to be kept: dropping runs on every way out of the
+/// command, an error or a panic included.
+#[derive(Debug)]
+pub struct DemoFolder {
+    path: PathBuf,
+    at_exit: AtExit,
+}
+
+/// How many names a temporary folder tries before giving up.
+const FOLDER_ATTEMPTS: u32 = 100;
+
+impl DemoFolder {
+    /// A new folder `mcpl-demo-<pid>[-<n>]` under the system's temporary folder.
+    pub fn temporary(keep: bool) -> std::io::Result<DemoFolder> {
+        DemoFolder::temporary_in(&std::env::temp_dir(), keep)
+    }
+
+    /// A new folder `mcpl-demo-<pid>[-<n>]` under `parent`.
+    pub fn temporary_in(parent: &Path, keep: bool) -> std::io::Result<DemoFolder> {
+        let pid = std::process::id();
+        let mut last = None;
+        for n in 0..FOLDER_ATTEMPTS {
+            let name = match n {
+                0 => format!("mcpl-demo-{pid}"),
+                n => format!("mcpl-demo-{pid}-{n}"),
+            };
+            let path = parent.join(name);
+            match create_private_dir(&path) {
+                Ok(()) => {
+                    return Ok(DemoFolder {
+                        path,
+                        at_exit: if keep { AtExit::Kept } else { AtExit::Removed },
+                    });
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                    last = Some(error);
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Err(last.unwrap_or_else(|| std::io::Error::other("no name left")))
+    }
+
+    /// The user's own folder, which the demo never removes.
+    pub fn given(path: PathBuf) -> DemoFolder {
+        DemoFolder {
+            path,
+            at_exit: AtExit::Given,
+        }
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What becomes of it when dropped.
+    pub fn at_exit(&self) -> AtExit {
+        self.at_exit
+    }
+}
+
+impl Drop for DemoFolder {
+    fn drop(&mut self) {
+        if self.at_exit == AtExit::Removed
+            && let Err(error) = std::fs::remove_dir_all(&self.path)
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(folder = %self.path.display(), %error, "cannot remove the demo's folder");
+        }
+    }
+}
+
+/// Creates one folder, failing if anything is already at `path` (a symlink included).
+#[cfg(unix)]
+fn create_private_dir(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().mode(0o700).create(path)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(path: &Path) -> std::io::Result<()> {
+    std::fs::DirBuilder::new().create(path)
 }
 
 /// The configuration of the embedded demo server: `program serve-demo`.
@@ -61,9 +180,10 @@ pub fn demo_config(program: PathBuf, spill_dir: PathBuf) -> Config {
     }
 }
 
-/// Starts the demo server from `program` and plays the demo conversation on `route`.
-pub fn run_demo(program: PathBuf, route: &'static PricedRoute, spill_dir: PathBuf) -> DemoRun {
-    let config = demo_config(program, spill_dir);
+/// Starts the demo server from `program` and plays the demo conversation on `route`, writing
+/// spill files and fetched references in `folder`.
+pub fn run_demo(program: PathBuf, route: &'static PricedRoute, folder: &DemoFolder) -> DemoRun {
+    let config = demo_config(program, folder.path().to_path_buf());
     let mut options = HostOptions::new(route, &config);
     // The demo's results are large on purpose; a window that fits them shows them all.
     options.context_window = 1_000_000;
@@ -72,7 +192,13 @@ pub fn run_demo(program: PathBuf, route: &'static PricedRoute, spill_dir: PathBu
     let outcome = host
         .run(&mut model, "Show me what each demo tool returns.", None)
         .map_err(|e| e.to_string());
-    DemoRun { host, outcome }
+    DemoRun {
+        host,
+        outcome,
+        fetches: model.fetched,
+        folder: folder.path().to_path_buf(),
+        at_exit: folder.at_exit(),
+    }
 }
 
 /// The tools the demo calls, in order.
@@ -98,25 +224,85 @@ fn demo_steps(host: &Host) -> Vec<String> {
     steps
 }
 
-/// The stubs the demo fetches, by the name they show: a resource link the demo server reads
-/// back through `resources/read`, and a reference on an origin no server was dialed to, which
-/// the fetcher refuses.
-const FETCHED_NAMES: &[&str] = &["report.csv", "brief.pdf"];
+/// A stub the demo's model fetches, by the name it shows, and what the fetcher should do.
+#[derive(Debug, PartialEq, Eq)]
+pub struct PlannedFetch {
+    /// The name the stub shows.
+    pub name: &'static str,
+    /// Whether the fetcher should save it (or refuse it).
+    pub saved: bool,
+    /// Why, for a reader.
+    pub why: &'static str,
+}
+
+/// The stubs the demo fetches: a resource link the demo server reads back through
+/// `resources/read`, and an https link on a server with no address, which the fetcher refuses.
+pub const PLANNED_FETCHES: &[PlannedFetch] = &[
+    PlannedFetch {
+        name: "report.csv",
+        saved: true,
+        why: "report.csv is a demo:// resource, and the demo server offers resources, so the \
+              fetcher reads it back through resources/read and saves it in the demo's folder",
+    },
+    PlannedFetch {
+        name: "brief.pdf",
+        saved: false,
+        why: "brief.pdf is an https link, and the demo server runs over stdio, so the host \
+              dialed no address to check the link's origin against; the fetcher fetches a link \
+              only from the origin of its server's own connection",
+    },
+];
+
+impl PlannedFetch {
+    /// The words the fetcher refuses a planned refusal with: the demo server has no address.
+    pub fn refusal_words() -> String {
+        Refusal::UnknownServer(DEMO_SERVER.to_owned()).to_string()
+    }
+
+    /// Whether a `fetch_reference` result is what was planned.
+    pub fn as_intended(&self, output: &ToolOutput) -> bool {
+        if self.saved {
+            !output.is_error
+        } else {
+            output.is_error && output.stored == PlannedFetch::refusal_words()
+        }
+    }
+
+    /// One line for a reader: what happened, whether that was the plan, and why.
+    pub fn verdict(&self, output: &ToolOutput) -> String {
+        let done = if output.is_error { "refused" } else { "saved" };
+        if self.as_intended(output) {
+            format!("{done}, as intended: {}", self.why)
+        } else {
+            let planned = if self.saved {
+                "saved".to_owned()
+            } else {
+                format!("refused with \"{}\"", PlannedFetch::refusal_words())
+            };
+            format!(
+                "{done}, NOT as intended (a bug): the demo expects {} {planned}, because {}",
+                self.name, self.why
+            )
+        }
+    }
+}
 
 /// The demo's model: one tool per turn, then `fetch_reference` on the stubs it was shown, by
 /// their names, then a final answer.
 #[derive(Debug)]
 struct DemoModel {
     steps: std::vec::IntoIter<String>,
-    fetches: std::slice::Iter<'static, &'static str>,
-    calls: usize,
+    fetches: std::slice::Iter<'static, PlannedFetch>,
+    fetched: Vec<(String, &'static PlannedFetch)>,
+    calls: u64,
 }
 
 impl DemoModel {
     fn new(steps: Vec<String>) -> DemoModel {
         DemoModel {
             steps: steps.into_iter(),
-            fetches: FETCHED_NAMES.iter(),
+            fetches: PLANNED_FETCHES.iter(),
+            fetched: Vec::new(),
             calls: 0,
         }
     }
@@ -145,17 +331,26 @@ impl Model for DemoModel {
         }
         // Read the request as a model would: the id in the stub that names the file.
         let text = body.to_string();
-        for name in self.fetches.by_ref() {
-            if let Some(id) = ref_id_named(&text, name) {
+        while let Some(planned) = self.fetches.next() {
+            if let Some(id) = ref_id_named(&text, planned.name) {
                 let id = id.to_owned();
-                return Ok(self.call(FETCH_REFERENCE.to_owned(), json!({"ref_id": id})));
+                let turn = self.call(FETCH_REFERENCE.to_owned(), json!({"ref_id": id}));
+                if let Some(call) = turn.tool_calls.first() {
+                    self.fetched.push((call.id.clone(), planned));
+                }
+                return Ok(turn);
             }
         }
         Ok(Turn {
-            text: format!("I called {} tools.", self.calls),
+            text: format!("I called {}.", counted(self.calls, "tool", "tools")),
             tool_calls: Vec::new(),
         })
     }
+}
+
+/// `1 tool`, `0 tools`, `2 tools`: a count with its noun in the singular when it is 1.
+fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// The id of the first stub `[<ref id>] <name> — ...` in a text.
@@ -168,16 +363,39 @@ fn ref_id_named<'t>(text: &'t str, name: &str) -> Option<&'t str> {
         .then_some(id)
 }
 
-/// The demo as readable text: per tool, what the model sees on the round it lands, what history
-/// keeps, the price; then the server messages, the host's answers and the injections.
+/// The demo as readable text: what it shows and how to read it; per tool, what the model sees
+/// on the round it lands, what history keeps, the price, and for a result over the budget the
+/// notice the model gets; then the server messages, the host's answers and the injections.
 pub fn render_text(run: &DemoRun) -> String {
     let host = &run.host;
     let route = host.options.route.lanes.name;
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "mcpl demo: route {route}, {} tool calls on the built-in demo server",
-        host.calls.len()
+        "mcpl demo: route {route}, {} on the built-in demo server",
+        counted(host.calls.len() as u64, "tool call", "tool calls")
+    );
+    let _ = writeln!(
+        out,
+        "budget: {} per tool result\n  over it, the model gets the result's head and tail with a \
+         notice in place of the middle,\n  and the whole result is saved to a spill file",
+        counted(demo_budget(host), "estimated token", "estimated tokens")
+    );
+    let _ = writeln!(
+        out,
+        "files: spill files and fetched references go to {} ({})",
+        run.folder.display(),
+        match run.at_exit {
+            AtExit::Removed => "removed at exit; --keep keeps it",
+            AtExit::Kept => "kept at exit",
+            AtExit::Given => "your folder, left in place",
+        }
+    );
+    let _ = writeln!(
+        out,
+        "how to read it: \"model sees\" is what the request after the call carries; \"history \
+         keeps\" is what\n  later requests carry in its place. After | a line is verbatim; \
+         after ~ this listing says what it skips."
     );
     for server in &host.servers {
         if let Some(error) = &server.error {
@@ -185,25 +403,64 @@ pub fn render_text(run: &DemoRun) -> String {
         }
     }
     for call in &host.calls {
-        render_call(&mut out, call);
+        let planned = run
+            .fetches
+            .iter()
+            .find(|(id, _)| *id == call.call.id)
+            .map(|(_, planned)| *planned);
+        render_call(&mut out, route, demo_budget(host), call, planned);
     }
     render_rounds(&mut out, host);
     match &run.outcome {
         Ok(outcome) => {
             let _ = writeln!(
                 out,
-                "\nfinal answer after {} requests: {}",
-                outcome.rounds, outcome.answer
+                "\nfinal answer after {}: {}",
+                counted(outcome.rounds as u64, "request", "requests"),
+                outcome.answer
             );
         }
         Err(error) => {
             let _ = writeln!(out, "\nthe conversation stopped: {error}");
         }
     }
+    match run.at_exit {
+        AtExit::Removed => {}
+        AtExit::Kept => {
+            let _ = writeln!(out, "the demo's files are kept in {}", run.folder.display());
+        }
+        AtExit::Given => {
+            let _ = writeln!(out, "the demo's files are in {}", run.folder.display());
+        }
+    }
     out
 }
 
-fn render_call(out: &mut String, call: &CallReport) {
+/// The demo server's tool-result budget.
+fn demo_budget(host: &Host) -> u64 {
+    host.servers
+        .first()
+        .map_or(mcpl_budget::DEFAULT_BUDGET, |server| {
+            server.config.options.budget
+        })
+}
+
+/// The omission notice in a result that was cut: its line that names the spill file.
+fn omission_notice(call: &CallReport) -> Option<&str> {
+    let spill = call.spill.as_ref()?;
+    call.output
+        .stored
+        .lines()
+        .find(|line| line.contains(spill.path.as_str()))
+}
+
+fn render_call(
+    out: &mut String,
+    route: &str,
+    budget: u64,
+    call: &CallReport,
+    planned: Option<&PlannedFetch>,
+) {
     let _ = writeln!(
         out,
         "\n== {} (round {}){}",
@@ -215,68 +472,112 @@ fn render_call(out: &mut String, call: &CallReport) {
             ""
         }
     );
-    match &call.output.live {
-        Some(parts) => {
+    if let Some(planned) = planned {
+        let _ = writeln!(
+            out,
+            "the model asks for {} by the id its stub shows: {}",
+            planned.name, call.call.arguments
+        );
+        let _ = writeln!(out, "{}", planned.verdict(&call.output));
+    }
+    let notice = omission_notice(call);
+    if let Some(spill) = &call.spill {
+        if notice.is_some() {
             let _ = writeln!(
                 out,
-                "model sees, natively ({} estimated tokens):",
-                call.estimated_tokens
+                "over the budget of {}: cut to its head and tail",
+                counted(budget, "estimated token", "estimated tokens")
             );
+        }
+        let attachments = match spill.attachments.len() {
+            0 => String::new(),
+            n => format!(" (with {})", counted(n as u64, "attachment", "attachments")),
+        };
+        let _ = writeln!(out, "the whole result is in {}{attachments}", spill.path);
+    }
+    if let Some(notice) = notice {
+        let _ = writeln!(out, "the model gets this notice in place of the middle:");
+        let _ = writeln!(out, "  | {notice}");
+    }
+    let tokens = counted(call.estimated_tokens, "estimated token", "estimated tokens");
+    let keep: Vec<&str> = notice.into_iter().collect();
+    match &call.output.live {
+        Some(parts) => {
+            let _ = writeln!(out, "model sees ({tokens}):");
             for part in parts {
                 let _ = writeln!(out, "  {}", describe_part(part));
             }
+            if let Some(encoder) = Encoder::named(route)
+                && !encoder
+                    .follow_up(std::slice::from_ref(&call.output))
+                    .is_null()
+            {
+                let _ = writeln!(
+                    out,
+                    "  (on {route} tool results carry text only: the images go in a user message \
+                     right after them)"
+                );
+            }
             let _ = writeln!(out, "history keeps:");
-            indent(out, &call.output.stored);
+            excerpt(out, &call.output.stored, &keep);
         }
         None => {
             let _ = writeln!(
                 out,
-                "model sees, and history keeps, the same text ({} estimated tokens):",
-                call.estimated_tokens
+                "model sees, and history keeps, the same text ({tokens}):"
             );
-            indent(out, &call.output.stored);
+            excerpt(out, &call.output.stored, &keep);
         }
-    }
-    if let Some(spill) = &call.spill {
-        let _ = writeln!(
-            out,
-            "spilled whole to {} with {} attachment(s)",
-            spill.path,
-            spill.attachments.len()
-        );
     }
     for line in &call.diagnostics {
         let _ = writeln!(out, "note: {line}");
     }
 }
 
-/// At most this many lines of a long text are shown, head and tail.
+/// At most this many lines of a long text are shown, head and tail, besides the lines kept.
 const SHOWN_LINES: usize = 12;
 
-fn indent(out: &mut String, text: &str) {
+/// A line longer than this many characters is shown up to it, unless it is kept.
+const SHOWN_CHARACTERS: usize = 160;
+
+/// Writes `text` a line at a time after `  | `, verbatim, but for a long text only its first
+/// and last lines and for a long line only its start; each thing skipped gets a `  ~ ` line or
+/// a `~` note saying how much. A line that contains one of `keep` is always shown whole.
+fn excerpt(out: &mut String, text: &str, keep: &[&str]) {
     let lines: Vec<&str> = text.lines().collect();
-    let show = |out: &mut String, line: &str| {
-        let line: String = if line.chars().count() > 160 {
-            line.chars().take(159).chain(['…']).collect()
-        } else {
-            line.to_owned()
-        };
-        let _ = writeln!(out, "  | {line}");
+    let kept = |line: &str| keep.iter().any(|k| line.contains(k));
+    let shown = |index: usize| {
+        lines.len() <= SHOWN_LINES
+            || index < SHOWN_LINES / 2
+            || index >= lines.len() - SHOWN_LINES / 2
+            || kept(lines[index])
     };
-    if lines.len() <= SHOWN_LINES {
-        lines.iter().for_each(|line| show(out, line));
-    } else {
-        lines[..SHOWN_LINES / 2]
-            .iter()
-            .for_each(|line| show(out, line));
-        let _ = writeln!(
-            out,
-            "  | ... ({} more lines) ...",
-            lines.len() - SHOWN_LINES
-        );
-        lines[lines.len() - SHOWN_LINES / 2..]
-            .iter()
-            .for_each(|line| show(out, line));
+    let mut skipped = 0u64;
+    for (index, line) in lines.iter().enumerate() {
+        if !shown(index) {
+            skipped += 1;
+            continue;
+        }
+        if skipped > 0 {
+            let _ = writeln!(
+                out,
+                "  ~ {} not shown here",
+                counted(skipped, "line", "lines")
+            );
+            skipped = 0;
+        }
+        let length = line.chars().count();
+        if length > SHOWN_CHARACTERS && !kept(line) {
+            let start: String = line.chars().take(SHOWN_CHARACTERS).collect();
+            let rest = (length - SHOWN_CHARACTERS) as u64;
+            let _ = writeln!(
+                out,
+                "  | {start} ~ {} not shown here",
+                counted(rest, "more character", "more characters")
+            );
+        } else {
+            let _ = writeln!(out, "  | {line}");
+        }
     }
 }
 
@@ -328,6 +629,11 @@ fn render_rounds(out: &mut String, host: &Host) {
     }
     if !host.lanes.answered.is_empty() {
         let _ = writeln!(out, "\n== what the host answered the server's own requests");
+        let _ = writeln!(
+            out,
+            "(the demo server repeats one event and sends empty content on purpose: the \
+             duplicate and the refusals below are as intended)"
+        );
         for answered in &host.lanes.answered {
             let answer = match &answered.answer {
                 Ok(result) => format!("result {result}"),
@@ -372,6 +678,11 @@ pub fn render_json(run: &DemoRun) -> Value {
         .iter()
         .map(|call| {
             let (live, follow_up) = live_json(route, &call.output);
+            let planned = run
+                .fetches
+                .iter()
+                .find(|(id, _)| *id == call.call.id)
+                .map(|(_, planned)| *planned);
             json!({
                 "round": call.round,
                 "server": call.server,
@@ -384,6 +695,13 @@ pub fn render_json(run: &DemoRun) -> Value {
                 "is_error": call.output.is_error,
                 "spill": call.spill.as_ref().map(|s| json!({"path": s.path, "attachments": s.attachments})),
                 "diagnostics": call.diagnostics,
+                "omission_notice": omission_notice(call),
+                "expected": planned.map(|p| json!({
+                    "reference": p.name,
+                    "outcome": if p.saved { "saved" } else { "refused" },
+                    "as_intended": p.as_intended(&call.output),
+                    "why": p.why,
+                })),
             })
         })
         .collect();
@@ -424,6 +742,8 @@ pub fn render_json(run: &DemoRun) -> Value {
         .unwrap_or_default();
     json!({
         "route": route,
+        "budget": demo_budget(host),
+        "files": {"path": run.folder, "at_exit": run.at_exit.name()},
         "servers": host.servers.iter().map(|s| json!({"name": s.config.launch.name, "error": s.error, "tools": s.tools.len()})).collect::<Vec<_>>(),
         "calls": calls,
         "messages": messages,
@@ -458,5 +778,126 @@ mod tests {
         assert_eq!(ref_id_named(text, "brief.pdf"), Some("ref_2_x"));
         assert_eq!(ref_id_named(text, "other.txt"), None);
         assert_eq!(ref_id_named("[ref_1 x] report.csv — ", "report.csv"), None);
+    }
+
+    #[test]
+    fn counts_read_in_the_singular_and_the_plural() {
+        assert_eq!(counted(0, "tool", "tools"), "0 tools");
+        assert_eq!(counted(1, "tool", "tools"), "1 tool");
+        assert_eq!(counted(2, "tool", "tools"), "2 tools");
+    }
+
+    fn output(text: &str, is_error: bool) -> ToolOutput {
+        ToolOutput {
+            call_id: "call_1".to_owned(),
+            name: FETCH_REFERENCE.to_owned(),
+            live: None,
+            stored: text.to_owned(),
+            is_error,
+        }
+    }
+
+    #[test]
+    fn a_fetch_that_goes_otherwise_than_planned_reads_as_a_bug() {
+        let [saved, refused] = PLANNED_FETCHES else {
+            panic!("two planned fetches");
+        };
+        let words = PlannedFetch::refusal_words();
+        assert_eq!(words, "unknown server: demo");
+        assert_eq!(
+            refused.verdict(&output(&words, true)),
+            format!("refused, as intended: {}", refused.why)
+        );
+        assert_eq!(
+            refused.verdict(&output("HTTP 404", true)),
+            format!(
+                "refused, NOT as intended (a bug): the demo expects brief.pdf refused with \
+                 \"unknown server: demo\", because {}",
+                refused.why
+            )
+        );
+        assert!(
+            refused
+                .verdict(&output("{}", false))
+                .starts_with("saved, NOT as intended (a bug): ")
+        );
+        assert!(
+            saved
+                .verdict(&output("{}", false))
+                .starts_with("saved, as intended: report.csv is a demo:// resource")
+        );
+        assert!(
+            saved
+                .verdict(&output(&words, true))
+                .starts_with("refused, NOT as intended (a bug): the demo expects report.csv saved")
+        );
+    }
+
+    #[test]
+    fn a_long_text_is_shown_head_and_tail_with_the_kept_lines_whole() {
+        let notice = format!("[… notice {}]", "n".repeat(300));
+        let mut lines: Vec<String> = (1..=40).map(|n| format!("line {n}")).collect();
+        lines[20] = notice.clone();
+        lines[1] = "x".repeat(200);
+        let mut out = String::new();
+        excerpt(&mut out, &lines.join("\n"), &[notice.as_str()]);
+        let expected = format!(
+            "  | line 1\n  | {} ~ 40 more characters not shown here\n  | line 3\n  | line 4\n\
+             \x20 | line 5\n  | line 6\n  ~ 14 lines not shown here\n  | {notice}\n\
+             \x20 ~ 13 lines not shown here\n  | line 35\n  | line 36\n  | line 37\n\
+             \x20 | line 38\n  | line 39\n  | line 40\n",
+            "x".repeat(160)
+        );
+        assert_eq!(out, expected);
+
+        let mut out = String::new();
+        excerpt(&mut out, "a\nb", &[]);
+        assert_eq!(out, "  | a\n  | b\n");
+        let mut out = String::new();
+        let fifteen: Vec<String> = (1..=15).map(|n| n.to_string()).collect();
+        excerpt(&mut out, &fifteen.join("\n"), &[]);
+        assert!(out.contains("\n  ~ 3 lines not shown here\n"), "{out}");
+        let mut out = String::new();
+        let thirteen: Vec<String> = (1..=13).map(|n| n.to_string()).collect();
+        excerpt(&mut out, &thirteen.join("\n"), &[]);
+        assert!(out.contains("\n  ~ 1 line not shown here\n"), "{out}");
+    }
+
+    #[test]
+    fn a_temporary_folder_is_removed_when_dropped_on_every_way_out() {
+        let parent = std::env::temp_dir().join(format!("mcpl-demo-folder-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&parent);
+        std::fs::create_dir_all(&parent).unwrap();
+
+        let folder = DemoFolder::temporary_in(&parent, false).unwrap();
+        let path = folder.path().to_path_buf();
+        std::fs::write(path.join("spill.txt"), "x").unwrap();
+        drop(folder);
+        assert!(!path.exists());
+
+        // A panic unwinds through the guard.
+        let unwound = std::panic::catch_unwind(|| {
+            let folder = DemoFolder::temporary_in(&parent, false).unwrap();
+            std::fs::create_dir(folder.path().join("refs")).unwrap();
+            panic!("on purpose");
+        });
+        assert!(unwound.is_err());
+        assert_eq!(std::fs::read_dir(&parent).unwrap().count(), 0);
+
+        // Kept: it stays; a second folder gets another name.
+        let kept = DemoFolder::temporary_in(&parent, true).unwrap();
+        let path = kept.path().to_path_buf();
+        assert_eq!(kept.at_exit(), AtExit::Kept);
+        drop(kept);
+        assert!(path.is_dir());
+        let other = DemoFolder::temporary_in(&parent, false).unwrap();
+        assert_ne!(other.path(), path);
+        drop(other);
+
+        // The user's folder is never removed.
+        let given = DemoFolder::given(path.clone());
+        drop(given);
+        assert!(path.is_dir());
+        std::fs::remove_dir_all(&parent).unwrap();
     }
 }

@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use mcpl_budget::PricedRoute;
 use mcpl_classify::{Limits, Summary, classify};
 use mcpl_cli::conformance::{ConformanceError, run_conformance};
-use mcpl_cli::demo::{render_json, render_text, run_demo};
+use mcpl_cli::demo::{DemoFolder, render_json, render_text, run_demo};
 use mcpl_cli::input::{InputError, content_blocks, describe_shape, read_document};
 use mcpl_cli::project::{Lane, Request, project};
 use mcpl_encode::ROUTE_NAMES;
@@ -64,9 +64,13 @@ enum Command {
         /// Print the same as JSON.
         #[arg(long)]
         json: bool,
-        /// Where spill files go (default: a new folder under the system's temporary folder).
+        /// Where spill files and fetched references go (default: a new folder under the
+        /// system's temporary folder, removed at exit); a folder given here is left in place.
         #[arg(long)]
         spill_dir: Option<PathBuf>,
+        /// Keep the demo's temporary folder at exit, and say where it is.
+        #[arg(long)]
+        keep: bool,
     },
     /// Run the inference loop against the configured servers.
     Run {
@@ -200,7 +204,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             route,
             json,
             spill_dir,
-        } => demo_command(&route, json, spill_dir),
+            keep,
+        } => demo_command(&route, json, spill_dir, keep),
         Command::Run {
             config,
             model,
@@ -226,15 +231,30 @@ fn route_named(name: &str) -> Result<&'static PricedRoute, Failure> {
     })
 }
 
-fn demo_command(route: &str, json: bool, spill_dir: Option<PathBuf>) -> Result<(), Failure> {
+fn demo_command(
+    route: &str,
+    json: bool,
+    spill_dir: Option<PathBuf>,
+    keep: bool,
+) -> Result<(), Failure> {
     let route = route_named(route)?;
     let program = std::env::current_exe().map_err(|error| Failure {
         status: 1,
         message: format!("cannot find the mcpl program to start the demo server: {error}"),
     })?;
-    let spill_dir = spill_dir
-        .unwrap_or_else(|| std::env::temp_dir().join(format!("mcpl-demo-{}", std::process::id())));
-    let run = run_demo(program, route, spill_dir);
+    // The folder removes itself when dropped, at the end of this function, whichever way it
+    // ends; it is declared before the run so that the run (and its servers) ends first.
+    let folder = match spill_dir {
+        Some(path) => DemoFolder::given(path),
+        None => DemoFolder::temporary(keep).map_err(|error| Failure {
+            status: 1,
+            message: format!(
+                "cannot create the demo's folder in {}: {error}",
+                std::env::temp_dir().display()
+            ),
+        })?,
+    };
+    let run = run_demo(program, route, &folder);
     if let Some(error) = run.host.servers.iter().find_map(|s| s.error.as_ref())
         && run.host.calls.is_empty()
     {

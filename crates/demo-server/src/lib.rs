@@ -283,11 +283,7 @@ impl<W: Write> Server<W> {
             Effect::Answer(result) => self.answer(id, result)?,
             Effect::Push => {
                 let sent = self.push_burst()?;
-                let text = format!(
-                    "Sent {} requests to the host: {}.",
-                    sent.len(),
-                    sent.join(", ")
-                );
+                let text = sent_summary(&sent);
                 self.answer(id, json!({"content": [tools::text(&text)]}))?;
             }
             Effect::HostAnswers => {
@@ -371,6 +367,21 @@ impl<W: Write> Server<W> {
     }
 }
 
+/// `push-events`' answer: `Sent 4 requests to the host: push/event push-1, ...`, with
+/// `request` in the singular when one was sent.
+fn sent_summary(sent: &[String]) -> String {
+    let noun = if sent.len() == 1 {
+        "request"
+    } else {
+        "requests"
+    };
+    format!(
+        "Sent {} {noun} to the host: {}.",
+        sent.len(),
+        sent.join(", ")
+    )
+}
+
 /// The answer to `context/beforeInference`: an injection at each position.
 fn before_inference() -> Value {
     json!({"contextInjections": [
@@ -412,6 +423,20 @@ mod tests {
         let ending = serve(Cursor::new(input), &mut output, Options::default()).unwrap();
         let text = String::from_utf8(output).unwrap();
         (ending, text.lines().map(str::to_owned).collect())
+    }
+
+    #[test]
+    fn the_push_summary_counts_in_the_singular_and_the_plural() {
+        let one = ["push/event push-1".to_owned()];
+        assert_eq!(
+            sent_summary(&one),
+            "Sent 1 request to the host: push/event push-1."
+        );
+        let two = [one[0].clone(), "channels/incoming channel-1".to_owned()];
+        assert_eq!(
+            sent_summary(&two),
+            "Sent 2 requests to the host: push/event push-1, channels/incoming channel-1."
+        );
     }
 
     fn call(id: u64, name: &str) -> Value {

@@ -1,8 +1,23 @@
 //! `mcpl demo`: the built-in demo server through the scripted loop, on every route.
 
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use mcpl_budget::{DEFAULT_BUDGET, PricedRoute};
+use mcpl_cli::demo::{DemoFolder, render_json, render_text, run_demo};
 use serde_json::Value;
 
 use crate::mcpl;
+
+/// The routes `--route` takes.
+const ROUTES: [&str; 5] = [
+    "anthropic",
+    "openai-chat",
+    "openai-responses",
+    "gemini",
+    "text-only",
+];
 
 /// The demo server's uris and credentials: none may reach the output.
 const HIDDEN: &[&str] = &[
@@ -166,4 +181,376 @@ fn the_json_demo_shows_what_each_route_takes() {
             ),
         }
     }
+}
+
+/// A temporary folder of its own for one test: `mcpl demo` runs with `TMPDIR` pointing at it,
+/// so whatever the demo leaves behind is found there.
+struct Tmp(PathBuf);
+
+impl Tmp {
+    fn new(name: &str) -> Tmp {
+        let dir =
+            std::env::temp_dir().join(format!("mcpl-cli-demo-tmp-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Tmp(dir)
+    }
+
+    fn entries(&self) -> Vec<PathBuf> {
+        std::fs::read_dir(&self.0)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .collect()
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mcpl"));
+        command
+            .args(args)
+            .env("TMPDIR", &self.0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    }
+
+    fn mcpl(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+}
+
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn the_demo_removes_its_folder_at_exit() {
+    let tmp = Tmp::new("removed");
+    let output = tmp.mcpl(&["demo"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    let header = text
+        .lines()
+        .find_map(|line| line.strip_prefix("files: spill files and fetched references go to "))
+        .unwrap();
+    let folder = header
+        .strip_suffix(" (removed at exit; --keep keeps it)")
+        .unwrap_or_else(|| panic!("{header}"));
+    assert!(Path::new(folder).starts_with(&tmp.0), "{folder}");
+    assert!(!Path::new(folder).exists());
+    assert_eq!(tmp.entries(), Vec::<PathBuf>::new(), "left behind");
+
+    let output = tmp.mcpl(&["demo", "--json", "--route", "openai-chat"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let demo: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(demo["files"]["at_exit"], "removed");
+    let folder = PathBuf::from(demo["files"]["path"].as_str().unwrap());
+    assert!(folder.starts_with(&tmp.0), "{folder:?}");
+    assert!(!folder.exists());
+    assert_eq!(tmp.entries(), Vec::<PathBuf>::new(), "left behind");
+}
+
+#[test]
+fn with_keep_the_folder_stays_and_the_demo_says_where() {
+    let tmp = Tmp::new("kept");
+    let output = tmp.mcpl(&["demo", "--keep"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    let last = text.lines().last().unwrap();
+    let folder = PathBuf::from(
+        last.strip_prefix("the demo's files are kept in ")
+            .unwrap_or_else(|| panic!("{last}")),
+    );
+    assert_eq!(tmp.entries(), std::slice::from_ref(&folder));
+    // The spill file the over-budget result points at, and the reference the fetcher saved.
+    let spilled = text
+        .lines()
+        .find_map(|line| line.strip_prefix("the whole result is in "))
+        .unwrap();
+    let spilled = spilled.split(" (with").next().unwrap();
+    assert!(Path::new(spilled).starts_with(&folder), "{spilled}");
+    assert!(Path::new(spilled).is_file(), "{spilled}");
+    assert_eq!(std::fs::read_dir(folder.join("refs")).unwrap().count(), 1);
+
+    let output = tmp.mcpl(&["demo", "--keep", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let demo: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(demo["files"]["at_exit"], "kept");
+    let second = PathBuf::from(demo["files"]["path"].as_str().unwrap());
+    assert!(second.is_dir() && second != folder, "{second:?}");
+    assert_eq!(tmp.entries().len(), 2);
+}
+
+#[test]
+fn the_folder_is_removed_when_the_demo_fails() {
+    // Standard output closed before the demo writes: it fails with status 1.
+    let tmp = Tmp::new("failed");
+    let mut child = tmp.command(&["demo"]).spawn().unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("mcpl: cannot write the output:"),
+        "{stderr}"
+    );
+    assert_eq!(tmp.entries(), Vec::<PathBuf>::new(), "left behind");
+}
+
+#[test]
+fn a_folder_the_user_names_is_left_in_place() {
+    let tmp = Tmp::new("given");
+    let given = tmp.0.join("mine");
+    let output = tmp.mcpl(&["demo", "--spill-dir", given.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        text.ends_with(&format!("the demo's files are in {}\n", given.display())),
+        "{text}"
+    );
+    assert!(given.join("refs").is_dir());
+}
+
+/// The demo run in this process on one route, as the text and the JSON it renders, with the
+/// omission notice the model got: the line of the over-budget result that names its spill file.
+struct Rendered {
+    route: &'static str,
+    text: String,
+    json: Value,
+    notice: String,
+}
+
+/// The demo on every route, run once for all the tests that read it.
+fn rendered() -> &'static [Rendered] {
+    static RENDERED: OnceLock<Vec<Rendered>> = OnceLock::new();
+    RENDERED.get_or_init(|| {
+        ROUTES
+            .iter()
+            .map(|route| {
+                let folder = DemoFolder::temporary(false).unwrap();
+                let run = run_demo(
+                    PathBuf::from(env!("CARGO_BIN_EXE_mcpl")),
+                    PricedRoute::named(route).unwrap(),
+                    &folder,
+                );
+                assert_eq!(run.outcome.as_ref().err(), None);
+                let call = run
+                    .host
+                    .calls
+                    .iter()
+                    .find(|c| c.tool == "over-budget")
+                    .unwrap();
+                let spill = call.spill.as_ref().unwrap();
+                let notice = call
+                    .output
+                    .stored
+                    .lines()
+                    .find(|line| line.contains(&spill.path))
+                    .unwrap()
+                    .to_owned();
+                Rendered {
+                    route,
+                    text: render_text(&run),
+                    json: render_json(&run),
+                    notice,
+                }
+            })
+            .collect()
+    })
+}
+
+#[test]
+fn the_readable_demo_shows_the_budget_and_the_omission_notice_verbatim() {
+    for Rendered {
+        route,
+        text,
+        json,
+        notice,
+    } in rendered()
+    {
+        assert!(
+            text.contains(&format!(
+                "\nbudget: {DEFAULT_BUDGET} estimated tokens per tool result\n"
+            )),
+            "{route}: {text}"
+        );
+        assert_eq!(json["budget"], DEFAULT_BUDGET);
+        assert_eq!(
+            call(json, "over-budget")["omission_notice"],
+            notice.as_str()
+        );
+        assert!(notice.starts_with("[… ") && notice.contains(" omitted ("));
+        assert!(
+            text.contains(&format!(
+                "\nthe model gets this notice in place of the middle:\n  | {notice}\n"
+            )),
+            "{route}: {text}"
+        );
+        // And in its place among the lines the model sees, whatever the listing skips.
+        let section = text.split("\n== over-budget ").nth(1).unwrap();
+        let section = section.split("\n== ").next().unwrap();
+        assert_eq!(
+            section
+                .lines()
+                .filter(|line| *line == format!("  | {notice}"))
+                .count(),
+            2,
+            "{route}: {section}"
+        );
+        assert!(
+            section.contains(&format!(
+                "over the budget of {DEFAULT_BUDGET} estimated tokens"
+            )),
+            "{route}: {section}"
+        );
+    }
+}
+
+/// Every noun the demo counts, in the plural.
+const COUNTED: &[&str] = &[
+    "estimated tokens",
+    "tokens",
+    "characters",
+    "images",
+    "attachments",
+    "lines",
+    "more lines",
+    "more characters",
+    "tool calls",
+    "tools",
+    "requests",
+];
+
+#[test]
+fn every_count_the_demo_prints_reads_right_in_the_singular() {
+    for Rendered { route, text, .. } in rendered() {
+        assert!(!text.contains("(s)"), "{route}: {text}");
+        for plural in COUNTED {
+            let wrong = format!(" 1 {plural}");
+            assert!(
+                !text.contains(&wrong) && !text.contains(&format!("(1 {plural}")),
+                "{route}: {wrong} in {text}"
+            );
+        }
+        assert!(text.contains(" 1 attachment)"), "{route}: {text}");
+        if *route != "text-only" {
+            // The over-budget result's one image is in the middle it cuts.
+            assert!(text.contains(", 1 image);"), "{route}: the notice");
+        }
+        if *route == "anthropic" {
+            // A 16x12 image alone costs one token there.
+            assert!(text.contains("(1 estimated token)"), "{text}");
+        }
+    }
+}
+
+#[test]
+fn the_refused_fetch_is_marked_as_intended_with_its_reason() {
+    for Rendered {
+        route, text, json, ..
+    } in rendered()
+    {
+        let refused = text
+            .split("\n== fetch_reference ")
+            .skip(1)
+            .find(|section| section.contains("brief.pdf"))
+            .unwrap();
+        assert!(
+            refused.contains(
+                "\nrefused, as intended: brief.pdf is an https link, and the demo server runs \
+                 over stdio, so the host dialed no address to check the link's origin against; \
+                 the fetcher fetches a link only from the origin of its server's own connection\n"
+            ),
+            "{route}: {refused}"
+        );
+        // What the model reads is still shown, verbatim.
+        assert!(
+            refused.contains("\n  | unknown server: demo\n"),
+            "{route}: {refused}"
+        );
+        let saved = text
+            .split("\n== fetch_reference ")
+            .skip(1)
+            .find(|section| section.contains("report.csv"))
+            .unwrap();
+        assert!(saved.contains("\nsaved, as intended: "), "{route}: {saved}");
+
+        let fetches: Vec<&Value> = json["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["tool"] == "fetch_reference")
+            .collect();
+        assert_eq!(fetches[0]["expected"]["reference"], "report.csv");
+        assert_eq!(fetches[0]["expected"]["outcome"], "saved");
+        assert_eq!(fetches[0]["expected"]["as_intended"], true);
+        assert_eq!(fetches[1]["expected"]["reference"], "brief.pdf");
+        assert_eq!(fetches[1]["expected"]["outcome"], "refused");
+        assert_eq!(fetches[1]["expected"]["as_intended"], true);
+        assert!(
+            fetches[1]["expected"]["why"]
+                .as_str()
+                .unwrap()
+                .starts_with("brief.pdf is an https link"),
+            "{}",
+            fetches[1]
+        );
+        assert_eq!(call(json, "png")["expected"], Value::Null);
+    }
+}
+
+#[test]
+fn the_json_demo_keeps_its_keys_and_adds_the_budget_and_the_notice() {
+    let demo = demo_json("gemini");
+    for key in [
+        "route",
+        "servers",
+        "calls",
+        "messages",
+        "answers",
+        "injections",
+        "outcome",
+        "budget",
+        "files",
+    ] {
+        assert!(demo.get(key).is_some(), "{key} missing");
+    }
+    assert_eq!(demo["budget"], DEFAULT_BUDGET);
+    assert_eq!(demo["files"]["at_exit"], "given");
+    for call in demo["calls"].as_array().unwrap() {
+        for key in [
+            "round",
+            "server",
+            "tool",
+            "arguments",
+            "live",
+            "follow_up",
+            "stored",
+            "estimated_tokens",
+            "is_error",
+            "spill",
+            "diagnostics",
+            "omission_notice",
+            "expected",
+        ] {
+            assert!(call.get(key).is_some(), "{key} missing in {}", call["tool"]);
+        }
+    }
+    let over = call(&demo, "over-budget");
+    let notice = over["omission_notice"].as_str().unwrap();
+    let path = over["spill"]["path"].as_str().unwrap();
+    assert!(
+        over["stored"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .any(|line| line == notice)
+    );
+    assert!(
+        notice.ends_with(&format!("the full result is in {path}]")),
+        "{notice}"
+    );
+    assert_eq!(call(&demo, "text")["omission_notice"], Value::Null);
 }
