@@ -13,20 +13,11 @@ pub const DEFAULT_BUDGET: u64 = 12_500;
 /// line boundary only when one is this close.
 const LINE_WINDOW: usize = 240;
 
-/// `[… <n> tokens omitted (<c> characters, <i> images); the full result is in <path>]`, each
-/// count with its noun in the singular when it is 1 (`1 image`).
+/// `[… <n> tokens omitted (<c> characters, <i> images); the full result is in <path>]`
 pub fn omission_notice(tokens: u64, characters: u64, images: u64, path: &str) -> String {
     format!(
-        "[… {} omitted ({}, {}); the full result is in {path}]",
-        counted(tokens, "token", "tokens"),
-        counted(characters, "character", "characters"),
-        counted(images, "image", "images"),
+        "[… {tokens} tokens omitted ({characters} characters, {images} images); the full result is in {path}]"
     )
-}
-
-/// `1 image`, `0 images`, `2 images`.
-fn counted(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// A tool result fitted to its budget, or kept whole with the reason.
@@ -202,16 +193,12 @@ fn cut_items<'a>(
 ) -> Result<(ToolResultCopies<'a>, u64), String> {
     let whole = Totals::of(items);
     let (total, characters, images) = (whole.tokens, whole.characters, whole.images);
-    // The notice's numbers can only be smaller than these, so this prices the longest notice:
-    // a count of 0 or 1 is priced as 2, the same number of digits with the plural noun, which
-    // the notice may need once its count drops to 0. The separators around it cost the rest of
-    // the reserve.
-    let reserve = pricer.text.count(&omission_notice(
-        total.max(2),
-        characters.max(2),
-        images.max(2),
-        spill_path,
-    )) + pricer.text.count("\n\n");
+    // The notice's numbers can only be smaller than these, so this prices the longest notice;
+    // the separators around it cost the rest of the reserve.
+    let reserve = pricer
+        .text
+        .count(&omission_notice(total, characters, images, spill_path))
+        + pricer.text.count("\n\n");
     if reserve >= budget {
         return Err(format!(
             "the budget cannot hold the omission notice ({reserve} tokens)"
@@ -392,26 +379,5 @@ fn assemble<'a>(
         stored_parts,
         live,
         is_error: original.is_error,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::omission_notice;
-
-    #[test]
-    fn the_notice_counts_in_the_singular_and_the_plural() {
-        assert_eq!(
-            omission_notice(88_202, 292_456, 1, "/s/a.txt"),
-            "[… 88202 tokens omitted (292456 characters, 1 image); the full result is in /s/a.txt]"
-        );
-        assert_eq!(
-            omission_notice(1, 1, 0, "/s/a.txt"),
-            "[… 1 token omitted (1 character, 0 images); the full result is in /s/a.txt]"
-        );
-        assert_eq!(
-            omission_notice(2, 2, 2, "/s/a.txt"),
-            "[… 2 tokens omitted (2 characters, 2 images); the full result is in /s/a.txt]"
-        );
     }
 }
