@@ -5,7 +5,9 @@
 //! - [`ImageCalculator`] prices an image from its dimensions, one rule per provider, with dated
 //!   tables ([`ANTHROPIC_TABLE`], [`OPENAI_TABLE`], [`GEMINI_TABLE`]).
 //! - [`PricedRoute`] is one route's whole declaration: what the lanes may send there
-//!   (`mcpl_lanes::Route`) and how it prices images; a [`Pricer`] prices live copies with it.
+//!   (`mcpl_lanes::Route`) and how it prices images; [`PricedRoute::of`] gives the one for a
+//!   `mcpl_lanes::RouteId`, and a [`Pricer`] prices live copies with it. An image is priced
+//!   from the dimensions its part carries, so its header is never read again.
 //! - [`fit_tool_result`] projects a tool result and, when its live copy is over budget, writes
 //!   the whole result through a [`SpillStore`] ([`LocalSpillStore`] by default) and cuts the
 //!   middle of both copies, leaving the [`omission_notice`] in its place.

@@ -1,8 +1,8 @@
 //! What each lane shows a model for each kind of content block.
 //!
 //! A lane is a place content reaches a model. [`Projector`] holds what every lane needs besides
-//! the content (the host's [`Registry`] and [`ImageLedger`], the [`Route`], the delivering
-//! [`ServerName`] and its [`UriPolicy`]) and has one method per lane:
+//! the content (the host's [`Registry`] and [`ImageLedger`], the [`Route`] table a [`RouteId`]
+//! names, the delivering [`ServerName`] and its [`UriPolicy`]) and has one method per lane:
 //!
 //! - [`Projector::tool_result`]: a tool result's stored copy (text kept in history, stable) and
 //!   live copy ([`LiveCopy::Native`] when at least one block goes native on the route, else
@@ -20,7 +20,7 @@
 //! ([`HiddenUris`]).
 //!
 //! ```
-//! use mcpl_lanes::{ImageLedger, LiveCopy, Projector, Registry, Route, ServerName, ToolResult, UriPolicy};
+//! use mcpl_lanes::{ImageLedger, LiveCopy, Projector, Registry, RouteId, ServerName, ToolResult, UriPolicy};
 //! use serde_json::json;
 //!
 //! let (mut registry, mut ledger) = (Registry::new(), ImageLedger::new());
@@ -28,7 +28,7 @@
 //! let mut lanes = Projector {
 //!     registry: &mut registry,
 //!     ledger: &mut ledger,
-//!     route: &Route::ANTHROPIC,
+//!     route: RouteId::Anthropic.route(),
 //!     server: &server,
 //!     uri_policy: UriPolicy::Hidden,
 //! };
@@ -71,4 +71,4 @@ pub use project::{
 pub use registry::{
     Claims, Fetched, REGISTRY_CAPACITY, Record, RefId, Registry, ServerName, UnknownReference,
 };
-pub use route::Route;
+pub use route::{Route, RouteId, UnknownRoute};
