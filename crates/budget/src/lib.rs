@@ -34,8 +34,8 @@
 //! let content: Vec<Value> = match &fitted.copies.live {
 //!     LiveCopy::Native(parts) => parts.iter().map(|part| match part {
 //!         Part::Text(text) => json!({"type": "text", "text": text}),
-//!         Part::Image { media_type, data, .. } => json!({"type": "image",
-//!             "source": {"type": "base64", "media_type": media_type, "data": data}}),
+//!         image @ Part::Image { data, .. } => json!({"type": "image",
+//!             "source": {"type": "base64", "media_type": image.media_type(), "data": data}}),
 //!         Part::Audio { .. } => unreachable!("the anthropic route takes no audio"),
 //!     }).collect(),
 //!     LiveCopy::Stored => vec![json!({"type": "text", "text": fitted.copies.stored})],
@@ -53,7 +53,9 @@
 //! - [`ImageCalculator`] prices an image from its dimensions, one rule per provider, with dated
 //!   tables ([`ANTHROPIC_TABLE`], [`OPENAI_TABLE`], [`GEMINI_TABLE`]).
 //! - [`PricedRoute`] is one route's whole declaration: what the lanes may send there
-//!   (`mcpl_lanes::Route`) and how it prices images; a [`Pricer`] prices live copies with it.
+//!   (`mcpl_lanes::Route`) and how it prices images; [`PricedRoute::of`] gives the one for a
+//!   `mcpl_lanes::RouteId`, and a [`Pricer`] prices live copies with it. An image is priced
+//!   from the dimensions its part carries, so its header is never read again.
 //! - [`fit_tool_result`] projects a tool result and, when its live copy is over budget, writes
 //!   the whole result through a [`SpillStore`] ([`LocalSpillStore`] by default) and cuts the
 //!   middle of both copies, leaving the [`omission_notice`] in its place.

@@ -1,7 +1,7 @@
 //! Routes with prices: the lanes' declaration of what a provider takes, plus how it bills.
 
-use mcpl_classify::Media;
-use mcpl_lanes::{LiveCopy, Part, Route};
+use mcpl_classify::Dimensions;
+use mcpl_lanes::{LiveCopy, Part, Route, RouteId};
 
 use crate::image::ImageCalculator;
 use crate::text::TokenEstimator;
@@ -67,20 +67,20 @@ impl PricedRoute {
         image_overhead: 0,
     };
 
-    /// Every route, in the lanes' order.
-    pub const ALL: &'static [PricedRoute] = &[
-        PricedRoute::ANTHROPIC,
-        PricedRoute::OPENAI_CHAT,
-        PricedRoute::OPENAI_RESPONSES,
-        PricedRoute::GEMINI,
-        PricedRoute::TEXT_ONLY,
-    ];
+    /// The priced route of that id.
+    pub const fn of(id: RouteId) -> &'static PricedRoute {
+        match id {
+            RouteId::Anthropic => &PricedRoute::ANTHROPIC,
+            RouteId::OpenAiChat => &PricedRoute::OPENAI_CHAT,
+            RouteId::OpenAiResponses => &PricedRoute::OPENAI_RESPONSES,
+            RouteId::Gemini => &PricedRoute::GEMINI,
+            RouteId::TextOnly => &PricedRoute::TEXT_ONLY,
+        }
+    }
 
-    /// The route of that name.
-    pub fn named(name: &str) -> Option<&'static PricedRoute> {
-        PricedRoute::ALL
-            .iter()
-            .find(|route| route.lanes.name == name)
+    /// The route's identity.
+    pub fn id(&self) -> RouteId {
+        self.lanes.id
     }
 }
 
@@ -90,17 +90,14 @@ pub enum Unpriceable {
     /// The route has no image calculator.
     #[error("route {route} cannot price images")]
     NoImageCalculator {
-        /// The route's name.
-        route: &'static str,
+        /// The route.
+        route: RouteId,
     },
-    /// The image's header gives no dimensions.
-    #[error("an image's dimensions cannot be read")]
-    NoDimensions,
     /// The route declares no price for native audio.
     #[error("route {route} cannot price audio")]
     Audio {
-        /// The route's name.
-        route: &'static str,
+        /// The route.
+        route: RouteId,
     },
 }
 
@@ -116,7 +113,7 @@ pub struct Pricer<'r> {
 impl std::fmt::Debug for Pricer<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pricer")
-            .field("route", &self.route.lanes.name)
+            .field("route", &self.route.id())
             .finish_non_exhaustive()
     }
 }
@@ -126,21 +123,19 @@ impl Pricer<'_> {
     pub fn part(&self, part: &Part<'_>) -> Result<u64, Unpriceable> {
         match part {
             Part::Text(text) => Ok(self.text.count(text)),
-            Part::Image { data, .. } => self.image(data),
+            Part::Image { dimensions, .. } => self.image(*dimensions),
             Part::Audio { .. } => Err(Unpriceable::Audio {
-                route: self.route.lanes.name,
+                route: self.route.id(),
             }),
         }
     }
 
-    /// The price of a base64 image, from the dimensions in its header (no decode).
-    pub fn image(&self, data: &str) -> Result<u64, Unpriceable> {
+    /// The price of an image of these dimensions (as its part carries them: the header is read
+    /// once, when the image is classified).
+    pub fn image(&self, dimensions: Dimensions) -> Result<u64, Unpriceable> {
         let calculator = self.route.images.ok_or(Unpriceable::NoImageCalculator {
-            route: self.route.lanes.name,
+            route: self.route.id(),
         })?;
-        let dimensions = Media::inspect(data, None)
-            .dimensions
-            .ok_or(Unpriceable::NoDimensions)?;
         Ok(calculator.tokens(dimensions.width, dimensions.height) + self.route.image_overhead)
     }
 
@@ -162,14 +157,60 @@ impl Pricer<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::text::Heuristic;
+    use mcpl_classify::Sniffed;
+
+    /// An image is priced from the dimensions its part carries: its header was read when it was
+    /// classified, and pricing never reads the payload (here there is none to read).
+    #[test]
+    fn an_image_is_priced_from_the_dimensions_its_part_carries() {
+        let dimensions = Dimensions {
+            width: 1000,
+            height: 500,
+        };
+        for id in [RouteId::Anthropic, RouteId::OpenAiChat, RouteId::Gemini] {
+            let route = PricedRoute::of(id);
+            let pricer = Pricer {
+                text: &Heuristic,
+                route,
+            };
+            let expected = route
+                .images
+                .map(|c| c.tokens(1000, 500) + route.image_overhead);
+            for data in ["", "AAAA"] {
+                let part = Part::Image {
+                    sniffed: Sniffed::Png,
+                    dimensions,
+                    data,
+                };
+                assert_eq!(pricer.part(&part).ok(), expected, "{id}");
+            }
+        }
+        let text_only = Pricer {
+            text: &Heuristic,
+            route: PricedRoute::of(RouteId::TextOnly),
+        };
+        assert_eq!(
+            text_only.image(dimensions),
+            Err(Unpriceable::NoImageCalculator {
+                route: RouteId::TextOnly
+            })
+        );
+        assert_eq!(
+            Unpriceable::NoImageCalculator {
+                route: RouteId::TextOnly
+            }
+            .to_string(),
+            "route text-only cannot price images"
+        );
+    }
 
     #[test]
-    fn every_lanes_route_is_priced_once_in_the_same_order() {
-        let priced: Vec<&Route> = PricedRoute::ALL.iter().map(|r| &r.lanes).collect();
-        let lanes: Vec<&Route> = Route::ALL.iter().collect();
-        assert_eq!(priced, lanes);
-        for route in PricedRoute::ALL {
-            assert_eq!(PricedRoute::named(route.lanes.name), Some(route));
+    fn every_route_is_priced_with_its_own_table() {
+        for id in RouteId::ALL {
+            let route = PricedRoute::of(id);
+            assert_eq!(route.id(), id);
+            assert_eq!(&route.lanes, id.route());
             // A route that sends images natively can price them; one that cannot sends none.
             assert_eq!(route.images.is_some(), route.lanes.images_in_messages);
         }

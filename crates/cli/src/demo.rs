@@ -15,9 +15,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use mcpl_budget::PricedRoute;
-use mcpl_classify::Media;
+use mcpl_classify::Payload;
 use mcpl_fetch::Refusal;
-use mcpl_lanes::markers;
+use mcpl_lanes::{RouteId, markers};
 use serde_json::{Value, json};
 
 use mcpl_client::Launch;
@@ -321,7 +321,7 @@ impl DemoModel {
 }
 
 impl Model for DemoModel {
-    fn route(&self) -> Option<&'static str> {
+    fn route(&self) -> Option<RouteId> {
         None
     }
 
@@ -368,7 +368,7 @@ fn ref_id_named<'t>(text: &'t str, name: &str) -> Option<&'t str> {
 /// notice the model gets; then the server messages, the host's answers and the injections.
 pub fn render_text(run: &DemoRun) -> String {
     let host = &run.host;
-    let route = host.options.route.lanes.name;
+    let route = host.options.route.id();
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -456,7 +456,7 @@ fn omission_notice(call: &CallReport) -> Option<&str> {
 
 fn render_call(
     out: &mut String,
-    route: &str,
+    route: RouteId,
     budget: u64,
     call: &CallReport,
     planned: Option<&PlannedFetch>,
@@ -507,10 +507,9 @@ fn render_call(
             for part in parts {
                 let _ = writeln!(out, "  {}", describe_part(part));
             }
-            if let Some(encoder) = Encoder::named(route)
-                && !encoder
-                    .follow_up(std::slice::from_ref(&call.output))
-                    .is_null()
+            if !Encoder::new(route)
+                .follow_up(std::slice::from_ref(&call.output))
+                .is_null()
             {
                 let _ = writeln!(
                     out,
@@ -589,22 +588,26 @@ pub fn describe_part(part: &Content) -> String {
             let more = if text.lines().count() > 1 { " …" } else { "" };
             format!("text: {first}{more}")
         }
-        Content::Image { media_type, data } => {
-            let media = Media::inspect(data, None);
-            let size = markers::size_label(media.decoded_bytes.unwrap_or_default());
-            match media.dimensions {
-                Some(d) => format!("image: {media_type}, {}x{} px, {size}", d.width, d.height),
-                None => format!("image: {media_type}, {size}"),
-            }
-        }
-        Content::Audio { media_type, data } => {
-            let media = Media::inspect(data, None);
-            format!(
-                "audio: {media_type}, {}",
-                markers::size_label(media.decoded_bytes.unwrap_or_default())
-            )
+        Content::Image {
+            sniffed,
+            dimensions,
+            data,
+        } => format!(
+            "image: {}, {}x{} px, {}",
+            sniffed.mime(),
+            dimensions.width,
+            dimensions.height,
+            size_label(data)
+        ),
+        Content::Audio { sniffed, data } => {
+            format!("audio: {}, {}", sniffed.mime(), size_label(data))
         }
     }
+}
+
+/// A payload's decoded size, from its base64's shape (nothing is decoded).
+fn size_label(data: &str) -> String {
+    markers::size_label(Payload::new(data).map_or(0, |payload| payload.decoded_len()))
 }
 
 fn render_rounds(out: &mut String, host: &Host) {
@@ -672,7 +675,7 @@ fn render_rounds(out: &mut String, host: &Host) {
 /// copy, the price, the spill and the diagnostics; then messages, answers and injections.
 pub fn render_json(run: &DemoRun) -> Value {
     let host = &run.host;
-    let route = host.options.route.lanes.name;
+    let route = host.options.route.id();
     let calls: Vec<Value> = host
         .calls
         .iter()
@@ -741,7 +744,7 @@ pub fn render_json(run: &DemoRun) -> Value {
         })
         .unwrap_or_default();
     json!({
-        "route": route,
+        "route": route.name(),
         "budget": demo_budget(host),
         "files": {"path": run.folder, "at_exit": run.at_exit.name()},
         "servers": host.servers.iter().map(|s| json!({"name": s.config.launch.name, "error": s.error, "tools": s.tools.len()})).collect::<Vec<_>>(),
@@ -758,13 +761,12 @@ pub fn render_json(run: &DemoRun) -> Value {
 
 /// A tool result's live copy as the route's API takes it, and the user message's content the
 /// route moves its images to (null where it moves none).
-fn live_json(route: &str, output: &ToolOutput) -> (Value, Value) {
-    Encoder::named(route).map_or((Value::Null, Value::Null), |encoder| {
-        (
-            encoder.tool_result(output),
-            encoder.follow_up(std::slice::from_ref(output)),
-        )
-    })
+fn live_json(route: RouteId, output: &ToolOutput) -> (Value, Value) {
+    let encoder = Encoder::new(route);
+    (
+        encoder.tool_result(output),
+        encoder.follow_up(std::slice::from_ref(output)),
+    )
 }
 
 #[cfg(test)]

@@ -11,11 +11,10 @@ use mcpl_cli::conformance::{ConformanceError, run_conformance};
 use mcpl_cli::demo::{DemoFolder, render_json, render_text, run_demo};
 use mcpl_cli::input::{InputError, content_blocks, describe_shape, read_document};
 use mcpl_cli::project::{Lane, Request, project};
-use mcpl_encode::ROUTE_NAMES;
 use mcpl_host::config::{Config, ConfigError};
 use mcpl_host::host_loop::{Host, HostOptions};
 use mcpl_host::model::{Model, ModelError, Scripted};
-use mcpl_lanes::UriPolicy;
+use mcpl_lanes::{RouteId, UriPolicy};
 
 /// Turns what MCP and MCPL servers send into what a language model should see.
 #[derive(Debug, Parser)]
@@ -38,8 +37,8 @@ enum Command {
         #[arg(long, default_value = "tool-result", value_parser = lane_name)]
         lane: Lane,
         /// The route: the provider API the live copy is for.
-        #[arg(long, default_value = "anthropic", value_parser = clap::builder::PossibleValuesParser::new(ROUTE_NAMES))]
-        route: String,
+        #[arg(long, default_value = "anthropic", value_parser = route_id())]
+        route: RouteId,
         /// The tool-result budget, in estimated tokens.
         #[arg(long, default_value_t = 12_500)]
         budget: u64,
@@ -59,8 +58,8 @@ enum Command {
     /// show what the model sees on a route.
     Demo {
         /// The route.
-        #[arg(long, default_value = "anthropic", value_parser = clap::builder::PossibleValuesParser::new(ROUTE_NAMES))]
-        route: String,
+        #[arg(long, default_value = "anthropic", value_parser = route_id())]
+        route: RouteId,
         /// Print the same as JSON.
         #[arg(long)]
         json: bool,
@@ -82,8 +81,8 @@ enum Command {
         #[arg(long)]
         model: Option<String>,
         /// The route requests are encoded for (default: the model's, else anthropic).
-        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(ROUTE_NAMES))]
-        route: Option<String>,
+        #[arg(long, value_parser = route_id())]
+        route: Option<RouteId>,
         /// Write each provider request body, one JSON object per line.
         #[arg(long)]
         transcript: Option<PathBuf>,
@@ -108,6 +107,14 @@ enum Command {
 enum ShowUris {
     /// Uris with no userinfo, query or fragment, and not `data:`.
     CredentialFree,
+}
+
+/// `--route`: one of the routes' names (listed in `--help` and in clap's error), parsed into the
+/// route it names.
+fn route_id() -> impl clap::builder::TypedValueParser<Value = RouteId> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(RouteId::ALL.map(RouteId::name))
+        .try_map(|name| name.parse::<RouteId>())
 }
 
 fn lane_name(name: &str) -> Result<Lane, String> {
@@ -205,7 +212,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             json,
             spill_dir,
             keep,
-        } => demo_command(&route, json, spill_dir, keep),
+        } => demo_command(route, json, spill_dir, keep),
         Command::Run {
             config,
             model,
@@ -224,20 +231,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
     }
 }
 
-fn route_named(name: &str) -> Result<&'static PricedRoute, Failure> {
-    PricedRoute::named(name).ok_or_else(|| Failure {
-        status: 2,
-        message: format!("route {name} is not built"),
-    })
-}
-
 fn demo_command(
-    route: &str,
+    route: RouteId,
     json: bool,
     spill_dir: Option<PathBuf>,
     keep: bool,
 ) -> Result<(), Failure> {
-    let route = route_named(route)?;
+    let route = PricedRoute::of(route);
     let program = std::env::current_exe().map_err(|error| Failure {
         status: 1,
         message: format!("cannot find the mcpl program to start the demo server: {error}"),
@@ -282,7 +282,7 @@ fn demo_command(
 struct RunArgs {
     config: PathBuf,
     model: Option<String>,
-    route: Option<String>,
+    route: Option<RouteId>,
     transcript: Option<PathBuf>,
     prompt: String,
 }
@@ -296,12 +296,7 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
         message: error.to_string(),
     })?;
     let mut model = model_named(args.model.as_deref())?;
-    let route_name = args
-        .route
-        .as_deref()
-        .or(model.route())
-        .unwrap_or("anthropic");
-    let route = route_named(route_name)?;
+    let route = PricedRoute::of(args.route.or(model.route()).unwrap_or(RouteId::Anthropic));
     let mut transcript = match &args.transcript {
         Some(path) => Some(std::fs::File::create(path).map_err(|error| Failure {
             status: 1,
@@ -380,27 +375,31 @@ fn model_named(spec: Option<&str>) -> Result<Box<dyn Model>, Failure> {
                 },
                 message: e.to_string(),
             }),
-        _ => http_model(kind, rest).ok_or_else(|| {
-            unusable(format!(
-                "unknown model {spec}; models: scripted:FILE{}",
-                if cfg!(feature = "http") {
-                    ", anthropic:MODEL, openai-chat:MODEL"
-                } else {
-                    " (this mcpl was built without the http feature)"
-                }
-            ))
-        })?,
+        _ => kind
+            .parse()
+            .ok()
+            .and_then(|route| http_model(route, rest))
+            .ok_or_else(|| {
+                unusable(format!(
+                    "unknown model {spec}; models: scripted:FILE{}",
+                    if cfg!(feature = "http") {
+                        ", anthropic:MODEL, openai-chat:MODEL"
+                    } else {
+                        " (this mcpl was built without the http feature)"
+                    }
+                ))
+            })?,
     }
 }
 
 #[cfg(not(feature = "http"))]
-fn http_model(_kind: &str, _model: &str) -> Option<Result<Box<dyn Model>, Failure>> {
+fn http_model(_route: RouteId, _model: &str) -> Option<Result<Box<dyn Model>, Failure>> {
     None
 }
 
 #[cfg(feature = "http")]
-fn http_model(kind: &str, model: &str) -> Option<Result<Box<dyn Model>, Failure>> {
-    mcpl_host::http::model_from_env(kind, model).map(|result| {
+fn http_model(route: RouteId, model: &str) -> Option<Result<Box<dyn Model>, Failure>> {
+    mcpl_host::http::model_from_env(route, model).map(|result| {
         result.map_err(|error| Failure {
             status: 2,
             message: error.to_string(),

@@ -4,15 +4,16 @@
 use std::borrow::Cow;
 
 use mcpl_budget::{Heuristic, LocalSpillStore, PricedRoute, Pricer, SpillStore, fit_tool_result};
+use mcpl_encode::Encoder;
+use mcpl_host::mcpl::{INVALID_PARAMS, PUSH_CONTENT_FIELD, push_refusal_error};
 use mcpl_lanes::{
-    ChannelRefusal, ImageLedger, MessageView, Projector, PushRefusal, Registry, ServerName,
-    ToolResult, UriPolicy,
+    ChannelRefusal, ImageLedger, MessageView, Projector, PushRefusal, Registry, RouteId,
+    ServerName, ToolResult, UriPolicy,
 };
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::input::Document;
-use mcpl_encode as encode;
 
 /// The lanes `--lane` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,8 +57,8 @@ impl Lane {
 pub struct Request {
     /// The lane.
     pub lane: Lane,
-    /// The route's name (one of [`encode::ROUTE_NAMES`]).
-    pub route: String,
+    /// The route.
+    pub route: RouteId,
     /// The tool-result budget in estimated tokens.
     pub budget: u64,
     /// Where a result over budget would be spilled.
@@ -74,7 +75,7 @@ pub struct Projection {
     /// The lane's name.
     pub lane: &'static str,
     /// The route's name.
-    pub route: String,
+    pub route: &'static str,
     /// Exactly what the route's API takes at that place.
     pub live: Value,
     /// A user message's content, where the route moves images out of a tool result.
@@ -95,12 +96,6 @@ pub struct Projection {
 /// Why a projection cannot be made from this input.
 #[derive(Debug, thiserror::Error)]
 pub enum ProjectError {
-    /// A route no encoder is built for (the command's parser lets none through: every route
-    /// it names is built).
-    #[error(
-        "route {0} is not built; routes: anthropic, openai-chat, openai-responses, gemini, text-only"
-    )]
-    RouteNotBuilt(String),
     /// A document this lane cannot find its content in.
     #[error("{source_name}: no {lane} content found: {found}")]
     UnknownShape {
@@ -115,9 +110,9 @@ pub enum ProjectError {
 
 /// Projects a document on the requested lane and route.
 pub fn project(document: &Document, request: &Request) -> Result<Projection, ProjectError> {
-    let priced = PricedRoute::named(&request.route)
-        .ok_or_else(|| ProjectError::RouteNotBuilt(request.route.clone()))?;
+    let priced = PricedRoute::of(request.route);
     let route = &priced.lanes;
+    let encoder = Encoder::new(request.route);
     let pricer = Pricer {
         text: &Heuristic,
         route: priced,
@@ -180,8 +175,8 @@ pub fn project(document: &Document, request: &Request) -> Result<Projection, Pro
             let tokens = fitted
                 .price
                 .unwrap_or_else(|| text_tokens(pricer, &fitted.copies.stored));
-            let live = encode::tool_result_live(route.name, &fitted.copies);
-            follow_up = encode::follow_up(route.name, &fitted.copies);
+            let live = encoder.tool_result_copies(&fitted.copies);
+            follow_up = encoder.follow_up_copies(&fitted.copies);
             (live, fitted.copies.stored, tokens)
         }
         Lane::Push => {
@@ -190,15 +185,14 @@ pub fn project(document: &Document, request: &Request) -> Result<Projection, Pro
                 Ok(view) => message_output(pricer, view),
                 Err(PushRefusal) => {
                     diagnostics.push(format!(
-                        "push event refused: {} (JSON-RPC {}, data.field {})",
+                        "push event refused: {} (JSON-RPC {INVALID_PARAMS}, data.field {PUSH_CONTENT_FIELD})",
                         PushRefusal::MESSAGE,
-                        PushRefusal::CODE,
-                        PushRefusal::FIELD
                     ));
+                    let error = push_refusal_error();
                     refusal = Some(json!({
-                        "code": PushRefusal::CODE,
-                        "message": PushRefusal::MESSAGE,
-                        "data": {"field": PushRefusal::FIELD},
+                        "code": error.code,
+                        "message": error.message,
+                        "data": error.data,
                     }));
                     (Value::Null, String::new(), 0)
                 }
@@ -240,7 +234,7 @@ pub fn project(document: &Document, request: &Request) -> Result<Projection, Pro
     };
     Ok(Projection {
         lane: request.lane.name(),
-        route: route.name.to_owned(),
+        route: route.name(),
         live,
         follow_up,
         stored,
@@ -257,7 +251,7 @@ fn message_output(pricer: Pricer<'_>, view: MessageView<'_>) -> (Value, String, 
         .parts(&view.parts)
         .unwrap_or_else(|_| text_tokens(pricer, &view.stored));
     (
-        encode::message_content(pricer.route.lanes.name, &view.parts),
+        Encoder::new(pricer.route.id()).message_parts(&view.parts),
         view.stored,
         tokens,
     )

@@ -115,15 +115,15 @@ pub(super) fn content_blocks(content: &[Content], route: &PricedRoute) -> Value 
             .filter(|part| !matches!(part, Content::Text(text) if text.is_empty()))
             .map(|part| match part {
                 Content::Text(text) => json!({"type": "text", "text": text}),
-                Content::Image { media_type, data } if takes_image(route, media_type) => json!({
+                Content::Image { sniffed, data, .. } if takes_image(route, *sniffed) => json!({
                     "type": "image",
-                    "source": {"type": "base64", "media_type": media_type, "data": data},
+                    "source": {"type": "base64", "media_type": sniffed.mime(), "data": data},
                 }),
-                Content::Image { media_type, data } => {
-                    json!({"type": "text", "text": image_not_sent(media_type, data)})
+                Content::Image { sniffed, data, .. } => {
+                    json!({"type": "text", "text": image_not_sent(sniffed.mime(), data)})
                 }
-                Content::Audio { media_type, data } => {
-                    json!({"type": "text", "text": audio_description(media_type, data)})
+                Content::Audio { sniffed, data } => {
+                    json!({"type": "text", "text": audio_description(sniffed.mime(), data)})
                 }
             })
             .collect(),

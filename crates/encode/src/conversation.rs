@@ -5,25 +5,30 @@
 //! lands, its live copy; once that round's request is sent the loop drops the live copy, so
 //! history carries the stored copy only (decision: live copies are sent once).
 
+use mcpl_classify::{Dimensions, Sniffed};
 use mcpl_lanes::Part;
 use serde_json::Value;
 
-/// One thing shown to a model: text, or native media where the route takes it.
+/// One thing shown to a model: text, or native media where the route takes it. Native media
+/// keeps what classification learnt of its bytes, as the lane's [`Part`] carried it, so neither
+/// pricing nor encoding reads the payload again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Content {
     /// Text.
     Text(String),
-    /// A native image: its media type as its bytes say, and its base64.
+    /// A native image: what its bytes are, its size, and its base64.
     Image {
-        /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
-        media_type: String,
+        /// PNG, JPEG, GIF or WebP, as the bytes say.
+        sniffed: Sniffed,
+        /// The size in pixels, as the image's header records it.
+        dimensions: Dimensions,
         /// The base64 data.
         data: String,
     },
-    /// Native audio: its media type as its bytes say, and its base64.
+    /// Native audio: what its bytes are, and its base64.
     Audio {
-        /// `audio/wav`, `audio/mpeg`, ...
-        media_type: String,
+        /// WAV, MP3, ..., as the bytes say.
+        sniffed: Sniffed,
         /// The base64 data.
         data: String,
     },
@@ -34,12 +39,17 @@ impl Content {
     pub fn from_part(part: &Part<'_>) -> Content {
         match part {
             Part::Text(text) => Content::Text(text.clone()),
-            Part::Image { media_type, data } => Content::Image {
-                media_type: (*media_type).to_owned(),
+            Part::Image {
+                sniffed,
+                dimensions,
+                data,
+            } => Content::Image {
+                sniffed: *sniffed,
+                dimensions: *dimensions,
                 data: (*data).to_owned(),
             },
-            Part::Audio { media_type, data } => Content::Audio {
-                media_type: (*media_type).to_owned(),
+            Part::Audio { sniffed, data } => Content::Audio {
+                sniffed: *sniffed,
                 data: (*data).to_owned(),
             },
         }
@@ -49,36 +59,21 @@ impl Content {
     pub fn as_part(&self) -> Part<'_> {
         match self {
             Content::Text(text) => Part::Text(text.clone()),
-            Content::Image { media_type, data } => Part::Image {
-                media_type: static_media_type(media_type),
+            Content::Image {
+                sniffed,
+                dimensions,
+                data,
+            } => Part::Image {
+                sniffed: *sniffed,
+                dimensions: *dimensions,
                 data,
             },
-            Content::Audio { media_type, data } => Part::Audio {
-                media_type: static_media_type(media_type),
+            Content::Audio { sniffed, data } => Part::Audio {
+                sniffed: *sniffed,
                 data,
             },
         }
     }
-}
-
-/// The media types lanes send natively, as `'static` strings.
-fn static_media_type(media_type: &str) -> &'static str {
-    const KNOWN: &[&str] = &[
-        "image/png",
-        "image/jpeg",
-        "image/gif",
-        "image/webp",
-        "audio/wav",
-        "audio/mpeg",
-        "audio/ogg",
-        "audio/flac",
-        "audio/aac",
-    ];
-    KNOWN
-        .iter()
-        .copied()
-        .find(|known| *known == media_type)
-        .unwrap_or("application/octet-stream")
 }
 
 /// A tool call the model made.
@@ -187,7 +182,11 @@ mod tests {
     #[test]
     fn parts_round_trip() {
         let part = Part::Image {
-            media_type: "image/png",
+            sniffed: Sniffed::Png,
+            dimensions: Dimensions {
+                width: 16,
+                height: 12,
+            },
             data: "iVBO",
         };
         let content = Content::from_part(&part);

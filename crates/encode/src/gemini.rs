@@ -81,7 +81,7 @@ pub(super) fn tool_results_parts(outputs: &[ToolOutput]) -> Vec<Value> {
         .iter()
         .map(|output| {
             let text = moved
-                .text_of(output, |media_type| takes_tool_image(ROUTE, media_type))
+                .text_of(output, |sniffed| takes_tool_image(ROUTE, sniffed))
                 .unwrap_or_else(|| output.stored.clone());
             let key = if output.is_error { "error" } else { "output" };
             json!({"functionResponse": {"name": output.name, "response": {key: text}}})
@@ -97,17 +97,17 @@ pub(super) fn parts(content: &[Content]) -> Vec<Value> {
         .iter()
         .map(|part| match part {
             Content::Text(text) => json!({"text": text}),
-            Content::Image { media_type, data } if takes_image(ROUTE, media_type) => {
-                inline_data(media_type, data)
+            Content::Image { sniffed, data, .. } if takes_image(ROUTE, *sniffed) => {
+                inline_data(sniffed.mime(), data)
             }
-            Content::Image { media_type, data } => {
-                json!({"text": image_not_sent(media_type, data)})
+            Content::Image { sniffed, data, .. } => {
+                json!({"text": image_not_sent(sniffed.mime(), data)})
             }
-            Content::Audio { media_type, data } if takes_audio(ROUTE, media_type) => {
-                inline_data(gemini_audio_type(media_type), data)
+            Content::Audio { sniffed, data } if takes_audio(ROUTE, *sniffed) => {
+                inline_data(gemini_audio_type(sniffed.mime()), data)
             }
-            Content::Audio { media_type, data } => {
-                json!({"text": audio_description(media_type, data)})
+            Content::Audio { sniffed, data } => {
+                json!({"text": audio_description(sniffed.mime(), data)})
             }
         })
         .collect()

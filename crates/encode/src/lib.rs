@@ -9,7 +9,9 @@
 //! use mcpl_budget::{Heuristic, Pricer, fit_tool_result};
 //! use mcpl_encode::conversation::{Content, ToolOutput};
 //! use mcpl_encode::Encoder;
-//! use mcpl_lanes::{ImageLedger, LiveCopy, Projector, Registry, ServerName, ToolResult, UriPolicy};
+//! use mcpl_lanes::{
+//!     ImageLedger, LiveCopy, Projector, Registry, RouteId, ServerName, ToolResult, UriPolicy,
+//! };
 //! use serde_json::json;
 //!
 //! let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg==";
@@ -19,7 +21,8 @@
 //! ], "isError": false});
 //!
 //! let (mut registry, mut ledger) = (Registry::new(), ImageLedger::new());
-//! let (server, route) = (ServerName::new("charts"), Encoder::Anthropic.route());
+//! let anthropic = Encoder::new(RouteId::Anthropic);
+//! let (server, route) = (ServerName::new("charts"), anthropic.route());
 //! let mut lanes = Projector {
 //!     registry: &mut registry,
 //!     ledger: &mut ledger,
@@ -41,7 +44,7 @@
 //!     },
 //!     is_error: fitted.copies.is_error,
 //! };
-//! assert_eq!(Encoder::Anthropic.tool_result(&output), json!([
+//! assert_eq!(anthropic.tool_result(&output), json!([
 //!     {"type": "text", "text": "The chart:"},
 //!     {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}},
 //! ]));
@@ -52,7 +55,8 @@
 //! live copy on the round it lands) and the [`conversation::ModelRequest`] an encoder reads. One
 //! [`Encoder`] per route writes a whole request body ([`Encoder::request`]) or one place in it
 //! ([`Encoder::tool_result`], [`Encoder::follow_up`], [`Encoder::message_content`]); the shapes
-//! and how they were checked are in `docs/decisions/0013-provider-encoders.md`:
+//! and how they were checked are in `docs/decisions/0013-provider-encoders.md`. There is one
+//! encoder per [`RouteId`]:
 //!
 //! - `anthropic`: the Messages API; a `tool_result`'s content holds text and base64 images.
 //! - `openai-chat`: Chat Completions; a tool message is text only, so a result's images move
@@ -72,6 +76,7 @@
 //! ```
 //! use mcpl_encode::conversation::{Content, Message, ModelRequest};
 //! use mcpl_encode::Encoder;
+//! use mcpl_lanes::RouteId;
 //!
 //! let messages = [Message::User(vec![Content::Text("hi".to_owned())])];
 //! let request = ModelRequest {
@@ -81,7 +86,7 @@
 //!     tools: &[],
 //!     max_tokens: 256,
 //! };
-//! let body = Encoder::OpenAiChat.request(&request);
+//! let body = Encoder::new(RouteId::OpenAiChat).request(&request);
 //! assert_eq!(body["messages"][0]["role"], "system");
 //! assert_eq!(body["messages"][1]["content"][0]["text"], "hi");
 //! ```
@@ -94,19 +99,11 @@ mod openai_chat;
 mod openai_responses;
 
 use mcpl_budget::PricedRoute;
-use mcpl_lanes::{LiveCopy, Part, ToolResultCopies, markers};
+use mcpl_classify::Sniffed;
+use mcpl_lanes::{LiveCopy, Part, RouteId, ToolResultCopies, markers};
 use serde_json::Value;
 
 use crate::conversation::{Content, ModelRequest, ToolOutput};
-
-/// The routes the command knows, as `--route` spells them (the order of [`Encoder::ALL`]).
-pub const ROUTE_NAMES: &[&str] = &[
-    "anthropic",
-    "openai-chat",
-    "openai-responses",
-    "gemini",
-    "text-only",
-];
 
 /// The text that opens the content a route moves a tool result's images into.
 pub const MOVED_IMAGES_HEADER: &str = "Images from the tool results above:";
@@ -131,61 +128,44 @@ pub fn image_not_sent(media_type: &str, data: &str) -> String {
     )
 }
 
-/// One encoder per route.
+/// One encoder per route: the JSON the route's API takes, for a whole request and at each
+/// place content goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Encoder {
-    /// Anthropic's Messages API.
-    Anthropic,
-    /// OpenAI's Chat Completions API.
-    OpenAiChat,
-    /// OpenAI's Responses API.
-    OpenAiResponses,
-    /// Google's Gemini `generateContent`.
-    Gemini,
-    /// A text-only model, in the Messages API's shape.
-    TextOnly,
+pub struct Encoder {
+    route: RouteId,
+}
+
+impl From<RouteId> for Encoder {
+    fn from(route: RouteId) -> Encoder {
+        Encoder::new(route)
+    }
 }
 
 impl Encoder {
-    /// Every encoder, in the order of [`ROUTE_NAMES`] and `PricedRoute::ALL`.
-    pub const ALL: [Encoder; 5] = [
-        Encoder::Anthropic,
-        Encoder::OpenAiChat,
-        Encoder::OpenAiResponses,
-        Encoder::Gemini,
-        Encoder::TextOnly,
-    ];
-
-    /// The encoder of the route with that name.
-    pub fn named(route: &str) -> Option<Encoder> {
-        Encoder::ALL.into_iter().find(|e| e.name() == route)
+    /// The encoder of a route.
+    pub const fn new(route: RouteId) -> Encoder {
+        Encoder { route }
     }
 
-    /// The route's name.
-    pub fn name(self) -> &'static str {
-        self.route().lanes.name
+    /// The route it encodes for.
+    pub const fn id(self) -> RouteId {
+        self.route
     }
 
     /// What the route takes and how it prices images.
-    pub fn route(self) -> &'static PricedRoute {
-        match self {
-            Encoder::Anthropic => &PricedRoute::ANTHROPIC,
-            Encoder::OpenAiChat => &PricedRoute::OPENAI_CHAT,
-            Encoder::OpenAiResponses => &PricedRoute::OPENAI_RESPONSES,
-            Encoder::Gemini => &PricedRoute::GEMINI,
-            Encoder::TextOnly => &PricedRoute::TEXT_ONLY,
-        }
+    pub const fn route(self) -> &'static PricedRoute {
+        PricedRoute::of(self.route)
     }
 
     /// The whole request body the route's API takes. Gemini's body has no `model`: its model
     /// goes in the URL path.
     pub fn request(self, request: &ModelRequest<'_>) -> Value {
-        match self {
-            Encoder::Anthropic => anthropic::request(request, anthropic::Flavor::Native),
-            Encoder::OpenAiChat => openai_chat::request(request),
-            Encoder::OpenAiResponses => openai_responses::request(request),
-            Encoder::Gemini => gemini::request(request),
-            Encoder::TextOnly => anthropic::request(request, anthropic::Flavor::TextOnly),
+        match self.route {
+            RouteId::Anthropic => anthropic::request(request, anthropic::Flavor::Native),
+            RouteId::OpenAiChat => openai_chat::request(request),
+            RouteId::OpenAiResponses => openai_responses::request(request),
+            RouteId::Gemini => gemini::request(request),
+            RouteId::TextOnly => anthropic::request(request, anthropic::Flavor::TextOnly),
         }
     }
 
@@ -194,16 +174,16 @@ impl Encoder {
     /// `output` of a `function_call_output`, or the parts a Gemini result adds to its user turn
     /// (its `functionResponse`, then its images).
     pub fn tool_result(self, output: &ToolOutput) -> Value {
-        match self {
-            Encoder::Anthropic => anthropic::tool_result_content(output, anthropic::Flavor::Native),
-            Encoder::TextOnly => {
+        match self.route {
+            RouteId::Anthropic => anthropic::tool_result_content(output, anthropic::Flavor::Native),
+            RouteId::TextOnly => {
                 anthropic::tool_result_content(output, anthropic::Flavor::TextOnly)
             }
-            Encoder::OpenAiChat => {
+            RouteId::OpenAiChat => {
                 openai_chat::tool_message_content(output, &mut MovedImages::default())
             }
-            Encoder::OpenAiResponses => openai_responses::output(output),
-            Encoder::Gemini => {
+            RouteId::OpenAiResponses => openai_responses::output(output),
+            RouteId::Gemini => {
                 Value::Array(gemini::tool_results_parts(std::slice::from_ref(output)))
             }
         }
@@ -212,9 +192,9 @@ impl Encoder {
     /// The content of the user message a route adds after contiguous tool results to carry
     /// their images (`openai-chat` only); `Null` where the route adds none.
     pub fn follow_up(self, outputs: &[ToolOutput]) -> Value {
-        match self {
-            Encoder::OpenAiChat => openai_chat::follow_up(outputs).unwrap_or(Value::Null),
-            Encoder::Anthropic | Encoder::OpenAiResponses | Encoder::Gemini | Encoder::TextOnly => {
+        match self.route {
+            RouteId::OpenAiChat => openai_chat::follow_up(outputs).unwrap_or(Value::Null),
+            RouteId::Anthropic | RouteId::OpenAiResponses | RouteId::Gemini | RouteId::TextOnly => {
                 Value::Null
             }
         }
@@ -223,22 +203,32 @@ impl Encoder {
     /// A user message's content: content blocks (Anthropic), content parts (OpenAI), parts
     /// (Gemini), or one string (text-only).
     pub fn message_content(self, content: &[Content]) -> Value {
-        match self {
-            Encoder::Anthropic => anthropic::content_blocks(content, self.route()),
-            Encoder::OpenAiChat => openai_chat::user_content(content),
-            Encoder::OpenAiResponses => openai_responses::user_content(content),
-            Encoder::Gemini => Value::Array(gemini::parts(content)),
-            Encoder::TextOnly => Value::String(plain_text(content)),
+        match self.route {
+            RouteId::Anthropic => anthropic::content_blocks(content, self.route()),
+            RouteId::OpenAiChat => openai_chat::user_content(content),
+            RouteId::OpenAiResponses => openai_responses::user_content(content),
+            RouteId::Gemini => Value::Array(gemini::parts(content)),
+            RouteId::TextOnly => Value::String(plain_text(content)),
         }
     }
-}
 
-/// The request body for the named route; a name no route has gets the text-only body, which
-/// every Messages-shaped API takes.
-pub fn request(route: &str, request: &ModelRequest<'_>) -> Value {
-    Encoder::named(route)
-        .unwrap_or(Encoder::TextOnly)
-        .request(request)
+    /// A tool result's live copy, as a lane made it, at its place (see
+    /// [`Encoder::tool_result`]), answering `mcpl project`'s call.
+    pub fn tool_result_copies(self, copies: &ToolResultCopies<'_>) -> Value {
+        self.tool_result(&project_output(copies))
+    }
+
+    /// The user message content the route moves a lane's tool result's images into, or `Null`
+    /// (see [`Encoder::follow_up`]).
+    pub fn follow_up_copies(self, copies: &ToolResultCopies<'_>) -> Value {
+        self.follow_up(std::slice::from_ref(&project_output(copies)))
+    }
+
+    /// A user message's content, from the parts a lane made.
+    pub fn message_parts(self, parts: &[Part<'_>]) -> Value {
+        let content: Vec<Content> = parts.iter().map(Content::from_part).collect();
+        self.message_content(&content)
+    }
 }
 
 /// The name `mcpl project` gives the tool call a result answers, where a route's shape names
@@ -263,50 +253,20 @@ pub fn project_output(copies: &ToolResultCopies<'_>) -> ToolOutput {
     }
 }
 
-/// A tool result's live copy as the named route takes it at its place (see
-/// [`Encoder::tool_result`]); an unknown route gets the text-only form.
-pub fn tool_result_live(route: &str, copies: &ToolResultCopies<'_>) -> Value {
-    encoder_or_text(route).tool_result(&project_output(copies))
+/// Whether the route takes an image of this type natively in a user message.
+fn takes_image(route: &PricedRoute, sniffed: Sniffed) -> bool {
+    route.lanes.images_in_messages && route.lanes.takes_image_type(Some(sniffed))
 }
 
-/// The user message content the named route moves a tool result's images into, or `Null`.
-pub fn follow_up(route: &str, copies: &ToolResultCopies<'_>) -> Value {
-    encoder_or_text(route).follow_up(std::slice::from_ref(&project_output(copies)))
+/// Whether the route takes an image of this type natively in a tool result (directly or moved
+/// after it).
+fn takes_tool_image(route: &PricedRoute, sniffed: Sniffed) -> bool {
+    route.lanes.images_in_tool_results && takes_image(route, sniffed)
 }
 
-/// A user message's content as the named route's API takes it; an unknown route gets text.
-pub fn message_content(route: &str, parts: &[Part<'_>]) -> Value {
-    let content: Vec<Content> = parts.iter().map(Content::from_part).collect();
-    encoder_or_text(route).message_content(&content)
-}
-
-fn encoder_or_text(route: &str) -> Encoder {
-    Encoder::named(route).unwrap_or(Encoder::TextOnly)
-}
-
-/// Whether the route takes an image of this media type natively in a user message.
-fn takes_image(route: &PricedRoute, media_type: &str) -> bool {
-    route.lanes.images_in_messages
-        && route
-            .lanes
-            .image_types
-            .iter()
-            .any(|t| t.mime() == media_type)
-}
-
-/// Whether the route takes an image of this media type natively in a tool result (directly or
-/// moved after it).
-fn takes_tool_image(route: &PricedRoute, media_type: &str) -> bool {
-    route.lanes.images_in_tool_results && takes_image(route, media_type)
-}
-
-/// Whether a user message on the route takes audio of this media type natively.
-fn takes_audio(route: &PricedRoute, media_type: &str) -> bool {
-    route
-        .lanes
-        .audio_in_messages
-        .iter()
-        .any(|t| t.mime() == media_type)
+/// Whether a user message on the route takes audio of this type natively.
+fn takes_audio(route: &PricedRoute, sniffed: Sniffed) -> bool {
+    route.lanes.takes_audio(Some(sniffed))
 }
 
 /// A base64 image as a data URL.
@@ -320,8 +280,8 @@ fn plain_text(content: &[Content]) -> String {
         .iter()
         .map(|part| match part {
             Content::Text(text) => text.clone(),
-            Content::Image { media_type, data } => image_not_sent(media_type, data),
-            Content::Audio { media_type, data } => audio_description(media_type, data),
+            Content::Image { sniffed, data, .. } => image_not_sent(sniffed.mime(), data),
+            Content::Audio { sniffed, data } => audio_description(sniffed.mime(), data),
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -348,7 +308,7 @@ struct MovedImage<'o> {
     n: usize,
     call_id: &'o str,
     tool: &'o str,
-    media_type: &'o str,
+    media_type: &'static str,
     data: &'o str,
 }
 
@@ -358,7 +318,7 @@ impl<'o> MovedImages<'o> {
     fn text_of(
         &mut self,
         output: &'o ToolOutput,
-        mut take: impl FnMut(&str) -> bool,
+        mut take: impl FnMut(Sniffed) -> bool,
     ) -> Option<String> {
         let parts = output.live.as_ref()?;
         let mut n = 0;
@@ -366,19 +326,19 @@ impl<'o> MovedImages<'o> {
             .iter()
             .map(|part| match part {
                 Content::Text(text) => text.clone(),
-                Content::Image { media_type, data } if take(media_type) => {
+                Content::Image { sniffed, data, .. } if take(*sniffed) => {
                     n += 1;
                     self.images.push(MovedImage {
                         n,
                         call_id: &output.call_id,
                         tool: &output.name,
-                        media_type,
+                        media_type: sniffed.mime(),
                         data,
                     });
                     moved_image_pointer(n)
                 }
-                Content::Image { media_type, data } => image_not_sent(media_type, data),
-                Content::Audio { media_type, data } => audio_description(media_type, data),
+                Content::Image { sniffed, data, .. } => image_not_sent(sniffed.mime(), data),
+                Content::Audio { sniffed, data } => audio_description(sniffed.mime(), data),
             })
             .collect();
         Some(lines.join("\n"))
@@ -408,27 +368,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn encoders_routes_and_names_agree() {
-        let names: Vec<&str> = Encoder::ALL.iter().map(|e| e.name()).collect();
-        assert_eq!(names, ROUTE_NAMES);
-        let priced: Vec<&str> = PricedRoute::ALL.iter().map(|r| r.lanes.name).collect();
-        assert_eq!(names, priced);
-        for encoder in Encoder::ALL {
-            assert_eq!(Encoder::named(encoder.name()), Some(encoder));
+    fn each_route_has_its_encoder_and_priced_route() {
+        for id in RouteId::ALL {
+            let encoder = Encoder::from(id);
+            assert_eq!(encoder.id(), id);
+            assert_eq!(encoder.route().id(), id);
         }
-    }
-
-    #[test]
-    fn an_unknown_route_gets_text() {
-        let parts = [Part::Image {
-            media_type: "image/png",
-            data: "iVBORw0KGgo=",
-        }];
-        assert_eq!(
-            message_content("nowhere", &parts),
-            Value::String(
-                "[image: image/png, 8B; not sent: this route does not take it here]".to_owned()
-            )
-        );
     }
 }

@@ -106,7 +106,7 @@ pub(super) fn tool_message_content<'o>(
 
 fn tool_message_text<'o>(output: &'o ToolOutput, moved: &mut MovedImages<'o>) -> String {
     moved
-        .text_of(output, |media_type| takes_tool_image(ROUTE, media_type))
+        .text_of(output, |sniffed| takes_tool_image(ROUTE, sniffed))
         .unwrap_or_else(|| output.stored.clone())
 }
 
@@ -131,18 +131,18 @@ pub(super) fn user_content(content: &[Content]) -> Value {
             .iter()
             .map(|part| match part {
                 Content::Text(text) => json!({"type": "text", "text": text}),
-                Content::Image { media_type, data } if takes_image(ROUTE, media_type) => {
-                    image_url(media_type, data)
+                Content::Image { sniffed, data, .. } if takes_image(ROUTE, *sniffed) => {
+                    image_url(sniffed.mime(), data)
                 }
-                Content::Image { media_type, data } => {
-                    json!({"type": "text", "text": image_not_sent(media_type, data)})
+                Content::Image { sniffed, data, .. } => {
+                    json!({"type": "text", "text": image_not_sent(sniffed.mime(), data)})
                 }
-                Content::Audio { media_type, data } => match audio_format(media_type) {
-                    Some(format) if takes_audio(ROUTE, media_type) => json!({
+                Content::Audio { sniffed, data } => match audio_format(sniffed.mime()) {
+                    Some(format) if takes_audio(ROUTE, *sniffed) => json!({
                         "type": "input_audio",
                         "input_audio": {"data": data, "format": format},
                     }),
-                    _ => json!({"type": "text", "text": audio_description(media_type, data)}),
+                    _ => json!({"type": "text", "text": audio_description(sniffed.mime(), data)}),
                 },
             })
             .collect(),

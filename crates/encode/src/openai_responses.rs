@@ -5,6 +5,7 @@
 //! `input_image` items when an image goes with it. The API takes no audio input.
 
 use mcpl_budget::PricedRoute;
+use mcpl_classify::Sniffed;
 use serde_json::{Map, Value, json};
 
 use super::{audio_description, data_url, image_not_sent, takes_image, takes_tool_image};
@@ -77,16 +78,16 @@ pub(super) fn request(request: &ModelRequest<'_>) -> Value {
 pub(super) fn output(output: &ToolOutput) -> Value {
     match &output.live {
         None => Value::String(output.stored.clone()),
-        Some(parts) => items(parts, |media_type| takes_tool_image(ROUTE, media_type)),
+        Some(parts) => items(parts, |sniffed| takes_tool_image(ROUTE, sniffed)),
     }
 }
 
 /// A user message's content: `input_text` and `input_image` items.
 pub(super) fn user_content(content: &[Content]) -> Value {
-    items(content, |media_type| takes_image(ROUTE, media_type))
+    items(content, |sniffed| takes_image(ROUTE, sniffed))
 }
 
-fn items(content: &[Content], takes: impl Fn(&str) -> bool) -> Value {
+fn items(content: &[Content], takes: impl Fn(Sniffed) -> bool) -> Value {
     Value::Array(
         content
             .iter()
@@ -94,16 +95,16 @@ fn items(content: &[Content], takes: impl Fn(&str) -> bool) -> Value {
                 Content::Text(text) => input_text(text),
                 // `detail` defaults to `auto`; it is sent because some of the API's own type
                 // definitions mark it required.
-                Content::Image { media_type, data } if takes(media_type) => json!({
+                Content::Image { sniffed, data, .. } if takes(*sniffed) => json!({
                     "type": "input_image",
-                    "image_url": data_url(media_type, data),
+                    "image_url": data_url(sniffed.mime(), data),
                     "detail": "auto",
                 }),
-                Content::Image { media_type, data } => {
-                    input_text(&image_not_sent(media_type, data))
+                Content::Image { sniffed, data, .. } => {
+                    input_text(&image_not_sent(sniffed.mime(), data))
                 }
-                Content::Audio { media_type, data } => {
-                    input_text(&audio_description(media_type, data))
+                Content::Audio { sniffed, data } => {
+                    input_text(&audio_description(sniffed.mime(), data))
                 }
             })
             .collect(),

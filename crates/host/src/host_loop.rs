@@ -20,9 +20,8 @@ use mcpl_budget::{
     Heuristic, LocalSpillStore, PricedRoute, Pricer, Round, Spill, SpillStore, TokenEstimator,
     fit_tool_result, project_round,
 };
-use mcpl_classify::{Block, classify};
 use mcpl_lanes::{
-    ImageLedger, LiveCopy, RefId, Registry, ServerName, ToolResult, ToolResultCopies,
+    ImageLedger, LiveCopy, RefId, Registry, RouteId, ServerName, ToolResult, ToolResultCopies,
 };
 use serde_json::{Value, json};
 
@@ -30,6 +29,7 @@ use crate::config::{Config, ServerConfig};
 use crate::mcpl::{Injections, Lanes, Queued};
 use crate::model::{Model, ModelError};
 use mcpl_client::{CallError, Connection, ServerRequests};
+use mcpl_encode::Encoder;
 use mcpl_encode::conversation::{
     Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec, model_tool_name,
 };
@@ -163,9 +163,9 @@ pub enum LoopError {
     #[error("the model takes {model} requests, but the route is {route}")]
     RouteMismatch {
         /// The model's route.
-        model: &'static str,
+        model: RouteId,
         /// The host's route.
-        route: &'static str,
+        route: RouteId,
     },
     /// The next request would not fit the context window.
     #[error(
@@ -335,7 +335,7 @@ impl Host {
         prompt: &str,
         mut transcript: Option<&mut dyn Write>,
     ) -> Result<Outcome, LoopError> {
-        let route = self.options.route.lanes.name;
+        let route = self.options.route.id();
         if let Some(model_route) = model.route()
             && model_route != route
         {
@@ -357,7 +357,7 @@ impl Host {
                 tools: &self.tools,
                 max_tokens: self.options.max_tokens,
             };
-            let body = mcpl_encode::request(route, &request);
+            let body = Encoder::new(route).request(&request);
             if let Some(out) = transcript.as_mut() {
                 write_line(&mut **out, &body).map_err(LoopError::Transcript)?;
             }
@@ -599,13 +599,17 @@ impl Host {
                 }
             };
         let server_name = ServerName::new(name.clone());
-        self.eager_fetch(&server_name, &result);
+        // The result's blocks are classified once, here, for the eager fetch and the lanes.
+        let parsed = ToolResult::from_value(&result);
+        if result.is_object() {
+            self.eager_fetch(&server_name, &parsed);
+        }
         let pricer = self.pricer();
         let mut store = self.spill.as_mut().ok();
         let mut projector = self.lanes.projector(&server_name);
         let fitted = fit_tool_result(
             &mut projector,
-            &ToolResult::from_value(&result),
+            &parsed,
             pricer,
             options.budget,
             store.as_mut().map(|s| *s as &mut dyn SpillStore),
@@ -673,24 +677,17 @@ impl Host {
 
     /// Registers the references at the top of a result the agent asked for, and fetches the
     /// small ones at once, so their stubs say where they were saved.
-    fn eager_fetch(&mut self, server: &ServerName, result: &Value) {
+    fn eager_fetch(&mut self, server: &ServerName, result: &ToolResult<'_>) {
         let Ok(fetcher) = &mut self.fetcher else {
             return;
         };
         // A failed call keeps only its text: its references are neither registered nor fetched.
-        if result.get("isError") == Some(&Value::Bool(true)) {
+        if result.is_error {
             return;
         }
-        let blocks = result.get("content").and_then(Value::as_array);
-        let ids: Vec<RefId> = blocks
-            .into_iter()
-            .flatten()
-            .filter_map(|block| match classify(block) {
-                Block::Reference(reference) => {
-                    Some(self.lanes.registry.register(&reference, server).id.clone())
-                }
-                _ => None,
-            })
+        let ids: Vec<RefId> = result
+            .references()
+            .map(|reference| self.lanes.registry.register(reference, server).id.clone())
             .collect();
         if !ids.is_empty() {
             for (id, outcome) in fetcher.eager(&mut self.lanes.registry, &ids) {

@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use crate::model::{Model, ModelError, Turn};
 use mcpl_encode::conversation::ToolCall;
+use mcpl_lanes::RouteId;
 
 /// The Messages API version header every request carries.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -47,15 +48,17 @@ const ANSWER_LIMIT: u64 = 16 * 1024 * 1024;
 /// The most characters of an error answer quoted when it names no message.
 const ERROR_QUOTE_CHARS: usize = 300;
 
-/// The backend for the `anthropic:MODEL` or `openai-chat:MODEL` model spec, configured from the
-/// environment; `None` for another kind.
-pub fn model_from_env(kind: &str, model: &str) -> Option<Result<Box<dyn Model>, ModelError>> {
-    match kind {
-        "anthropic" => Some(AnthropicHttp::from_env(model).map(|m| Box::new(m) as Box<dyn Model>)),
-        "openai-chat" => {
+/// The backend for the `anthropic:MODEL` or `openai-chat:MODEL` model spec (the route is the part
+/// before the colon), configured from the environment; `None` for a route with no HTTP backend.
+pub fn model_from_env(route: RouteId, model: &str) -> Option<Result<Box<dyn Model>, ModelError>> {
+    match route {
+        RouteId::Anthropic => {
+            Some(AnthropicHttp::from_env(model).map(|m| Box::new(m) as Box<dyn Model>))
+        }
+        RouteId::OpenAiChat => {
             Some(OpenAiChatHttp::from_env(model).map(|m| Box::new(m) as Box<dyn Model>))
         }
-        _ => None,
+        RouteId::OpenAiResponses | RouteId::Gemini | RouteId::TextOnly => None,
     }
 }
 
@@ -92,8 +95,8 @@ impl AnthropicHttp {
 }
 
 impl Model for AnthropicHttp {
-    fn route(&self) -> Option<&'static str> {
-        Some("anthropic")
+    fn route(&self) -> Option<RouteId> {
+        Some(RouteId::Anthropic)
     }
 
     fn complete(&mut self, body: &Value) -> Result<Turn, ModelError> {
@@ -146,8 +149,8 @@ impl OpenAiChatHttp {
 }
 
 impl Model for OpenAiChatHttp {
-    fn route(&self) -> Option<&'static str> {
-        Some("openai-chat")
+    fn route(&self) -> Option<RouteId> {
+        Some(RouteId::OpenAiChat)
     }
 
     fn complete(&mut self, body: &Value) -> Result<Turn, ModelError> {

@@ -26,6 +26,22 @@ use serde_json::{Value, json};
 use mcpl_client::{RpcError, ServerRequests};
 use mcpl_encode::conversation::Content;
 
+/// JSON-RPC's "invalid params" code: the answer to a push event whose content is visibly empty
+/// and to a `channels/incoming` without a messages array.
+pub const INVALID_PARAMS: i64 = -32602;
+
+/// The `data.field` of a push event's refusal: where the visibly empty content was.
+pub const PUSH_CONTENT_FIELD: &str = "payload.content";
+
+/// The JSON-RPC error a push event the push lane refuses ([`PushRefusal`]) is answered with.
+pub fn push_refusal_error() -> RpcError {
+    RpcError {
+        code: INVALID_PARAMS,
+        message: PushRefusal::MESSAGE.to_owned(),
+        data: Some(json!({"field": PUSH_CONTENT_FIELD})),
+    }
+}
+
 /// Where a queued message came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
@@ -168,16 +184,11 @@ fn verdict<'p>(
 ) -> (Result<Value, RpcError>, Vec<Accepted<&'p Value>>) {
     match method {
         "push/event" => {
-            let refusal = || RpcError {
-                code: PushRefusal::CODE,
-                message: PushRefusal::MESSAGE.to_owned(),
-                data: Some(json!({"field": PushRefusal::FIELD})),
-            };
             let Some(content) = params.pointer("/payload/content") else {
-                return (Err(refusal()), Vec::new());
+                return (Err(push_refusal_error()), Vec::new());
             };
             if is_visibly_empty(content) {
-                return (Err(refusal()), Vec::new());
+                return (Err(push_refusal_error()), Vec::new());
             }
             let event_id = params
                 .get("eventId")
@@ -201,7 +212,7 @@ fn verdict<'p>(
         "channels/incoming" => {
             let Some(messages) = params.get("messages").and_then(Value::as_array) else {
                 let error = RpcError {
-                    code: -32602,
+                    code: INVALID_PARAMS,
                     message: "channels/incoming needs a messages array".to_owned(),
                     data: Some(json!({"field": "messages"})),
                 };

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use mcpl_encode::conversation::{ToolCall, model_tool_name};
+use mcpl_lanes::RouteId;
 
 /// One assistant turn.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -54,7 +55,7 @@ pub enum ModelError {
 pub trait Model {
     /// The route whose request bodies this model takes; `None` when any route will do (the
     /// scripted model reads nothing from the request).
-    fn route(&self) -> Option<&'static str>;
+    fn route(&self) -> Option<RouteId>;
 
     /// The next turn, given the request body the loop would send.
     fn complete(&mut self, body: &Value) -> Result<Turn, ModelError>;
@@ -168,7 +169,7 @@ impl Scripted {
 }
 
 impl Model for Scripted {
-    fn route(&self) -> Option<&'static str> {
+    fn route(&self) -> Option<RouteId> {
         None
     }
 

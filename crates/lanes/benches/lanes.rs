@@ -52,7 +52,7 @@ fn bench_tool_result(c: &mut Criterion) {
         for route in [&Route::ANTHROPIC, &Route::TEXT_ONLY] {
             let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
             group.bench_with_input(
-                BenchmarkId::from_parameter(route.name),
+                BenchmarkId::from_parameter(route.name()),
                 input,
                 |b, input| {
                     b.iter(|| {

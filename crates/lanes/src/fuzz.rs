@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use crate::{
-    HiddenUris, ImageLedger, LiveCopy, Projector, REDACT_MIN_CHARS, Registry, Route, ServerName,
+    HiddenUris, ImageLedger, LiveCopy, Projector, REDACT_MIN_CHARS, Registry, RouteId, ServerName,
     ToolResult, UriPolicy, block_uris,
 };
 
@@ -25,7 +25,7 @@ pub fn every_lane(result: &Value) {
     let mut registry = Registry::with_seed(1);
     let mut ledger = ImageLedger::with_seed(2);
     let server = ServerName::new("fuzz");
-    for route in Route::ALL {
+    for route in RouteId::ALL.map(RouteId::route) {
         let mut lanes = Projector {
             registry: &mut registry,
             ledger: &mut ledger,
@@ -88,8 +88,8 @@ fn check_no_uri(scope: &Value, outputs: &[String]) {
 fn part_text(part: &crate::Part<'_>) -> String {
     match part {
         crate::Part::Text(text) => text.clone(),
-        crate::Part::Image { media_type, data } | crate::Part::Audio { media_type, data } => {
-            format!("{media_type} {data}")
+        crate::Part::Image { sniffed, data, .. } | crate::Part::Audio { sniffed, data } => {
+            format!("{} {data}", sniffed.mime())
         }
     }
 }

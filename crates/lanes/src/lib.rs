@@ -34,8 +34,8 @@
 //! let content: Vec<Value> = match &copies.live {
 //!     LiveCopy::Native(parts) => parts.iter().map(|part| match part {
 //!         Part::Text(text) => json!({"type": "text", "text": text}),
-//!         Part::Image { media_type, data, .. } => json!({"type": "image",
-//!             "source": {"type": "base64", "media_type": media_type, "data": data}}),
+//!         image @ Part::Image { data, .. } => json!({"type": "image",
+//!             "source": {"type": "base64", "media_type": image.media_type(), "data": data}}),
 //!         Part::Audio { .. } => unreachable!("the anthropic route takes no audio"),
 //!     }).collect(),
 //!     LiveCopy::Stored => vec![json!({"type": "text", "text": copies.stored})],
@@ -49,8 +49,8 @@
 //! ```
 //!
 //! A lane is a place content reaches a model. [`Projector`] holds what every lane needs besides
-//! the content (the host's [`Registry`] and [`ImageLedger`], the [`Route`], the delivering
-//! [`ServerName`] and its [`UriPolicy`]) and has one method per lane:
+//! the content (the host's [`Registry`] and [`ImageLedger`], the [`Route`] table a [`RouteId`]
+//! names, the delivering [`ServerName`] and its [`UriPolicy`]) and has one method per lane:
 //!
 //! - [`Projector::tool_result`]: a tool result's stored copy (text kept in history, stable) and
 //!   live copy ([`LiveCopy::Native`] when at least one block goes native on the route, else
@@ -68,7 +68,7 @@
 //! ([`HiddenUris`]).
 //!
 //! ```
-//! use mcpl_lanes::{ImageLedger, LiveCopy, Projector, Registry, Route, ServerName, ToolResult, UriPolicy};
+//! use mcpl_lanes::{ImageLedger, LiveCopy, Projector, Registry, RouteId, ServerName, ToolResult, UriPolicy};
 //! use serde_json::json;
 //!
 //! let (mut registry, mut ledger) = (Registry::new(), ImageLedger::new());
@@ -76,7 +76,7 @@
 //! let mut lanes = Projector {
 //!     registry: &mut registry,
 //!     ledger: &mut ledger,
-//!     route: &Route::ANTHROPIC,
+//!     route: RouteId::Anthropic.route(),
 //!     server: &server,
 //!     uri_policy: UriPolicy::Hidden,
 //! };
@@ -119,4 +119,4 @@ pub use project::{
 pub use registry::{
     Claims, Fetched, REGISTRY_CAPACITY, Record, RefId, Registry, ServerName, UnknownReference,
 };
-pub use route::Route;
+pub use route::{Route, RouteId, UnknownRoute};

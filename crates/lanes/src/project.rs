@@ -1,8 +1,8 @@
 //! The lanes: one exhaustive match on the classifier's answer in each.
 
 use mcpl_classify::{
-    Block, EmbeddedBlob, ImageDefect, Invalid, InvalidReason, Limits, Media, Reference, Sniffed,
-    classify,
+    Block, Dimensions, EmbeddedBlob, ImageDefect, Invalid, InvalidReason, Limits, Media, Reference,
+    Sniffed, classify,
 };
 use serde_json::{Map, Value};
 
@@ -43,24 +43,41 @@ impl Provenance {
 
 /// One thing a model sees in a message or a native tool result, before a provider's encoder
 /// writes it in that provider's JSON. Payloads are borrowed from the input, never copied.
+///
+/// A native part carries what classification learnt of its bytes (the type they are, and an
+/// image's size in pixels), so nothing after the lane reads the payload's header again: the
+/// budget prices an image from its [`Dimensions`], and an encoder names its type from its
+/// [`Sniffed`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Part<'a> {
     /// Text.
     Text(String),
-    /// A native image: its media type as the bytes say, and its base64 as sent.
+    /// A native image: what its bytes are, its size, and its base64 as sent.
     Image {
-        /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
-        media_type: &'static str,
+        /// PNG, JPEG, GIF or WebP, as the bytes say.
+        sniffed: Sniffed,
+        /// The size in pixels, as the image's header records it.
+        dimensions: Dimensions,
         /// The base64 data.
         data: &'a str,
     },
     /// Native audio, where the route takes it.
     Audio {
-        /// The audio's media type as the bytes say.
-        media_type: &'static str,
+        /// The audio's type, as the bytes say.
+        sniffed: Sniffed,
         /// The base64 data.
         data: &'a str,
     },
+}
+
+impl Part<'_> {
+    /// The media type a native part goes as (`image/png`, `audio/wav`, ...); `None` for text.
+    pub fn media_type(&self) -> Option<&'static str> {
+        match self {
+            Part::Text(_) => None,
+            Part::Image { sniffed, .. } | Part::Audio { sniffed, .. } => Some(sniffed.mime()),
+        }
+    }
 }
 
 /// A tool result's live copy: what goes to the provider on the turn it lands.
@@ -96,16 +113,13 @@ pub struct MessageView<'a> {
     pub stored: String,
 }
 
-/// Why a push event is refused: its content is visibly empty.
+/// Why a push event is refused: its content is visibly empty. How the refusal travels back to
+/// the server (a JSON-RPC error) is the host's to say.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PushRefusal;
 
 impl PushRefusal {
-    /// The JSON-RPC error code the host answers with.
-    pub const CODE: i64 = -32602;
-    /// The error's `data.field`.
-    pub const FIELD: &'static str = "payload.content";
-    /// The error's message.
+    /// The refusal in words.
     pub const MESSAGE: &'static str = "push event content is visibly empty";
 }
 
@@ -127,8 +141,10 @@ pub enum RenderOutcome<'a> {
     Shown(MessageView<'a>),
 }
 
-/// A tool result as a server sent it, read leniently.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// A tool result as a server sent it, read leniently, with the blocks of its content array
+/// classified once: every lane, the spill and a host's eager fetch read the same [`Block`]s, so
+/// no payload is sniffed or its header read twice.
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolResult<'a> {
     /// `content`: normally an array of blocks; anything else is data.
     pub content: Option<&'a Value>,
@@ -136,18 +152,66 @@ pub struct ToolResult<'a> {
     pub structured: Option<&'a Value>,
     /// `isError: true`.
     pub is_error: bool,
+    /// The content array's blocks, classified, in order; empty when `content` is not an array.
+    blocks: Vec<Block<'a>>,
 }
 
 impl<'a> ToolResult<'a> {
-    /// Reads a `CallToolResult`; a bare array is its content.
+    /// Reads a `CallToolResult` (a bare array is its content) and classifies its content
+    /// array's blocks.
     pub fn from_value(value: &'a Value) -> ToolResult<'a> {
+        let fields = ResultFields::of(value);
+        let blocks = match fields.content {
+            Some(Value::Array(blocks)) => blocks.iter().map(classify).collect(),
+            _ => Vec::new(),
+        };
+        ToolResult {
+            content: fields.content,
+            structured: fields.structured,
+            is_error: fields.is_error,
+            blocks,
+        }
+    }
+
+    /// The content array's blocks as the classifier read them, in order.
+    pub fn blocks(&self) -> &[Block<'a>] {
+        &self.blocks
+    }
+
+    /// The references among the content array's blocks (not those nested in data), in order.
+    pub fn references(&self) -> impl Iterator<Item = &Reference<'a>> {
+        self.blocks.iter().filter_map(|block| match block {
+            Block::Reference(reference) => Some(reference),
+            _ => None,
+        })
+    }
+
+    fn hidden_uris(&self, policy: UriPolicy) -> HiddenUris<'a> {
+        ResultFields {
+            content: self.content,
+            structured: self.structured,
+            is_error: self.is_error,
+        }
+        .hidden_uris(policy)
+    }
+}
+
+/// A result's fields, read without classifying anything (for a lane that needs only its uris).
+struct ResultFields<'a> {
+    content: Option<&'a Value>,
+    structured: Option<&'a Value>,
+    is_error: bool,
+}
+
+impl<'a> ResultFields<'a> {
+    fn of(value: &'a Value) -> ResultFields<'a> {
         match value {
-            Value::Object(object) if !is_content_block(value) => ToolResult {
+            Value::Object(object) if !is_content_block(value) => ResultFields {
                 content: object.get("content"),
                 structured: object.get("structuredContent"),
                 is_error: object.get("isError") == Some(&Value::Bool(true)),
             },
-            other => ToolResult {
+            other => ResultFields {
                 content: Some(other),
                 structured: None,
                 is_error: false,
@@ -172,21 +236,52 @@ pub fn is_visibly_empty(content: &Value) -> bool {
     let Some(blocks) = content.as_array() else {
         return true;
     };
-    blocks.iter().all(|block| match classify(block) {
+    blocks
+        .iter()
+        .all(|block| shows_nothing(block, &classify(block)))
+}
+
+/// Whether one block, as the classifier read it, shows nothing (see [`is_visibly_empty`]).
+fn shows_nothing(raw: &Value, block: &Block<'_>) -> bool {
+    match block {
         Block::Text(text) => text.trim().is_empty(),
         Block::EmbeddedText(embedded) => embedded.text.trim().is_empty(),
         Block::Invalid(Invalid {
             reason: InvalidReason::TextWithoutString,
             ..
         }) => true,
-        Block::Invalid(_) => !block.is_object(),
+        Block::Invalid(_) => !raw.is_object(),
         Block::InlineImage(_)
         | Block::InlineAudio(_)
         | Block::InlineContradiction(_)
         | Block::Reference(_)
         | Block::EmbeddedBlob(_)
         | Block::EmbeddedUnreadable(_) => false,
-    })
+    }
+}
+
+/// A message's content blocks, classified once for both the emptiness check and the lane.
+struct MessageBlocks<'a> {
+    raw: &'a [Value],
+    blocks: Vec<Block<'a>>,
+}
+
+impl<'a> MessageBlocks<'a> {
+    fn of(content: &'a Value) -> MessageBlocks<'a> {
+        let raw = content.as_array().map(Vec::as_slice).unwrap_or_default();
+        MessageBlocks {
+            raw,
+            blocks: raw.iter().map(classify).collect(),
+        }
+    }
+
+    /// [`is_visibly_empty`] on the classified blocks (content that is not an array has none).
+    fn visibly_empty(&self) -> bool {
+        self.raw
+            .iter()
+            .zip(&self.blocks)
+            .all(|(raw, block)| shows_nothing(raw, block))
+    }
 }
 
 /// What an embedded blob is shown as: the inline block it makes, or text.
@@ -261,15 +356,14 @@ impl<'h> Projector<'h> {
         let mut pieces: Vec<Piece<'a>> = Vec::new();
         let mut server_text = false;
         match result.content {
-            Some(Value::Array(blocks)) => {
-                for block in blocks {
-                    let classified = classify(block);
-                    server_text |= match &classified {
+            Some(Value::Array(_)) => {
+                for block in &result.blocks {
+                    server_text |= match block {
                         Block::Text(text) => !text.trim().is_empty(),
                         Block::EmbeddedText(embedded) => !embedded.text.trim().is_empty(),
                         _ => false,
                     };
-                    pieces.push(self.tool_result_piece(&classified, &hidden, attach));
+                    pieces.push(self.tool_result_piece(block, &hidden, attach));
                 }
             }
             None | Some(Value::Null) => {}
@@ -351,13 +445,14 @@ impl<'h> Projector<'h> {
         match image_fate(media, self.limits(), hidden) {
             // A type the route does not take (a GIF to Gemini) goes as its placeholder, as every
             // image does on a text-only route.
-            Ok(media_type) if !self.route.takes_image_type(media.sniffed) => {
-                Piece::text(self.image_placeholder(media, media_type))
+            Ok((sniffed, _)) if !self.route.takes_image_type(Some(sniffed)) => {
+                Piece::text(self.image_placeholder(media, sniffed))
             }
-            Ok(media_type) => Piece {
-                text: self.image_placeholder(media, media_type),
+            Ok((sniffed, dimensions)) => Piece {
+                text: self.image_placeholder(media, sniffed),
                 native: Some(Part::Image {
-                    media_type,
+                    sniffed,
+                    dimensions,
                     data: media.data,
                 }),
             },
@@ -365,9 +460,9 @@ impl<'h> Projector<'h> {
         }
     }
 
-    fn image_placeholder(&mut self, media: &Media<'_>, media_type: &'static str) -> String {
-        let image_ref = self.ledger.retain(media.data, media_type);
-        markers::image_placeholder(media_type, size_of(media), &image_ref)
+    fn image_placeholder(&mut self, media: &Media<'_>, sniffed: Sniffed) -> String {
+        let image_ref = self.ledger.retain(media.data, sniffed.mime());
+        markers::image_placeholder(sniffed.mime(), size_of(media), &image_ref)
     }
 
     /// A result's data (structured content, or content that is not an array) as the stored copy
@@ -429,10 +524,11 @@ impl<'h> Projector<'h> {
 
     /// A push event's `payload.content` (or the params holding it), or its refusal.
     pub fn push<'a>(&mut self, content: &'a Value) -> Result<MessageView<'a>, PushRefusal> {
-        if is_visibly_empty(content) {
+        let blocks = MessageBlocks::of(content);
+        if blocks.visibly_empty() {
             return Err(PushRefusal);
         }
-        Ok(self.message(content, Provenance::PushEvent))
+        Ok(self.message(content, &blocks, Provenance::PushEvent))
     }
 
     /// A render step's result, shown as a push event's content is, or nothing.
@@ -448,10 +544,11 @@ impl<'h> Projector<'h> {
         &mut self,
         content: &'a Value,
     ) -> Result<MessageView<'a>, ChannelRefusal> {
-        if is_visibly_empty(content) {
+        let blocks = MessageBlocks::of(content);
+        if blocks.visibly_empty() {
             return Err(ChannelRefusal);
         }
-        Ok(self.message(content, Provenance::ChannelMessage))
+        Ok(self.message(content, &blocks, Provenance::ChannelMessage))
     }
 
     /// A `beforeUser` or `afterUser` injection's `content` (an array, or a plain string that is
@@ -462,16 +559,25 @@ impl<'h> Projector<'h> {
                 parts: vec![Part::Text(text.clone())],
                 stored: text.clone(),
             },
-            _ => self.message(content, Provenance::ContextInjection),
+            _ => self.message(
+                content,
+                &MessageBlocks::of(content),
+                Provenance::ContextInjection,
+            ),
         }
     }
 
-    fn message<'a>(&mut self, content: &'a Value, provenance: Provenance) -> MessageView<'a> {
+    fn message<'a>(
+        &mut self,
+        content: &'a Value,
+        blocks: &MessageBlocks<'a>,
+        provenance: Provenance,
+    ) -> MessageView<'a> {
         let hidden = HiddenUris::of(&[content], self.uri_policy);
         let mut parts = Vec::new();
         let mut stored = Vec::new();
-        for block in content.as_array().map(Vec::as_slice).unwrap_or_default() {
-            let (part, text) = self.message_part(&classify(block), provenance, &hidden);
+        for block in &blocks.blocks {
+            let (part, text) = self.message_part(block, provenance, &hidden);
             parts.push(part);
             stored.push(text);
         }
@@ -508,11 +614,12 @@ impl<'h> Projector<'h> {
 
     fn message_image<'a>(&mut self, media: &Media<'a>, hidden: &HiddenUris) -> (Part<'a>, String) {
         match image_fate(media, self.limits(), hidden) {
-            Ok(media_type) => {
-                let placeholder = self.image_placeholder(media, media_type);
-                if self.route.images_in_messages && self.route.takes_image_type(media.sniffed) {
+            Ok((sniffed, dimensions)) => {
+                let placeholder = self.image_placeholder(media, sniffed);
+                if self.route.images_in_messages && self.route.takes_image_type(Some(sniffed)) {
                     let part = Part::Image {
-                        media_type,
+                        sniffed,
+                        dimensions,
                         data: media.data,
                     };
                     (part, placeholder)
@@ -533,7 +640,7 @@ impl<'h> Projector<'h> {
         match media.sniffed {
             Some(sniffed) if native => (
                 Part::Audio {
-                    media_type: sniffed.mime(),
+                    sniffed,
                     data: media.data,
                 },
                 line,
@@ -592,7 +699,8 @@ impl<'h> Projector<'h> {
                         ("content", Value::Array(blocks)) => Value::Array(
                             blocks
                                 .iter()
-                                .map(|block| self.script_block(&classify(block), block, &hidden))
+                                .zip(&parsed.blocks)
+                                .map(|(raw, block)| self.script_block(block, raw, &hidden))
                                 .collect(),
                         ),
                         ("content" | "structuredContent", _) => self.script_data(value, &hidden),
@@ -607,7 +715,8 @@ impl<'h> Projector<'h> {
             Value::Array(blocks) => Value::Array(
                 blocks
                     .iter()
-                    .map(|block| self.script_block(&classify(block), block, &hidden))
+                    .zip(&parsed.blocks)
+                    .map(|(raw, block)| self.script_block(block, raw, &hidden))
                     .collect(),
             ),
             other => self.script_data(other, &hidden),
@@ -618,7 +727,7 @@ impl<'h> Projector<'h> {
     /// pointer into the result (`/structuredContent/items/0`). `None` when nothing is there.
     /// The whole result's `never` marks apply.
     pub fn script_field(&mut self, result: &Value, pointer: &str) -> Option<Value> {
-        let hidden = ToolResult::from_value(result).hidden_uris(self.uri_policy);
+        let hidden = ResultFields::of(result).hidden_uris(self.uri_policy);
         let field = result.pointer(pointer)?;
         // An element of the content array is a block, whatever it holds.
         let in_content = match result {
@@ -772,10 +881,7 @@ fn script_media(kind: &str, media: &Media<'_>, raw: &Value, hidden: &HiddenUris)
 /// What remains of a result a host policy withholds: the reason and the kinds of its blocks,
 /// and nothing of any block's fields, so nothing of an embedded resource survives.
 pub fn withheld(result: &ToolResult<'_>, reason: &str) -> String {
-    let blocks: Vec<&'static str> = match result.content {
-        Some(Value::Array(blocks)) => blocks.iter().map(|b| classify(b).kind_name()).collect(),
-        _ => Vec::new(),
-    };
+    let blocks: Vec<&'static str> = result.blocks.iter().map(Block::kind_name).collect();
     let mut kinds: Vec<(&str, usize)> = Vec::new();
     for kind in &blocks {
         match kinds.iter_mut().find(|(k, _)| k == kind) {
@@ -791,18 +897,19 @@ pub fn withheld(result: &ToolResult<'_>, reason: &str) -> String {
     markers::withheld_result(reason, &kinds, blocks.len())
 }
 
-/// Whether an image payload shows on a route: the media type it goes as, or the marker that
-/// stands in its place (no data, not renderable, over the per-image limit, in that order).
+/// Whether an image payload shows on a route: what its bytes are and its size, as classification
+/// read them, or the marker that stands in its place (no data, not renderable, over the
+/// per-image limit, in that order).
 fn image_fate(
     media: &Media<'_>,
     limits: Limits,
     hidden: &HiddenUris,
-) -> Result<&'static str, String> {
-    match media.sniffed {
+) -> Result<(Sniffed, Dimensions), String> {
+    match (media.sniffed, media.dimensions) {
         _ if media.is_empty() => Err(markers::IMAGE_NO_DATA.to_owned()),
-        Some(sniffed) if media.renderable() => {
+        (Some(sniffed), Some(dimensions)) if media.renderable() => {
             if media.within(limits.native_image_bytes) {
-                Ok(sniffed.mime())
+                Ok((sniffed, dimensions))
             } else {
                 Err(markers::image_over_limit(
                     size_of(media),
@@ -876,4 +983,70 @@ fn svg_text(media: &Media<'_>, limit: u64) -> Option<String> {
         .ok()?;
     let text = String::from_utf8(bytes).ok()?;
     Some(text.strip_prefix('\u{FEFF}').unwrap_or(&text).to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::route::RouteId;
+    use base64::Engine as _;
+    use serde_json::json;
+
+    /// A tool result is classified once, when it is read: the lanes project the blocks it holds,
+    /// and a native image's part carries the type and size classification read from its header,
+    /// so nothing downstream reads the payload again.
+    #[test]
+    fn an_image_part_carries_what_classification_read() {
+        let png =
+            base64::engine::general_purpose::STANDARD.encode(mcpl_testkit::fixture("image.png"));
+        let value = json!({"content": [
+            {"type": "image", "mimeType": "image/jpeg", "data": png},
+            {"type": "resource_link", "uri": "https://files.example/a", "name": "a.csv"},
+        ], "structuredContent": {"nested": {"type": "resource_link", "uri": "https://files.example/b"}}});
+        let result = ToolResult::from_value(&value);
+        let Block::InlineImage(media) = &result.blocks()[0] else {
+            panic!("not an image: {:?}", result.blocks()[0]);
+        };
+        let (sniffed, dimensions) = (media.sniffed, media.dimensions);
+        assert_eq!(sniffed, Some(Sniffed::Png));
+        assert_eq!(
+            dimensions,
+            Some(Dimensions {
+                width: 16,
+                height: 12
+            })
+        );
+        // Only the content array's references are the result's own (the eager fetch reads
+        // these); a nested one is data.
+        let uris: Vec<&str> = result.references().map(|r| r.uri).collect();
+        assert_eq!(uris, ["https://files.example/a"]);
+
+        let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
+        let server = ServerName::new("s");
+        let mut projector = Projector {
+            registry: &mut registry,
+            ledger: &mut ledger,
+            route: RouteId::Anthropic.route(),
+            server: &server,
+            uri_policy: UriPolicy::Hidden,
+        };
+        let copies = projector.tool_result(&result);
+        let LiveCopy::Native(parts) = &copies.live else {
+            panic!("not native: {:?}", copies.live);
+        };
+        assert_eq!(
+            parts[0],
+            Part::Image {
+                sniffed: Sniffed::Png,
+                dimensions: Dimensions {
+                    width: 16,
+                    height: 12
+                },
+                data: &png,
+            }
+        );
+        // The bytes are a PNG whatever the label says.
+        assert_eq!(parts[0].media_type(), Some("image/png"));
+        assert_eq!(parts[1].media_type(), None);
+    }
 }

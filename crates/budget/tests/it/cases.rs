@@ -6,6 +6,7 @@ use std::path::Path;
 
 use mcpl_budget::{ImageCalculator, LocalSpillStore, PricedRoute};
 use mcpl_lanes::LiveCopy;
+use mcpl_lanes::RouteId;
 use serde_json::Value;
 
 use crate::{TempDir, fit, payloads, render_parts};
@@ -34,10 +35,13 @@ fn run_case(dir: &Path) {
         serde_json::from_str(&std::fs::read_to_string(&input_path).unwrap()).unwrap();
     mcpl_testkit::expand_fixtures(&mut input);
     let budget = input["budget"].as_u64().unwrap();
-    let mut route = match input["route"].as_str() {
-        Some("text-only") => PricedRoute::TEXT_ONLY,
-        _ => PricedRoute::ANTHROPIC,
-    };
+    // A case names its route as `--route` does; a name no route has fails the case.
+    let id: RouteId = input["route"]
+        .as_str()
+        .unwrap_or("anthropic")
+        .parse()
+        .unwrap_or_else(|error| panic!("{}: {error}", input_path.display()));
+    let mut route = PricedRoute::of(id).clone();
     match input["route_image"].as_str() {
         Some("none") => route.images = None,
         Some("anthropic-high-res") => route.images = Some(ImageCalculator::ANTHROPIC_HIGH_RES),

@@ -105,11 +105,19 @@ pub(crate) fn render_parts(parts: &[Part<'_>]) -> String {
         .iter()
         .map(|part| match part {
             Part::Text(text) => format!("text: {text}\n"),
-            Part::Image { media_type, data } => {
-                format!("image: {media_type}, {} characters of base64\n", data.len())
+            Part::Image { sniffed, data, .. } => {
+                format!(
+                    "image: {}, {} characters of base64\n",
+                    sniffed.mime(),
+                    data.len()
+                )
             }
-            Part::Audio { media_type, data } => {
-                format!("audio: {media_type}, {} characters of base64\n", data.len())
+            Part::Audio { sniffed, data } => {
+                format!(
+                    "audio: {}, {} characters of base64\n",
+                    sniffed.mime(),
+                    data.len()
+                )
             }
         })
         .collect()

@@ -332,7 +332,7 @@ fn rendered() -> &'static [Rendered] {
                 let folder = DemoFolder::temporary(false).unwrap();
                 let run = run_demo(
                     PathBuf::from(env!("CARGO_BIN_EXE_mcpl")),
-                    PricedRoute::named(route).unwrap(),
+                    PricedRoute::of(route.parse().unwrap()),
                     &folder,
                 );
                 assert_eq!(run.outcome.as_ref().err(), None);

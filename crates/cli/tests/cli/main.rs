@@ -220,6 +220,41 @@ fn a_missing_file_is_a_failure_not_bad_input() {
     assert_eq!(stderr.lines().count(), 1);
 }
 
+/// A route name is typed by a person: every command that takes `--route` refuses a name no
+/// route has, naming the routes, and never falls back to another route. A model spec's kind is
+/// a route name too, and a route without a backend is not a model.
+#[test]
+fn an_unknown_route_is_refused_where_it_is_typed() {
+    let config = std::env::temp_dir().join(format!("mcpl-cli-route-{}.json", std::process::id()));
+    std::fs::write(&config, r#"{"mcpServers": {}}"#).unwrap();
+    let config = config.to_str().unwrap();
+    for args in [
+        vec!["project", "--route", "nowhere"],
+        vec!["demo", "--route", "Anthropic"],
+        vec!["run", "--config", config, "--route", "openai"],
+    ] {
+        let output = mcpl(&args, b"[]");
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        for id in mcpl_lanes::RouteId::ALL {
+            assert!(stderr.contains(id.name()), "{args:?}: {stderr}");
+        }
+        assert!(output.stdout.is_empty(), "{args:?}");
+    }
+    for model in ["nowhere:m", "gemini:m", "text-only:m"] {
+        let output = mcpl(&["run", "--config", config, "--model", model], b"");
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(output.status.code(), Some(2), "{model}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!(
+                "mcpl: unknown model {model}; models: scripted:FILE"
+            )),
+            "{model}: {stderr}"
+        );
+    }
+    let _ = std::fs::remove_file(config);
+}
+
 mod conformance;
 mod demo;
 mod project;

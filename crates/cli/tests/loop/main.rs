@@ -8,6 +8,7 @@ use mcpl_client::Launch;
 use mcpl_host::config::{Config, ServerConfig, ServerOptions};
 use mcpl_host::host_loop::{Host, HostOptions, LoopError};
 use mcpl_host::model::Scripted;
+use mcpl_lanes::RouteId;
 use serde_json::{Value, json};
 
 /// The tokens the demo server's texts carry that must never reach a model.
@@ -528,8 +529,9 @@ fn a_failed_call_registers_nothing_and_an_error_results_references_are_not_fetch
 
 #[test]
 fn every_route_runs_the_same_conversation_without_a_secret() {
-    for route in PricedRoute::ALL {
-        let spill = tempdir::Dir::new(route.lanes.name);
+    for id in RouteId::ALL {
+        let route = PricedRoute::of(id);
+        let spill = tempdir::Dir::new(id.name());
         let config = config(vec![demo_server("demo", ServerOptions::default())], &spill);
         let (host, outcome, bodies) = play(
             &config,
@@ -539,17 +541,16 @@ fn every_route_runs_the_same_conversation_without_a_secret() {
                 &[("demo", "push-events"), ("demo", "reference-never")],
             ],
         );
-        assert_eq!(outcome.unwrap(), "done", "{}", route.lanes.name);
+        assert_eq!(outcome.unwrap(), "done", "{id}");
         assert_eq!(bodies.len(), 3);
         assert_no_secrets(&bodies);
         let png = &host.calls[0].output;
         assert_eq!(
             png.live.is_some(),
             route.lanes.images_in_tool_results,
-            "{}",
-            route.lanes.name
+            "{id}"
         );
-        if route.lanes.name == "text-only" {
+        if id == RouteId::TextOnly {
             for body in &bodies {
                 assert!(
                     !body.to_string().contains("iVBORw0KGgo"),

@@ -2,8 +2,10 @@
 //! each whatever the snapshot says.
 
 use insta::assert_json_snapshot;
+use mcpl_classify::{Dimensions, Sniffed};
 use mcpl_encode::conversation::{Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec};
 use mcpl_encode::{Encoder, MOVED_IMAGES_HEADER};
+use mcpl_lanes::RouteId;
 use serde_json::{Value, json};
 
 fn png() -> String {
@@ -11,12 +13,16 @@ fn png() -> String {
     base64::engine::general_purpose::STANDARD.encode(mcpl_testkit::fixture("image.png"))
 }
 
-/// The start of a WAV file; encoders take the media type as the lanes found it.
+/// The start of a WAV file; encoders take the type as the lanes sniffed it.
 const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEA";
 
 fn image(data: &str) -> Content {
     Content::Image {
-        media_type: "image/png".to_owned(),
+        sniffed: Sniffed::Png,
+        dimensions: Dimensions {
+            width: 16,
+            height: 12,
+        },
         data: data.to_owned(),
     }
 }
@@ -66,7 +72,7 @@ fn conversation() -> (Vec<Message>, Vec<ToolSpec>) {
         Message::User(vec![
             text("And this recording:"),
             Content::Audio {
-                media_type: "audio/wav".to_owned(),
+                sniffed: Sniffed::Wav,
                 data: WAV.to_owned(),
             },
         ]),
@@ -99,14 +105,14 @@ fn body(encoder: Encoder) -> Value {
 
 #[test]
 fn every_route_snapshot() {
-    for encoder in Encoder::ALL {
-        assert_json_snapshot!(encoder.name(), body(encoder));
+    for encoder in RouteId::ALL.map(Encoder::new) {
+        assert_json_snapshot!(encoder.id().name(), body(encoder));
     }
 }
 
 #[test]
 fn anthropic_tool_results_hold_their_images() {
-    let body = body(Encoder::Anthropic);
+    let body = body(Encoder::new(RouteId::Anthropic));
     assert_eq!(body["system"], "Answer from the tools.");
     let results = &body["messages"][2];
     assert_eq!(results["role"], "user");
@@ -141,7 +147,7 @@ fn anthropic_tool_results_hold_their_images() {
 
 #[test]
 fn openai_chat_moves_images_after_both_tool_messages() {
-    let body = body(Encoder::OpenAiChat);
+    let body = body(Encoder::new(RouteId::OpenAiChat));
     let messages = body["messages"].as_array().unwrap();
     let roles: Vec<&str> = messages
         .iter()
@@ -200,7 +206,7 @@ fn openai_chat_moves_images_after_both_tool_messages() {
 
 #[test]
 fn openai_responses_outputs_carry_input_images() {
-    let body = body(Encoder::OpenAiResponses);
+    let body = body(Encoder::new(RouteId::OpenAiResponses));
     assert_eq!(body["instructions"], "Answer from the tools.");
     let input = body["input"].as_array().unwrap();
     let kinds: Vec<&str> = input
@@ -242,7 +248,7 @@ fn openai_responses_outputs_carry_input_images() {
 
 #[test]
 fn gemini_has_function_responses_then_inline_data() {
-    let body = body(Encoder::Gemini);
+    let body = body(Encoder::new(RouteId::Gemini));
     assert!(body.get("model").is_none(), "the model goes in the URL");
     let results = &body["contents"][2];
     assert_eq!(results["role"], "user");
@@ -277,7 +283,7 @@ fn gemini_has_function_responses_then_inline_data() {
 
 #[test]
 fn text_only_carries_no_base64() {
-    let body = body(Encoder::TextOnly);
+    let body = body(Encoder::new(RouteId::TextOnly));
     let text = body.to_string();
     assert!(!text.contains(&png()), "{text}");
     assert!(!text.contains(WAV), "{text}");
@@ -300,19 +306,23 @@ fn text_only_carries_no_base64() {
 #[test]
 fn parts_a_route_cannot_take_become_text() {
     let gif = Content::Image {
-        media_type: "image/gif".to_owned(),
+        sniffed: Sniffed::Gif,
+        dimensions: Dimensions {
+            width: 1,
+            height: 1,
+        },
         data: "R0lGODlhAQABAAAAACw=".to_owned(),
     };
     let ogg = Content::Audio {
-        media_type: "audio/ogg".to_owned(),
+        sniffed: Sniffed::Ogg,
         data: "T2dnUwACAAAAAAAAAAA=".to_owned(),
     };
     let content = [gif.clone(), ogg.clone()];
     // Gemini lists no GIF; Chat Completions takes WAV and MP3 only.
-    let gemini = Encoder::Gemini.message_content(&content);
+    let gemini = Encoder::new(RouteId::Gemini).message_content(&content);
     assert!(gemini[0]["text"].as_str().unwrap().contains("image/gif"));
     assert_eq!(gemini[1]["inline_data"]["mime_type"], "audio/ogg");
-    let chat = Encoder::OpenAiChat.message_content(&content);
+    let chat = Encoder::new(RouteId::OpenAiChat).message_content(&content);
     assert_eq!(chat[0]["type"], "image_url");
     assert_eq!(chat[1]["type"], "text");
     // Audio inside a tool result goes nowhere natively.
@@ -323,9 +333,13 @@ fn parts_a_route_cannot_take_become_text() {
         live: Some(vec![ogg, gif]),
         is_error: false,
     };
-    for encoder in Encoder::ALL {
+    for encoder in RouteId::ALL.map(Encoder::new) {
         let shown = encoder.tool_result(&output).to_string();
-        assert!(!shown.contains("T2dnUwAC"), "{}: {shown}", encoder.name());
+        assert!(
+            !shown.contains("T2dnUwAC"),
+            "{}: {shown}",
+            encoder.id().name()
+        );
     }
 }
 
@@ -349,19 +363,22 @@ fn the_text_around_a_moved_image_stays_within_its_priced_overhead() {
         tokens <= MOVED_IMAGE_OVERHEAD,
         "{tokens} tokens around one image"
     );
-    for encoder in [Encoder::OpenAiChat, Encoder::Gemini] {
+    for encoder in [
+        Encoder::new(RouteId::OpenAiChat),
+        Encoder::new(RouteId::Gemini),
+    ] {
         assert_eq!(
             encoder.route().image_overhead,
             MOVED_IMAGE_OVERHEAD,
             "{}",
-            encoder.name()
+            encoder.id().name()
         );
     }
     for encoder in [
-        Encoder::Anthropic,
-        Encoder::OpenAiResponses,
-        Encoder::TextOnly,
+        Encoder::new(RouteId::Anthropic),
+        Encoder::new(RouteId::OpenAiResponses),
+        Encoder::new(RouteId::TextOnly),
     ] {
-        assert_eq!(encoder.route().image_overhead, 0, "{}", encoder.name());
+        assert_eq!(encoder.route().image_overhead, 0, "{}", encoder.id().name());
     }
 }

@@ -13,6 +13,7 @@ use mcpl_encode::Encoder;
 use mcpl_encode::conversation::{Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec};
 use mcpl_host::http::{AnthropicHttp, OpenAiChatHttp};
 use mcpl_host::model::{Model, ModelError};
+use mcpl_lanes::RouteId;
 use serde_json::{Value, json};
 
 const KEY: &str = "sk-test-0123456789abcdef";
@@ -112,7 +113,11 @@ fn conversation() -> (Vec<Message>, Vec<ToolSpec>) {
             live: Some(vec![
                 Content::Text("May:".to_owned()),
                 Content::Image {
-                    media_type: "image/png".to_owned(),
+                    sniffed: mcpl_classify::Sniffed::Png,
+                    dimensions: mcpl_classify::Dimensions {
+                        width: 16,
+                        height: 12,
+                    },
                     data: png,
                 },
             ]),
@@ -147,8 +152,8 @@ fn anthropic_posts_the_messages_body_and_reads_text_and_tool_use() {
                         {"type": "tool_use", "id": "toolu_9", "name": "demo__chart", "input": {"month": "June"}}]}"#,
     );
     let mut model = AnthropicHttp::new(&base, KEY, "claude-test");
-    assert_eq!(model.route(), Some("anthropic"));
-    let sent = body(Encoder::Anthropic, "claude-test");
+    assert_eq!(model.route(), Some(RouteId::Anthropic));
+    let sent = body(Encoder::new(RouteId::Anthropic), "claude-test");
     let turn = model.complete(&sent).unwrap();
     let request = recorded.recv().unwrap();
     assert_eq!(request.request_line, "POST /v1/messages HTTP/1.1");
@@ -175,8 +180,8 @@ fn openai_chat_posts_the_chat_body_and_parses_arguments() {
     );
     // OpenAI's clients write the base URL with `/v1`; the path is the same.
     let mut model = OpenAiChatHttp::new(&format!("{base}/v1"), KEY, "gpt-test");
-    assert_eq!(model.route(), Some("openai-chat"));
-    let sent = body(Encoder::OpenAiChat, "gpt-test");
+    assert_eq!(model.route(), Some(RouteId::OpenAiChat));
+    let sent = body(Encoder::new(RouteId::OpenAiChat), "gpt-test");
     let turn = model.complete(&sent).unwrap();
     let request = recorded.recv().unwrap();
     assert_eq!(request.request_line, "POST /v1/chat/completions HTTP/1.1");
@@ -201,7 +206,7 @@ fn openai_chat_text_answer_ends_the_loop() {
         r#"{"choices": [{"message": {"role": "assistant", "content": "It rose."}}]}"#,
     );
     let turn = OpenAiChatHttp::new(&base, KEY, "gpt-test")
-        .complete(&body(Encoder::OpenAiChat, "gpt-test"))
+        .complete(&body(Encoder::new(RouteId::OpenAiChat), "gpt-test"))
         .unwrap();
     assert_eq!(turn.text, "It rose.");
     assert!(turn.tool_calls.is_empty());
@@ -212,7 +217,7 @@ fn openai_chat_text_answer_ends_the_loop() {
 fn the_backends_model_is_sent() {
     let (base, recorded) = serve_once(200, r#"{"content": []}"#);
     AnthropicHttp::new(&base, KEY, "claude-real")
-        .complete(&body(Encoder::Anthropic, "mcpl-scripted"))
+        .complete(&body(Encoder::new(RouteId::Anthropic), "mcpl-scripted"))
         .unwrap();
     assert_eq!(recorded.recv().unwrap().json()["model"], "claude-real");
 }
@@ -231,7 +236,7 @@ fn error_statuses_carry_the_providers_message_and_never_the_key() {
         r#"{"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}"#,
     );
     let error = AnthropicHttp::new(&base, KEY, "claude-test")
-        .complete(&body(Encoder::Anthropic, "claude-test"))
+        .complete(&body(Encoder::new(RouteId::Anthropic), "claude-test"))
         .unwrap_err();
     let (provider, message) = provider_error(error);
     assert_eq!(provider, "anthropic");
@@ -243,7 +248,7 @@ fn error_statuses_carry_the_providers_message_and_never_the_key() {
     );
     let (base, _recorded) = serve_once(429, &echo);
     let error = OpenAiChatHttp::new(&base, KEY, "gpt-test")
-        .complete(&body(Encoder::OpenAiChat, "gpt-test"))
+        .complete(&body(Encoder::new(RouteId::OpenAiChat), "gpt-test"))
         .unwrap_err();
     let (provider, message) = provider_error(error);
     assert_eq!(provider, "openai-chat");

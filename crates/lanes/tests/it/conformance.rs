@@ -49,11 +49,11 @@ fn parts_json(parts: &[Part<'_>]) -> String {
         .iter()
         .map(|part| match part {
             Part::Text(text) => json!({"type": "text", "text": text}),
-            Part::Image { media_type, data } => {
-                json!({"type": "image", "mimeType": media_type, "data": data})
+            Part::Image { sniffed, data, .. } => {
+                json!({"type": "image", "mimeType": sniffed.mime(), "data": data})
             }
-            Part::Audio { media_type, data } => {
-                json!({"type": "audio", "mimeType": media_type, "data": data})
+            Part::Audio { sniffed, data } => {
+                json!({"type": "audio", "mimeType": sniffed.mime(), "data": data})
             }
         })
         .collect();

@@ -2,7 +2,8 @@
 //! messages, audio in messages.
 
 use mcpl_lanes::{
-    ImageLedger, LiveCopy, Part, Projector, Registry, Route, ServerName, ToolResult, UriPolicy,
+    ImageLedger, LiveCopy, Part, Projector, Registry, Route, RouteId, ServerName, ToolResult,
+    UriPolicy,
 };
 use serde_json::{Value, json};
 
@@ -35,33 +36,38 @@ fn project_on(route: &Route, mut result: Value) -> (LiveCopy<'static>, String, V
 
 #[test]
 fn a_gif_goes_native_where_the_route_takes_gifs_and_as_its_placeholder_elsewhere() {
-    for route in Route::ALL {
+    for route in RouteId::ALL.map(RouteId::route) {
         let (live, stored, push) = project_on(route, result_with("static.gif", "image/gif"));
         assert!(
             stored.starts_with("[image: image/gif, 189B, ref img_"),
             "{stored}"
         );
-        let takes = route.images_in_tool_results && route.name != "gemini";
-        assert_eq!(matches!(live, LiveCopy::Native(_)), takes, "{}", route.name);
+        let takes = route.images_in_tool_results && route.id != RouteId::Gemini;
+        assert_eq!(
+            matches!(live, LiveCopy::Native(_)),
+            takes,
+            "{}",
+            route.name()
+        );
         assert_eq!(
             push,
-            [route.images_in_messages && route.name != "gemini"],
+            [route.images_in_messages && route.id != RouteId::Gemini],
             "{}",
-            route.name
+            route.name()
         );
     }
 }
 
 #[test]
 fn a_png_goes_native_on_every_route_that_takes_images() {
-    for route in Route::ALL {
+    for route in RouteId::ALL.map(RouteId::route) {
         let (live, _, push) = project_on(route, result_with("image.png", "image/jpeg"));
         assert_eq!(
             matches!(live, LiveCopy::Native(_)),
             route.images_in_tool_results,
             "{}",
-            route.name
+            route.name()
         );
-        assert_eq!(push, [route.images_in_messages], "{}", route.name);
+        assert_eq!(push, [route.images_in_messages], "{}", route.name());
     }
 }
