@@ -568,3 +568,83 @@ fn a_run_in_which_no_server_started_fails_with_a_line_per_server() {
         );
     }
 }
+
+/// `docs/run.md`, the user guide.
+fn guide() -> String {
+    std::fs::read_to_string(crate::workspace_root().join("docs/run.md")).unwrap()
+}
+
+#[test]
+fn the_guide_shows_the_memory_example_verbatim_and_it_reads() {
+    let guide = guide();
+    let example = crate::workspace_root().join("examples/memory");
+    for name in ["config.json", "script.json"] {
+        let text = std::fs::read_to_string(example.join(name)).unwrap();
+        assert!(
+            guide.contains(&format!("`examples/memory/{name}`"))
+                && guide.contains(&format!("```json\n{text}```")),
+            "docs/run.md does not show examples/memory/{name} as it is"
+        );
+    }
+    let config = mcpl_host::config::Config::from_file(&example.join("config.json")).unwrap();
+    assert_eq!(config.servers[0].launch.name, "memory");
+    mcpl_host::model::Scripted::from_file(&example.join("script.json")).unwrap();
+}
+
+/// The keys the configuration takes at one place, as its error for an unknown key lists them.
+fn keys_at(config: &str) -> Vec<String> {
+    let error = mcpl_host::config::Config::from_slice("c.json", config.as_bytes())
+        .unwrap_err()
+        .to_string();
+    let (_, expected) = error.split_once("expected ").unwrap();
+    expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_guide_lists_every_config_option_with_its_default() {
+    use mcpl_host::config::{
+        DEFAULT_CONTEXT_WINDOW, DEFAULT_EAGER_MAX_BYTES, DEFAULT_FETCH_BUDGET_BYTES,
+        DEFAULT_FETCH_MAX_BYTES, DEFAULT_TIMEOUT, ServerOptions,
+    };
+    let guide = guide();
+    let server = keys_at(r#"{"mcpServers": {"s": {"command": "x", "?": 1}}}"#);
+    let options = keys_at(r#"{"mcpServers": {"s": {"command": "x", "mcpl": {"?": 1}}}}"#);
+    let fetch = keys_at(r#"{"mcpServers": {"s": {"command": "x", "mcpl": {"fetch": {"?": 1}}}}}"#);
+    let host = keys_at(r#"{"mcpServers": {}, "mcpl": {"?": 1}}"#);
+    assert!(
+        fetch.len() >= 5 && options.contains(&"budget".to_owned()),
+        "{fetch:?} {options:?}"
+    );
+    let keys = server
+        .into_iter()
+        .chain(options.into_iter().filter(|key| key != "fetch"))
+        .chain(fetch.into_iter().map(|key| format!("fetch.{key}")))
+        .chain(host);
+    for key in keys {
+        assert!(
+            guide.contains(&format!("\n| `{key}` | ")),
+            "docs/run.md has no row for the config key {key}"
+        );
+    }
+    let defaults = ServerOptions::default();
+    for (key, default) in [
+        ("budget", defaults.budget),
+        ("timeoutMs", DEFAULT_TIMEOUT.as_millis() as u64),
+        ("fetch.maxBytes", DEFAULT_FETCH_MAX_BYTES),
+        ("fetch.budgetBytes", DEFAULT_FETCH_BUDGET_BYTES),
+        ("fetch.eagerMaxBytes", DEFAULT_EAGER_MAX_BYTES),
+        ("contextWindow", DEFAULT_CONTEXT_WINDOW),
+    ] {
+        assert!(
+            guide.contains(&format!("\n| `{key}` | `{default}`")),
+            "docs/run.md does not give {key}'s default {default}"
+        );
+    }
+    assert_eq!(defaults.uri_policy, mcpl_lanes::UriPolicy::Hidden);
+    assert!(guide.contains("\n| `uris` | `\"hidden\"` | "));
+}
