@@ -4,7 +4,8 @@
 //!    (skipped when they were installed from the same lock file).
 //! 2. Builds `mcpl` and writes real media files, some of them mislabelled, for the filesystem
 //!    server into `target/e2e/run/files`.
-//! 3. Plays each scripted conversation in `e2e/` through `mcpl run --transcript`.
+//! 3. Plays each scripted conversation in `e2e/` through `mcpl run --transcript`, and the worked
+//!    example of `docs/run.md` (`examples/memory/`, as it is, with the server through `npx`).
 //! 4. Checks the transcripts and `mcpl run`'s output, one line per check, and fails naming every
 //!    check that failed. Everything a run wrote stays in `target/e2e/run` to be read.
 
@@ -15,9 +16,10 @@ use std::time::Instant;
 use crate::json::Json;
 
 /// The servers the lock file pins, as `node_modules` paths of their stdio entry points.
-const SERVER_ENTRY_POINTS: [&str; 2] = [
+const SERVER_ENTRY_POINTS: [&str; 3] = [
     "@modelcontextprotocol/server-everything/dist/index.js",
     "@modelcontextprotocol/server-filesystem/dist/index.js",
+    "@modelcontextprotocol/server-memory/dist/index.js",
 ];
 /// Written beside an installed `node_modules`: the lock file it was installed from.
 const INSTALLED_LOCK: &str = ".mcpl-e2e-package-lock.json";
@@ -27,6 +29,27 @@ const BUDGET: u64 = 12_500;
 const NOISE_BYTES: usize = 2 * 1024 * 1024;
 /// Strings that would show a uri reached the model.
 const URI_SIGNS: [&str; 3] = ["demo://", "file://", "data:"];
+/// The prompt `docs/run.md` gives the worked example.
+const EXAMPLE_PROMPT: &str = "Remember who Ada Lovelace was.";
+/// The calls of `examples/memory/script.json` as the model makes them: the two the script names
+/// by their own names are routed to the one server offering them.
+const EXAMPLE_CALLS: [&str; 3] = [
+    "memory__create_entities",
+    "memory__create_relations",
+    "memory__search_nodes",
+];
+/// The memory server's tools, as the model is offered them.
+const MEMORY_TOOLS: [&str; 9] = [
+    "memory__create_entities",
+    "memory__create_relations",
+    "memory__add_observations",
+    "memory__delete_entities",
+    "memory__delete_observations",
+    "memory__delete_relations",
+    "memory__read_graph",
+    "memory__search_nodes",
+    "memory__open_nodes",
+];
 
 /// The exact marker texts of `crates/lanes/src/markers.rs`, copied so the check reads what a
 /// model reads (a change there should fail here).
@@ -152,6 +175,7 @@ pub(crate) fn e2e(root: &Path) -> Result<(), String> {
             &mut checks,
         )?;
     }
+    play_memory_example(root, &mcpl, &work, &run_dir, &mut checks)?;
     let seconds = started.elapsed().as_secs_f64();
     if checks.failed.is_empty() {
         println!("\ne2e: {} checks passed in {seconds:.1} s", checks.passed);
@@ -576,6 +600,169 @@ fn play(
         } else {
             Err(shown.join("; "))
         },
+    );
+    Ok(())
+}
+
+/// Runs the worked example of `docs/run.md` as the guide shows it (`examples/memory/`'s files as
+/// they are, `npx` starting the server) and checks what it printed, sent and stored.
+fn play_memory_example(
+    root: &Path,
+    mcpl: &Path,
+    work: &Path,
+    run_dir: &Path,
+    checks: &mut Checks,
+) -> Result<(), String> {
+    let example = root.join("examples/memory");
+    let script = example.join("script.json");
+    let answer = Json::parse(&String::from_utf8_lossy(&read(&script)?))
+        .map_err(|e| format!("{}: {e}", script.display()))?
+        .get("final")
+        .and_then(Json::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let guide = String::from_utf8_lossy(&read(&root.join("docs/run.md"))?).into_owned();
+    let graph = run_dir.join("memory.jsonl");
+    let transcript = run_dir.join("memory-run.jsonl");
+    on_path("npx")?;
+    println!("\nxtask: mcpl run examples/memory");
+    let started = Instant::now();
+    let output = Command::new(mcpl)
+        // npx finds the pinned server in `node_modules` here, and offline it never downloads
+        // one: the run uses exactly what the lock file installed, or fails.
+        .current_dir(work)
+        .env("npm_config_offline", "true")
+        .env("MEMORY_FILE_PATH", &graph)
+        .arg("run")
+        .arg("--config")
+        .arg(example.join("config.json"))
+        .arg("--model")
+        .arg(format!("scripted:{}", script.display()))
+        .arg("--transcript")
+        .arg(&transcript)
+        .arg("--prompt")
+        .arg(EXAMPLE_PROMPT)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", mcpl.display()))?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    std::fs::write(run_dir.join("memory-run.stderr"), stderr.as_bytes())
+        .map_err(|e| format!("{}: {e}", run_dir.display()))?;
+    let what = "memory example";
+    checks.check(
+        format!(
+            "{what}: mcpl run exits 0 with the script's final answer ({:.1} s)",
+            started.elapsed().as_secs_f64()
+        ),
+        if output.status.success() && stdout == format!("{answer}\n") {
+            Ok(())
+        } else {
+            Err(format!(
+                "{}; stdout {stdout:?}; stderr {stderr:?}",
+                output.status
+            ))
+        },
+    );
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.starts_with("mcpl: "))
+        .collect();
+    let tokens = estimated_tokens(&stderr);
+    checks.check(
+        format!("{what}: stderr holds one line per call, own names routed to memory__<tool>"),
+        expect_eq(
+            (
+                lines.len(),
+                tokens.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+            ),
+            (EXAMPLE_CALLS.len(), EXAMPLE_CALLS.to_vec()),
+        ),
+    );
+    let missing: Vec<&str> = lines
+        .iter()
+        .copied()
+        .chain(stdout.lines())
+        .filter(|line| !guide.contains(line))
+        .collect();
+    checks.check(
+        format!("{what}: docs/run.md shows every line the run printed"),
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("not in the guide: {missing:?}"))
+        },
+    );
+
+    let text = std::fs::read_to_string(&transcript).unwrap_or_default();
+    let bodies: Vec<Json> = match text.lines().map(Json::parse).collect() {
+        Ok(bodies) => bodies,
+        Err(error) => {
+            checks.check(format!("{what}: every transcript line is JSON"), Err(error));
+            return Ok(());
+        }
+    };
+    checks.check(
+        format!("{what}: one request per model turn (4 lines of JSON)"),
+        expect_eq(bodies.len(), EXAMPLE_CALLS.len() + 1),
+    );
+    let Some(last) = bodies.last() else {
+        return Ok(());
+    };
+    let offered: Vec<&str> = bodies[0]
+        .get("tools")
+        .map(Json::items)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|tool| tool.get("name").and_then(Json::as_str))
+        .collect();
+    let mut expected = vec!["fetch_reference"];
+    expected.extend(MEMORY_TOOLS);
+    checks.check(
+        format!("{what}: the model is offered fetch_reference and the server's nine tools"),
+        expect_eq(offered, expected),
+    );
+    let used: Vec<&str> = messages(last)
+        .iter()
+        .flat_map(|m| m.get("content").map(Json::items).unwrap_or_default())
+        .filter(|block| block.get("type").and_then(Json::as_str) == Some("tool_use"))
+        .filter_map(|block| block.get("name").and_then(Json::as_str))
+        .collect();
+    checks.check(
+        format!(
+            "{what}: the assistant turns call {}",
+            EXAMPLE_CALLS.join(", ")
+        ),
+        expect_eq(used, EXAMPLE_CALLS.to_vec()),
+    );
+    let found = tool_result(last, "call_3").map(text_of).unwrap_or_default();
+    for wanted in [
+        "\"name\": \"Analytical Engine\"",
+        "\"from\": \"Ada Lovelace\"",
+        "\"relationType\": \"wrote programs for\"",
+    ] {
+        checks.check(
+            format!("{what}: the search's result shows {wanted}"),
+            contains(&found, wanted),
+        );
+    }
+    let stored = std::fs::read_to_string(&graph).unwrap_or_default();
+    let kinds: Vec<String> = stored
+        .lines()
+        .map(|line| match Json::parse(line) {
+            Ok(item) => item
+                .get("type")
+                .and_then(Json::as_str)
+                .unwrap_or("(no type)")
+                .to_owned(),
+            Err(error) => error,
+        })
+        .collect();
+    checks.check(
+        format!("{what}: MEMORY_FILE_PATH holds two entities and a relation"),
+        expect_eq(
+            kinds,
+            ["entity", "entity", "relation"].map(str::to_owned).to_vec(),
+        ),
     );
     Ok(())
 }

@@ -297,13 +297,15 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
     })?;
     let mut model = model_named(args.model.as_deref())?;
     let route = PricedRoute::of(args.route.or(model.route()).unwrap_or(RouteId::Anthropic));
-    let mut transcript = match &args.transcript {
-        Some(path) => Some(std::fs::File::create(path).map_err(|error| Failure {
+    if config.servers.is_empty() {
+        return Err(Failure {
             status: 1,
-            message: format!("{}: {error}", path.display()),
-        })?),
-        None => None,
-    };
+            message: format!(
+                "{}: mcpServers is empty: no server to run",
+                args.config.display()
+            ),
+        });
+    }
     let mut options = HostOptions::new(route, &config);
     if let Some((kind, name)) = args.model.as_deref().and_then(|m| m.split_once(':'))
         && kind != "scripted"
@@ -312,11 +314,28 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
         options.model = name.to_owned();
     }
     let mut host = Host::start(&config, options);
+    let running = host.servers.iter().any(|s| s.connection.is_some());
     for server in &host.servers {
-        if let Some(error) = &server.error {
-            eprintln!("mcpl: server {}: {error}", server.config.launch.name);
+        match (&server.error, running) {
+            // Each error names its server and says why.
+            (Some(error), true) => eprintln!("mcpl: warning: {}", one_line(error)),
+            (Some(error), false) => eprintln!("mcpl: {}", one_line(error)),
+            (None, _) => {}
         }
     }
+    if !running {
+        return Err(Failure {
+            status: 1,
+            message: String::new(),
+        });
+    }
+    let mut transcript = match &args.transcript {
+        Some(path) => Some(std::fs::File::create(path).map_err(|error| Failure {
+            status: 1,
+            message: format!("{}: {error}", path.display()),
+        })?),
+        None => None,
+    };
     let outcome = host.run(
         model.as_mut(),
         &args.prompt,
@@ -346,6 +365,11 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
             status: 1,
             message: format!("cannot write the output: {error}"),
         })
+}
+
+/// A message on one line: each line break becomes a space.
+fn one_line(message: &str) -> String {
+    message.replace(['\r', '\n'], " ")
 }
 
 /// The model `--model` names: `scripted:FILE`, or with the `http` feature a provider's.

@@ -2,7 +2,9 @@
 //!
 //! A [`Connection`] owns one server process. A reader thread turns each stdout line into an
 //! `Incoming` (a response, a request the server makes of the host, a notification, a line that
-//! is not JSON, or the end of the stream); a second thread sends stderr to `tracing`. A call
+//! is not JSON, or the end of the stream); a second thread sends stderr to `tracing` and keeps
+//! its last lines ([`StderrTail`]), so a server that exits before answering `initialize` says
+//! why in the error itself rather than only in the logs. A call
 //! ([`Connection::request`]) writes its request and then reads incoming messages until its own
 //! response arrives, answering the server's requests through the caller's [`ServerRequests`] on
 //! the way, so push events and channel messages sent mid-call are handled, not mistaken for the
@@ -22,6 +24,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError, channel};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -31,6 +34,14 @@ pub const PROTOCOL_VERSION: &str = "2025-06-18";
 
 /// How much of a line that is not JSON an error quotes.
 const QUOTED_LINE_CHARS: usize = 120;
+/// How many of a server's last stderr lines a start error quotes.
+pub const STDERR_TAIL_LINES: usize = 10;
+/// How many bytes of a server's last stderr lines a start error quotes, at most.
+pub const STDERR_TAIL_BYTES: usize = 2048;
+/// How long a start error waits for a server's stderr to end after its output closed.
+const STDERR_CLOSE_WAIT: Duration = Duration::from_millis(500);
+/// How much of one stderr line is read into memory; the rest of a longer line is skipped.
+const STDERR_LINE_BYTES: usize = 64 * 1024;
 
 /// How to start one server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,7 +119,7 @@ pub enum CallError {
         detail: String,
     },
     /// The server exited, or closed its output, before answering.
-    #[error("server {server} exited before answering {method}: {detail}")]
+    #[error("server {server} exited before answering {method}: {detail}{stderr}")]
     Exited {
         /// The server.
         server: String,
@@ -116,6 +127,9 @@ pub enum CallError {
         method: String,
         /// The exit status, or what is known.
         detail: String,
+        /// The last lines it wrote on stderr, when it exited before answering `initialize`;
+        /// empty otherwise (a tool call's error goes to the model, a server's logs do not).
+        stderr: StderrTail,
     },
     /// No answer within the timeout.
     #[error("server {server} did not answer {method} within {} ms", .after.as_millis())]
@@ -147,6 +161,101 @@ pub enum CallError {
         /// The error.
         error: Box<RpcError>,
     },
+}
+
+/// The last lines a server wrote on stderr: at most [`STDERR_TAIL_LINES`] lines and
+/// [`STDERR_TAIL_BYTES`] bytes, the newest kept. It displays as nothing when empty, and otherwise
+/// as `; its last stderr lines: <line> | <line>` (`…` first when older lines were dropped).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StderrTail {
+    /// The lines, oldest first, each without its line ending.
+    pub lines: Vec<String>,
+    /// Whether older lines (or the start of the oldest kept line) were dropped.
+    pub cut: bool,
+}
+
+impl std::fmt::Display for StderrTail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.lines.is_empty() {
+            return Ok(());
+        }
+        f.write_str("; its last stderr lines: ")?;
+        if self.cut {
+            f.write_str("… ")?;
+        }
+        f.write_str(&self.lines.join(" | "))
+    }
+}
+
+/// A server's stderr as its thread reads it: the bounded tail, and whether the stream ended.
+#[derive(Debug, Default)]
+struct StderrLog {
+    state: Mutex<StderrState>,
+    ended: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct StderrState {
+    tail: std::collections::VecDeque<String>,
+    bytes: usize,
+    cut: bool,
+    ended: bool,
+}
+
+impl StderrLog {
+    /// Keeps `line`, dropping the oldest lines past the bounds.
+    fn push(&self, line: &str) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        let line = keep_end(line, STDERR_TAIL_BYTES);
+        state.bytes += line.len();
+        state.tail.push_back(line);
+        while state.tail.len() > STDERR_TAIL_LINES || state.bytes > STDERR_TAIL_BYTES {
+            let Some(oldest) = state.tail.pop_front() else {
+                break;
+            };
+            state.bytes -= oldest.len();
+            state.cut = true;
+        }
+    }
+
+    fn end(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.ended = true;
+        }
+        self.ended.notify_all();
+    }
+
+    /// The tail once the stream has ended, or as it is after `wait`.
+    fn tail(&self, wait: Duration) -> StderrTail {
+        let Ok(state) = self.state.lock() else {
+            return StderrTail::default();
+        };
+        let state = match self
+            .ended
+            .wait_timeout_while(state, wait, |state| !state.ended)
+        {
+            Ok((state, _)) => state,
+            Err(poisoned) => poisoned.into_inner().0,
+        };
+        StderrTail {
+            lines: state.tail.iter().cloned().collect(),
+            cut: state.cut,
+        }
+    }
+}
+
+/// The last `bytes` bytes of `line` at a character boundary, `…` first when cut.
+fn keep_end(line: &str, bytes: usize) -> String {
+    if line.len() <= bytes {
+        return line.to_owned();
+    }
+    let mut start = line.len() - bytes + '…'.len_utf8();
+    while !line.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("…{}", &line[start..])
 }
 
 /// One message from the server, as the reader thread saw it.
@@ -194,6 +303,7 @@ pub struct Connection {
     incoming: Receiver<Incoming>,
     next_id: u64,
     exited: Option<String>,
+    stderr: Arc<StderrLog>,
     /// The server's `initialize` result.
     pub initialized: Value,
 }
@@ -229,7 +339,8 @@ impl Connection {
         let (sender, incoming) = channel();
         spawn_reader(&launch.name, stdout, sender)
             .map_err(|e| spawn_error(format!("reader thread: {e}")))?;
-        spawn_stderr_logger(&launch.name, stderr)
+        let stderr_log = Arc::new(StderrLog::default());
+        spawn_stderr_logger(&launch.name, stderr, Arc::clone(&stderr_log))
             .map_err(|e| spawn_error(format!("stderr thread: {e}")))?;
         let mut connection = Connection {
             name: launch.name.clone(),
@@ -238,6 +349,7 @@ impl Connection {
             incoming,
             next_id: 0,
             exited: None,
+            stderr: stderr_log,
             initialized: Value::Null,
         };
         let params = json!({
@@ -253,7 +365,23 @@ impl Connection {
             },
             "clientInfo": {"name": "mcpl", "version": env!("CARGO_PKG_VERSION")},
         });
-        connection.initialized = connection.request("initialize", params, timeout, host)?;
+        connection.initialized = connection
+            .request("initialize", params, timeout, host)
+            .map_err(|error| match error {
+                // A server that dies at start usually says why on stderr: quote its last lines.
+                CallError::Exited {
+                    server,
+                    method,
+                    detail,
+                    ..
+                } => CallError::Exited {
+                    server,
+                    method,
+                    detail,
+                    stderr: connection.stderr.tail(STDERR_CLOSE_WAIT),
+                },
+                other => other,
+            })?;
         connection.notify("notifications/initialized", json!({}));
         Ok(connection)
     }
@@ -432,6 +560,7 @@ impl Connection {
             server: self.name.clone(),
             method: method.to_owned(),
             detail,
+            stderr: StderrTail::default(),
         }
     }
 }
@@ -534,17 +663,66 @@ fn quote_line(line: &[u8]) -> String {
     quoted
 }
 
-fn spawn_stderr_logger(name: &str, stderr: impl Read + Send + 'static) -> std::io::Result<()> {
+fn spawn_stderr_logger(
+    name: &str,
+    stderr: impl Read + Send + 'static,
+    log: Arc<StderrLog>,
+) -> std::io::Result<()> {
     let server = name.to_owned();
     std::thread::Builder::new()
         .name(format!("mcpl-{name}-stderr"))
-        .spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                tracing::info!(target: "mcpl::server", server = %server, "{line}");
-            }
-        })
+        .spawn(move || read_stderr(&server, BufReader::new(stderr), &log))
         .map(drop)
+}
+
+/// Sends each stderr line to `tracing` and keeps the last ones in `log`, until the stream ends.
+/// Lines need not be UTF-8, and a line longer than [`STDERR_LINE_BYTES`] keeps only its start.
+fn read_stderr(server: &str, mut reader: impl BufRead, log: &StderrLog) {
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match read_capped_line(&mut reader, &mut line, STDERR_LINE_BYTES) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches(['\n', '\r']);
+        tracing::info!(target: "mcpl::server", server = %server, "{text}");
+        log.push(text);
+    }
+    log.end();
+}
+
+/// Reads one line, its ending included, keeping at most `cap` bytes of it in `line`. Returns
+/// how many bytes were read: 0 at the end of the stream.
+fn read_capped_line(
+    reader: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<usize> {
+    let mut read = 0;
+    loop {
+        let buffer = match reader.fill_buf() {
+            Ok(buffer) => buffer,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        if buffer.is_empty() {
+            return Ok(read);
+        }
+        let (chunk, done) = match buffer.iter().position(|&b| b == b'\n') {
+            Some(at) => (&buffer[..=at], true),
+            None => (buffer, false),
+        };
+        let room = cap.saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let used = chunk.len();
+        reader.consume(used);
+        read += used;
+        if done {
+            return Ok(read);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -586,6 +764,84 @@ mod tests {
             panic!("not a response")
         };
         assert_eq!(outcome.unwrap()["content"][0]["text"], "a\u{FFFD}b");
+    }
+
+    #[test]
+    fn the_stderr_tail_keeps_the_last_lines_within_its_bounds() {
+        let log = StderrLog::default();
+        assert_eq!(
+            log.tail(Duration::ZERO).to_string(),
+            "",
+            "nothing written shows nothing"
+        );
+        log.push("starting");
+        log.push("Error: no such file");
+        assert_eq!(
+            log.tail(Duration::ZERO).to_string(),
+            "; its last stderr lines: starting | Error: no such file"
+        );
+        for n in 0..1000 {
+            log.push(&format!("line {n}"));
+        }
+        let tail = log.tail(Duration::ZERO);
+        let expected: Vec<String> = (990..1000).map(|n| format!("line {n}")).collect();
+        assert_eq!(tail.lines, expected);
+        assert!(tail.cut);
+        assert!(
+            tail.to_string()
+                .starts_with("; its last stderr lines: … line 990 | ")
+        );
+        // One long line fills the byte bound alone, its end kept.
+        log.push(&format!("{}THE END", "é".repeat(3000)));
+        let tail = log.tail(Duration::ZERO);
+        assert_eq!(tail.lines.len(), 1);
+        assert!(tail.lines[0].starts_with('…') && tail.lines[0].ends_with("éTHE END"));
+        assert!(tail.lines[0].len() <= STDERR_TAIL_BYTES);
+    }
+
+    #[test]
+    fn stderr_is_read_line_by_line_whatever_its_bytes() {
+        let log = StderrLog::default();
+        read_stderr(
+            "s",
+            &b"first\r\nnot utf-8: \xff\nlast without an ending"[..],
+            &log,
+        );
+        let tail = log.tail(Duration::ZERO);
+        assert_eq!(
+            tail.lines,
+            ["first", "not utf-8: \u{FFFD}", "last without an ending"]
+        );
+        assert!(!tail.cut);
+        assert!(
+            log.state.lock().unwrap().ended,
+            "the end of the stream is recorded"
+        );
+        // A line far longer than is read into memory still ends where its newline is.
+        let log = StderrLog::default();
+        let mut input = vec![b'x'; STDERR_LINE_BYTES * 3];
+        input.extend(b"\nafter");
+        read_stderr("s", &input[..], &log);
+        let tail = log.tail(Duration::ZERO);
+        assert_eq!(
+            tail.lines,
+            ["after"],
+            "the long line filled the bound alone"
+        );
+        assert!(tail.cut);
+    }
+
+    #[test]
+    fn a_long_line_is_read_whole_but_kept_capped() {
+        let mut reader = std::io::BufReader::with_capacity(4, &b"abcdefghij\nk"[..]);
+        let mut line = Vec::new();
+        assert_eq!(read_capped_line(&mut reader, &mut line, 3).unwrap(), 11);
+        assert_eq!(line, b"abc");
+        line.clear();
+        assert_eq!(read_capped_line(&mut reader, &mut line, 3).unwrap(), 1);
+        assert_eq!(line, b"k");
+        line.clear();
+        assert_eq!(read_capped_line(&mut reader, &mut line, 3).unwrap(), 0);
     }
 
     #[test]

@@ -49,6 +49,8 @@ pub const FETCH_REFERENCE_DESCRIPTION: &str = "Fetch a referenced payload (a [re
 /// How long a server may take to answer `context/beforeInference` before the round goes on
 /// without it.
 const INJECTION_TIMEOUT: Duration = Duration::from_secs(5);
+/// How many offered tools an unknown tool's error lists.
+const LISTED_TOOLS: usize = 12;
 
 /// What the loop needs besides the servers.
 #[derive(Debug, Clone)]
@@ -185,6 +187,47 @@ pub enum LoopError {
     /// The model kept calling tools.
     #[error("the model was still calling tools after {0} rounds")]
     TooManyRounds(usize),
+    /// The model called a tool that no running server offers, by either name.
+    #[error(
+        "round {round}: the model called {name}, which no running server offers (tools: {})",
+        listed(.offered)
+    )]
+    UnknownTool {
+        /// The round.
+        round: usize,
+        /// The name the model called.
+        name: String,
+        /// The tools offered, by their model-facing names.
+        offered: Vec<String>,
+    },
+    /// The model called a tool by its own name, and several servers offer a tool of that name.
+    #[error(
+        "round {round}: the model called {name}, which {} servers offer: call one of {}",
+        .candidates.len(),
+        .candidates.join(", ")
+    )]
+    AmbiguousTool {
+        /// The round.
+        round: usize,
+        /// The name the model called.
+        name: String,
+        /// The model-facing names of the tools it may mean, in the configuration's order.
+        candidates: Vec<String>,
+    },
+}
+
+/// Names for a message, the first [`LISTED_TOOLS`] of them.
+fn listed(names: &[String]) -> String {
+    let mut list = names
+        .iter()
+        .take(LISTED_TOOLS)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > LISTED_TOOLS {
+        list.push_str(&format!(" and {} more", names.len() - LISTED_TOOLS));
+    }
+    list
 }
 
 /// The host: servers, lane state, spill store and the tools offered to the model.
@@ -266,7 +309,8 @@ impl Host {
         let mut connection = match Connection::start(&config.launch, timeout, &mut self.lanes) {
             Ok(connection) => connection,
             Err(error) => {
-                tracing::warn!(server = %name, %error, "server not started");
+                // The caller reports it (`mcpl run` prints one line per server).
+                tracing::info!(server = %name, %error, "server not started");
                 server.error = Some(error.to_string());
                 return server;
             }
@@ -369,10 +413,16 @@ impl Host {
                 self.history_tokens += estimate(&message.stored);
             }
             self.history_tokens += estimate(&turn.text);
-            let calls = turn.tool_calls.clone();
+            // Every call is routed before any is made, so a turn that cannot be carried out has
+            // no side effects.
+            let calls = turn
+                .tool_calls
+                .into_iter()
+                .map(|call| self.route(round, call))
+                .collect::<Result<Vec<_>, _>>()?;
             history.push(Message::Assistant {
                 text: turn.text.clone(),
-                tool_calls: turn.tool_calls,
+                tool_calls: calls.clone(),
             });
             if calls.is_empty() {
                 return Ok(Outcome {
@@ -529,12 +579,67 @@ impl Host {
         }
     }
 
+    /// A call as the loop makes it. A call by a tool's model-facing name (`memory__read_graph`),
+    /// by a host tool's, or by a name under a configured server that is not running goes as it
+    /// is (the last gets that server's error). A call by a tool's own name (`read_graph`) is
+    /// renamed to the one tool of that name; when several servers offer it, or none does, the
+    /// call cannot be routed.
+    pub fn route(&self, round: usize, mut call: ToolCall) -> Result<ToolCall, LoopError> {
+        if call.name == FETCH_REFERENCE
+            || self.tool_index.contains_key(&call.name)
+            || self.stopped_server(&call.name).is_some()
+        {
+            return Ok(call);
+        }
+        let mut candidates: Vec<(usize, &String)> = self
+            .tool_index
+            .iter()
+            .filter(|(_, (_, tool))| *tool == call.name)
+            .map(|(model_name, (index, _))| (*index, model_name))
+            .collect();
+        candidates.sort();
+        match candidates.as_slice() {
+            [(_, model_name)] => {
+                call.name = (*model_name).clone();
+                Ok(call)
+            }
+            [] => Err(LoopError::UnknownTool {
+                round,
+                name: call.name,
+                offered: self.tools.iter().map(|tool| tool.name.clone()).collect(),
+            }),
+            several => Err(LoopError::AmbiguousTool {
+                round,
+                name: call.name,
+                candidates: several.iter().map(|(_, name)| (*name).clone()).collect(),
+            }),
+        }
+    }
+
+    /// The configured server that is not running whose tools' model-facing names `name` is under.
+    fn stopped_server(&self, name: &str) -> Option<&Server> {
+        self.servers.iter().find(|server| {
+            server.connection.is_none()
+                && name.starts_with(&model_tool_name(&server.config.launch.name, ""))
+        })
+    }
+
     /// One tool call: to its server through classify, lanes and budget, or to a host tool.
     pub fn call_tool(&mut self, round: usize, call: &ToolCall) -> ToolOutput {
         let report = if call.name == FETCH_REFERENCE {
             self.fetch_reference(round, call)
         } else if let Some((index, tool)) = self.tool_index.get(&call.name).cloned() {
             self.call_server_tool(round, call, index, &tool)
+        } else if let Some(server) = self.stopped_server(&call.name) {
+            let text = format!(
+                "tool call failed: server {} is not available: {}",
+                server.config.launch.name,
+                server.error.as_deref().unwrap_or("not running")
+            );
+            let mut report = host_report(round, call, text, true, 0);
+            report.estimated_tokens = estimate(&report.output.stored);
+            report.server = Some(server.config.launch.name.clone());
+            report
         } else {
             let text = format!(
                 "unknown tool {}: it is not offered in this conversation",

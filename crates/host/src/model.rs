@@ -63,6 +63,9 @@ pub trait Model {
 
 /// A scripted model: `{"steps": [{"tool_calls": [{"server", "name", "arguments"}]}, ...],
 /// "final": "<answer>"}`. Each step is one model turn; after the last step it answers `final`.
+/// A call with a `server` goes by the tool's model-facing name (`<server>__<name>`); one
+/// without goes by `name` alone, which the loop routes (a host tool, a model-facing name, or a
+/// tool's own name when exactly one server offers it).
 #[derive(Debug, Clone)]
 pub struct Scripted {
     steps: std::vec::IntoIter<Vec<ToolCall>>,
@@ -88,7 +91,7 @@ struct Step {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ScriptedCall {
-    /// Absent for a host tool such as `fetch_reference`.
+    /// Absent for a host tool such as `fetch_reference`, or to name a tool by its own name.
     #[serde(default)]
     server: Option<String>,
     name: String,

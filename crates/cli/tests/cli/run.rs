@@ -299,3 +299,352 @@ fn every_route_runs_the_conversation_and_writes_its_requests() {
         }
     }
 }
+
+/// `mcpl run` with `MCPL_LOG` unset, so standard error holds only the command's own lines.
+fn run_quietly(config: &Path, script: Option<&Path>, transcript: &Path) -> Output {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_mcpl"));
+    command
+        .env_remove("MCPL_LOG")
+        .arg("run")
+        .arg("--config")
+        .arg(config)
+        .arg("--transcript")
+        .arg(transcript);
+    if let Some(script) = script {
+        command
+            .arg("--model")
+            .arg(format!("scripted:{}", script.display()));
+    }
+    command.output().expect("the mcpl binary runs")
+}
+
+/// A configuration with the demo server under each name, and other servers as given.
+fn servers(scratch: &Scratch, demos: &[&str], others: &[(&str, Value)]) -> PathBuf {
+    let mut servers = serde_json::Map::new();
+    for name in demos {
+        servers.insert(
+            (*name).to_owned(),
+            json!({"command": env!("CARGO_BIN_EXE_mcpl"), "args": ["serve-demo"]}),
+        );
+    }
+    for (name, server) in others {
+        servers.insert((*name).to_owned(), server.clone());
+    }
+    scratch.write(
+        "servers.json",
+        &json!({"mcpServers": servers, "mcpl": {"spillDir": scratch.0.join("spill")}}),
+    )
+}
+
+/// A script of one turn calling each `(server, name)`, then `done`.
+fn calls(scratch: &Scratch, calls: &[(Option<&str>, &str)]) -> PathBuf {
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|(server, name)| match server {
+            Some(server) => json!({"server": server, "name": name}),
+            None => json!({"name": name}),
+        })
+        .collect();
+    scratch.write(
+        "calls.json",
+        &json!({"steps": [{"tool_calls": calls}], "final": "done"}),
+    )
+}
+
+/// The `tool_use` blocks' names in a Messages API request body.
+fn tool_uses(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .filter(|b| b["type"] == "tool_use")
+        .map(|b| b["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_tool_named_by_its_own_name_is_the_one_server_offering_it() {
+    let scratch = Scratch::new("own-name");
+    let config = servers(&scratch, &["demo"], &[]);
+    let script = calls(&scratch, &[(None, "text"), (Some("demo"), "png")]);
+    let transcript = scratch.0.join("transcript.jsonl");
+    let output = run_quietly(&config, Some(&script), &transcript);
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), "done\n");
+    assert!(stderr.starts_with("mcpl: round 1 demo__text: "), "{stderr}");
+    let bodies = bodies(&transcript);
+    // The model's turn is kept under the name the tool is offered by.
+    assert_eq!(tool_uses(&bodies[1]), ["demo__text", "demo__png"]);
+    let text = tool_result(&bodies[1], "call_1").unwrap().to_string();
+    assert!(text.contains("Hello from the mcpl demo server."), "{text}");
+}
+
+#[test]
+fn a_tool_several_servers_offer_fails_the_run_naming_the_candidates() {
+    let scratch = Scratch::new("ambiguous");
+    let config = servers(&scratch, &["alpha", "beta", "gamma"], &[]);
+    // The first call could go, but none of a turn's calls is made when one cannot be.
+    let script = calls(&scratch, &[(Some("alpha"), "text"), (None, "png")]);
+    let transcript = scratch.0.join("transcript.jsonl");
+    let output = run_quietly(&config, Some(&script), &transcript);
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr,
+        "mcpl: round 1: the model called png, which 3 servers offer: call one of alpha__png, \
+         beta__png, gamma__png\n"
+    );
+    assert!(output.stdout.is_empty());
+    assert_eq!(
+        bodies(&transcript).len(),
+        1,
+        "the request was sent, nothing after it"
+    );
+}
+
+#[test]
+fn a_tool_no_server_offers_fails_the_run() {
+    let scratch = Scratch::new("unknown-tool");
+    let config = servers(&scratch, &["demo"], &[]);
+    let transcript = scratch.0.join("transcript.jsonl");
+    for (server, name, called) in [
+        (None, "pngg", "pngg"),
+        (Some("demo"), "pngg", "demo__pngg"),
+        (Some("other"), "png", "other__png"),
+    ] {
+        let script = calls(&scratch, &[(server, name)]);
+        let output = run_quietly(&config, Some(&script), &transcript);
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(output.status.code(), Some(1), "{called}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{called}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!(
+                "mcpl: round 1: the model called {called}, which no running server offers \
+                 (tools: fetch_reference, demo__text, demo__png, "
+            )),
+            "{called}: {stderr}"
+        );
+        assert!(stderr.ends_with(" more)\n"), "{called}: {stderr}");
+        assert!(output.stdout.is_empty(), "{called}");
+    }
+}
+
+#[test]
+fn an_empty_configuration_fails_with_one_line() {
+    let scratch = Scratch::new("no-servers");
+    let config = scratch.write_text("empty.json", r#"{"mcpServers": {}}"#);
+    let transcript = scratch.0.join("transcript.jsonl");
+    for script in [None, Some(calls(&scratch, &[(None, "text")]))] {
+        let output = run_quietly(&config, script.as_deref(), &transcript);
+        assert_eq!(output.status.code(), Some(1));
+        assert_eq!(
+            String::from_utf8(output.stderr).unwrap(),
+            format!(
+                "mcpl: {}: mcpServers is empty: no server to run\n",
+                config.display()
+            )
+        );
+        assert!(output.stdout.is_empty());
+        assert!(!transcript.exists(), "no request was made");
+    }
+}
+
+#[test]
+fn a_run_with_a_server_that_cannot_start_warns_and_goes_on() {
+    let scratch = Scratch::new("some-up");
+    let missing = scratch.0.join("no-such-server");
+    let config = servers(
+        &scratch,
+        &["demo"],
+        &[("broken", json!({"command": missing}))],
+    );
+    let script = calls(
+        &scratch,
+        &[(Some("demo"), "text"), (Some("broken"), "text")],
+    );
+    let transcript = scratch.0.join("transcript.jsonl");
+    let output = run_quietly(&config, Some(&script), &transcript);
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), "done\n");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 3, "{stderr}");
+    // The warnings come first, before the first round.
+    let warning = format!(
+        "mcpl: warning: server broken could not be started: {}: ",
+        missing.display()
+    );
+    assert!(lines[0].starts_with(&warning), "{stderr}");
+    assert!(
+        lines[1].starts_with("mcpl: round 1 demo__text: "),
+        "{stderr}"
+    );
+    assert!(
+        lines[2].starts_with("mcpl: round 1 broken__text: ") && lines[2].ends_with(", error"),
+        "{stderr}"
+    );
+    // The model is told the server is not available, as for a server that crashed.
+    let result = tool_result(&bodies(&transcript)[1], "call_2")
+        .unwrap()
+        .to_string();
+    assert!(
+        result.contains(
+            "tool call failed: server broken is not available: server broken could not be started: "
+        ),
+        "{result}"
+    );
+}
+
+/// A server that runs `script` in `sh`.
+#[cfg(unix)]
+fn shell(script: &str) -> Value {
+    json!({"command": "sh", "args": ["-c", script]})
+}
+
+#[cfg(unix)]
+#[test]
+fn a_run_in_which_no_server_started_fails_with_a_line_per_server() {
+    let scratch = Scratch::new("none-up");
+    let missing = scratch.0.join("no-such-server");
+    let config = servers(
+        &scratch,
+        &[],
+        &[
+            ("a-missing", json!({"command": missing})),
+            ("b-quiet", shell("exit 0")),
+            (
+                "c-failing",
+                shell(
+                    "echo 'starting up' >&2; echo 'Error: cannot open /db: permission denied' >&2; exit 3",
+                ),
+            ),
+            (
+                "d-chatty",
+                shell(
+                    "i=0; while [ $i -lt 5000 ]; do echo \"debug line $i\" >&2; i=$((i+1)); done; exit 1",
+                ),
+            ),
+        ],
+    );
+    let transcript = scratch.0.join("transcript.jsonl");
+    let script = calls(&scratch, &[(None, "text")]);
+    for script in [None, Some(script.as_path())] {
+        let output = run_quietly(&config, script, &transcript);
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(output.stdout.is_empty());
+        assert!(!transcript.exists(), "no request was made");
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 4, "one line per server: {stderr}");
+        assert!(
+            lines[0].starts_with(&format!(
+                "mcpl: server a-missing could not be started: {}: ",
+                missing.display()
+            )),
+            "{stderr}"
+        );
+        assert_eq!(
+            lines[1],
+            "mcpl: server b-quiet exited before answering initialize: it exited with exit status: 0"
+        );
+        assert_eq!(
+            lines[2],
+            "mcpl: server c-failing exited before answering initialize: it exited with exit \
+             status: 3; its last stderr lines: starting up | Error: cannot open /db: permission \
+             denied"
+        );
+        // Only the last lines, bounded.
+        let tail: Vec<String> = (4990..5000).map(|n| format!("debug line {n}")).collect();
+        assert_eq!(
+            lines[3],
+            format!(
+                "mcpl: server d-chatty exited before answering initialize: it exited with exit \
+                 status: 1; its last stderr lines: … {}",
+                tail.join(" | ")
+            )
+        );
+    }
+}
+
+/// `docs/run.md`, the user guide.
+fn guide() -> String {
+    std::fs::read_to_string(crate::workspace_root().join("docs/run.md")).unwrap()
+}
+
+#[test]
+fn the_guide_shows_the_memory_example_verbatim_and_it_reads() {
+    let guide = guide();
+    let example = crate::workspace_root().join("examples/memory");
+    for name in ["config.json", "script.json"] {
+        let text = std::fs::read_to_string(example.join(name)).unwrap();
+        assert!(
+            guide.contains(&format!("`examples/memory/{name}`"))
+                && guide.contains(&format!("```json\n{text}```")),
+            "docs/run.md does not show examples/memory/{name} as it is"
+        );
+    }
+    let config = mcpl_host::config::Config::from_file(&example.join("config.json")).unwrap();
+    assert_eq!(config.servers[0].launch.name, "memory");
+    mcpl_host::model::Scripted::from_file(&example.join("script.json")).unwrap();
+}
+
+/// The keys the configuration takes at one place, as its error for an unknown key lists them.
+fn keys_at(config: &str) -> Vec<String> {
+    let error = mcpl_host::config::Config::from_slice("c.json", config.as_bytes())
+        .unwrap_err()
+        .to_string();
+    let (_, expected) = error.split_once("expected ").unwrap();
+    expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_guide_lists_every_config_option_with_its_default() {
+    use mcpl_host::config::{
+        DEFAULT_CONTEXT_WINDOW, DEFAULT_EAGER_MAX_BYTES, DEFAULT_FETCH_BUDGET_BYTES,
+        DEFAULT_FETCH_MAX_BYTES, DEFAULT_TIMEOUT, ServerOptions,
+    };
+    let guide = guide();
+    let server = keys_at(r#"{"mcpServers": {"s": {"command": "x", "?": 1}}}"#);
+    let options = keys_at(r#"{"mcpServers": {"s": {"command": "x", "mcpl": {"?": 1}}}}"#);
+    let fetch = keys_at(r#"{"mcpServers": {"s": {"command": "x", "mcpl": {"fetch": {"?": 1}}}}}"#);
+    let host = keys_at(r#"{"mcpServers": {}, "mcpl": {"?": 1}}"#);
+    assert!(
+        fetch.len() >= 5 && options.contains(&"budget".to_owned()),
+        "{fetch:?} {options:?}"
+    );
+    let keys = server
+        .into_iter()
+        .chain(options.into_iter().filter(|key| key != "fetch"))
+        .chain(fetch.into_iter().map(|key| format!("fetch.{key}")))
+        .chain(host);
+    for key in keys {
+        assert!(
+            guide.contains(&format!("\n| `{key}` | ")),
+            "docs/run.md has no row for the config key {key}"
+        );
+    }
+    let defaults = ServerOptions::default();
+    for (key, default) in [
+        ("budget", defaults.budget),
+        ("timeoutMs", DEFAULT_TIMEOUT.as_millis() as u64),
+        ("fetch.maxBytes", DEFAULT_FETCH_MAX_BYTES),
+        ("fetch.budgetBytes", DEFAULT_FETCH_BUDGET_BYTES),
+        ("fetch.eagerMaxBytes", DEFAULT_EAGER_MAX_BYTES),
+        ("contextWindow", DEFAULT_CONTEXT_WINDOW),
+    ] {
+        assert!(
+            guide.contains(&format!("\n| `{key}` | `{default}`")),
+            "docs/run.md does not give {key}'s default {default}"
+        );
+    }
+    assert_eq!(defaults.uri_policy, mcpl_lanes::UriPolicy::Hidden);
+    assert!(guide.contains("\n| `uris` | `\"hidden\"` | "));
+}

@@ -41,8 +41,8 @@ fn config(servers: Vec<ServerConfig>, spill: &tempdir::Dir) -> Config {
     }
 }
 
-/// Runs a script (a list of steps, each a list of `(server, tool)`) and returns the host, the
-/// outcome and the transcript's request bodies.
+/// Runs a script (a list of steps, each a list of `(server, tool)`; an empty server calls the
+/// tool by its name alone) and returns the host, the outcome and the transcript's request bodies.
 fn play(
     config: &Config,
     route: &'static PricedRoute,
@@ -50,7 +50,12 @@ fn play(
 ) -> (Host, Result<String, LoopError>, Vec<Value>) {
     let script = json!({
         "steps": steps.iter().map(|calls| json!({"tool_calls": calls.iter().map(|(server, tool)| {
-            json!({"server": server, "name": tool})
+            // No server: the tool goes by the name given.
+            if server.is_empty() {
+                json!({"name": tool})
+            } else {
+                json!({"server": server, "name": tool})
+            }
         }).collect::<Vec<_>>()})).collect::<Vec<_>>(),
         "final": "done",
     });
@@ -349,11 +354,78 @@ fn a_server_that_cannot_start_is_reported_and_the_others_go_on() {
         error.starts_with("server missing could not be started: /nonexistent/mcpl-no-such-server:"),
         "{error}"
     );
+    // A call to it is answered as a call to a server that crashed: not available, and why.
     assert_eq!(
         host.calls[0].output.stored,
-        "unknown tool missing__text: it is not offered in this conversation"
+        format!("tool call failed: server missing is not available: {error}")
     );
+    assert!(host.calls[0].output.is_error);
     assert!(!host.calls[1].output.is_error);
+}
+
+#[test]
+fn a_tool_called_by_its_own_name_goes_to_the_one_server_offering_it() {
+    let spill = tempdir::Dir::new("own-name");
+    let config = config(vec![demo_server("demo", ServerOptions::default())], &spill);
+    let (host, outcome, bodies) = play(&config, &PricedRoute::ANTHROPIC, &[&[("", "text")]]);
+    assert_eq!(outcome.unwrap(), "done");
+    assert_eq!(host.calls[0].call.name, "demo__text");
+    assert_eq!(host.calls[0].server.as_deref(), Some("demo"));
+    assert!(!host.calls[0].output.is_error);
+    let assistant = &bodies[1]["messages"][1]["content"][0];
+    assert_eq!(assistant["type"], "tool_use");
+    assert_eq!(
+        assistant["name"], "demo__text",
+        "history keeps the offered name"
+    );
+}
+
+#[test]
+fn a_call_that_cannot_be_routed_stops_the_loop_before_any_call_of_its_turn() {
+    let spill = tempdir::Dir::new("unroutable");
+    let config = config(
+        vec![
+            demo_server("one", ServerOptions::default()),
+            demo_server("two", ServerOptions::default()),
+            demo_server("three", ServerOptions::default()),
+        ],
+        &spill,
+    );
+    let (host, outcome, bodies) = play(
+        &config,
+        &PricedRoute::ANTHROPIC,
+        &[&[("one", "text"), ("", "png")]],
+    );
+    match outcome {
+        Err(LoopError::AmbiguousTool {
+            round,
+            name,
+            candidates,
+        }) => {
+            assert_eq!((round, name.as_str()), (1, "png"));
+            assert_eq!(candidates, ["one__png", "two__png", "three__png"]);
+        }
+        other => panic!("not ambiguous: {other:?}"),
+    }
+    assert!(host.calls.is_empty(), "no call of the turn was made");
+    assert_eq!(bodies.len(), 1);
+
+    let (host, outcome, _) = play(
+        &config,
+        &PricedRoute::ANTHROPIC,
+        &[&[("two", "text")], &[("one", "no-such-tool")]],
+    );
+    match outcome {
+        Err(LoopError::UnknownTool {
+            round,
+            name,
+            offered,
+        }) => {
+            assert_eq!((round, name.as_str()), (2, "one__no-such-tool"));
+            assert_eq!(offered.len(), host.tools().len());
+        }
+        other => panic!("not unknown: {other:?}"),
+    }
 }
 
 #[test]
