@@ -28,6 +28,9 @@ pub const NESTING: usize = 200;
 pub enum Misbehaviour {
     /// `tools/list` always answers with the same `nextCursor`.
     SameCursor,
+    /// `tools/list` always answers with a new `nextCursor`, and the given number of new tools
+    /// besides `act` on its first page.
+    EndlessCursors,
     /// `act` sends 20,000 `ping` requests, then the server never reads its input again.
     PingFlood,
     /// `act` starts its answer and writes bytes without a newline, then stops.
@@ -55,8 +58,9 @@ pub enum Misbehaviour {
 
 impl Misbehaviour {
     /// Every mode.
-    pub const ALL: [Misbehaviour; 12] = [
+    pub const ALL: [Misbehaviour; 13] = [
         Misbehaviour::SameCursor,
+        Misbehaviour::EndlessCursors,
         Misbehaviour::PingFlood,
         Misbehaviour::EndlessLine,
         Misbehaviour::BigLine,
@@ -74,6 +78,7 @@ impl Misbehaviour {
     pub fn name(self) -> &'static str {
         match self {
             Misbehaviour::SameCursor => "same-cursor",
+            Misbehaviour::EndlessCursors => "endless-cursors",
             Misbehaviour::PingFlood => "ping-flood",
             Misbehaviour::EndlessLine => "endless-line",
             Misbehaviour::BigLine => "big-line",
@@ -121,6 +126,7 @@ where
         mode,
         size: size.unwrap_or_else(|| mode.default_size()),
         output: Arc::new(Mutex::new(output)),
+        pages: std::sync::atomic::AtomicU64::new(0),
     };
     server.run(input)
 }
@@ -129,6 +135,8 @@ struct Hostile<W> {
     mode: Misbehaviour,
     size: u64,
     output: Arc<Mutex<W>>,
+    /// `tools/list` pages answered so far.
+    pages: std::sync::atomic::AtomicU64,
 }
 
 impl<W: Write + Send + 'static> Hostile<W> {
@@ -171,6 +179,21 @@ impl<W: Write + Send + 'static> Hostile<W> {
                         "serverInfo": {"name": "mcpl-hostile", "version": "0"},
                         "capabilities": {"tools": {}},
                     }),
+                )
+            }
+            "tools/list" if self.mode == Misbehaviour::EndlessCursors => {
+                let page = self
+                    .pages
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let mut tools: Vec<Value> = (0..self.size)
+                    .map(|n| json!({"name": format!("t{page}_{n}"), "inputSchema": {"type": "object"}}))
+                    .collect();
+                if page == 0 {
+                    tools.insert(0, json!({"name": "act", "inputSchema": {"type": "object"}}));
+                }
+                self.answer(
+                    &id,
+                    json!({"tools": tools, "nextCursor": format!("page-{}", page + 1)}),
                 )
             }
             "tools/list" => {
@@ -229,10 +252,12 @@ impl<W: Write + Send + 'static> Hostile<W> {
                 let mut line = serde_json::to_vec(&note)?;
                 line.push(b'\n');
                 let mut output = self.output.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut buffered = io::BufWriter::with_capacity(1 << 20, &mut *output);
                 for _ in 0..self.size {
-                    output.write_all(&line)?;
+                    buffered.write_all(&line)?;
                 }
-                output.flush()?;
+                buffered.flush()?;
+                drop(buffered);
                 drop(output);
                 self.answer_text(id)
             }
@@ -271,6 +296,7 @@ impl<W: Write + Send + 'static> Hostile<W> {
                 self.raw(b"\n")
             }
             Misbehaviour::SameCursor
+            | Misbehaviour::EndlessCursors
             | Misbehaviour::PushStream
             | Misbehaviour::Banner
             | Misbehaviour::OldVersion => self.answer_text(id),

@@ -27,7 +27,7 @@ use mcpl_lanes::{
 use serde_json::{Value, json};
 
 use crate::config::{Config, ServerConfig};
-use crate::mcpl::{Injections, Lanes, Queued};
+use crate::mcpl::{Injections, Lanes, Queued, unseen_events};
 use crate::model::{Model, ModelError};
 use mcpl_client::{CallError, Connection, ServerRequests};
 use mcpl_encode::conversation::{
@@ -49,6 +49,11 @@ pub const FETCH_REFERENCE_DESCRIPTION: &str = "Fetch a referenced payload (a [re
 /// How long a server may take to answer `context/beforeInference` before the round goes on
 /// without it.
 const INJECTION_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The most `tools/list` pages read from one server.
+pub const MAX_TOOL_PAGES: usize = 1000;
+/// The most tools kept from one server.
+pub const MAX_TOOLS: usize = 10_000;
 
 /// What the loop needs besides the servers.
 #[derive(Debug, Clone)]
@@ -257,13 +262,14 @@ impl Host {
     fn start_server(&mut self, config: &ServerConfig) -> Server {
         let name = &config.launch.name;
         let timeout = config.options.timeout;
+        let limits = config.options.limits();
         let mut server = Server {
             config: config.clone(),
             connection: None,
             error: None,
             tools: Vec::new(),
         };
-        let mut connection = match Connection::start(&config.launch, timeout, &mut self.lanes) {
+        let mut connection = match Connection::start(&config.launch, limits, &mut self.lanes) {
             Ok(connection) => connection,
             Err(error) => {
                 tracing::warn!(server = %name, %error, "server not started");
@@ -271,27 +277,7 @@ impl Host {
                 return server;
             }
         };
-        let mut cursor: Option<String> = None;
-        loop {
-            let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
-            match connection.request("tools/list", params, timeout, &mut self.lanes) {
-                Ok(result) => {
-                    let listed = result.get("tools").and_then(Value::as_array);
-                    server.tools.extend(listed.into_iter().flatten().cloned());
-                    cursor = result
-                        .get("nextCursor")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned);
-                    if cursor.is_none() {
-                        break;
-                    }
-                }
-                Err(error) => {
-                    server.error = Some(error.to_string());
-                    break;
-                }
-            }
-        }
+        self.list_tools(&mut connection, &mut server, timeout);
         let index = self.servers.len();
         for tool in &server.tools {
             let Some(tool_name) = tool.get("name").and_then(Value::as_str) else {
@@ -320,6 +306,47 @@ impl Host {
         }
         server.connection = Some(connection);
         server
+    }
+
+    /// Lists a server's tools page by page. A listing stops, keeping the tools listed so far,
+    /// with a warning, when a `nextCursor` repeats, after [`MAX_TOOL_PAGES`] pages, or at
+    /// [`MAX_TOOLS`] tools; a failed page ends it with the server's error.
+    fn list_tools(&mut self, connection: &mut Connection, server: &mut Server, timeout: Duration) {
+        let name = &server.config.launch.name;
+        let mut cursor: Option<String> = None;
+        let mut seen = std::collections::HashSet::new();
+        for page in 1..=MAX_TOOL_PAGES {
+            let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
+            let result = match connection.request("tools/list", params, timeout, &mut self.lanes) {
+                Ok(result) => result,
+                Err(error) => {
+                    server.error = Some(error.to_string());
+                    return;
+                }
+            };
+            let listed = result.get("tools").and_then(Value::as_array);
+            let room = MAX_TOOLS - server.tools.len();
+            let listed: Vec<&Value> = listed.into_iter().flatten().collect();
+            server
+                .tools
+                .extend(listed.iter().take(room).map(|&t| t.clone()));
+            if listed.len() > room {
+                tracing::warn!(server = %name, "more than {MAX_TOOLS} tools; listing stopped with the first {MAX_TOOLS}");
+                return;
+            }
+            cursor = result
+                .get("nextCursor")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let Some(next) = &cursor else {
+                return;
+            };
+            if !seen.insert(next.clone()) {
+                tracing::warn!(server = %name, pages = page, "tools/list repeated a nextCursor; listing stopped with the tools listed so far");
+                return;
+            }
+        }
+        tracing::warn!(server = %name, "tools/list gave more than {MAX_TOOL_PAGES} pages; listing stopped with the tools listed so far");
     }
 
     /// The tools offered to the model: every server's, and `fetch_reference`.
@@ -424,6 +451,14 @@ impl Host {
             }
             injections.push((name, found));
         }
+        let mut diagnostics = Vec::new();
+        for (server, count) in self.lanes.take_dropped() {
+            // Before the queued messages: `settle` finds those at the end of history.
+            let note = unseen_events(&server, count);
+            self.history_tokens += estimate(&note);
+            history.push(Message::User(vec![Content::Text(note.clone())]));
+            diagnostics.push(note);
+        }
         let messages = std::mem::take(&mut self.lanes.queued);
         for message in &messages {
             history.push(Message::User(message.parts.clone()));
@@ -434,7 +469,7 @@ impl Host {
             projected_tokens: 0,
             messages,
             injections,
-            diagnostics: Vec::new(),
+            diagnostics,
         };
         let appended = self.appended_tokens(history, &report);
         // Every request also carries the system prompt and the tools' definitions, and leaves

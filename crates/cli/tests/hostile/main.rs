@@ -57,7 +57,12 @@ struct Run {
 /// Runs `mcpl run` with the hostile server in `mode` and the demo server; the model calls the
 /// hostile tool and the demo's `text` in round 1 and the demo's `text` in round 2.
 fn run(mode: Misbehaviour, size: Option<u64>) -> Run {
-    let scratch = Scratch::new(mode.name());
+    run_within(mode, size, TIMEOUT_MS)
+}
+
+/// As [`run`], with the hostile server's call timeout in milliseconds.
+fn run_within(mode: Misbehaviour, size: Option<u64>, timeout_ms: u64) -> Run {
+    let scratch = Scratch::new(&format!("{}-{}", mode.name(), size.unwrap_or(0)));
     let mcpl = env!("CARGO_BIN_EXE_mcpl");
     let mut hostile_args = vec![
         "serve-demo".to_owned(),
@@ -69,10 +74,11 @@ fn run(mode: Misbehaviour, size: Option<u64>) -> Run {
     }
     let config = json!({
         "mcpServers": {
-            "hostile": {"command": mcpl, "args": hostile_args, "mcpl": {"timeoutMs": TIMEOUT_MS}},
+            "hostile": {"command": mcpl, "args": hostile_args, "mcpl": {"timeoutMs": timeout_ms}},
             "demo": {"command": mcpl, "args": ["serve-demo"]},
         },
-        "mcpl": {"spillDir": scratch.path("spill"), "fetchDir": scratch.path("refs")},
+        "mcpl": {"spillDir": scratch.path("spill"), "fetchDir": scratch.path("refs"),
+                 "contextWindow": 100_000_000},
     });
     let script = json!({
         "steps": [
@@ -172,6 +178,14 @@ fn tool_results(body: &Value) -> Vec<String> {
         .filter(|block| block["type"] == "tool_result")
         .map(|block| match &block["content"] {
             Value::String(text) => text.clone(),
+            Value::Array(parts) => parts
+                .iter()
+                .map(|part| match part["text"].as_str() {
+                    Some(text) if part["type"] == "text" => text.to_owned(),
+                    _ => part.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
             other => other.to_string(),
         })
         .collect()
@@ -233,6 +247,43 @@ fn a_cursor_that_repeats_ends_the_listing() {
     assert!(run.stderr.contains("nextCursor"), "{}", tail(&run.stderr));
 }
 
+/// The tools a request offers the model from the hostile server.
+fn hostile_tools(body: &Value) -> usize {
+    body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|tool| tool["name"].as_str().unwrap().starts_with("hostile__"))
+        .count()
+}
+
+#[test]
+fn a_listing_without_end_stops_at_a_thousand_pages() {
+    let mode = Misbehaviour::EndlessCursors;
+    let run = run(mode, Some(0));
+    assert_eq!(run.check(mode), ACT_ANSWER);
+    assert_eq!(hostile_tools(&run.bodies[0]), 1);
+    assert!(
+        run.stderr.contains("tools/list gave more than 1000 pages"),
+        "{}",
+        tail(&run.stderr)
+    );
+}
+
+#[test]
+fn a_listing_stops_at_ten_thousand_tools() {
+    let mode = Misbehaviour::EndlessCursors;
+    let run = run(mode, Some(30));
+    assert_eq!(run.check(mode), ACT_ANSWER);
+    assert_eq!(hostile_tools(&run.bodies[0]), 10_000);
+    assert!(
+        run.stderr
+            .contains("more than 10000 tools; listing stopped with the first 10000"),
+        "{}",
+        tail(&run.stderr)
+    );
+}
+
 #[test]
 fn a_server_that_never_reads_times_out_on_time() {
     let mode = Misbehaviour::PingFlood;
@@ -285,7 +336,8 @@ fn a_push_stream_does_not_starve_the_rounds() {
 #[test]
 fn a_notification_flood_during_a_call_is_read_and_dropped() {
     let mode = Misbehaviour::NotifyFlood;
-    let run = run(mode, Some(1_000_000));
+    // A million notifications (142 MB) before the answer, which must come within the timeout.
+    let run = run_within(mode, Some(1_000_000), 10_000);
     assert_eq!(run.check(mode), ACT_ANSWER);
 }
 
