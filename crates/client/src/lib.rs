@@ -267,6 +267,26 @@ impl ServerRequests for RefuseAll {
     }
 }
 
+/// One call for [`Connection::request_all`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    /// The method.
+    pub method: String,
+    /// Its params.
+    pub params: Value,
+    /// How long it may wait for its answer, from when it is sent.
+    pub timeout: Duration,
+}
+
+/// A call sent and not yet answered.
+struct Outstanding {
+    /// Its place in the caller's list.
+    index: usize,
+    call: Call,
+    id: Value,
+    deadline: Instant,
+}
+
 /// Why a line could not be queued for the server.
 enum WriteError {
     /// The server has not read what was queued before.
@@ -422,60 +442,155 @@ impl Connection {
         timeout: Duration,
         host: &mut dyn ServerRequests,
     ) -> Result<Value, CallError> {
-        if let Some(detail) = &self.exited {
-            return Err(self.exited_error(method, detail.clone()));
-        }
-        let deadline = Instant::now() + timeout;
-        let timed_out = |connection: &Connection| CallError::Timeout {
-            server: connection.name.clone(),
+        let call = Call {
             method: method.to_owned(),
-            after: timeout,
+            params,
+            timeout,
         };
-        self.next_id += 1;
-        let id = self.next_id;
-        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        match self.write(&message, Some(deadline)) {
-            Ok(()) => {}
-            Err(WriteError::Blocked) => return Err(timed_out(self)),
-            Err(WriteError::Gone) => {
-                let detail = self.exit_detail("its input closed".to_owned());
-                return Err(self.exited_error(method, detail));
-            }
-        }
-        let ours = json!(id);
+        let mut results = self.request_all(vec![call], 1, host);
+        results
+            .pop()
+            .unwrap_or_else(|| Err(self.exited_error(method, "no result".to_owned())))
+    }
+
+    /// Makes the calls with up to `in_flight` of them outstanding at once, answering the
+    /// server's own requests through `host` while they wait, and returns their results in the
+    /// calls' order. Each call's timeout counts from when it is sent. A line over the limit
+    /// fails the call whose id its first bytes name, or, when they name none, every call
+    /// outstanding.
+    pub fn request_all(
+        &mut self,
+        calls: Vec<Call>,
+        in_flight: usize,
+        host: &mut dyn ServerRequests,
+    ) -> Vec<Result<Value, CallError>> {
+        let mut results: Vec<Option<Result<Value, CallError>>> =
+            calls.iter().map(|_| None).collect();
+        let mut waiting = calls.into_iter().enumerate();
+        let mut outstanding: Vec<Outstanding> = Vec::new();
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let incoming = match self.incoming.recv_timeout(left) {
+            while outstanding.len() < in_flight.max(1) {
+                let Some((index, call)) = waiting.next() else {
+                    break;
+                };
+                match self.send(&call) {
+                    Ok((id, deadline)) => outstanding.push(Outstanding {
+                        index,
+                        call,
+                        id,
+                        deadline,
+                    }),
+                    Err(error) => results[index] = Some(Err(error)),
+                }
+            }
+            if outstanding.is_empty() {
+                break;
+            }
+            let now = Instant::now();
+            let (expired, open): (Vec<Outstanding>, Vec<Outstanding>) =
+                outstanding.into_iter().partition(|o| o.deadline <= now);
+            outstanding = open;
+            for o in expired {
+                results[o.index] = Some(Err(self.timed_out(&o.call)));
+            }
+            let Some(next_deadline) = outstanding.iter().map(|o| o.deadline).min() else {
+                continue;
+            };
+            let incoming = match self
+                .incoming
+                .recv_timeout(next_deadline.saturating_duration_since(now))
+            {
                 Ok(incoming) => incoming,
-                Err(RecvTimeoutError::Timeout) => return Err(timed_out(self)),
+                Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => Incoming::Closed,
             };
             match incoming {
-                Incoming::Response { id, outcome } if id == ours => {
-                    return outcome.map_err(|error| CallError::Rpc {
-                        server: self.name.clone(),
-                        method: method.to_owned(),
-                        error: Box::new(error),
-                    });
+                Incoming::Response { id, outcome } => {
+                    match outstanding.iter().position(|o| o.id == id) {
+                        Some(at) => {
+                            let o = outstanding.swap_remove(at);
+                            results[o.index] = Some(outcome.map_err(|error| CallError::Rpc {
+                                server: self.name.clone(),
+                                method: o.call.method.clone(),
+                                error: Box::new(error),
+                            }));
+                        }
+                        None => self.handle(Incoming::Response { id, outcome }, host),
+                    }
                 }
-                Incoming::TooLong { id, is_request }
-                    if !is_request && id.as_ref().is_none_or(|id| *id == ours) =>
-                {
-                    return Err(CallError::TooLong {
-                        server: self.name.clone(),
-                        method: method.to_owned(),
-                        limit: self.limit,
-                    });
+                Incoming::TooLong {
+                    id,
+                    is_request: false,
+                } => {
+                    let named = id
+                        .as_ref()
+                        .and_then(|id| outstanding.iter().position(|o| &o.id == id));
+                    let failed: Vec<Outstanding> = match (named, &id) {
+                        (Some(at), _) => vec![outstanding.swap_remove(at)],
+                        (None, None) => std::mem::take(&mut outstanding),
+                        (None, Some(_)) => Vec::new(),
+                    };
+                    if failed.is_empty() {
+                        self.handle(
+                            Incoming::TooLong {
+                                id,
+                                is_request: false,
+                            },
+                            host,
+                        );
+                    }
+                    for o in failed {
+                        results[o.index] = Some(Err(CallError::TooLong {
+                            server: self.name.clone(),
+                            method: o.call.method.clone(),
+                            limit: self.limit,
+                        }));
+                    }
                 }
                 Incoming::Closed => {
                     let detail = self.exit_detail("it closed its output".to_owned());
-                    return Err(self.exited_error(method, detail));
+                    for o in outstanding.drain(..) {
+                        results[o.index] =
+                            Some(Err(self.exited_error(&o.call.method, detail.clone())));
+                    }
                 }
                 other => self.handle(other, host),
             }
-            if Instant::now() >= deadline {
-                return Err(timed_out(self));
+        }
+        results
+            .into_iter()
+            .map(|result| {
+                result.unwrap_or_else(|| Err(self.exited_error("(a call)", "no result".to_owned())))
+            })
+            .collect()
+    }
+
+    /// Queues one call's request, waiting for room until its deadline; returns its id and
+    /// deadline.
+    fn send(&mut self, call: &Call) -> Result<(Value, Instant), CallError> {
+        if let Some(detail) = &self.exited {
+            return Err(self.exited_error(&call.method, detail.clone()));
+        }
+        let deadline = Instant::now() + call.timeout;
+        self.next_id += 1;
+        let id = self.next_id;
+        let message =
+            json!({"jsonrpc": "2.0", "id": id, "method": call.method, "params": call.params});
+        match self.write(&message, Some(deadline)) {
+            Ok(()) => Ok((json!(id), deadline)),
+            Err(WriteError::Blocked) => Err(self.timed_out(call)),
+            Err(WriteError::Gone) => {
+                let detail = self.exit_detail("its input closed".to_owned());
+                Err(self.exited_error(&call.method, detail))
             }
+        }
+    }
+
+    fn timed_out(&self, call: &Call) -> CallError {
+        CallError::Timeout {
+            server: self.name.clone(),
+            method: call.method.clone(),
+            after: call.timeout,
         }
     }
 

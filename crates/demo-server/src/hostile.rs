@@ -54,11 +54,21 @@ pub enum Misbehaviour {
     DeepNesting,
     /// `act`'s answer holds the number `1e400`.
     HugeNumber,
+    /// Not hostile: `act` calls are held until the given number (default 2) have arrived, then
+    /// each is answered with [`gathered`]. With `MCPL_GATHER_DIR` and `MCPL_GATHER_SERVERS`
+    /// set, the server first leaves a file in that folder and waits (up to 10 s) until that many
+    /// servers have. A host that makes calls one after another never gets an answer.
+    Gather,
+}
+
+/// What [`Misbehaviour::Gather`] answers each call with.
+pub fn gathered(calls: u64, servers: u64) -> String {
+    format!("gathered {calls} calls on {servers} servers")
 }
 
 impl Misbehaviour {
     /// Every mode.
-    pub const ALL: [Misbehaviour; 13] = [
+    pub const ALL: [Misbehaviour; 14] = [
         Misbehaviour::SameCursor,
         Misbehaviour::EndlessCursors,
         Misbehaviour::PingFlood,
@@ -72,6 +82,7 @@ impl Misbehaviour {
         Misbehaviour::InvalidUtf8,
         Misbehaviour::DeepNesting,
         Misbehaviour::HugeNumber,
+        Misbehaviour::Gather,
     ];
 
     /// The mode's name on the command line.
@@ -90,6 +101,7 @@ impl Misbehaviour {
             Misbehaviour::InvalidUtf8 => "invalid-utf8",
             Misbehaviour::DeepNesting => "deep-nesting",
             Misbehaviour::HugeNumber => "huge-number",
+            Misbehaviour::Gather => "gather",
         }
     }
 
@@ -105,6 +117,7 @@ impl Misbehaviour {
             Misbehaviour::EndlessLine => 4 << 30,
             Misbehaviour::BigLine => 500 << 20,
             Misbehaviour::NotifyFlood => 1_000_000,
+            Misbehaviour::Gather => 2,
             _ => 0,
         }
     }
@@ -127,6 +140,7 @@ where
         size: size.unwrap_or_else(|| mode.default_size()),
         output: Arc::new(Mutex::new(output)),
         pages: std::sync::atomic::AtomicU64::new(0),
+        gathered: Mutex::new(Vec::new()),
     };
     server.run(input)
 }
@@ -137,6 +151,8 @@ struct Hostile<W> {
     output: Arc<Mutex<W>>,
     /// `tools/list` pages answered so far.
     pages: std::sync::atomic::AtomicU64,
+    /// The ids of `act` calls held by [`Misbehaviour::Gather`].
+    gathered: Mutex<Vec<Value>>,
 }
 
 impl<W: Write + Send + 'static> Hostile<W> {
@@ -295,12 +311,46 @@ impl<W: Write + Send + 'static> Hostile<W> {
                 self.raw(line.as_bytes())?;
                 self.raw(b"\n")
             }
+            Misbehaviour::Gather => self.gather(id),
             Misbehaviour::SameCursor
             | Misbehaviour::EndlessCursors
             | Misbehaviour::PushStream
             | Misbehaviour::Banner
             | Misbehaviour::OldVersion => self.answer_text(id),
         }
+    }
+
+    fn gather(&self, id: &Value) -> io::Result<()> {
+        let mut held = self.gathered.lock().unwrap_or_else(PoisonError::into_inner);
+        held.push(id.clone());
+        if (held.len() as u64) < self.size {
+            return Ok(());
+        }
+        let ids = std::mem::take(&mut *held);
+        drop(held);
+        let mut servers = 1;
+        if let (Ok(dir), Some(wanted)) = (
+            std::env::var("MCPL_GATHER_DIR"),
+            std::env::var("MCPL_GATHER_SERVERS")
+                .ok()
+                .and_then(|n| n.parse::<u64>().ok()),
+        ) {
+            let dir = std::path::PathBuf::from(dir);
+            std::fs::create_dir_all(&dir)?;
+            std::fs::write(dir.join(std::process::id().to_string()), b"")?;
+            for _ in 0..1000 {
+                servers = std::fs::read_dir(&dir)?.count() as u64;
+                if servers >= wanted {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        let text = gathered(ids.len() as u64, servers);
+        for id in &ids {
+            self.answer(id, json!({"content": [{"type": "text", "text": text}]}))?;
+        }
+        Ok(())
     }
 
     /// Writes `push/event` requests from a thread of their own until writing fails.

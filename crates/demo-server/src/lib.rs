@@ -46,7 +46,8 @@ use std::io::{self, BufRead, BufWriter, ErrorKind, Write};
 use serde_json::{Map, Value, json};
 
 pub use crate::hostile::{
-    ACT_ANSWER, FOREIGN_PROTOCOL_VERSION, HOSTILE_URI, Misbehaviour, NESTING, PINGS, serve_hostile,
+    ACT_ANSWER, FOREIGN_PROTOCOL_VERSION, HOSTILE_URI, Misbehaviour, NESTING, PINGS, gathered,
+    serve_hostile,
 };
 use crate::push::Outgoing;
 use crate::tools::{Effect, Tool};

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mcpl_demo_server::{ACT_ANSWER, FOREIGN_PROTOCOL_VERSION, HOSTILE_URI, Misbehaviour};
+use mcpl_demo_server::{ACT_ANSWER, FOREIGN_PROTOCOL_VERSION, HOSTILE_URI, Misbehaviour, gathered};
 use serde_json::{Value, json};
 
 /// The hostile server's call timeout.
@@ -87,6 +87,13 @@ fn run_within(mode: Misbehaviour, size: Option<u64>, timeout_ms: u64) -> Run {
         ],
         "final": "done",
     });
+    run_config(&scratch, mode.name(), &config, &script)
+}
+
+/// Runs `mcpl run` with this configuration and script, within [`RUN_DEADLINE`] and the
+/// memory bound, watching its peak memory.
+fn run_config(scratch: &Scratch, name: &str, config: &Value, script: &Value) -> Run {
+    let mcpl = env!("CARGO_BIN_EXE_mcpl");
     let config_path = scratch.path("config.json");
     std::fs::write(&config_path, config.to_string()).unwrap();
     let script_path = scratch.path("script.json");
@@ -121,8 +128,7 @@ fn run_within(mode: Misbehaviour, size: Option<u64>, timeout_ms: u64) -> Run {
             let _ = child.kill();
             let _ = child.wait();
             panic!(
-                "{}: peak resident memory over {} MiB",
-                mode.name(),
+                "{name}: peak resident memory over {} MiB",
                 (MESSAGE_LIMIT + MEMORY_HEADROOM) >> 20
             );
         }
@@ -130,8 +136,7 @@ fn run_within(mode: Misbehaviour, size: Option<u64>, timeout_ms: u64) -> Run {
             let _ = child.kill();
             let _ = child.wait();
             panic!(
-                "{}: mcpl run did not end within {RUN_DEADLINE:?}; stderr: {}",
-                mode.name(),
+                "{name}: mcpl run did not end within {RUN_DEADLINE:?}; stderr: {}",
                 tail(&std::fs::read_to_string(&stderr_path).unwrap_or_default())
             );
         }
@@ -409,4 +414,77 @@ fn every_misbehaviour_has_a_test() {
             "{variant} has no test"
         );
     }
+}
+
+/// A server that answers only once it holds `size` calls, in a folder shared with `servers`.
+fn gatherer(size: u64, dir: Option<(&std::path::Path, u64)>) -> Value {
+    let mut server = json!({
+        "command": env!("CARGO_BIN_EXE_mcpl"),
+        "args": ["serve-demo", "--hostile", Misbehaviour::Gather.name(), "--size", size.to_string()],
+        "mcpl": {"timeoutMs": 15_000},
+    });
+    if let Some((dir, servers)) = dir {
+        server["env"] = json!({"MCPL_GATHER_DIR": dir, "MCPL_GATHER_SERVERS": servers.to_string()});
+    }
+    server
+}
+
+#[test]
+fn calls_to_different_servers_run_at_once_and_keep_their_order() {
+    let scratch = Scratch::new("gather-servers");
+    let meet = scratch.path("meet");
+    let config = json!({
+        "mcpServers": {
+            "one": gatherer(1, Some((&meet, 2))),
+            "demo": {"command": env!("CARGO_BIN_EXE_mcpl"), "args": ["serve-demo"]},
+            "two": gatherer(1, Some((&meet, 2))),
+        },
+        "mcpl": {"spillDir": scratch.path("spill")},
+    });
+    let script = json!({"steps": [{"tool_calls": [
+        {"server": "one", "name": "act"},
+        {"server": "demo", "name": "text"},
+        {"server": "two", "name": "act"},
+    ]}], "final": "done"});
+    let run = run_config(&scratch, "gather-servers", &config, &script);
+    assert!(run.success, "{}", tail(&run.stderr));
+    let results = tool_results(&run.bodies[1]);
+    assert_eq!(
+        results,
+        [gathered(1, 2), DEMO_TEXT.to_owned(), gathered(1, 2)],
+        "each server saw the other's call while its own waited"
+    );
+}
+
+#[test]
+fn calls_to_one_server_run_at_once_up_to_its_limit() {
+    let scratch = Scratch::new("gather-calls");
+    let mut config = json!({
+        "mcpServers": {
+            "one": gatherer(2, None),
+            "demo": {"command": env!("CARGO_BIN_EXE_mcpl"), "args": ["serve-demo"]},
+        },
+        "mcpl": {"spillDir": scratch.path("spill")},
+    });
+    let script = json!({"steps": [{"tool_calls": [
+        {"server": "one", "name": "act"},
+        {"server": "demo", "name": "text"},
+        {"server": "one", "name": "act"},
+    ]}], "final": "done"});
+    let run = run_config(&scratch, "gather-calls", &config, &script);
+    assert!(run.success, "{}", tail(&run.stderr));
+    assert_eq!(
+        tool_results(&run.bodies[1]),
+        [gathered(2, 1), DEMO_TEXT.to_owned(), gathered(2, 1)]
+    );
+
+    // With one call at a time, the first never gets its answer.
+    config["mcpServers"]["one"]["mcpl"] = json!({"timeoutMs": 500, "maxConcurrentCalls": 1});
+    let run = run_config(&scratch, "gather-calls-one", &config, &script);
+    assert!(run.success, "{}", tail(&run.stderr));
+    let results = tool_results(&run.bodies[1]);
+    assert_eq!(
+        results[0],
+        "tool call failed: server one did not answer tools/call within 500 ms"
+    );
 }
