@@ -9,6 +9,8 @@
 //! - `changelog`: assembles `changelog.d/` fragments into the text of a release section.
 //! - `e2e`: `mcpl run` against the real npm MCP servers pinned in `e2e/`, then a line per check
 //!   of what the model was sent (see the `e2e` module).
+//! - `hostile-memory`: the peak resident memory of `mcpl run` against each hostile server mode
+//!   (see the `hostile` module).
 //!
 //! `conformance` arrives with the fetcher.
 //!
@@ -19,12 +21,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 mod e2e;
+mod hostile;
 mod json;
 #[cfg(test)]
 mod tidy;
 
-const USAGE: &str =
-    "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | changelog | e2e>";
+const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | changelog | e2e | hostile-memory>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -35,6 +37,7 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz(&root, &args[1..]),
         Some("changelog") => changelog(&root),
         Some("e2e") => e2e::e2e(&root),
+        Some("hostile-memory") => hostile::hostile_memory(&root),
         _ => Err(USAGE.to_owned()),
     };
     match result {

@@ -49,7 +49,9 @@ pub use block::{
     Block, Contradiction, ContradictionSource, EmbeddedBlob, EmbeddedText, EmbeddedUnreadable,
     Invalid, InvalidReason, Unreadable, classify,
 };
-pub use lenient::{parse_json_lenient, replace_lone_surrogates};
+pub use lenient::{
+    MAX_DEPTH, TOO_DEEP, parse_json_lenient, parse_json_repaired, replace_lone_surrogates,
+};
 pub use media::{ClaimedType, DIMENSION_READ_LIMIT, Dimensions, ImageDefect, Limits, Media};
 pub use payload::{Base64Finding, Payload, PayloadReader, decoded_len};
 pub use reference::{

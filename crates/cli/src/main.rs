@@ -99,7 +99,14 @@ enum Command {
     },
     /// Serve the built-in demo MCP server on standard input and output.
     #[command(hide = true)]
-    ServeDemo,
+    ServeDemo {
+        /// Misbehave instead, in this way (for the host's tests).
+        #[arg(long)]
+        hostile: Option<String>,
+        /// The size a misbehaviour uses (bytes, or a count of notifications).
+        #[arg(long, requires = "hostile")]
+        size: Option<u64>,
+    },
 }
 
 /// The one uri policy a user may opt into.
@@ -227,7 +234,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             prompt,
         }),
         Command::Conformance { files } => conformance_command(&files),
-        Command::ServeDemo => serve_demo(),
+        Command::ServeDemo { hostile, size } => match hostile {
+            None => serve_demo(),
+            Some(mode) => serve_hostile(&mode, size),
+        },
     }
 }
 
@@ -448,6 +458,18 @@ fn conformance_command(files: &[PathBuf]) -> Result<(), Failure> {
         });
     }
     Ok(())
+}
+
+fn serve_hostile(mode: &str, size: Option<u64>) -> Result<(), Failure> {
+    let mode = mcpl_demo_server::Misbehaviour::named(mode).ok_or_else(|| Failure {
+        status: 2,
+        message: format!("no misbehaviour named {mode}"),
+    })?;
+    let stdin = std::io::stdin().lock();
+    mcpl_demo_server::serve_hostile(mode, size, stdin, std::io::stdout()).map_err(|error| Failure {
+        status: 1,
+        message: format!("hostile server: {error}"),
+    })
 }
 
 fn serve_demo() -> Result<(), Failure> {

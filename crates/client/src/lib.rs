@@ -1,39 +1,63 @@
-//! MCP's stdio transport: newline-delimited JSON-RPC 2.0 with a child process.
+//! MCP's stdio transport: newline-delimited JSON-RPC 2.0 with a child process, read leniently
+//! and within bounds, as no server can be trusted.
 //!
-//! A [`Connection`] owns one server process. A reader thread turns each stdout line into an
-//! `Incoming` (a response, a request the server makes of the host, a notification, a line that
-//! is not JSON, or the end of the stream); a second thread sends stderr to `tracing` and keeps
+//! A [`Connection`] owns one server process and three threads. The reader turns each stdout line
+//! into an [`Incoming`] (a response, a request the server makes of the host, a line over the
+//! message limit, or the end of the stream); the writer sends the host's lines to stdin, so no
+//! write can block a call past its timeout; the third sends stderr to `tracing` and keeps
 //! its last lines ([`StderrTail`]), so a server that exits before answering `initialize` says
 //! why in the error itself rather than only in the logs. A call
-//! ([`Connection::request`]) writes its request and then reads incoming messages until its own
+//! ([`Connection::request`]) queues its request and then reads incoming messages until its own
 //! response arrives, answering the server's requests through the caller's [`ServerRequests`] on
 //! the way, so push events and channel messages sent mid-call are handled, not mistaken for the
-//! answer. A call fails alone, with a clear [`CallError`], when the server exits, passes the
-//! timeout, or writes a line that is not JSON; the connection and the host's other servers go
-//! on.
+//! answer.
 //!
-//! A [`Launch`] says how to start a server (program, arguments, environment, timeout); a server's
-//! JSON-RPC error answer is an [`RpcError`], and [`RefuseAll`] is the [`ServerRequests`] of a
-//! host that answers no server request.
+//! Reading is lenient, as the official SDKs' is: a line that is not JSON, a notification and a
+//! response that matches no call are logged and skipped, before `initialize` as well as during a
+//! call, and a result with bytes strict JSON refuses is repaired (decision 0030). A call fails
+//! alone, with a clear [`CallError`], only when the server exits, passes the timeout, sends a
+//! message over [`Limits::max_message_bytes`], answers with a JSON-RPC error, or (for
+//! `initialize`) speaks a protocol revision mcpl does not implement. No error quotes what the
+//! server wrote: it may hold uris and credentials.
+//!
+//! Memory is bounded per connection: a line is never held past the limit (the rest is read and
+//! dropped), at most [`INCOMING_QUEUE`] parsed messages wait for the host (the reader then stops
+//! reading, and the server's own writes wait in its pipe), and at most [`OUTGOING_QUEUE`] lines
+//! wait for a server that does not read (answers to its requests beyond that are dropped).
 //!
 //! Results are kept as raw JSON (`serde_json::Value`) so classification can take them block by
 //! block: one odd block never loses the others (decision 0009).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError, channel};
+use std::sync::mpsc::{
+    Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError, sync_channel,
+};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-/// The protocol version the host asks for.
-pub const PROTOCOL_VERSION: &str = "2025-06-18";
-
-/// How much of a line that is not JSON an error quotes.
-const QUOTED_LINE_CHARS: usize = 120;
+/// The protocol revision the host offers: the latest it implements.
+pub const PROTOCOL_VERSION: &str = "2025-11-25";
+/// Every protocol revision the host implements and accepts from a server, newest first.
+pub const PROTOCOL_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+/// The longest message a server may send unless its options say otherwise: 64 MiB.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 << 20;
+/// How many parsed messages may wait for the host per connection before the reader waits.
+pub const INCOMING_QUEUE: usize = 16;
+/// How many of the host's lines may wait for a server that does not read.
+pub const OUTGOING_QUEUE: usize = 256;
+/// The most messages [`Connection::pump`] handles at once, so a server that never stops
+/// sending cannot hold up a round.
+pub const PUMP_MESSAGES: usize = 256;
+/// The longest [`Connection::pump`] takes.
+pub const PUMP_TIME: Duration = Duration::from_millis(200);
+/// How much of a line over the limit is kept to tell whose it is.
 /// How many of a server's last stderr lines a start error quotes.
 pub const STDERR_TAIL_LINES: usize = 10;
 /// How many bytes of a server's last stderr lines a start error quotes, at most.
@@ -42,6 +66,12 @@ pub const STDERR_TAIL_BYTES: usize = 2048;
 const STDERR_CLOSE_WAIT: Duration = Duration::from_millis(500);
 /// How much of one stderr line is read into memory; the rest of a longer line is skipped.
 const STDERR_LINE_BYTES: usize = 64 * 1024;
+const HEAD_BYTES: usize = 1024;
+/// The searcher for `"id"` in a line: one built once, as building it costs more than a search.
+static ID_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"id\""));
+/// A line buffer grown past this is given back once its line is handled.
+const KEEP_BUFFER_BYTES: usize = 1 << 20;
 
 /// How to start one server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +86,25 @@ pub struct Launch {
     pub env: BTreeMap<String, String>,
     /// Its working directory; the host's when absent.
     pub cwd: Option<PathBuf>,
+}
+
+/// The bounds one connection keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// How long `initialize` may take.
+    pub timeout: Duration,
+    /// The longest line the server may send, in bytes.
+    pub max_message_bytes: usize,
+}
+
+impl Limits {
+    /// The default message limit, with this timeout.
+    pub fn with_timeout(timeout: Duration) -> Limits {
+        Limits {
+            timeout,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+        }
+    }
 }
 
 /// A JSON-RPC error object.
@@ -98,16 +147,35 @@ impl RpcError {
             data: error.get("data").cloned(),
         }
     }
+
+    /// What the code means, for JSON-RPC's and MCP's own codes.
+    pub fn meaning(&self) -> Option<&'static str> {
+        match self.code {
+            -32700 => Some("parse error"),
+            -32600 => Some("invalid request"),
+            -32601 => Some("method not found"),
+            -32602 => Some("invalid params"),
+            -32603 => Some("internal error"),
+            -32002 => Some("resource not found"),
+            -32001 => Some("request timed out"),
+            _ => None,
+        }
+    }
 }
 
+/// Shows the code and what it means, never the server's message, which may quote anything.
 impl std::fmt::Display for RpcError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} (JSON-RPC error {})", self.message, self.code)
+        match self.meaning() {
+            Some(meaning) => write!(f, "JSON-RPC error {} ({meaning})", self.code),
+            None => write!(f, "JSON-RPC error {}", self.code),
+        }
     }
 }
 
 /// Why one call failed. The connection may still serve later calls, except after
-/// [`CallError::Exited`].
+/// [`CallError::Exited`]. No variant holds what the server wrote, except the stderr tail of a
+/// server that exited before answering `initialize`, which goes to the user, never to a model.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CallError {
     /// The server process could not be started.
@@ -131,7 +199,7 @@ pub enum CallError {
         /// empty otherwise (a tool call's error goes to the model, a server's logs do not).
         stderr: StderrTail,
     },
-    /// No answer within the timeout.
+    /// No answer within the timeout (or the server did not read the request in time).
     #[error("server {server} did not answer {method} within {} ms", .after.as_millis())]
     Timeout {
         /// The server.
@@ -141,18 +209,20 @@ pub enum CallError {
         /// The timeout.
         after: Duration,
     },
-    /// The server wrote a line that is not JSON while the call waited.
-    #[error("server {server} wrote a line that is not JSON while answering {method}: {line}")]
-    NotJson {
+    /// The server sent a line longer than the limit while the call waited.
+    #[error(
+        "server {server} sent a message longer than {limit} bytes (maxMessageBytes) while {method} waited"
+    )]
+    TooLong {
         /// The server.
         server: String,
         /// The method called.
         method: String,
-        /// The start of the line.
-        line: String,
+        /// The limit in bytes.
+        limit: usize,
     },
     /// The server answered with a JSON-RPC error.
-    #[error("server {server} answered {method} with an error: {error}")]
+    #[error("server {server} answered {method} with {error}")]
     Rpc {
         /// The server.
         server: String,
@@ -160,6 +230,17 @@ pub enum CallError {
         method: String,
         /// The error.
         error: Box<RpcError>,
+    },
+    /// The server speaks a protocol revision mcpl does not implement.
+    #[error(
+        "server {server} answered initialize with protocol version {answered}; mcpl speaks {PROTOCOL_VERSION} (and accepts {})",
+        PROTOCOL_VERSIONS[1..].join(", ")
+    )]
+    Version {
+        /// The server.
+        server: String,
+        /// The revision it named, when it looks like one (`YYYY-MM-DD`), or what it sent instead.
+        answered: String,
     },
 }
 
@@ -258,7 +339,8 @@ fn keep_end(line: &str, bytes: usize) -> String {
     format!("…{}", &line[start..])
 }
 
-/// One message from the server, as the reader thread saw it.
+/// One message from the server, as the reader thread saw it. Notifications, lines that are not
+/// JSON and responses without an id are logged and skipped by the reader itself.
 #[derive(Debug)]
 enum Incoming {
     Response {
@@ -270,10 +352,11 @@ enum Incoming {
         method: String,
         params: Value,
     },
-    Notification {
-        method: String,
+    /// A line longer than the limit; the rest of it is dropped. What its first bytes say of it.
+    TooLong {
+        id: Option<Value>,
+        is_request: bool,
     },
-    NotJson(String),
     Closed,
 }
 
@@ -294,25 +377,57 @@ impl ServerRequests for RefuseAll {
     }
 }
 
+/// One call for [`Connection::request_all`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    /// The method.
+    pub method: String,
+    /// Its params.
+    pub params: Value,
+    /// How long it may wait for its answer, from when it is sent.
+    pub timeout: Duration,
+}
+
+/// A call sent and not yet answered.
+struct Outstanding {
+    /// Its place in the caller's list.
+    index: usize,
+    call: Call,
+    id: Value,
+    deadline: Instant,
+}
+
+/// Why a line could not be queued for the server.
+enum WriteError {
+    /// The server has not read what was queued before.
+    Blocked,
+    /// The writer stopped: the server's input is closed.
+    Gone,
+}
+
 /// A running server and the host's end of its stdio.
 #[derive(Debug)]
 pub struct Connection {
     name: String,
     child: Child,
-    stdin: Option<ChildStdin>,
+    outgoing: Option<SyncSender<Vec<u8>>>,
     incoming: Receiver<Incoming>,
     next_id: u64,
     exited: Option<String>,
+    limit: usize,
+    /// Answers to the server's requests dropped because it did not read its input.
+    dropped_answers: u64,
     stderr: Arc<StderrLog>,
     /// The server's `initialize` result.
     pub initialized: Value,
 }
 
 impl Connection {
-    /// Starts the server and completes `initialize` within `timeout`.
+    /// Starts the server and completes `initialize` within `limits.timeout`. A server that
+    /// answers with a protocol revision mcpl does not implement is refused and stopped.
     pub fn start(
         launch: &Launch,
-        timeout: Duration,
+        limits: Limits,
         host: &mut dyn ServerRequests,
     ) -> Result<Connection, CallError> {
         let mut command = Command::new(&launch.command);
@@ -332,23 +447,29 @@ impl Connection {
         let mut child = command
             .spawn()
             .map_err(|e| spawn_error(format!("{}: {e}", launch.command)))?;
-        let (stdout, stderr) = match (child.stdout.take(), child.stderr.take()) {
-            (Some(stdout), Some(stderr)) => (stdout, stderr),
-            _ => return Err(spawn_error("no pipes to the process".to_owned())),
-        };
-        let (sender, incoming) = channel();
-        spawn_reader(&launch.name, stdout, sender)
+        let (stdin, stdout, stderr) =
+            match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+                (Some(stdin), Some(stdout), Some(stderr)) => (stdin, stdout, stderr),
+                _ => return Err(spawn_error("no pipes to the process".to_owned())),
+            };
+        let (sender, incoming) = sync_channel(INCOMING_QUEUE);
+        spawn_reader(&launch.name, stdout, limits.max_message_bytes, sender)
             .map_err(|e| spawn_error(format!("reader thread: {e}")))?;
+        let (outgoing, lines) = sync_channel(OUTGOING_QUEUE);
+        spawn_writer(&launch.name, stdin, lines)
+            .map_err(|e| spawn_error(format!("writer thread: {e}")))?;
         let stderr_log = Arc::new(StderrLog::default());
         spawn_stderr_logger(&launch.name, stderr, Arc::clone(&stderr_log))
             .map_err(|e| spawn_error(format!("stderr thread: {e}")))?;
         let mut connection = Connection {
             name: launch.name.clone(),
-            stdin: child.stdin.take(),
             child,
+            outgoing: Some(outgoing),
             incoming,
             next_id: 0,
             exited: None,
+            limit: limits.max_message_bytes,
+            dropped_answers: 0,
             stderr: stderr_log,
             initialized: Value::Null,
         };
@@ -366,7 +487,7 @@ impl Connection {
             "clientInfo": {"name": "mcpl", "version": env!("CARGO_PKG_VERSION")},
         });
         connection.initialized = connection
-            .request("initialize", params, timeout, host)
+            .request("initialize", params, limits.timeout, host)
             .map_err(|error| match error {
                 // A server that dies at start usually says why on stderr: quote its last lines.
                 CallError::Exited {
@@ -382,6 +503,13 @@ impl Connection {
                 },
                 other => other,
             })?;
+        let answered = connection.protocol_version();
+        if !PROTOCOL_VERSIONS.contains(&answered) {
+            return Err(CallError::Version {
+                server: launch.name.clone(),
+                answered: shown_version(connection.initialized.get("protocolVersion")),
+            });
+        }
         connection.notify("notifications/initialized", json!({}));
         Ok(connection)
     }
@@ -389,6 +517,15 @@ impl Connection {
     /// The server's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The protocol revision the server answered `initialize` with (one of
+    /// [`PROTOCOL_VERSIONS`] once started).
+    pub fn protocol_version(&self) -> &str {
+        self.initialized
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
     }
 
     /// The capabilities the server declared.
@@ -413,14 +550,20 @@ impl Connection {
         self.exited.is_some()
     }
 
-    /// Sends a notification; a server that has gone is not an error here.
+    /// How many answers to the server's requests were dropped because it did not read them.
+    pub fn dropped_answers(&self) -> u64 {
+        self.dropped_answers
+    }
+
+    /// Sends a notification; a server that has gone, or does not read, is not an error here.
     pub fn notify(&mut self, method: &str, params: Value) {
         let message = json!({"jsonrpc": "2.0", "method": method, "params": params});
-        let _ = self.write(&message);
+        let _ = self.write(&message, None);
     }
 
     /// Calls `method` and waits up to `timeout` for its response, answering the server's own
-    /// requests through `host` while it waits.
+    /// requests through `host` while it waits. The timeout counts from the call: a server that
+    /// does not read its input gets it too.
     pub fn request(
         &mut self,
         method: &str,
@@ -428,62 +571,169 @@ impl Connection {
         timeout: Duration,
         host: &mut dyn ServerRequests,
     ) -> Result<Value, CallError> {
-        if let Some(detail) = &self.exited {
-            return Err(self.exited_error(method, detail.clone()));
-        }
-        self.next_id += 1;
-        let id = self.next_id;
-        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        if let Err(error) = self.write(&message) {
-            let detail = self.exit_detail(format!("writing the request failed: {error}"));
-            return Err(self.exited_error(method, detail));
-        }
-        let deadline = Instant::now() + timeout;
+        let call = Call {
+            method: method.to_owned(),
+            params,
+            timeout,
+        };
+        let mut results = self.request_all(vec![call], 1, host);
+        results
+            .pop()
+            .unwrap_or_else(|| Err(self.exited_error(method, "no result".to_owned())))
+    }
+
+    /// Makes the calls with up to `in_flight` of them outstanding at once, answering the
+    /// server's own requests through `host` while they wait, and returns their results in the
+    /// calls' order. Each call's timeout counts from when it is sent. A line over the limit
+    /// fails the call whose id its first bytes name, or, when they name none, every call
+    /// outstanding.
+    pub fn request_all(
+        &mut self,
+        calls: Vec<Call>,
+        in_flight: usize,
+        host: &mut dyn ServerRequests,
+    ) -> Vec<Result<Value, CallError>> {
+        let mut results: Vec<Option<Result<Value, CallError>>> =
+            calls.iter().map(|_| None).collect();
+        let mut waiting = calls.into_iter().enumerate();
+        let mut outstanding: Vec<Outstanding> = Vec::new();
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let incoming = match self.incoming.recv_timeout(left) {
-                Ok(incoming) => incoming,
-                Err(RecvTimeoutError::Timeout) => {
-                    return Err(CallError::Timeout {
-                        server: self.name.clone(),
-                        method: method.to_owned(),
-                        after: timeout,
-                    });
+            while outstanding.len() < in_flight.max(1) {
+                let Some((index, call)) = waiting.next() else {
+                    break;
+                };
+                match self.send(&call) {
+                    Ok((id, deadline)) => outstanding.push(Outstanding {
+                        index,
+                        call,
+                        id,
+                        deadline,
+                    }),
+                    Err(error) => results[index] = Some(Err(error)),
                 }
+            }
+            if outstanding.is_empty() {
+                break;
+            }
+            let now = Instant::now();
+            let (expired, open): (Vec<Outstanding>, Vec<Outstanding>) =
+                outstanding.into_iter().partition(|o| o.deadline <= now);
+            outstanding = open;
+            for o in expired {
+                results[o.index] = Some(Err(self.timed_out(&o.call)));
+            }
+            let Some(next_deadline) = outstanding.iter().map(|o| o.deadline).min() else {
+                continue;
+            };
+            let incoming = match self
+                .incoming
+                .recv_timeout(next_deadline.saturating_duration_since(now))
+            {
+                Ok(incoming) => incoming,
+                Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => Incoming::Closed,
             };
             match incoming {
-                Incoming::Response { id: got, outcome } if got == json!(id) => {
-                    return outcome.map_err(|error| CallError::Rpc {
-                        server: self.name.clone(),
-                        method: method.to_owned(),
-                        error: Box::new(error),
-                    });
+                Incoming::Response { id, outcome } => {
+                    match outstanding.iter().position(|o| o.id == id) {
+                        Some(at) => {
+                            let o = outstanding.swap_remove(at);
+                            results[o.index] = Some(outcome.map_err(|error| CallError::Rpc {
+                                server: self.name.clone(),
+                                method: o.call.method.clone(),
+                                error: Box::new(error),
+                            }));
+                        }
+                        None => self.handle(Incoming::Response { id, outcome }, host),
+                    }
                 }
-                Incoming::NotJson(line) => {
-                    return Err(CallError::NotJson {
-                        server: self.name.clone(),
-                        method: method.to_owned(),
-                        line,
-                    });
+                Incoming::TooLong {
+                    id,
+                    is_request: false,
+                } => {
+                    let named = id
+                        .as_ref()
+                        .and_then(|id| outstanding.iter().position(|o| &o.id == id));
+                    let failed: Vec<Outstanding> = match (named, &id) {
+                        (Some(at), _) => vec![outstanding.swap_remove(at)],
+                        (None, None) => std::mem::take(&mut outstanding),
+                        (None, Some(_)) => Vec::new(),
+                    };
+                    if failed.is_empty() {
+                        self.handle(
+                            Incoming::TooLong {
+                                id,
+                                is_request: false,
+                            },
+                            host,
+                        );
+                    }
+                    for o in failed {
+                        results[o.index] = Some(Err(CallError::TooLong {
+                            server: self.name.clone(),
+                            method: o.call.method.clone(),
+                            limit: self.limit,
+                        }));
+                    }
                 }
                 Incoming::Closed => {
                     let detail = self.exit_detail("it closed its output".to_owned());
-                    return Err(self.exited_error(method, detail));
+                    for o in outstanding.drain(..) {
+                        results[o.index] =
+                            Some(Err(self.exited_error(&o.call.method, detail.clone())));
+                    }
                 }
                 other => self.handle(other, host),
             }
         }
+        results
+            .into_iter()
+            .map(|result| {
+                result.unwrap_or_else(|| Err(self.exited_error("(a call)", "no result".to_owned())))
+            })
+            .collect()
     }
 
-    /// Handles everything the server has sent so far without waiting: answers its requests
-    /// through `host`. Returns how many requests it answered.
+    /// Queues one call's request, waiting for room until its deadline; returns its id and
+    /// deadline.
+    fn send(&mut self, call: &Call) -> Result<(Value, Instant), CallError> {
+        if let Some(detail) = &self.exited {
+            return Err(self.exited_error(&call.method, detail.clone()));
+        }
+        let deadline = Instant::now() + call.timeout;
+        self.next_id += 1;
+        let id = self.next_id;
+        let message =
+            json!({"jsonrpc": "2.0", "id": id, "method": call.method, "params": call.params});
+        match self.write(&message, Some(deadline)) {
+            Ok(()) => Ok((json!(id), deadline)),
+            Err(WriteError::Blocked) => Err(self.timed_out(call)),
+            Err(WriteError::Gone) => {
+                let detail = self.exit_detail("its input closed".to_owned());
+                Err(self.exited_error(&call.method, detail))
+            }
+        }
+    }
+
+    fn timed_out(&self, call: &Call) -> CallError {
+        CallError::Timeout {
+            server: self.name.clone(),
+            method: call.method.clone(),
+            after: call.timeout,
+        }
+    }
+
+    /// Handles what the server has sent so far without waiting: answers its requests through
+    /// `host`. It stops after [`PUMP_MESSAGES`] messages or [`PUMP_TIME`], so a server that never
+    /// stops sending cannot hold up the caller; the rest waits for the next pump or call.
+    /// Returns how many requests it answered.
     pub fn pump(&mut self, host: &mut dyn ServerRequests) -> usize {
         let mut answered = 0;
         if self.exited.is_some() {
             return answered;
         }
-        loop {
+        let until = Instant::now() + PUMP_TIME;
+        for _ in 0..PUMP_MESSAGES {
             match self.incoming.try_recv() {
                 Ok(Incoming::Closed) | Err(TryRecvError::Disconnected) => {
                     self.exit_detail("it closed its output".to_owned());
@@ -496,7 +746,11 @@ impl Connection {
                 Ok(other) => self.handle(other, host),
                 Err(TryRecvError::Empty) => return answered,
             }
+            if Instant::now() >= until {
+                break;
+            }
         }
+        answered
     }
 
     fn handle(&mut self, incoming: Incoming, host: &mut dyn ServerRequests) {
@@ -507,16 +761,16 @@ impl Connection {
                     Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
                     Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()}),
                 };
-                let _ = self.write(&message);
-            }
-            Incoming::Notification { method } => {
-                tracing::debug!(server = %self.name, %method, "notification");
+                if let Err(WriteError::Blocked) = self.write(&message, None) {
+                    self.dropped_answers += 1;
+                    tracing::debug!(server = %self.name, %method, "the server does not read; answer dropped");
+                }
             }
             Incoming::Response { id, .. } => {
-                tracing::debug!(server = %self.name, %id, "response to a call that gave up waiting");
+                tracing::debug!(server = %self.name, %id, "a response that matches no waiting call; skipped");
             }
-            Incoming::NotJson(line) => {
-                tracing::warn!(server = %self.name, %line, "a line that is not JSON, between calls");
+            Incoming::TooLong { .. } => {
+                tracing::warn!(server = %self.name, limit = self.limit, "a message over the limit that no call waits for; dropped");
             }
             Incoming::Closed => {
                 self.exit_detail("it closed its output".to_owned());
@@ -524,15 +778,32 @@ impl Connection {
         }
     }
 
-    fn write(&mut self, message: &Value) -> std::io::Result<()> {
-        let stdin = self
-            .stdin
-            .as_mut()
-            .ok_or_else(|| std::io::Error::other("stdin closed"))?;
-        let mut line = serde_json::to_vec(message)?;
+    /// Queues one line for the writer. With a deadline it waits for room until then; without,
+    /// a full queue is [`WriteError::Blocked`] at once.
+    fn write(&mut self, message: &Value, deadline: Option<Instant>) -> Result<(), WriteError> {
+        let Some(outgoing) = &self.outgoing else {
+            return Err(WriteError::Gone);
+        };
+        let Ok(mut line) = serde_json::to_vec(message) else {
+            return Err(WriteError::Gone);
+        };
         line.push(b'\n');
-        stdin.write_all(&line)?;
-        stdin.flush()
+        loop {
+            match outgoing.try_send(line) {
+                Ok(()) => return Ok(()),
+                Err(TrySendError::Disconnected(_)) => return Err(WriteError::Gone),
+                Err(TrySendError::Full(back)) => {
+                    let left = deadline.map_or(Duration::ZERO, |d| {
+                        d.saturating_duration_since(Instant::now())
+                    });
+                    if left.is_zero() {
+                        return Err(WriteError::Blocked);
+                    }
+                    std::thread::sleep(left.min(Duration::from_millis(5)));
+                    line = back;
+                }
+            }
+        }
     }
 
     /// Records that the server has gone and says how: its exit status when it has one.
@@ -566,9 +837,10 @@ impl Connection {
 }
 
 impl Drop for Connection {
-    /// Closes the server's stdin, gives it a moment to exit, then kills it.
+    /// Closes the server's stdin (once the writer has sent what was queued), gives it a moment
+    /// to exit, then kills it.
     fn drop(&mut self) {
-        drop(self.stdin.take());
+        drop(self.outgoing.take());
         let deadline = Instant::now() + Duration::from_secs(2);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -581,63 +853,200 @@ impl Drop for Connection {
     }
 }
 
-fn spawn_reader(
+/// A protocol version as an error may show it: only when it looks like one (`YYYY-MM-DD`),
+/// since anything else is the server's own bytes.
+fn shown_version(answered: Option<&Value>) -> String {
+    match answered {
+        None => "(none)".to_owned(),
+        Some(Value::String(version))
+            if version.len() == 10
+                && version.bytes().enumerate().all(|(i, b)| {
+                    if i == 4 || i == 7 {
+                        b == b'-'
+                    } else {
+                        b.is_ascii_digit()
+                    }
+                }) =>
+        {
+            version.clone()
+        }
+        Some(_) => "(not a revision date)".to_owned(),
+    }
+}
+
+fn spawn_writer(
     name: &str,
-    stdout: impl Read + Send + 'static,
-    sender: Sender<Incoming>,
+    mut stdin: ChildStdin,
+    lines: Receiver<Vec<u8>>,
 ) -> std::io::Result<()> {
     std::thread::Builder::new()
-        .name(format!("mcpl-{name}-stdout"))
-        .spawn(move || read_lines(BufReader::new(stdout), &sender))
+        .name(format!("mcpl-{name}-stdin"))
+        .spawn(move || {
+            // Ends when the connection drops its sender (closing stdin) or a write fails.
+            for line in lines {
+                if stdin.write_all(&line).and_then(|()| stdin.flush()).is_err() {
+                    return;
+                }
+            }
+        })
         .map(drop)
 }
 
-/// Reads lines until the stream ends, sending each as an [`Incoming`]. Lines may be long (a
-/// filesystem server sends an 11 MB line for a 4 MB image, twice over); they are read whole.
-fn read_lines(mut reader: impl BufRead, sender: &Sender<Incoming>) {
-    let mut line = Vec::new();
+fn spawn_reader(
+    name: &str,
+    stdout: impl Read + Send + 'static,
+    limit: usize,
+    sender: SyncSender<Incoming>,
+) -> std::io::Result<()> {
+    let server = name.to_owned();
+    std::thread::Builder::new()
+        .name(format!("mcpl-{name}-stdout"))
+        .spawn(move || {
+            read_lines(
+                &server,
+                BufReader::with_capacity(64 << 10, stdout),
+                limit,
+                &sender,
+            )
+        })
+        .map(drop)
+}
+
+/// Reads lines until the stream ends, sending each message as an [`Incoming`]. A line is held
+/// only up to `limit` bytes: past it, [`Incoming::TooLong`] is sent at once and the rest of the
+/// line is read and dropped. Lines may be long within the limit (a filesystem server sends an
+/// 11 MB line for a 4 MB image, twice over).
+fn read_lines(server: &str, mut reader: impl BufRead, limit: usize, sender: &SyncSender<Incoming>) {
+    let mut line: Vec<u8> = Vec::new();
+    let mut dropping = false;
     loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
+        let buffer = match reader.fill_buf() {
+            Ok([]) => break,
+            Ok(buffer) => buffer,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let (piece, ends_line) = match memchr::memchr(b'\n', buffer) {
+            Some(at) => (&buffer[..at], true),
+            None => (buffer, false),
+        };
+        let used = piece.len() + usize::from(ends_line);
+        if !dropping {
+            if line.len() + piece.len() > limit {
+                dropping = true;
+                let mut head = std::mem::take(&mut line);
+                head.extend_from_slice(&piece[..piece.len().min(HEAD_BYTES)]);
+                let (id, is_request) = head_identity(&head[..head.len().min(HEAD_BYTES)]);
+                tracing::warn!(
+                    server,
+                    limit,
+                    "a message over the limit; the rest of it is dropped"
+                );
+                if sender.send(Incoming::TooLong { id, is_request }).is_err() {
+                    return;
+                }
+            } else {
+                line.extend_from_slice(piece);
+            }
         }
-        let trimmed = line.trim_ascii();
-        if trimmed.is_empty() {
-            continue;
+        reader.consume(used);
+        if ends_line {
+            if !dropping
+                && let Some(incoming) = parse_line(server, line.trim_ascii())
+                && sender.send(incoming).is_err()
+            {
+                return;
+            }
+            dropping = false;
+            if line.capacity() > KEEP_BUFFER_BYTES {
+                line = Vec::new();
+            } else {
+                line.clear();
+            }
         }
-        if sender.send(parse_line(trimmed)).is_err() {
-            return;
-        }
+    }
+    if !dropping
+        && let Some(incoming) = parse_line(server, line.trim_ascii())
+        && sender.send(incoming).is_err()
+    {
+        return;
     }
     let _ = sender.send(Incoming::Closed);
 }
 
-fn parse_line(line: &[u8]) -> Incoming {
-    let value = match mcpl_classify::parse_json_lenient(line) {
-        Ok((value, replaced)) => {
-            if replaced > 0 {
-                tracing::debug!(replaced, "lone surrogate escapes became U+FFFD");
+/// The fields that say what a message is, read without building its params or result.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    method: Option<Cow<'a, str>>,
+    #[serde(default)]
+    id: Option<serde::de::IgnoredAny>,
+}
+
+/// One line as the host handles it; `None` for what is logged and skipped: blank lines, lines
+/// that are not JSON objects, notifications, and responses without an id.
+fn parse_line(server: &str, line: &[u8]) -> Option<Incoming> {
+    if line.is_empty() {
+        return None;
+    }
+    // A line with no `"id"` anywhere is a notification or a response without an id: neither is
+    // waited for, so it is skipped without being parsed (a flood of them costs a scan each).
+    if ID_KEY.find(line).is_none() {
+        tracing::trace!(
+            server,
+            bytes = line.len(),
+            "a message without an id; skipped"
+        );
+        return None;
+    }
+    // Notifications are only logged: read their method without building the rest.
+    if let Ok(Envelope {
+        method: Some(method),
+        id: None,
+    }) = serde_json::from_slice::<Envelope<'_>>(line)
+    {
+        tracing::debug!(server, %method, "notification");
+        return None;
+    }
+    let value = match mcpl_classify::parse_json_repaired(line) {
+        Ok((value, repaired)) => {
+            if repaired > 0 {
+                tracing::debug!(
+                    server,
+                    repaired,
+                    "a message strict JSON refuses was repaired"
+                );
             }
             value
         }
-        Err(_) => return Incoming::NotJson(quote_line(line)),
+        Err(_) => {
+            tracing::warn!(
+                server,
+                bytes = line.len(),
+                "a line that is not JSON; skipped"
+            );
+            return None;
+        }
     };
     let Value::Object(mut object) = value else {
-        return Incoming::NotJson(quote_line(line));
+        tracing::warn!(server, "a JSON line that is not an object; skipped");
+        return None;
     };
     let method = object
         .get("method")
         .and_then(Value::as_str)
         .map(str::to_owned);
-    let id = object.remove("id");
+    let id = object.remove("id").filter(|id| !id.is_null());
     match (method, id) {
-        (Some(method), Some(id)) => Incoming::Request {
+        (Some(method), Some(id)) => Some(Incoming::Request {
             id,
             method,
             params: object.remove("params").unwrap_or(Value::Null),
-        },
-        (Some(method), None) => Incoming::Notification { method },
+        }),
+        (Some(method), None) => {
+            tracing::debug!(server, %method, "notification");
+            None
+        }
         (None, Some(id)) => {
             let outcome = match (object.remove("result"), object.get("error")) {
                 (_, Some(error)) => Err(RpcError::from_json(error)),
@@ -648,19 +1057,69 @@ fn parse_line(line: &[u8]) -> Incoming {
                     data: None,
                 }),
             };
-            Incoming::Response { id, outcome }
+            Some(Incoming::Response { id, outcome })
         }
-        (None, None) => Incoming::NotJson(quote_line(line)),
+        (None, None) => {
+            tracing::warn!(server, "a message with neither method nor id; skipped");
+            None
+        }
     }
 }
 
-fn quote_line(line: &[u8]) -> String {
-    let text = String::from_utf8_lossy(line);
-    let mut quoted: String = text.chars().take(QUOTED_LINE_CHARS).collect();
-    if text.chars().count() > QUOTED_LINE_CHARS {
-        quoted.push('…');
+/// What the first bytes of a line over the limit say of it: its top-level `id` when it comes
+/// early (a number or a short string), and whether it has a top-level `method` (a request or a
+/// notification, which no call waits for).
+fn head_identity(head: &[u8]) -> (Option<Value>, bool) {
+    let mut id = None;
+    let mut is_request = false;
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < head.len() {
+        match head[i] {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b'"' => {
+                let end = string_end(head, i);
+                let text = &head[i..end];
+                let after = head[end..].trim_ascii_start();
+                if depth == 1 && after.first() == Some(&b':') {
+                    let value = after[1..].trim_ascii_start();
+                    match text {
+                        b"\"method\"" => is_request = true,
+                        b"\"id\"" => {
+                            let token_end = match value.first() {
+                                Some(b'"') => string_end(value, 0),
+                                _ => value
+                                    .iter()
+                                    .position(|b| matches!(b, b',' | b'}' | b' '))
+                                    .unwrap_or(value.len()),
+                            };
+                            id = serde_json::from_slice(&value[..token_end]).ok();
+                        }
+                        _ => {}
+                    }
+                }
+                i = end;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
     }
-    quoted
+    (id, is_request)
+}
+
+/// The index just past the string that starts at `start` (a quote), or the end of `bytes`.
+fn string_end(bytes: &[u8], start: usize) -> usize {
+    let mut i = start + 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return i + 1,
+            _ => i += 1,
+        }
+    }
+    bytes.len()
 }
 
 fn spawn_stderr_logger(
@@ -728,43 +1187,6 @@ fn read_capped_line(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lines_are_told_apart() {
-        assert!(matches!(
-            parse_line(br#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#),
-            Incoming::Response { outcome: Ok(_), .. }
-        ));
-        assert!(matches!(
-            parse_line(br#"{"jsonrpc":"2.0","id":"p1","method":"push/event","params":{}}"#),
-            Incoming::Request { .. }
-        ));
-        assert!(matches!(
-            parse_line(br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#),
-            Incoming::Notification { .. }
-        ));
-        let Incoming::Response { outcome, .. } =
-            parse_line(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}}"#)
-        else {
-            panic!("not a response")
-        };
-        assert_eq!(outcome.unwrap_err().code, -32602);
-        let Incoming::NotJson(line) = parse_line(b"Starting server... {") else {
-            panic!("garbage parsed")
-        };
-        assert_eq!(line, "Starting server... {");
-        assert!(matches!(parse_line(b"[1,2]"), Incoming::NotJson(_)));
-    }
-
-    #[test]
-    fn lone_surrogates_do_not_lose_a_result() {
-        let Incoming::Response { outcome, .. } = parse_line(
-            br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a\ud800b"}]}}"#,
-        ) else {
-            panic!("not a response")
-        };
-        assert_eq!(outcome.unwrap()["content"][0]["text"], "a\u{FFFD}b");
-    }
 
     #[test]
     fn the_stderr_tail_keeps_the_last_lines_within_its_bounds() {
@@ -844,12 +1266,149 @@ mod tests {
         assert_eq!(read_capped_line(&mut reader, &mut line, 3).unwrap(), 0);
     }
 
+    fn parse(line: &[u8]) -> Option<Incoming> {
+        parse_line("s", line)
+    }
+
     #[test]
-    fn long_lines_are_quoted_short() {
-        let line = vec![b'x'; 500];
-        let Incoming::NotJson(quoted) = parse_line(&line) else {
-            panic!("garbage parsed")
+    fn lines_are_told_apart() {
+        assert!(matches!(
+            parse(br#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#),
+            Some(Incoming::Response { outcome: Ok(_), .. })
+        ));
+        assert!(matches!(
+            parse(br#"{"jsonrpc":"2.0","id":"p1","method":"push/event","params":{}}"#),
+            Some(Incoming::Request { .. })
+        ));
+        let Some(Incoming::Response { outcome, .. }) =
+            parse(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}}"#)
+        else {
+            panic!("not a response")
         };
-        assert_eq!(quoted.chars().count(), QUOTED_LINE_CHARS + 1);
+        assert_eq!(outcome.unwrap_err().code, -32602);
+    }
+
+    #[test]
+    fn what_no_call_waits_for_is_skipped() {
+        for line in [
+            &br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#[..],
+            br#"{"jsonrpc":"2.0","result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+            b"Starting server... {",
+            b"[1,2]",
+            b"",
+        ] {
+            assert!(parse(line).is_none(), "{}", String::from_utf8_lossy(line));
+        }
+    }
+
+    #[test]
+    fn lone_surrogates_do_not_lose_a_result() {
+        let Some(Incoming::Response { outcome, .. }) = parse(
+            br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a\ud800b"}]}}"#,
+        ) else {
+            panic!("not a response")
+        };
+        assert_eq!(outcome.unwrap()["content"][0]["text"], "a\u{FFFD}b");
+    }
+
+    #[test]
+    fn invalid_utf8_does_not_lose_a_result() {
+        let Some(Incoming::Response { outcome, .. }) =
+            parse(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"text\":\"a\xFFb\"}}")
+        else {
+            panic!("not a response")
+        };
+        assert_eq!(outcome.unwrap()["text"], "a\u{FFFD}b");
+    }
+
+    /// Reads `input` through the line reader and returns what it sent.
+    fn read_all(input: &[u8], limit: usize) -> Vec<Incoming> {
+        let (sender, receiver) = sync_channel(1024);
+        read_lines("s", BufReader::with_capacity(7, input), limit, &sender);
+        drop(sender);
+        receiver.into_iter().collect()
+    }
+
+    #[test]
+    fn a_line_over_the_limit_is_reported_once_and_the_next_line_read() {
+        let long = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"result":{{"text":"{}"}}}}"#,
+            "x".repeat(100)
+        );
+        let input = format!("{long}\n{{\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{{}}}}\n");
+        let read = read_all(input.as_bytes(), 64);
+        assert!(
+            matches!(&read[0], Incoming::TooLong { id: Some(id), is_request: false } if id == &json!(7))
+        );
+        assert!(matches!(&read[1], Incoming::Response { id, .. } if id == &json!(8)));
+        assert!(matches!(read[2], Incoming::Closed));
+        assert_eq!(read.len(), 3);
+        // Exactly at the limit is within it.
+        let exact = r#"{"jsonrpc":"2.0","id":9,"result":{}}"#;
+        let read = read_all(format!("{exact}\n").as_bytes(), exact.len());
+        assert!(matches!(&read[0], Incoming::Response { .. }));
+    }
+
+    #[test]
+    fn a_line_without_end_is_reported_and_dropped() {
+        let mut input = br#"{"jsonrpc":"2.0","method":"push/event","id":"p","params":{"#.to_vec();
+        input.extend(std::iter::repeat_n(b'x', 10_000));
+        let read = read_all(&input, 100);
+        assert!(matches!(
+            read[0],
+            Incoming::TooLong {
+                id: Some(_),
+                is_request: true
+            }
+        ));
+        assert!(matches!(read[1], Incoming::Closed));
+    }
+
+    #[test]
+    fn the_head_of_a_long_line_tells_whose_it_is() {
+        assert_eq!(
+            head_identity(br#"{"jsonrpc":"2.0","result":{"id":3,"method":"x"},"id":"a\"b","#),
+            (Some(json!("a\"b")), false)
+        );
+        assert_eq!(
+            head_identity(br#"{"id": 12 , "result": {"#),
+            (Some(json!(12)), false)
+        );
+        assert_eq!(
+            head_identity(br#"{"result": {"content": [{"#),
+            (None, false)
+        );
+    }
+
+    #[test]
+    fn errors_never_quote_the_server() {
+        let error = CallError::Rpc {
+            server: "s".to_owned(),
+            method: "tools/call".to_owned(),
+            error: Box::new(RpcError {
+                code: -32602,
+                message: "bad https://x.example/?token=secret".to_owned(),
+                data: None,
+            }),
+        };
+        assert_eq!(
+            error.to_string(),
+            "server s answered tools/call with JSON-RPC error -32602 (invalid params)"
+        );
+        assert_eq!(shown_version(Some(&json!("1999-01-01"))), "1999-01-01");
+        assert_eq!(
+            shown_version(Some(&json!("https://x/?t=secret"))),
+            "(not a revision date)"
+        );
+        assert_eq!(shown_version(None), "(none)");
+        let version = CallError::Version {
+            server: "s".to_owned(),
+            answered: "1999-01-01".to_owned(),
+        };
+        assert_eq!(
+            version.to_string(),
+            "server s answered initialize with protocol version 1999-01-01; mcpl speaks 2025-11-25 (and accepts 2025-06-18, 2025-03-26, 2024-11-05)"
+        );
     }
 }

@@ -10,6 +10,9 @@
 //! with an injection at each position, and `crash`, `hang`, `garbage` and `slow` misbehave so
 //! a host's failure handling can be tested. `tools/list` describes every tool.
 //!
+//! [`serve_hostile`] is another server, for tests only: it misbehaves in one of the ways a
+//! [`Misbehaviour`] names.
+//!
 //! ```
 //! use std::io::Cursor;
 //!
@@ -32,6 +35,7 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+mod hostile;
 mod media;
 mod push;
 mod resources;
@@ -41,6 +45,10 @@ use std::io::{self, BufRead, BufWriter, ErrorKind, Write};
 
 use serde_json::{Map, Value, json};
 
+pub use crate::hostile::{
+    ACT_ANSWER, FOREIGN_PROTOCOL_VERSION, HOSTILE_URI, Misbehaviour, NESTING, PINGS, gathered,
+    serve_hostile,
+};
 use crate::push::Outgoing;
 use crate::tools::{Effect, Tool};
 

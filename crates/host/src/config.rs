@@ -3,7 +3,8 @@
 //! ```json
 //! {"mcpServers": {"files": {"command": "node", "args": ["server.js"], "env": {"K": "v"},
 //!                           "mcpl": {"budget": 8000, "uris": "credential-free",
-//!                                    "timeoutMs": 30000,
+//!                                    "timeoutMs": 30000, "maxMessageBytes": 67108864,
+//!                                    "maxConcurrentCalls": 4,
 //!                                    "fetch": {"origin": "https://files.example",
 //!                                              "token": "...", "maxBytes": 1048576}}}},
 //!  "mcpl": {"spillDir": "/var/tmp/mcpl/spill", "fetchDir": "/var/tmp/mcpl/refs",
@@ -23,13 +24,16 @@ use mcpl_lanes::UriPolicy;
 use serde::Deserialize;
 use serde_json::Value;
 
-use mcpl_client::Launch;
+use mcpl_client::{DEFAULT_MAX_MESSAGE_BYTES, Launch, Limits};
 pub use mcpl_fetch::{
     DEFAULT_EAGER_MAX_BYTES, DEFAULT_FETCH_BUDGET_BYTES, DEFAULT_FETCH_MAX_BYTES, FetchOptions,
 };
 
 /// How long a call waits for its answer unless a server's options say otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How many of one model turn's calls may be outstanding at once on one server unless its
+/// options say otherwise.
+pub const DEFAULT_MAX_CONCURRENT_CALLS: usize = 4;
 /// The context window the loop checks each round against unless the config says otherwise.
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
 
@@ -64,8 +68,24 @@ pub struct ServerOptions {
     pub uri_policy: UriPolicy,
     /// How long one call waits.
     pub timeout: Duration,
+    /// The longest message the server may send, in bytes: a longer one fails the call it
+    /// answers, and is never held past this.
+    pub max_message_bytes: usize,
+    /// How many of one model turn's calls may be outstanding at once on this server (calls to
+    /// different servers always run at once).
+    pub max_concurrent_calls: usize,
     /// The reference fetcher's options for references this server delivers.
     pub fetch: FetchOptions,
+}
+
+impl ServerOptions {
+    /// The bounds the server's connection keeps.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            timeout: self.timeout,
+            max_message_bytes: self.max_message_bytes,
+        }
+    }
 }
 
 impl Default for ServerOptions {
@@ -74,6 +94,8 @@ impl Default for ServerOptions {
             budget: DEFAULT_BUDGET,
             uri_policy: UriPolicy::Hidden,
             timeout: DEFAULT_TIMEOUT,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
             fetch: FetchOptions::default(),
         }
     }
@@ -146,6 +168,8 @@ struct RawOptions {
     budget: Option<u64>,
     uris: Option<RawUris>,
     timeout_ms: Option<u64>,
+    max_message_bytes: Option<usize>,
+    max_concurrent_calls: Option<usize>,
     #[serde(default)]
     fetch: RawFetch,
 }
@@ -209,6 +233,18 @@ impl Config {
                     ));
                 }
             }
+            if server.mcpl.max_concurrent_calls == Some(0) {
+                return Err(key_error(
+                    format!("mcpServers.{name}.mcpl.maxConcurrentCalls"),
+                    "must be at least 1".to_owned(),
+                ));
+            }
+            if server.mcpl.max_message_bytes == Some(0) {
+                return Err(key_error(
+                    format!("mcpServers.{name}.mcpl.maxMessageBytes"),
+                    "must be at least 1".to_owned(),
+                ));
+            }
             let _ = server.transport.map(|Transport::Stdio| ());
             let fetch = FetchOptions::default();
             servers.push(ServerConfig {
@@ -229,6 +265,14 @@ impl Config {
                         .mcpl
                         .timeout_ms
                         .map_or(DEFAULT_TIMEOUT, Duration::from_millis),
+                    max_message_bytes: server
+                        .mcpl
+                        .max_message_bytes
+                        .unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
+                    max_concurrent_calls: server
+                        .mcpl
+                        .max_concurrent_calls
+                        .unwrap_or(DEFAULT_MAX_CONCURRENT_CALLS),
                     fetch: FetchOptions {
                         origin: server.mcpl.fetch.origin,
                         token: server.mcpl.fetch.token,
@@ -290,7 +334,7 @@ mod tests {
             br#"{"mcpServers": {
                 "b": {"command": "node", "args": ["x.js"], "env": {"K": "v"}, "type": "stdio"},
                 "a": {"command": "python3", "mcpl": {"budget": 800, "uris": "credential-free",
-                      "timeoutMs": 250, "fetch": {"origin": "https://f.example", "token": "t"}}}}}"#,
+                      "timeoutMs": 250, "maxMessageBytes": 4096, "maxConcurrentCalls": 2, "fetch": {"origin": "https://f.example", "token": "t"}}}}}"#,
         )
         .unwrap();
         let names: Vec<&str> = config
@@ -305,6 +349,9 @@ mod tests {
         assert_eq!(a.budget, 800);
         assert_eq!(a.uri_policy, UriPolicy::CredentialFree);
         assert_eq!(a.timeout, Duration::from_millis(250));
+        assert_eq!(a.max_message_bytes, 4096);
+        assert_eq!(a.max_concurrent_calls, 2);
+        assert_eq!(config.servers[0].options.max_message_bytes, 64 << 20);
         assert_eq!(a.fetch.origin.as_deref(), Some("https://f.example"));
         assert_eq!(a.fetch.max_bytes, DEFAULT_FETCH_MAX_BYTES);
         assert_eq!(config.context_window, DEFAULT_CONTEXT_WINDOW);
@@ -342,6 +389,14 @@ mod tests {
         assert!(
             error(r#"{"mcpServers": {"f": {"command": "x", "type": "sse"}}}"#)
                 .starts_with("mcpl.json: mcpServers.f.type: unknown variant `sse`")
+        );
+        assert_eq!(
+            error(r#"{"mcpServers": {"f": {"command": "x", "mcpl": {"maxMessageBytes": 0}}}}"#),
+            "mcpl.json: mcpServers.f.mcpl.maxMessageBytes: must be at least 1"
+        );
+        assert_eq!(
+            error(r#"{"mcpServers": {"f": {"command": "x", "mcpl": {"maxConcurrentCalls": 0}}}}"#),
+            "mcpl.json: mcpServers.f.mcpl.maxConcurrentCalls: must be at least 1"
         );
         assert!(error("{").starts_with("mcpl.json: (top): EOF while parsing"));
     }

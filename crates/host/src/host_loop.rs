@@ -26,9 +26,9 @@ use mcpl_lanes::{
 use serde_json::{Value, json};
 
 use crate::config::{Config, ServerConfig};
-use crate::mcpl::{Injections, Lanes, Queued};
+use crate::mcpl::{Injections, Lanes, Queued, unseen_events};
 use crate::model::{Model, ModelError};
-use mcpl_client::{CallError, Connection, ServerRequests};
+use mcpl_client::{Call, CallError, Connection, ServerRequests};
 use mcpl_encode::Encoder;
 use mcpl_encode::conversation::{
     Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec, model_tool_name,
@@ -51,6 +51,11 @@ pub const FETCH_REFERENCE_DESCRIPTION: &str = "Fetch a referenced payload (a [re
 const INJECTION_TIMEOUT: Duration = Duration::from_secs(5);
 /// How many offered tools an unknown tool's error lists.
 const LISTED_TOOLS: usize = 12;
+
+/// The most `tools/list` pages read from one server.
+pub const MAX_TOOL_PAGES: usize = 1000;
+/// The most tools kept from one server.
+pub const MAX_TOOLS: usize = 10_000;
 
 /// What the loop needs besides the servers.
 #[derive(Debug, Clone)]
@@ -300,13 +305,14 @@ impl Host {
     fn start_server(&mut self, config: &ServerConfig) -> Server {
         let name = &config.launch.name;
         let timeout = config.options.timeout;
+        let limits = config.options.limits();
         let mut server = Server {
             config: config.clone(),
             connection: None,
             error: None,
             tools: Vec::new(),
         };
-        let mut connection = match Connection::start(&config.launch, timeout, &mut self.lanes) {
+        let mut connection = match Connection::start(&config.launch, limits, &mut self.lanes) {
             Ok(connection) => connection,
             Err(error) => {
                 // The caller reports it (`mcpl run` prints one line per server).
@@ -315,27 +321,7 @@ impl Host {
                 return server;
             }
         };
-        let mut cursor: Option<String> = None;
-        loop {
-            let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
-            match connection.request("tools/list", params, timeout, &mut self.lanes) {
-                Ok(result) => {
-                    let listed = result.get("tools").and_then(Value::as_array);
-                    server.tools.extend(listed.into_iter().flatten().cloned());
-                    cursor = result
-                        .get("nextCursor")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned);
-                    if cursor.is_none() {
-                        break;
-                    }
-                }
-                Err(error) => {
-                    server.error = Some(error.to_string());
-                    break;
-                }
-            }
-        }
+        self.list_tools(&mut connection, &mut server, timeout);
         let index = self.servers.len();
         for tool in &server.tools {
             let Some(tool_name) = tool.get("name").and_then(Value::as_str) else {
@@ -364,6 +350,47 @@ impl Host {
         }
         server.connection = Some(connection);
         server
+    }
+
+    /// Lists a server's tools page by page. A listing stops, keeping the tools listed so far,
+    /// with a warning, when a `nextCursor` repeats, after [`MAX_TOOL_PAGES`] pages, or at
+    /// [`MAX_TOOLS`] tools; a failed page ends it with the server's error.
+    fn list_tools(&mut self, connection: &mut Connection, server: &mut Server, timeout: Duration) {
+        let name = &server.config.launch.name;
+        let mut cursor: Option<String> = None;
+        let mut seen = std::collections::HashSet::new();
+        for page in 1..=MAX_TOOL_PAGES {
+            let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
+            let result = match connection.request("tools/list", params, timeout, &mut self.lanes) {
+                Ok(result) => result,
+                Err(error) => {
+                    server.error = Some(error.to_string());
+                    return;
+                }
+            };
+            let listed = result.get("tools").and_then(Value::as_array);
+            let room = MAX_TOOLS - server.tools.len();
+            let listed: Vec<&Value> = listed.into_iter().flatten().collect();
+            server
+                .tools
+                .extend(listed.iter().take(room).map(|&t| t.clone()));
+            if listed.len() > room {
+                tracing::warn!(server = %name, "more than {MAX_TOOLS} tools; listing stopped with the first {MAX_TOOLS}");
+                return;
+            }
+            cursor = result
+                .get("nextCursor")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let Some(next) = &cursor else {
+                return;
+            };
+            if !seen.insert(next.clone()) {
+                tracing::warn!(server = %name, pages = page, "tools/list repeated a nextCursor; listing stopped with the tools listed so far");
+                return;
+            }
+        }
+        tracing::warn!(server = %name, "tools/list gave more than {MAX_TOOL_PAGES} pages; listing stopped with the tools listed so far");
     }
 
     /// The tools offered to the model: every server's, and `fetch_reference`.
@@ -430,10 +457,7 @@ impl Host {
                     rounds: round,
                 });
             }
-            let outputs = calls
-                .iter()
-                .map(|call| self.call_tool(round, call))
-                .collect();
+            let outputs = self.call_tools(round, &calls);
             history.push(Message::ToolResults(outputs));
         }
         Err(LoopError::TooManyRounds(self.options.max_rounds))
@@ -474,6 +498,14 @@ impl Host {
             }
             injections.push((name, found));
         }
+        let mut diagnostics = Vec::new();
+        for (server, count) in self.lanes.take_dropped() {
+            // Before the queued messages: `settle` finds those at the end of history.
+            let note = unseen_events(&server, count);
+            self.history_tokens += estimate(&note);
+            history.push(Message::User(vec![Content::Text(note.clone())]));
+            diagnostics.push(note);
+        }
         let messages = std::mem::take(&mut self.lanes.queued);
         for message in &messages {
             history.push(Message::User(message.parts.clone()));
@@ -484,7 +516,7 @@ impl Host {
             projected_tokens: 0,
             messages,
             injections,
-            diagnostics: Vec::new(),
+            diagnostics,
         };
         let appended = self.appended_tokens(history, &report);
         // Every request also carries the system prompt and the tools' definitions, and leaves
@@ -624,9 +656,103 @@ impl Host {
         })
     }
 
-    /// One tool call: to its server through classify, lanes and budget, or to a host tool.
-    pub fn call_tool(&mut self, round: usize, call: &ToolCall) -> ToolOutput {
-        let report = if call.name == FETCH_REFERENCE {
+    /// One model turn's tool calls. The servers' calls go out first, at once: each server's on
+    /// a thread of its own, up to its `max_concurrent_calls` outstanding at a time, with the
+    /// servers' requests meanwhile answered as always and shown once all have returned. Then
+    /// each call, in the model's order, passes classify, lanes and budget, or goes to its host
+    /// tool. The outputs keep the model's order.
+    pub fn call_tools(&mut self, round: usize, calls: &[ToolCall]) -> Vec<ToolOutput> {
+        let targets: Vec<Option<(usize, String)>> = calls
+            .iter()
+            .map(|call| {
+                (call.name != FETCH_REFERENCE)
+                    .then(|| self.tool_index.get(&call.name).cloned())
+                    .flatten()
+            })
+            .collect();
+        let mut raw = self.call_servers(calls, &targets);
+        let mut outputs = Vec::with_capacity(calls.len());
+        for (call, (target, result)) in calls.iter().zip(targets.iter().zip(raw.iter_mut())) {
+            let report = match (target, result.take()) {
+                (Some((index, tool)), Some(result)) => {
+                    self.finish_server_call(round, call, *index, tool, result)
+                }
+                _ => self.one_call(round, call),
+            };
+            self.history_tokens += estimate(&report.output.stored);
+            outputs.push(report.output.clone());
+            self.calls.push(report);
+        }
+        outputs
+    }
+
+    /// Sends every call that goes to a running server, all servers at once, and returns each
+    /// call's raw result (`None` for calls that go elsewhere).
+    fn call_servers(
+        &mut self,
+        calls: &[ToolCall],
+        targets: &[Option<(usize, String)>],
+    ) -> Vec<Option<Result<Value, CallError>>> {
+        let mut raw: Vec<Option<Result<Value, CallError>>> = calls.iter().map(|_| None).collect();
+        let Host { servers, lanes, .. } = self;
+        let (_, deferring) = lanes.split_for_fetch();
+        let shared = std::sync::Mutex::new(deferring);
+        std::thread::scope(|scope| {
+            let mut running = Vec::new();
+            for (index, server) in servers.iter_mut().enumerate() {
+                let Some(connection) = server.connection.as_mut() else {
+                    continue;
+                };
+                let mine: Vec<usize> = (0..calls.len())
+                    .filter(|&i| targets[i].as_ref().is_some_and(|(s, _)| *s == index))
+                    .collect();
+                if mine.is_empty() {
+                    continue;
+                }
+                let batch: Vec<Call> = mine
+                    .iter()
+                    .filter_map(|&i| {
+                        let (_, tool) = targets[i].as_ref()?;
+                        Some(Call {
+                            method: "tools/call".to_owned(),
+                            params: json!({"name": tool, "arguments": calls[i].arguments}),
+                            timeout: server.config.options.timeout,
+                        })
+                    })
+                    .collect();
+                let in_flight = server.config.options.max_concurrent_calls;
+                let shared = &shared;
+                let thread = scope.spawn(move || {
+                    connection.request_all(batch, in_flight, &mut SharedRequests(shared))
+                });
+                running.push((server.config.launch.name.clone(), mine, thread));
+            }
+            for (name, mine, thread) in running {
+                let results = thread.join().unwrap_or_else(|_| {
+                    mine.iter()
+                        .map(|_| {
+                            Err(CallError::Exited {
+                                server: name.clone(),
+                                method: "tools/call".to_owned(),
+                                detail: "the host's thread for it failed".to_owned(),
+                                stderr: mcpl_client::StderrTail::default(),
+                            })
+                        })
+                        .collect()
+                });
+                for (i, result) in mine.into_iter().zip(results) {
+                    raw[i] = Some(result);
+                }
+            }
+        });
+        self.lanes.project_deferred();
+        raw
+    }
+
+    /// One call, alone: to its server (or the error that it is not available), to
+    /// `fetch_reference`, or the error that no server offers it.
+    fn one_call(&mut self, round: usize, call: &ToolCall) -> CallReport {
+        if call.name == FETCH_REFERENCE {
             self.fetch_reference(round, call)
         } else if let Some((index, tool)) = self.tool_index.get(&call.name).cloned() {
             self.call_server_tool(round, call, index, &tool)
@@ -646,7 +772,12 @@ impl Host {
                 call.name
             );
             host_report(round, call, text, true, estimate(""))
-        };
+        }
+    }
+
+    /// One tool call: to its server through classify, lanes and budget, or to a host tool.
+    pub fn call_tool(&mut self, round: usize, call: &ToolCall) -> ToolOutput {
+        let report = self.one_call(round, call);
         self.history_tokens += estimate(&report.output.stored);
         let output = report.output.clone();
         self.calls.push(report);
@@ -662,47 +793,45 @@ impl Host {
     ) -> CallReport {
         let server = &mut self.servers[index];
         let name = server.config.launch.name.clone();
-        let options = server.config.options.clone();
-        let failed = |error: String| {
-            let text = format!("tool call failed: {error}");
-            CallReport {
-                round,
-                server: Some(name.clone()),
-                tool: tool.to_owned(),
-                call: call.clone(),
-                estimated_tokens: estimate(&text),
-                output: ToolOutput {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    stored: text,
-                    live: None,
-                    is_error: true,
-                },
-                spill: None,
-                diagnostics: Vec::new(),
-            }
-        };
+        let timeout = server.config.options.timeout;
         let Some(connection) = &mut server.connection else {
             let why = server
                 .error
                 .clone()
                 .unwrap_or_else(|| "not running".to_owned());
-            return failed(format!("server {name} is not available: {why}"));
+            let text = format!("server {name} is not available: {why}");
+            return failed_report(round, call, &name, tool, text);
         };
         let params = json!({"name": tool, "arguments": call.arguments});
-        let result =
-            match connection.request("tools/call", params, options.timeout, &mut self.lanes) {
-                Ok(result) => result,
-                Err(error) => {
-                    if matches!(error, CallError::Exited { .. }) {
-                        // The process is gone: later calls say so without writing to it.
-                        server.error = Some(error.to_string());
-                        server.connection = None;
-                    }
-                    tracing::warn!(server = %name, tool, %error, "tool call failed");
-                    return failed(error.to_string());
+        let result = connection.request("tools/call", params, timeout, &mut self.lanes);
+        self.finish_server_call(round, call, index, tool, result)
+    }
+
+    /// What a server's answer to one call comes to: a failed call's error, or the result
+    /// through classify, lanes and budget.
+    fn finish_server_call(
+        &mut self,
+        round: usize,
+        call: &ToolCall,
+        index: usize,
+        tool: &str,
+        result: Result<Value, CallError>,
+    ) -> CallReport {
+        let server = &mut self.servers[index];
+        let name = server.config.launch.name.clone();
+        let options = server.config.options.clone();
+        let result = match result {
+            Ok(result) => result,
+            Err(error) => {
+                if matches!(error, CallError::Exited { .. }) {
+                    // The process is gone: later calls say so without writing to it.
+                    server.error = Some(error.to_string());
+                    server.connection = None;
                 }
-            };
+                tracing::warn!(server = %name, tool, %error, "tool call failed");
+                return failed_report(round, call, &name, tool, error.to_string());
+            }
+        };
         let server_name = ServerName::new(name.clone());
         // The result's blocks are classified once, here, for the eager fetch and the lanes.
         let parsed = ToolResult::from_value(&result);
@@ -839,6 +968,51 @@ impl ResourceReader for HostResources<'_> {
                 &mut *self.host,
             )
             .map_err(|error| error.to_string())
+    }
+}
+
+/// The host's answers to servers' requests, shared by the threads of one turn's calls.
+struct SharedRequests<'s, 'l>(&'s std::sync::Mutex<crate::mcpl::Deferring<'l>>);
+
+impl ServerRequests for SharedRequests<'_, '_> {
+    fn answer(
+        &mut self,
+        server: &str,
+        method: &str,
+        params: &Value,
+    ) -> Result<Value, mcpl_client::RpcError> {
+        let mut host = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        host.answer(server, method, params)
+    }
+}
+
+/// A server call that failed, as the model reads it.
+fn failed_report(
+    round: usize,
+    call: &ToolCall,
+    server: &str,
+    tool: &str,
+    error: String,
+) -> CallReport {
+    let text = format!("tool call failed: {error}");
+    CallReport {
+        round,
+        server: Some(server.to_owned()),
+        tool: tool.to_owned(),
+        call: call.clone(),
+        estimated_tokens: estimate(&text),
+        output: ToolOutput {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            stored: text,
+            live: None,
+            is_error: true,
+        },
+        spill: None,
+        diagnostics: Vec::new(),
     }
 }
 

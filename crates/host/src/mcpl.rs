@@ -13,8 +13,13 @@
 //!   `reason: "empty_content"` while its siblings are accepted.
 //!
 //! Injections from `context/beforeInference` are read by [`Lanes::injections`].
+//!
+//! Nothing a server sends grows without bound: at most [`MAX_QUEUED_PER_SERVER`] messages per
+//! server wait for the next inference (the rest are dropped and counted, and the model is told
+//! how many with [`unseen_events`]), at most [`MAX_SEEN_EVENTS`] event ids per server are kept
+//! for spotting repeats, and at most [`MAX_ANSWERED`] answers are kept for the report.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use mcpl_budget::PricedRoute;
 use mcpl_lanes::{
@@ -39,6 +44,46 @@ pub fn push_refusal_error() -> RpcError {
         code: INVALID_PARAMS,
         message: PushRefusal::MESSAGE.to_owned(),
         data: Some(json!({"field": PUSH_CONTENT_FIELD})),
+    }
+}
+
+/// The most messages (push events and channel messages) one server may have waiting for the
+/// next inference; more are dropped and counted.
+pub const MAX_QUEUED_PER_SERVER: usize = 64;
+/// The most event ids kept per server for spotting repeated `eventId`s; the oldest go first.
+pub const MAX_SEEN_EVENTS: usize = 4096;
+/// The most answers [`Lanes::answered`] keeps.
+pub const MAX_ANSWERED: usize = 1024;
+
+/// What the model is told when messages from `server` were dropped before it saw them.
+pub fn unseen_events(server: &str, count: u64) -> String {
+    format!(
+        "[mcpl: {count} push events and channel messages from server {server} were not shown: \
+         more than {MAX_QUEUED_PER_SERVER} were waiting]"
+    )
+}
+
+/// The event ids seen lately, per server, with the oldest forgotten first.
+#[derive(Debug, Default)]
+struct SeenEvents {
+    by_server: HashMap<String, (HashSet<String>, VecDeque<String>)>,
+}
+
+impl SeenEvents {
+    /// Records `id` for `server`; false when it was seen already.
+    fn insert(&mut self, server: &str, id: &str) -> bool {
+        let (ids, order) = self.by_server.entry(server.to_owned()).or_default();
+        if ids.contains(id) {
+            return false;
+        }
+        if order.len() >= MAX_SEEN_EVENTS
+            && let Some(oldest) = order.pop_front()
+        {
+            ids.remove(&oldest);
+        }
+        ids.insert(id.to_owned());
+        order.push_back(id.to_owned());
+        true
     }
 }
 
@@ -111,10 +156,13 @@ pub struct Lanes {
     pub route: &'static PricedRoute,
     /// Each server's uri policy; a server not listed hides every uri.
     pub uri_policies: BTreeMap<String, UriPolicy>,
-    seen_events: HashSet<(String, String)>,
+    seen_events: SeenEvents,
     /// Messages waiting for the next inference, in arrival order.
     pub queued: Vec<Queued>,
-    /// Every server request answered, in order.
+    /// Messages dropped per server because too many were waiting, since the last
+    /// [`Lanes::take_dropped`].
+    dropped: BTreeMap<String, u64>,
+    /// The first [`MAX_ANSWERED`] server requests answered, in order.
     pub answered: Vec<Answered>,
     deferred: Vec<(String, Accepted<Value>)>,
 }
@@ -133,22 +181,28 @@ struct Accepted<C> {
 /// [`Lanes::project_deferred`].
 #[derive(Debug)]
 pub struct Deferring<'l> {
-    seen_events: &'l mut HashSet<(String, String)>,
+    seen_events: &'l mut SeenEvents,
     deferred: &'l mut Vec<(String, Accepted<Value>)>,
+    dropped: &'l mut BTreeMap<String, u64>,
     answered: &'l mut Vec<Answered>,
 }
 
 impl ServerRequests for Deferring<'_> {
     fn answer(&mut self, server: &str, method: &str, params: &Value) -> Result<Value, RpcError> {
         let (answer, accepted) = verdict(self.seen_events, server, method, params);
-        self.deferred.extend(accepted.into_iter().map(|a| {
+        for a in accepted {
+            let waiting = self.deferred.iter().filter(|(s, _)| s == server).count();
+            if waiting >= MAX_QUEUED_PER_SERVER {
+                *self.dropped.entry(server.to_owned()).or_default() += 1;
+                continue;
+            }
             let owned = Accepted {
                 origin: a.origin,
                 id: a.id,
                 content: a.content.clone(),
             };
-            (server.to_owned(), owned)
-        }));
+            self.deferred.push((server.to_owned(), owned));
+        }
         record(self.answered, server, method, &answer);
         answer
     }
@@ -160,6 +214,9 @@ fn record(
     method: &str,
     answer: &Result<Value, RpcError>,
 ) {
+    if answered.len() >= MAX_ANSWERED {
+        return;
+    }
     answered.push(Answered {
         server: server.to_owned(),
         method: method.to_owned(),
@@ -177,7 +234,7 @@ fn record(
 /// refused before its `eventId` is looked at, so a refusal never burns the id; a repeated id is
 /// acknowledged as a duplicate and accepts nothing new; each channel message is answered alone.
 fn verdict<'p>(
-    seen_events: &mut HashSet<(String, String)>,
+    seen_events: &mut SeenEvents,
     server: &str,
     method: &str,
     params: &'p Value,
@@ -195,7 +252,7 @@ fn verdict<'p>(
                 .and_then(Value::as_str)
                 .map(str::to_owned);
             if let Some(id) = &event_id
-                && !seen_events.insert((server.to_owned(), id.clone()))
+                && !seen_events.insert(server, id)
             {
                 return (
                     Ok(json!({"accepted": true, "reason": "duplicate"})),
@@ -253,8 +310,9 @@ impl Lanes {
             ledger,
             route,
             uri_policies: BTreeMap::new(),
-            seen_events: HashSet::new(),
+            seen_events: SeenEvents::default(),
             queued: Vec::new(),
+            dropped: BTreeMap::new(),
             answered: Vec::new(),
             deferred: Vec::new(),
         }
@@ -293,6 +351,10 @@ impl Lanes {
     /// Projects what a request accepted on its lane (registering its references with `server`)
     /// and queues it for the next inference.
     fn project_accepted(&mut self, server: &str, accepted: Accepted<&Value>) {
+        if self.queue_full(server) {
+            *self.dropped.entry(server.to_owned()).or_default() += 1;
+            return;
+        }
         let name = ServerName::new(server);
         let view = match accepted.origin {
             Origin::PushEvent => self.projector(&name).push(accepted.content).ok(),
@@ -312,6 +374,7 @@ impl Lanes {
             Deferring {
                 seen_events: &mut self.seen_events,
                 deferred: &mut self.deferred,
+                dropped: &mut self.dropped,
                 answered: &mut self.answered,
             },
         )
@@ -327,6 +390,16 @@ impl Lanes {
             };
             self.project_accepted(&server, borrowed);
         }
+    }
+
+    /// Messages dropped per server since the last call, because too many were waiting.
+    pub fn take_dropped(&mut self) -> BTreeMap<String, u64> {
+        std::mem::take(&mut self.dropped)
+    }
+
+    /// Whether `server` has as many messages waiting as it may; what it sends next is dropped.
+    fn queue_full(&self, server: &str) -> bool {
+        self.queued.iter().filter(|q| q.server == server).count() >= MAX_QUEUED_PER_SERVER
     }
 
     fn queue(&mut self, server: &str, origin: Origin, id: Option<String>, view: MessageView<'_>) {
@@ -499,6 +572,60 @@ mod tests {
             lanes.answer("s", "push/event", &event).unwrap(),
             json!({"accepted": true, "reason": "duplicate"})
         );
+    }
+
+    #[test]
+    fn a_server_may_have_only_so_many_messages_waiting() {
+        let mut lanes = lanes();
+        let event = |n: usize| json!({"eventId": format!("e{n}"), "payload": {"content": [{"type": "text", "text": "hi"}]}});
+        for n in 0..MAX_QUEUED_PER_SERVER + 5 {
+            lanes.answer("s", "push/event", &event(n)).unwrap();
+        }
+        lanes.answer("t", "push/event", &event(0)).unwrap();
+        assert_eq!(
+            lanes.queued.len(),
+            MAX_QUEUED_PER_SERVER + 1,
+            "t's is not dropped"
+        );
+        assert_eq!(lanes.take_dropped(), BTreeMap::from([("s".to_owned(), 5)]));
+        assert!(lanes.take_dropped().is_empty(), "counted once");
+        assert_eq!(
+            unseen_events("s", 5),
+            "[mcpl: 5 push events and channel messages from server s were not shown: more than 64 were waiting]"
+        );
+        // While the registry is lent out, the same cap holds.
+        lanes.queued.clear();
+        {
+            let (_, mut deferring) = lanes.split_for_fetch();
+            for n in 100..100 + MAX_QUEUED_PER_SERVER + 2 {
+                deferring.answer("s", "push/event", &event(n)).unwrap();
+            }
+        }
+        lanes.project_deferred();
+        assert_eq!(lanes.queued.len(), MAX_QUEUED_PER_SERVER);
+        assert_eq!(lanes.take_dropped(), BTreeMap::from([("s".to_owned(), 2)]));
+    }
+
+    #[test]
+    fn event_ids_are_remembered_up_to_a_bound() {
+        let mut seen = SeenEvents::default();
+        assert!(seen.insert("s", "first"));
+        assert!(!seen.insert("s", "first"));
+        assert!(seen.insert("t", "first"), "ids are per server");
+        for n in 0..MAX_SEEN_EVENTS {
+            seen.insert("s", &n.to_string());
+        }
+        assert!(seen.insert("s", "first"), "the oldest was forgotten");
+        assert_eq!(seen.by_server["s"].0.len(), MAX_SEEN_EVENTS);
+    }
+
+    #[test]
+    fn only_so_many_answers_are_kept_for_the_report() {
+        let mut lanes = lanes();
+        for _ in 0..MAX_ANSWERED + 3 {
+            lanes.answer("s", "ping", &json!({})).unwrap();
+        }
+        assert_eq!(lanes.answered.len(), MAX_ANSWERED);
     }
 
     #[test]

@@ -318,18 +318,24 @@ fn a_hanging_call_times_out_and_the_server_serves_the_next() {
 }
 
 #[test]
-fn garbage_fails_its_call_and_the_server_serves_the_next() {
+fn garbage_is_skipped_and_the_server_serves_the_next() {
     let spill = tempdir::Dir::new("garbage");
-    let config = config(vec![demo_server("demo", ServerOptions::default())], &spill);
+    let options = ServerOptions {
+        timeout: Duration::from_millis(400),
+        ..ServerOptions::default()
+    };
+    let config = config(vec![demo_server("demo", options)], &spill);
     let (host, outcome, _) = play(
         &config,
         &PricedRoute::ANTHROPIC,
         &[&[("demo", "garbage")], &[("demo", "text")]],
     );
     assert_eq!(outcome.unwrap(), "done");
+    // The line that is not JSON is skipped, as the official SDKs skip it; the call, which got
+    // no answer, times out, and its error quotes nothing the server wrote.
     assert_eq!(
         host.calls[0].output.stored,
-        "tool call failed: server demo wrote a line that is not JSON while answering tools/call: this is not json {"
+        "tool call failed: server demo did not answer tools/call within 400 ms"
     );
     assert!(!host.calls[1].output.is_error);
 }
