@@ -366,10 +366,12 @@ fn a_foreign_protocol_version_is_refused() {
     let run = run(mode, None);
     assert_eq!(
         run.check(mode),
-        "unknown tool hostile__act: it is not offered in this conversation"
+        "tool call failed: server hostile is not available: server hostile answered initialize \
+         with protocol version 1999-01-01; mcpl speaks 2025-11-25 (and accepts 2025-06-18, \
+         2025-03-26, 2024-11-05)"
     );
     let expected = format!(
-        "mcpl: server hostile: server hostile answered initialize with protocol version {FOREIGN_PROTOCOL_VERSION}; mcpl speaks 2025-11-25"
+        "mcpl: warning: server hostile answered initialize with protocol version {FOREIGN_PROTOCOL_VERSION}; mcpl speaks 2025-11-25"
     );
     assert!(run.stderr.contains(&expected), "{}", tail(&run.stderr));
 }
