@@ -9,6 +9,8 @@
 //! - `changelog`: assembles `changelog.d/` fragments into the text of a release section.
 //! - `e2e`: `mcpl run` against the real npm MCP servers pinned in `e2e/`, then a line per check
 //!   of what the model was sent (see the `e2e` module).
+//! - `readme-commands`: the README's two commands, one a line, exactly as written; `.ci/run`
+//!   runs them in a clean clone (see the `standalone` module).
 //!
 //! `conformance` arrives with the fetcher.
 
@@ -17,9 +19,9 @@ use std::process::{Command, ExitCode};
 
 mod e2e;
 mod json;
+mod standalone;
 
-const USAGE: &str =
-    "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | changelog | e2e>";
+const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | changelog | e2e | readme-commands>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -30,6 +32,7 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz(&root, &args[1..]),
         Some("changelog") => changelog(&root),
         Some("e2e") => e2e::e2e(&root),
+        Some("readme-commands") => standalone::print_readme_commands(&root),
         _ => Err(USAGE.to_owned()),
     };
     match result {

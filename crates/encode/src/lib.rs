@@ -1,8 +1,8 @@
 //! Provider request encoders: the JSON each route's API takes, for a whole request and at each
 //! place content goes.
 //!
-//! One [`Encoder`] per route (`shared/spec/host.md`, "Provider encoders"; the shapes and how
-//! they were checked are in `docs/decisions/0013-provider-encoders.md`):
+//! One [`Encoder`] per route (the shapes and how they were checked are in
+//! `docs/decisions/0013-provider-encoders.md`):
 //!
 //! - `anthropic`: the Messages API; a `tool_result`'s content holds text and base64 images.
 //! - `openai-chat`: Chat Completions; a tool message is text only, so a result's images move
