@@ -11,6 +11,8 @@
 //!   of what the model was sent (see the `e2e` module).
 //! - `hostile-memory`: the peak resident memory of `mcpl run` against each hostile server mode
 //!   (see the `hostile` module).
+//! - `readme-commands`: the README's two commands, one a line, exactly as written; `.ci/run`
+//!   runs them in a clean clone (see the `standalone` module).
 //!
 //! `conformance` arrives with the fetcher.
 //!
@@ -23,10 +25,11 @@ use std::process::{Command, ExitCode};
 mod e2e;
 mod hostile;
 mod json;
+mod standalone;
 #[cfg(test)]
 mod tidy;
 
-const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | changelog | e2e | hostile-memory>";
+const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | changelog | e2e | hostile-memory | readme-commands>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -38,6 +41,7 @@ fn main() -> ExitCode {
         Some("changelog") => changelog(&root),
         Some("e2e") => e2e::e2e(&root),
         Some("hostile-memory") => hostile::hostile_memory(&root),
+        Some("readme-commands") => standalone::print_readme_commands(&root),
         _ => Err(USAGE.to_owned()),
     };
     match result {

@@ -6,10 +6,8 @@
 //!
 //! `pipeline`: bytes in, parse, classify, the tool-result lanes, fit to the default budget on the
 //! anthropic route (the cut, no spill writes), beside a plain `serde_json::from_slice` of the
-//! same bytes, on the three workloads of `shared/perf/make_workloads.py` (made into
-//! `target/perf-workloads/` on first use, with python3).
-
-use std::path::{Path, PathBuf};
+//! same bytes, on the three standard workloads `mcpl_testkit::workloads` makes in memory
+//! (`w1-mixed-10mb`, `w2-100k-blocks`, `w3-one-big-image`), the same bytes on every run.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -109,40 +107,9 @@ fn bench_fit(c: &mut Criterion) {
     }
 }
 
-fn workloads() -> Vec<(String, Vec<u8>)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let dir: PathBuf = root.join("target/perf-workloads");
-    let names = [
-        "w1-mixed-10mb.json",
-        "w2-100k-blocks.json",
-        "w3-one-big-image.json",
-    ];
-    if !names.iter().all(|n| dir.join(n).exists()) {
-        let script = root.join("../shared/perf/make_workloads.py");
-        let made = std::process::Command::new("python3")
-            .arg(&script)
-            .arg(&dir)
-            .status();
-        assert!(
-            made.is_ok_and(|s| s.success()),
-            "could not make the workloads with {}",
-            script.display()
-        );
-    }
-    names
-        .iter()
-        .map(|n| {
-            (
-                n.trim_end_matches(".json").to_owned(),
-                std::fs::read(dir.join(n)).unwrap(),
-            )
-        })
-        .collect()
-}
-
 fn bench_pipeline(c: &mut Criterion) {
     let route = PricedRoute::ANTHROPIC;
-    for (name, bytes) in workloads() {
+    for mcpl_testkit::Workload { name, bytes } in mcpl_testkit::workloads() {
         let mut group = c.benchmark_group(format!("pipeline/{name}"));
         group.throughput(Throughput::Bytes(bytes.len() as u64));
         group.sample_size(20);

@@ -1,5 +1,6 @@
 //! Image prices: one `ImageCalculator` per provider rule, and the dated tables that say which
-//! model takes which rule. Figures and worked examples: `shared/reference/research/providers.md`.
+//! model takes which rule. Figures and worked examples are the providers' own documents, each
+//! table row naming its source and date.
 
 /// OpenAI's `detail` setting for an image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

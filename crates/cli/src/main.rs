@@ -1,4 +1,4 @@
-//! `mcpl`: the command-line face of the mcpl workspace. See `shared/spec/host.md` for its contract.
+//! `mcpl`: the command-line face of the mcpl workspace. Its contract is `docs/cli.md`.
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -1,5 +1,4 @@
-//! `mcpl project`: one lane's projection of one input, as the contract in `shared/spec/host.md`
-//! says.
+//! `mcpl project`: one lane's projection of one input, as the contract in `docs/cli.md` says.
 
 use std::borrow::Cow;
 

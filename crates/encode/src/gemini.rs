@@ -5,7 +5,7 @@
 //! `inline_data` parts of the same user turn, labelled with their call: every Gemini model takes
 //! that, while images inside a `functionResponse` are Gemini 3 only. Field names are the REST
 //! API's camelCase, except `inline_data` and `mime_type`, spelled as the API's own REST examples
-//! and `shared/spec/host.md` spell them (the API reads either spelling). Tool schemas go as
+//! and the project's design input spell them (the API reads either spelling). Tool schemas go as
 //! `parametersJsonSchema`, which takes JSON Schema as MCP servers write it.
 
 use mcpl_budget::PricedRoute;

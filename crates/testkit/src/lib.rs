@@ -1,4 +1,5 @@
-//! Test support for the mcpl crates: fixtures and conformance vectors.
+//! Test support for the mcpl crates: fixtures, conformance vectors and the performance
+//! workloads.
 //!
 //! Data-driven cases write `{"$fixture": "image.png"}` where a payload's base64 goes, and
 //! [`expand_fixtures`] fills it in from the real-encoder fixtures. `{"$fixture": "image.png",
@@ -8,6 +9,9 @@
 //! `{"$repeat": "<text>", "count": n}` is the text itself repeated (as in the conformance
 //! vectors).
 //!
+//! [`workloads`] makes the three standard performance workloads the benches run, in memory and
+//! from fixed seeds.
+//!
 //! ```
 //! let mut case = serde_json::json!({"type": "image", "data": {"$fixture": "image.png"}});
 //! let lengths = mcpl_testkit::expand_fixtures(&mut case);
@@ -16,6 +20,10 @@
 //! ```
 
 use std::path::{Path, PathBuf};
+
+mod workloads;
+
+pub use workloads::{Workload, w1_mixed_10mb, w2_100k_blocks, w3_one_big_image, workloads};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -91,15 +99,16 @@ fn expand_into(value: &mut Value, lengths: &mut Vec<u64>) {
     }
 }
 
-/// MCPL's bulk-reference conformance vectors, from `shared/conformance/` beside the repository.
+/// The repository's copy of MCPL's bulk-reference conformance vectors (`conformance/`, whose
+/// README gives their origin and sha256).
+pub fn conformance_vectors_path() -> PathBuf {
+    workspace_root().join("conformance/bulk-reference-vectors.json")
+}
+
+/// MCPL's bulk-reference conformance vectors, parsed.
 pub fn conformance_vectors() -> Value {
-    let path = workspace_root().join("../shared/conformance/bulk-reference-vectors.json");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e} (the conformance vectors sit beside this repository, in shared/)",
-            path.display()
-        )
-    });
+    let path = conformance_vectors_path();
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 

@@ -1,5 +1,5 @@
 //! The classifier's share of MCPL's public conformance vectors
-//! (`shared/conformance/bulk-reference-vectors.json`, format `mcpl-bulk-references-1`): for every
+//! (`conformance/bulk-reference-vectors.json`, format `mcpl-bulk-references-1`): for every
 //! render and fetch case, the first block's `kind` and `missingFields` expectations. The lanes,
 //! the registry and the fetcher run the rest of each case.
 

@@ -4,13 +4,9 @@ use serde_json::Value;
 
 use crate::mcpl;
 
-fn vectors_path() -> std::path::PathBuf {
-    mcpl_testkit::workspace_root().join("../shared/conformance/bulk-reference-vectors.json")
-}
-
 #[test]
 fn every_public_vector_passes() {
-    let path = vectors_path();
+    let path = mcpl_testkit::conformance_vectors_path();
     let output = mcpl(&["conformance", path.to_str().unwrap()], b"");
     let stdout = String::from_utf8(output.stdout).unwrap();
     assert_eq!(output.status.code(), Some(0), "{stdout}");
@@ -26,7 +22,8 @@ fn every_public_vector_passes() {
 #[test]
 fn a_failing_case_fails_the_command() {
     let mut vectors: Value =
-        serde_json::from_slice(&std::fs::read(vectors_path()).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(mcpl_testkit::conformance_vectors_path()).unwrap())
+            .unwrap();
     let cases = vectors["cases"].as_array_mut().unwrap();
     cases.retain(|case| case["id"] == "11-file-refused");
     // The vector says a file: reference is refused; claim the opposite.

@@ -1,4 +1,4 @@
-//! The `mcpl` command's contract (`shared/spec/host.md`), checked by running the built binary.
+//! The `mcpl` command's contract (`docs/cli.md`), checked by running the built binary.
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};

@@ -1,19 +1,11 @@
 //! The conformance runner on MCPL's bulk-reference vectors: every case passes.
 
-use std::path::{Path, PathBuf};
-
 use mcpl_cli::conformance::{Tally, run_conformance};
-
-/// `shared/conformance/` sits beside the repository (CI clones the repository next to it).
-fn vectors() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/conformance/bulk-reference-vectors.json")
-}
 
 #[test]
 fn every_vector_passes() {
     let mut report = Vec::new();
-    let tally = run_conformance(&[vectors()], &mut report).unwrap();
+    let tally = run_conformance(&[mcpl_testkit::conformance_vectors_path()], &mut report).unwrap();
     let report = String::from_utf8(report).unwrap();
     assert_eq!(
         tally,

@@ -1,4 +1,4 @@
-//! MCPL's render and registry conformance vectors (`shared/conformance/`, format
+//! MCPL's render and registry conformance vectors (`conformance/`, format
 //! `mcpl-bulk-references-1`), run against the lanes and the registry. The fetch cases run
 //! against the fetcher, in the host.
 
