@@ -254,9 +254,10 @@ fn demo_command(route: &str, json: bool, spill_dir: Option<PathBuf>) -> Result<(
                 message: format!("cannot write the output: {error}"),
             })?;
     }
-    run.outcome
-        .map(drop)
-        .map_err(|message| Failure { status: 1, message })
+    run.outcome.map(drop).map_err(|error| Failure {
+        status: 1,
+        message: error.to_string(),
+    })
 }
 
 struct RunArgs {

@@ -278,7 +278,25 @@ pub trait ResourceReader {
     fn offers_resources(&self, server: &str) -> bool;
     /// The result of `resources/read` for `uri` on `server` (`{"contents": [...]}`), or why
     /// there is none.
-    fn read_resource(&mut self, server: &str, uri: &str) -> Result<Value, String>;
+    fn read_resource(&mut self, server: &str, uri: &str) -> Result<Value, ReadError>;
+}
+
+/// Why `resources/read` gave no result. Its words go into [`Refusal::ResourceRead`],
+/// sanitised, since a server's error text is untrusted.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The host reads no resources at all.
+    #[error("this host reads no resources")]
+    NoResources,
+    /// No server of that name is connected.
+    #[error("unknown server: {0}")]
+    UnknownServer(String),
+    /// The server is configured but has no live connection.
+    #[error("server {0} is not available")]
+    Unavailable(String),
+    /// The request failed: the connection's own error, which a caller may downcast.
+    #[error(transparent)]
+    Request(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// A host without resources: every non-http(s) reference is refused.
@@ -290,8 +308,8 @@ impl ResourceReader for NoResources {
         false
     }
 
-    fn read_resource(&mut self, _server: &str, _uri: &str) -> Result<Value, String> {
-        Err("this host reads no resources".to_owned())
+    fn read_resource(&mut self, _server: &str, _uri: &str) -> Result<Value, ReadError> {
+        Err(ReadError::NoResources)
     }
 }
 
@@ -529,7 +547,9 @@ impl Fetcher {
             How::Resource => {
                 let result = resources
                     .read_resource(server.name.as_str(), &claims.uri)
-                    .map_err(|error| Refusal::ResourceRead(markers::sanitize(&error)))?;
+                    .map_err(|error| {
+                        Refusal::ResourceRead(markers::sanitize(&error.to_string()))
+                    })?;
                 resource_payload(&result, &claims.uri, limits, &self.folder, id.as_str())?
             }
         };
@@ -1116,6 +1136,30 @@ mod tests {
         ];
         for (refusal, words) in cases {
             assert_eq!(refusal.to_string(), words);
+        }
+    }
+
+    #[test]
+    fn read_errors_read_as_the_host_wrote_them() {
+        let request: Box<dyn std::error::Error + Send + Sync> =
+            "server demo answered resources/read with an error: gone".into();
+        let cases = [
+            (ReadError::NoResources, "this host reads no resources"),
+            (
+                ReadError::UnknownServer("demo".to_owned()),
+                "unknown server: demo",
+            ),
+            (
+                ReadError::Unavailable("demo".to_owned()),
+                "server demo is not available",
+            ),
+            (
+                ReadError::Request(request),
+                "server demo answered resources/read with an error: gone",
+            ),
+        ];
+        for (error, words) in cases {
+            assert_eq!(error.to_string(), words);
         }
     }
 
