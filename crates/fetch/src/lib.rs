@@ -1083,84 +1083,71 @@ pub fn extension(sniffed: Option<Sniffed>, mime_type: &str) -> &'static str {
 mod tests {
     use super::*;
 
-    #[test]
-    fn refusals_read_exactly() {
-        let origin = |url| Origin::of_dialed(url).unwrap();
-        let cases = [
-            (
-                Refusal::ThirdPartyOrigin {
-                    reference: origin("https://cdn.example"),
-                    dialed: origin("wss://files.example:443"),
-                },
-                "third-party origin (https://cdn.example != dialed https://files.example); not fetched by this host",
-            ),
-            (
-                Refusal::SchemeNotAllowed("file:".to_owned()),
-                "scheme not allowed: file:",
-            ),
-            (
-                Refusal::Expired,
-                "reference expired (or unparseable expiry — fail closed)",
-            ),
-            (
-                Refusal::ClaimOverCeiling {
-                    claimed: 129,
-                    ceiling: 128,
-                },
-                "claimed 129 bytes exceeds fetch ceiling 128",
-            ),
-            (
-                Refusal::BudgetExhausted { used: 5, budget: 5 },
-                "per-server fetch budget exhausted (5/5 bytes)",
-            ),
-            (
-                Refusal::Redirect(302),
-                "redirect refused (HTTP 302) — no redirect traversal",
-            ),
-            (
-                Refusal::Aborted {
-                    limit: Limit::Budget,
-                    at: 96,
-                },
-                "aborted: actual bytes exceeded per-server budget at 96",
-            ),
-            (
-                Refusal::DigestMismatch {
-                    claimed: "sha256:2SmKENGwc1g33EvYXaxkGw887yekfl1TpU8vP1svz_o".to_owned(),
-                    got: "sha256:uM7OLD5sO8G3SeWw3LirIreZM71523d9_qXxkn8ewpM".to_owned(),
-                },
-                "digest mismatch (claimed sha256:2SmKENGwc1g33…, got sha256:uM7OLD5sO8G3S…)",
-            ),
-            (Refusal::UnknownServer("x".to_owned()), "unknown server: x"),
-            (Refusal::TimedOut, "fetch timed out or aborted"),
-        ];
-        for (refusal, words) in cases {
-            assert_eq!(refusal.to_string(), words);
-        }
+    fn origin(url: &str) -> Origin {
+        Origin::of_dialed(url).unwrap()
     }
 
-    #[test]
-    fn read_errors_read_as_the_host_wrote_them() {
-        let request: Box<dyn std::error::Error + Send + Sync> =
-            "server demo answered resources/read with an error: gone".into();
-        let cases = [
-            (ReadError::NoResources, "this host reads no resources"),
-            (
-                ReadError::UnknownServer("demo".to_owned()),
-                "unknown server: demo",
-            ),
-            (
-                ReadError::Unavailable("demo".to_owned()),
-                "server demo is not available",
-            ),
-            (
-                ReadError::Request(request),
-                "server demo answered resources/read with an error: gone",
-            ),
-        ];
-        for (error, words) in cases {
-            assert_eq!(error.to_string(), words);
-        }
+    #[rstest::rstest]
+    #[case(
+        Refusal::ThirdPartyOrigin {
+            reference: origin("https://cdn.example"),
+            dialed: origin("wss://files.example:443"),
+        },
+        "third-party origin (https://cdn.example != dialed https://files.example); not fetched by this host"
+    )]
+    #[case(Refusal::SchemeNotAllowed("file:".to_owned()), "scheme not allowed: file:")]
+    #[case(
+        Refusal::Expired,
+        "reference expired (or unparseable expiry — fail closed)"
+    )]
+    #[case(
+        Refusal::ClaimOverCeiling {
+            claimed: 129,
+            ceiling: 128,
+        },
+        "claimed 129 bytes exceeds fetch ceiling 128"
+    )]
+    #[case(
+        Refusal::BudgetExhausted { used: 5, budget: 5 },
+        "per-server fetch budget exhausted (5/5 bytes)"
+    )]
+    #[case(
+        Refusal::Redirect(302),
+        "redirect refused (HTTP 302) — no redirect traversal"
+    )]
+    #[case(
+        Refusal::Aborted {
+            limit: Limit::Budget,
+            at: 96,
+        },
+        "aborted: actual bytes exceeded per-server budget at 96"
+    )]
+    #[case(
+        Refusal::DigestMismatch {
+            claimed: "sha256:2SmKENGwc1g33EvYXaxkGw887yekfl1TpU8vP1svz_o".to_owned(),
+            got: "sha256:uM7OLD5sO8G3SeWw3LirIreZM71523d9_qXxkn8ewpM".to_owned(),
+        },
+        "digest mismatch (claimed sha256:2SmKENGwc1g33…, got sha256:uM7OLD5sO8G3S…)"
+    )]
+    #[case(Refusal::UnknownServer("x".to_owned()), "unknown server: x")]
+    #[case(Refusal::TimedOut, "fetch timed out or aborted")]
+    fn refusals_read_exactly(#[case] refusal: Refusal, #[case] words: &str) {
+        assert_eq!(refusal.to_string(), words);
+    }
+
+    #[rstest::rstest]
+    #[case(ReadError::NoResources, "this host reads no resources")]
+    #[case(ReadError::UnknownServer("demo".to_owned()), "unknown server: demo")]
+    #[case(
+        ReadError::Unavailable("demo".to_owned()),
+        "server demo is not available"
+    )]
+    #[case(
+        ReadError::Request("server demo answered resources/read with an error: gone".into()),
+        "server demo answered resources/read with an error: gone"
+    )]
+    fn read_errors_read_as_the_host_wrote_them(#[case] error: ReadError, #[case] words: &str) {
+        assert_eq!(error.to_string(), words);
     }
 
     #[test]
