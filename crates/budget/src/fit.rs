@@ -3,7 +3,7 @@
 
 use mcpl_lanes::{LiveCopy, Part, Projector, ToolResult, ToolResultCopies};
 
-use crate::route::Pricer;
+use crate::route::{Pricer, Unpriceable};
 use crate::spill::{Spill, SpillStore, write_spill};
 
 /// The default tool-result budget, in estimated tokens.
@@ -18,6 +18,23 @@ pub fn omission_notice(tokens: u64, characters: u64, images: u64, path: &str) ->
     format!(
         "[… {tokens} tokens omitted ({characters} characters, {images} images); the full result is in {path}]"
     )
+}
+
+/// Why a result over its budget could not be cut to fit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CutError {
+    /// Something the result shows cannot be priced on the route.
+    #[error(transparent)]
+    Unpriceable(#[from] Unpriceable),
+    /// The budget is smaller than the omission notice that would replace the middle.
+    #[error("the budget cannot hold the omission notice ({reserve} tokens)")]
+    NoticeOverBudget {
+        /// The price of the longest notice and its separators.
+        reserve: u64,
+    },
+    /// No head and tail around the notice came within the budget.
+    #[error("no cut within the budget was found")]
+    NoCut,
 }
 
 /// A tool result fitted to its budget, or kept whole with the reason.
@@ -151,8 +168,8 @@ pub fn cut<'a>(
     pricer: Pricer<'_>,
     budget: u64,
     spill_path: &str,
-) -> Result<Option<(ToolResultCopies<'a>, u64)>, String> {
-    let items = items_of(copies, pricer).map_err(|e| e.to_string())?;
+) -> Result<Option<(ToolResultCopies<'a>, u64)>, CutError> {
+    let items = items_of(copies, pricer)?;
     if items.iter().map(|i| i.price).sum::<u64>() <= budget {
         return Ok(None);
     }
@@ -163,7 +180,7 @@ pub fn cut<'a>(
 fn items_of<'c, 'a>(
     copies: &'c ToolResultCopies<'a>,
     pricer: Pricer<'_>,
-) -> Result<Vec<Item<'c, 'a>>, crate::route::Unpriceable> {
+) -> Result<Vec<Item<'c, 'a>>, Unpriceable> {
     match &copies.live {
         LiveCopy::Stored => Ok(vec![Item {
             live: None,
@@ -190,7 +207,7 @@ fn cut_items<'a>(
     pricer: Pricer<'_>,
     budget: u64,
     spill_path: &str,
-) -> Result<(ToolResultCopies<'a>, u64), String> {
+) -> Result<(ToolResultCopies<'a>, u64), CutError> {
     let whole = Totals::of(items);
     let (total, characters, images) = (whole.tokens, whole.characters, whole.images);
     // The notice's numbers can only be smaller than these, so this prices the longest notice;
@@ -200,18 +217,14 @@ fn cut_items<'a>(
         .count(&omission_notice(total, characters, images, spill_path))
         + pricer.text.count("\n\n");
     if reserve >= budget {
-        return Err(format!(
-            "the budget cannot hold the omission notice ({reserve} tokens)"
-        ));
+        return Err(CutError::NoticeOverBudget { reserve });
     }
     let mut available = budget - reserve;
     for _ in 0..8 {
         let head_budget = available / 2;
         let cut = find_cut(items, pricer, head_budget, available - head_budget);
         let fitted = assemble(copies, items, &whole, cut, pricer, spill_path);
-        let price = pricer
-            .live(&fitted.live, &fitted.stored)
-            .map_err(|e| e.to_string())?;
+        let price = pricer.live(&fitted.live, &fitted.stored)?;
         if price <= budget {
             return Ok((fitted, price));
         }
@@ -219,7 +232,7 @@ fn cut_items<'a>(
         // again.
         available = available.saturating_sub(price - budget);
     }
-    Err("no cut within the budget was found".to_owned())
+    Err(CutError::NoCut)
 }
 
 fn find_cut(items: &[Item<'_, '_>], pricer: Pricer<'_>, head_budget: u64, tail_budget: u64) -> Cut {

@@ -398,26 +398,42 @@ pub const GEMINI_TABLE: &[PricedModels] = &[
 mod tests {
     use super::*;
 
-    #[test]
-    fn anthropic_current_rule_matches_every_documented_example() {
+    #[rstest::rstest]
+    #[case(200, 200, 64, 64)]
+    #[case(1000, 1000, 1296, 1296)]
+    #[case(1092, 1092, 1521, 1521)]
+    #[case(1920, 1080, 1560, 2691)]
+    #[case(2000, 1500, 1564, 3888)]
+    #[case(3840, 2160, 1560, 4784)]
+    fn anthropic_current_rule_matches_every_documented_example(
+        #[case] width: u32,
+        #[case] height: u32,
+        #[case] standard: u64,
+        #[case] high: u64,
+    ) {
         let std = ImageCalculator::ANTHROPIC_STANDARD;
         let hi = ImageCalculator::ANTHROPIC_HIGH_RES;
-        for (w, h, standard, high) in [
-            (200, 200, 64, 64),
-            (1000, 1000, 1296, 1296),
-            (1092, 1092, 1521, 1521),
-            (1920, 1080, 1560, 2691),
-            (2000, 1500, 1564, 3888),
-            (3840, 2160, 1560, 4784),
-        ] {
-            assert_eq!(std.tokens(w, h), standard, "{w}x{h} standard");
-            assert_eq!(hi.tokens(w, h), high, "{w}x{h} high-res");
-        }
-        assert_eq!(anthropic_resize(1075, 1520, 1568, 1568), (924, 1307));
-        assert_eq!(anthropic_resize(1920, 1080, 1568, 1568), (1456, 819));
-        assert_eq!(anthropic_resize(2000, 1500, 1568, 1568), (1270, 952));
-        assert_eq!(anthropic_resize(3840, 2160, 1568, 1568), (1456, 819));
-        assert_eq!(anthropic_resize(3840, 2160, 2576, 4784), (2576, 1449));
+        assert_eq!(std.tokens(width, height), standard, "standard");
+        assert_eq!(hi.tokens(width, height), high, "high-res");
+    }
+
+    #[rstest::rstest]
+    #[case(1075, 1520, 1568, 1568, (924, 1307))]
+    #[case(1920, 1080, 1568, 1568, (1456, 819))]
+    #[case(2000, 1500, 1568, 1568, (1270, 952))]
+    #[case(3840, 2160, 1568, 1568, (1456, 819))]
+    #[case(3840, 2160, 2576, 4784, (2576, 1449))]
+    fn anthropic_resizes_within_its_bounds(
+        #[case] width: u64,
+        #[case] height: u64,
+        #[case] max_edge: u64,
+        #[case] max_tokens: u64,
+        #[case] resized: (u64, u64),
+    ) {
+        assert_eq!(
+            anthropic_resize(width, height, max_edge, max_tokens),
+            resized
+        );
     }
 
     #[test]

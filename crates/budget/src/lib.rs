@@ -97,7 +97,7 @@ pub mod spill;
 pub mod text;
 pub mod window;
 
-pub use fit::{DEFAULT_BUDGET, Fitted, cut, fit_tool_result, omission_notice};
+pub use fit::{CutError, DEFAULT_BUDGET, Fitted, cut, fit_tool_result, omission_notice};
 pub use image::{
     ANTHROPIC_TABLE, Detail, GEMINI_TABLE, ImageCalculator, OPENAI_TABLE, PricedModels,
 };

@@ -224,12 +224,12 @@ mod tests {
         let claimed = ClaimedType::parse("Image/PNG; charset=x");
         assert_eq!(claimed.essence.as_deref(), Some("image/png"));
         assert!(claimed.is_under("image"));
-        for unparsable in ["image", "image/", "/png", "", "image/png/x", "im age/png"] {
-            assert_eq!(
-                ClaimedType::parse(unparsable).essence,
-                None,
-                "{unparsable:?}"
-            );
-        }
+    }
+
+    #[rstest::rstest]
+    fn labels_that_are_no_type_have_no_essence(
+        #[values("image", "image/", "/png", "", "image/png/x", "im age/png")] unparsable: &str,
+    ) {
+        assert_eq!(ClaimedType::parse(unparsable).essence, None);
     }
 }

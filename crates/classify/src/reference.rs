@@ -257,20 +257,17 @@ mod tests {
         );
     }
 
-    #[test]
-    fn sizes_are_whole_and_in_range() {
-        for (size, kept) in [
-            (json!(0), Some(0)),
-            (json!(3.0), Some(3)),
-            (json!(SIZE_BYTES_MAX), Some(SIZE_BYTES_MAX)),
-            (json!(SIZE_BYTES_MAX + 1), None),
-            (json!(-1), None),
-            (json!(3.5), None),
-            (json!("12"), None),
-        ] {
-            let r = read(json!({"uri": "u:x", "sizeBytes": size}));
-            assert_eq!(r.size_bytes, kept, "{size}");
-        }
+    #[rstest::rstest]
+    #[case(json!(0), Some(0))]
+    #[case(json!(3.0), Some(3))]
+    #[case(json!(SIZE_BYTES_MAX), Some(SIZE_BYTES_MAX))]
+    #[case(json!(SIZE_BYTES_MAX + 1), None)]
+    #[case(json!(-1), None)]
+    #[case(json!(3.5), None)]
+    #[case(json!("12"), None)]
+    fn sizes_are_whole_and_in_range(#[case] size: Value, #[case] kept: Option<u64>) {
+        let r = read(json!({"uri": "u:x", "sizeBytes": size}));
+        assert_eq!(r.size_bytes, kept, "{size}");
     }
 
     #[test]

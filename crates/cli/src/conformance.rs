@@ -9,6 +9,9 @@
 //! ceiling. The views checked are a tool result's stored and live copies and a push event's
 //! content and history text. The JSON Schema step of the upstream runner (Ajv against SPEC
 //! Appendix B.1, `schemaValid`) is about emitters and is not run here.
+//!
+//! This is the one checker of the vectors: the command runs it on files, and the tests run it
+//! case by case through [`vector_cases`] and [`check_case`].
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -62,12 +65,12 @@ pub enum ConformanceError {
         source: std::io::Error,
     },
     /// A file is not a vector file this runner knows.
-    #[error("{path}: {message}")]
+    #[error("{path}: {error}")]
     Vectors {
         /// The file.
         path: String,
         /// What is wrong.
-        message: String,
+        error: VectorsError,
     },
     /// The work folder could not be made.
     #[error("the fetch folder: {0}")]
@@ -78,6 +81,37 @@ pub enum ConformanceError {
     /// The report could not be written.
     #[error("writing the report: {0}")]
     Report(std::io::Error),
+}
+
+/// What is wrong with a vector file, or with a case in it.
+#[derive(Debug, thiserror::Error)]
+pub enum VectorsError {
+    /// The file is not JSON.
+    #[error("not JSON: {0}")]
+    NotJson(serde_json::Error),
+    /// The file's `format` is not [`FORMAT`].
+    #[error("format is {0}, not {format}", format = FORMAT)]
+    Format(Value),
+    /// The file has no `cases` array.
+    #[error("no cases array")]
+    NoCases,
+    /// A case has no string `id`.
+    #[error("cases[{0}] has no id")]
+    NoId(usize),
+    /// Two cases share an id.
+    #[error("case id {0} appears twice")]
+    DuplicateId(String),
+    /// A case's `operation` is not `render`, `fetch` or `registry`.
+    #[error("case {id}: operation is {operation}")]
+    Operation {
+        /// The case.
+        id: String,
+        /// The operation it names.
+        operation: Value,
+    },
+    /// A case's `response.bodyBase64` is not base64.
+    #[error("bodyBase64 is not base64: {0}")]
+    BodyBase64(base64::DecodeError),
 }
 
 /// Runs every case of every file (`-` is standard input), writing `ok <id>` or
@@ -110,7 +144,7 @@ fn run_files(
             index += 1;
             let id = case["id"].as_str().unwrap_or_default().to_owned();
             let folder = work.join(index.to_string());
-            match run_case(case, &folder)? {
+            match check_case(case, &folder)? {
                 failures if failures.is_empty() => {
                     tally.passed += 1;
                     writeln!(out, "ok {id}")
@@ -128,10 +162,6 @@ fn run_files(
 
 fn read_vectors(path: &Path) -> Result<Vec<Value>, ConformanceError> {
     let shown = path.display().to_string();
-    let bad = |message: String| ConformanceError::Vectors {
-        path: shown.clone(),
-        message,
-    };
     let read = if path.as_os_str() == "-" {
         std::io::read_to_string(std::io::stdin())
     } else {
@@ -141,33 +171,35 @@ fn read_vectors(path: &Path) -> Result<Vec<Value>, ConformanceError> {
         path: shown.clone(),
         source,
     })?;
-    let mut document: Value =
-        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    serde_json::from_str(&text)
+        .map_err(VectorsError::NotJson)
+        .and_then(vector_cases)
+        .map_err(|error| ConformanceError::Vectors { path: shown, error })
+}
+
+/// The cases of a vector document, once its format, its case ids and its operations are
+/// checked.
+pub fn vector_cases(mut document: Value) -> Result<Vec<Value>, VectorsError> {
     if document["format"] != FORMAT {
-        return Err(bad(format!(
-            "format is {}, not {FORMAT}",
-            document["format"]
-        )));
+        return Err(VectorsError::Format(document["format"].take()));
     }
     let Some(Value::Array(cases)) = document.get_mut("cases").map(Value::take) else {
-        return Err(bad("no cases array".to_owned()));
+        return Err(VectorsError::NoCases);
     };
     let mut ids = HashSet::new();
     for (n, case) in cases.iter().enumerate() {
-        let id = case["id"]
-            .as_str()
-            .ok_or_else(|| bad(format!("cases[{n}] has no id")))?;
+        let id = case["id"].as_str().ok_or(VectorsError::NoId(n))?;
         if !ids.insert(id) {
-            return Err(bad(format!("case id {id} appears twice")));
+            return Err(VectorsError::DuplicateId(id.to_owned()));
         }
         if !matches!(
             case["operation"].as_str(),
             Some("render" | "fetch" | "registry")
         ) {
-            return Err(bad(format!(
-                "case {id}: operation is {}",
-                case["operation"]
-            )));
+            return Err(VectorsError::Operation {
+                id: id.to_owned(),
+                operation: case["operation"].clone(),
+            });
         }
     }
     Ok(cases)
@@ -197,8 +229,10 @@ pub fn expand(value: &mut Value, origin: &str) {
     }
 }
 
-/// Runs one case; answers why it failed, empty when it passed.
-fn run_case(mut case: Value, folder: &Path) -> Result<Vec<String>, ConformanceError> {
+/// Checks one case of [`vector_cases`] against this host, with fresh loopback servers and
+/// `folder` as the fetcher's folder (made if missing, and left for the caller to remove);
+/// answers why it failed, empty when it passed.
+pub fn check_case(mut case: Value, folder: &Path) -> Result<Vec<String>, ConformanceError> {
     let target = Loopback::start(|_| Answer::bytes("text/plain", b"redirect target".to_vec()))
         .map_err(ConformanceError::Loopback)?;
     let answer = origin_answer(&case["response"], target.origin())?;
@@ -241,7 +275,7 @@ fn origin_answer(response: &Value, target: &str) -> Result<Answer, ConformanceEr
             .decode(text)
             .map_err(|e| ConformanceError::Vectors {
                 path: "(case response)".to_owned(),
-                message: format!("bodyBase64 is not base64: {e}"),
+                error: VectorsError::BodyBase64(e),
             })?,
         None => Vec::new(),
     };

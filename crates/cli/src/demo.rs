@@ -24,7 +24,7 @@ use mcpl_client::Launch;
 use mcpl_encode::Encoder;
 use mcpl_encode::conversation::{Content, ToolCall, ToolOutput, model_tool_name};
 use mcpl_host::config::{Config, ServerConfig, ServerOptions};
-use mcpl_host::host_loop::{CallReport, FETCH_REFERENCE, Host, HostOptions, Outcome};
+use mcpl_host::host_loop::{CallReport, FETCH_REFERENCE, Host, HostOptions, LoopError, Outcome};
 use mcpl_host::model::{Model, ModelError, Turn};
 
 /// The demo server's name in the host.
@@ -43,7 +43,7 @@ pub struct DemoRun {
     /// The host after the conversation: its servers, reports and lanes.
     pub host: Host,
     /// How the conversation ended.
-    pub outcome: Result<Outcome, String>,
+    pub outcome: Result<Outcome, LoopError>,
     /// The `fetch_reference` calls the demo's model made, by call id, with what each is for.
     pub fetches: Vec<(String, &'static PlannedFetch)>,
     /// The folder spill files and fetched references went to.
@@ -189,9 +189,7 @@ pub fn run_demo(program: PathBuf, route: &'static PricedRoute, folder: &DemoFold
     options.context_window = 1_000_000;
     let mut host = Host::start(&config, options);
     let mut model = DemoModel::new(demo_steps(&host));
-    let outcome = host
-        .run(&mut model, "Show me what each demo tool returns.", None)
-        .map_err(|e| e.to_string());
+    let outcome = host.run(&mut model, "Show me what each demo tool returns.", None);
     DemoRun {
         host,
         outcome,
@@ -754,7 +752,7 @@ pub fn render_json(run: &DemoRun) -> Value {
         "injections": injections,
         "outcome": match &run.outcome {
             Ok(outcome) => json!({"answer": outcome.answer, "rounds": outcome.rounds}),
-            Err(error) => json!({"error": error}),
+            Err(error) => json!({"error": error.to_string()}),
         },
     })
 }

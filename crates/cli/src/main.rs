@@ -284,9 +284,10 @@ fn demo_command(
                 message: format!("cannot write the output: {error}"),
             })?;
     }
-    run.outcome
-        .map(drop)
-        .map_err(|message| Failure { status: 1, message })
+    run.outcome.map(drop).map_err(|error| Failure {
+        status: 1,
+        message: error.to_string(),
+    })
 }
 
 struct RunArgs {

@@ -119,33 +119,24 @@ mod tests {
         UNIX_EPOCH + Duration::from_secs(seconds)
     }
 
-    #[test]
-    fn timestamps_read_as_rfc_3339_says() {
-        assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(0));
-        assert_eq!(
-            parse_rfc3339("2000-03-01T00:00:00Z"),
-            Some(951_868_800 * 1_000_000_000)
-        );
-        assert_eq!(
-            parse_rfc3339("1970-01-01t01:00:00.25+01:00"),
-            Some(250_000_000)
-        );
-        assert_eq!(
-            parse_rfc3339("1969-12-31T23:59:59-00:00"),
-            Some(-1_000_000_000)
-        );
-        for bad in [
-            "not-a-date",
-            "2026-02-30T00:00:00Z",
-            "2026-01-01 00:00:00Z",
-            "2026-01-01T00:00:00",
-            "2026-01-01T24:00:00Z",
-            "2026-01-01T00:00:00.Z",
-            "2026-01-01T00:00:00+0100",
-            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-        ] {
-            assert_eq!(parse_rfc3339(bad), None, "{bad}");
-        }
+    #[rstest::rstest]
+    #[case("1970-01-01T00:00:00Z", Some(0))]
+    #[case("2000-03-01T00:00:00Z", Some(951_868_800 * 1_000_000_000))]
+    #[case("1970-01-01t01:00:00.25+01:00", Some(250_000_000))]
+    #[case("1969-12-31T23:59:59-00:00", Some(-1_000_000_000))]
+    #[case("not-a-date", None)]
+    #[case("2026-02-30T00:00:00Z", None)]
+    #[case("2026-01-01 00:00:00Z", None)]
+    #[case("2026-01-01T00:00:00", None)]
+    #[case("2026-01-01T24:00:00Z", None)]
+    #[case("2026-01-01T00:00:00.Z", None)]
+    #[case("2026-01-01T00:00:00+0100", None)]
+    #[case(
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        None
+    )]
+    fn timestamps_read_as_rfc_3339_says(#[case] text: &str, #[case] nanos: Option<i128>) {
+        assert_eq!(parse_rfc3339(text), nanos);
     }
 
     #[test]

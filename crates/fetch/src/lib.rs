@@ -284,7 +284,25 @@ pub trait ResourceReader {
     fn offers_resources(&self, server: &str) -> bool;
     /// The result of `resources/read` for `uri` on `server` (`{"contents": [...]}`), or why
     /// there is none.
-    fn read_resource(&mut self, server: &str, uri: &str) -> Result<Value, String>;
+    fn read_resource(&mut self, server: &str, uri: &str) -> Result<Value, ReadError>;
+}
+
+/// Why `resources/read` gave no result. Its words go into [`Refusal::ResourceRead`],
+/// sanitised, since a server's error text is untrusted.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The host reads no resources at all.
+    #[error("this host reads no resources")]
+    NoResources,
+    /// No server of that name is connected.
+    #[error("unknown server: {0}")]
+    UnknownServer(String),
+    /// The server is configured but has no live connection.
+    #[error("server {0} is not available")]
+    Unavailable(String),
+    /// The request failed: the connection's own error, which a caller may downcast.
+    #[error(transparent)]
+    Request(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// A host without resources: every non-http(s) reference is refused.
@@ -296,8 +314,8 @@ impl ResourceReader for NoResources {
         false
     }
 
-    fn read_resource(&mut self, _server: &str, _uri: &str) -> Result<Value, String> {
-        Err("this host reads no resources".to_owned())
+    fn read_resource(&mut self, _server: &str, _uri: &str) -> Result<Value, ReadError> {
+        Err(ReadError::NoResources)
     }
 }
 
@@ -535,7 +553,9 @@ impl Fetcher {
             How::Resource => {
                 let result = resources
                     .read_resource(server.name.as_str(), &claims.uri)
-                    .map_err(|error| Refusal::ResourceRead(markers::sanitize(&error)))?;
+                    .map_err(|error| {
+                        Refusal::ResourceRead(markers::sanitize(&error.to_string()))
+                    })?;
                 resource_payload(&result, &claims.uri, limits, &self.folder, id.as_str())?
             }
         };
@@ -1069,60 +1089,71 @@ pub fn extension(sniffed: Option<Sniffed>, mime_type: &str) -> &'static str {
 mod tests {
     use super::*;
 
-    #[test]
-    fn refusals_read_exactly() {
-        let origin = |url| Origin::of_dialed(url).unwrap();
-        let cases = [
-            (
-                Refusal::ThirdPartyOrigin {
-                    reference: origin("https://cdn.example"),
-                    dialed: origin("wss://files.example:443"),
-                },
-                "third-party origin (https://cdn.example != dialed https://files.example); not fetched by this host",
-            ),
-            (
-                Refusal::SchemeNotAllowed("file:".to_owned()),
-                "scheme not allowed: file:",
-            ),
-            (
-                Refusal::Expired,
-                "reference expired (or unparseable expiry — fail closed)",
-            ),
-            (
-                Refusal::ClaimOverCeiling {
-                    claimed: 129,
-                    ceiling: 128,
-                },
-                "claimed 129 bytes exceeds fetch ceiling 128",
-            ),
-            (
-                Refusal::BudgetExhausted { used: 5, budget: 5 },
-                "per-server fetch budget exhausted (5/5 bytes)",
-            ),
-            (
-                Refusal::Redirect(302),
-                "redirect refused (HTTP 302) — no redirect traversal",
-            ),
-            (
-                Refusal::Aborted {
-                    limit: Limit::Budget,
-                    at: 96,
-                },
-                "aborted: actual bytes exceeded per-server budget at 96",
-            ),
-            (
-                Refusal::DigestMismatch {
-                    claimed: "sha256:2SmKENGwc1g33EvYXaxkGw887yekfl1TpU8vP1svz_o".to_owned(),
-                    got: "sha256:uM7OLD5sO8G3SeWw3LirIreZM71523d9_qXxkn8ewpM".to_owned(),
-                },
-                "digest mismatch (claimed sha256:2SmKENGwc1g33…, got sha256:uM7OLD5sO8G3S…)",
-            ),
-            (Refusal::UnknownServer("x".to_owned()), "unknown server: x"),
-            (Refusal::TimedOut, "fetch timed out or aborted"),
-        ];
-        for (refusal, words) in cases {
-            assert_eq!(refusal.to_string(), words);
-        }
+    fn origin(url: &str) -> Origin {
+        Origin::of_dialed(url).unwrap()
+    }
+
+    #[rstest::rstest]
+    #[case(
+        Refusal::ThirdPartyOrigin {
+            reference: origin("https://cdn.example"),
+            dialed: origin("wss://files.example:443"),
+        },
+        "third-party origin (https://cdn.example != dialed https://files.example); not fetched by this host"
+    )]
+    #[case(Refusal::SchemeNotAllowed("file:".to_owned()), "scheme not allowed: file:")]
+    #[case(
+        Refusal::Expired,
+        "reference expired (or unparseable expiry — fail closed)"
+    )]
+    #[case(
+        Refusal::ClaimOverCeiling {
+            claimed: 129,
+            ceiling: 128,
+        },
+        "claimed 129 bytes exceeds fetch ceiling 128"
+    )]
+    #[case(
+        Refusal::BudgetExhausted { used: 5, budget: 5 },
+        "per-server fetch budget exhausted (5/5 bytes)"
+    )]
+    #[case(
+        Refusal::Redirect(302),
+        "redirect refused (HTTP 302) — no redirect traversal"
+    )]
+    #[case(
+        Refusal::Aborted {
+            limit: Limit::Budget,
+            at: 96,
+        },
+        "aborted: actual bytes exceeded per-server budget at 96"
+    )]
+    #[case(
+        Refusal::DigestMismatch {
+            claimed: "sha256:2SmKENGwc1g33EvYXaxkGw887yekfl1TpU8vP1svz_o".to_owned(),
+            got: "sha256:uM7OLD5sO8G3SeWw3LirIreZM71523d9_qXxkn8ewpM".to_owned(),
+        },
+        "digest mismatch (claimed sha256:2SmKENGwc1g33…, got sha256:uM7OLD5sO8G3S…)"
+    )]
+    #[case(Refusal::UnknownServer("x".to_owned()), "unknown server: x")]
+    #[case(Refusal::TimedOut, "fetch timed out or aborted")]
+    fn refusals_read_exactly(#[case] refusal: Refusal, #[case] words: &str) {
+        assert_eq!(refusal.to_string(), words);
+    }
+
+    #[rstest::rstest]
+    #[case(ReadError::NoResources, "this host reads no resources")]
+    #[case(ReadError::UnknownServer("demo".to_owned()), "unknown server: demo")]
+    #[case(
+        ReadError::Unavailable("demo".to_owned()),
+        "server demo is not available"
+    )]
+    #[case(
+        ReadError::Request("server demo answered resources/read with an error: gone".into()),
+        "server demo answered resources/read with an error: gone"
+    )]
+    fn read_errors_read_as_the_host_wrote_them(#[case] error: ReadError, #[case] words: &str) {
+        assert_eq!(error.to_string(), words);
     }
 
     #[test]

@@ -244,8 +244,8 @@ pub struct Host {
     pub lanes: Lanes,
     /// What the loop was set up with.
     pub options: HostOptions,
-    spill: Result<LocalSpillStore, String>,
-    fetcher: Result<Fetcher, String>,
+    spill: Result<LocalSpillStore, mcpl_budget::SpillError>,
+    fetcher: Result<Fetcher, mcpl_fetch::FolderError>,
     tools: Vec<ToolSpec>,
     /// Model-facing tool name to (server index, tool name).
     tool_index: BTreeMap<String, (usize, String)>,
@@ -276,8 +276,8 @@ impl Host {
                 .uri_policies
                 .insert(server.launch.name.clone(), server.options.uri_policy);
         }
-        let spill = LocalSpillStore::new(&options.spill_dir).map_err(|e| e.to_string());
-        let mut fetcher = Fetcher::new(&options.fetch_dir).map_err(|e| e.to_string());
+        let spill = LocalSpillStore::new(&options.spill_dir);
+        let mut fetcher = Fetcher::new(&options.fetch_dir);
         if let Ok(fetcher) = &mut fetcher {
             for server in &config.servers {
                 fetcher.add_server(&server.launch.name, &server.options.fetch);
@@ -949,17 +949,17 @@ impl ResourceReader for HostResources<'_> {
         })
     }
 
-    fn read_resource(&mut self, server: &str, uri: &str) -> Result<Value, String> {
+    fn read_resource(&mut self, server: &str, uri: &str) -> Result<Value, mcpl_fetch::ReadError> {
         let server = self
             .servers
             .iter_mut()
             .find(|s| s.config.launch.name == server)
-            .ok_or_else(|| format!("unknown server: {server}"))?;
+            .ok_or_else(|| mcpl_fetch::ReadError::UnknownServer(server.to_owned()))?;
         let timeout = server.config.options.timeout;
         let connection = server
             .connection
             .as_mut()
-            .ok_or_else(|| format!("server {} is not available", server.config.launch.name))?;
+            .ok_or_else(|| mcpl_fetch::ReadError::Unavailable(server.config.launch.name.clone()))?;
         connection
             .request(
                 "resources/read",
@@ -967,7 +967,7 @@ impl ResourceReader for HostResources<'_> {
                 timeout,
                 &mut *self.host,
             )
-            .map_err(|error| error.to_string())
+            .map_err(|error| mcpl_fetch::ReadError::Request(Box::new(error)))
     }
 }
 

@@ -105,7 +105,7 @@ impl Model for AnthropicHttp {
                 .header("x-api-key", key)
                 .header("anthropic-version", ANTHROPIC_VERSION)
         })?;
-        anthropic_turn(&answer).map_err(|message| self.endpoint.error(message))
+        anthropic_turn(&answer).map_err(|error| self.endpoint.error(error.to_string()))
     }
 }
 
@@ -157,7 +157,7 @@ impl Model for OpenAiChatHttp {
         let answer = self.endpoint.post(body, |request, key| {
             request.header("authorization", format!("Bearer {key}"))
         })?;
-        openai_chat_turn(&answer).map_err(|message| self.endpoint.error(message))
+        openai_chat_turn(&answer).map_err(|error| self.endpoint.error(error.to_string()))
     }
 }
 
@@ -317,25 +317,52 @@ fn quote(text: &str) -> String {
     quoted
 }
 
+/// Why a provider's answer is not a turn; its words become [`ModelError::Provider`]'s message.
+#[derive(Debug, thiserror::Error)]
+enum AnswerError {
+    /// A Messages API answer without its `content` array.
+    #[error("the answer has no content array")]
+    NoContent,
+    /// A `tool_use` block without a field it needs.
+    #[error("content[{index}]: a tool_use block without {field}")]
+    ToolUseWithout { index: usize, field: &'static str },
+    /// A Chat Completions answer without a first choice's message.
+    #[error("the answer has no choices[0].message")]
+    NoMessage,
+    /// A tool call without a field it needs (`id`, `function/name`, `function/arguments`).
+    #[error("tool_calls[{index}]: no {field}")]
+    ToolCallWithout { index: usize, field: &'static str },
+    /// A tool call whose arguments string is not JSON.
+    #[error("tool_calls[{index}] ({name}): its arguments are not JSON: {error}")]
+    ArgumentsNotJson {
+        index: usize,
+        name: String,
+        error: serde_json::Error,
+    },
+}
+
 /// A Messages API answer: its text blocks joined with `\n`, its `tool_use` blocks as calls.
 /// Other blocks (thinking, say) are not part of the turn.
-fn anthropic_turn(answer: &Value) -> Result<Turn, String> {
+fn anthropic_turn(answer: &Value) -> Result<Turn, AnswerError> {
     let blocks = answer
         .get("content")
         .and_then(Value::as_array)
-        .ok_or_else(|| "the answer has no content array".to_owned())?;
+        .ok_or(AnswerError::NoContent)?;
     let mut texts = Vec::new();
     let mut tool_calls = Vec::new();
     for (i, block) in blocks.iter().enumerate() {
         match block.get("type").and_then(Value::as_str) {
             Some("text") => texts.push(block.get("text").and_then(Value::as_str).unwrap_or("")),
             Some("tool_use") => {
-                let field = |name: &str| {
+                let field = |name: &'static str| {
                     block
                         .get(name)
                         .and_then(Value::as_str)
                         .map(str::to_owned)
-                        .ok_or_else(|| format!("content[{i}]: a tool_use block without {name}"))
+                        .ok_or(AnswerError::ToolUseWithout {
+                            index: i,
+                            field: name,
+                        })
                 };
                 tool_calls.push(ToolCall {
                     id: field("id")?,
@@ -357,10 +384,10 @@ fn anthropic_turn(answer: &Value) -> Result<Turn, String> {
 
 /// A Chat Completions answer: the first choice's message content and its function tool calls,
 /// whose JSON-string arguments are parsed (an empty string is `{}`).
-fn openai_chat_turn(answer: &Value) -> Result<Turn, String> {
+fn openai_chat_turn(answer: &Value) -> Result<Turn, AnswerError> {
     let message = answer
         .pointer("/choices/0/message")
-        .ok_or_else(|| "the answer has no choices[0].message".to_owned())?;
+        .ok_or(AnswerError::NoMessage)?;
     let text = message
         .get("content")
         .and_then(Value::as_str)
@@ -374,10 +401,13 @@ fn openai_chat_turn(answer: &Value) -> Result<Turn, String> {
         .iter()
         .enumerate()
     {
-        let field = |pointer: &str| {
+        let field = |pointer: &'static str| {
             call.pointer(pointer)
                 .and_then(Value::as_str)
-                .ok_or_else(|| format!("tool_calls[{i}]: no {}", &pointer[1..]))
+                .ok_or(AnswerError::ToolCallWithout {
+                    index: i,
+                    field: pointer.trim_start_matches('/'),
+                })
         };
         let id = field("/id")?;
         let name = field("/function/name")?;
@@ -385,8 +415,11 @@ fn openai_chat_turn(answer: &Value) -> Result<Turn, String> {
         let arguments = if raw.trim().is_empty() {
             Value::Object(serde_json::Map::new())
         } else {
-            serde_json::from_str(raw)
-                .map_err(|e| format!("tool_calls[{i}] ({name}): its arguments are not JSON: {e}"))?
+            serde_json::from_str(raw).map_err(|error| AnswerError::ArgumentsNotJson {
+                index: i,
+                name: name.to_owned(),
+                error,
+            })?
         };
         tool_calls.push(ToolCall {
             id: id.to_owned(),
@@ -459,6 +492,35 @@ mod tests {
         assert_eq!(turn.tool_calls[0].arguments, json!({}));
         let bad = openai_chat_turn(&json!({"choices": [{"message": {"tool_calls": [
             {"id": "c1", "function": {"name": "f", "arguments": "{\"n\": "}}]}}]}));
-        assert!(bad.unwrap_err().contains("its arguments are not JSON"));
+        assert!(matches!(
+            bad,
+            Err(AnswerError::ArgumentsNotJson { index: 0, .. })
+        ));
+        assert!(
+            bad.unwrap_err()
+                .to_string()
+                .starts_with("tool_calls[0] (f): its arguments are not JSON: ")
+        );
+        let missing = openai_chat_turn(&json!({"choices": [{"message": {"tool_calls": [
+            {"id": "c1", "function": {"arguments": "{}"}}]}}]}));
+        assert_eq!(
+            missing.unwrap_err().to_string(),
+            "tool_calls[0]: no function/name"
+        );
+        let missing = anthropic_turn(&json!({"content": [{"type": "tool_use", "id": "t"}]}));
+        assert_eq!(
+            missing.unwrap_err().to_string(),
+            "content[0]: a tool_use block without name"
+        );
+        assert_eq!(
+            anthropic_turn(&json!({})).unwrap_err().to_string(),
+            "the answer has no content array"
+        );
+        assert_eq!(
+            openai_chat_turn(&json!({"choices": []}))
+                .unwrap_err()
+                .to_string(),
+            "the answer has no choices[0].message"
+        );
     }
 }

@@ -402,26 +402,22 @@ mod tests {
         );
     }
 
-    #[test]
-    fn credential_free_means_nothing_that_could_carry_a_secret() {
-        for shown in [
-            "demo://resource/dynamic/text/1",
-            "https://example.com/a/b.png",
-            "file:///tmp/x",
-        ] {
-            assert!(is_credential_free(shown), "{shown}");
-        }
-        for hidden in [
-            "https://example.com/a?token=1",
-            "https://u:p@example.com/",
-            "https://example.com/#frag",
-            "data:image/png;base64,AAAA",
-            "DATA:text/plain,hi",
-            "no scheme",
-            "",
-            "1http://x",
-        ] {
-            assert!(!is_credential_free(hidden), "{hidden}");
-        }
+    #[rstest::rstest]
+    #[case("demo://resource/dynamic/text/1", true)]
+    #[case("https://example.com/a/b.png", true)]
+    #[case("file:///tmp/x", true)]
+    #[case("https://example.com/a?token=1", false)]
+    #[case("https://u:p@example.com/", false)]
+    #[case("https://example.com/#frag", false)]
+    #[case("data:image/png;base64,AAAA", false)]
+    #[case("DATA:text/plain,hi", false)]
+    #[case("no scheme", false)]
+    #[case("", false)]
+    #[case("1http://x", false)]
+    fn credential_free_means_nothing_that_could_carry_a_secret(
+        #[case] uri: &str,
+        #[case] shown: bool,
+    ) {
+        assert_eq!(is_credential_free(uri), shown);
     }
 }

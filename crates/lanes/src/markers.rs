@@ -207,20 +207,17 @@ mod tests {
         assert_eq!(feathers.chars().count(), 120);
     }
 
-    #[test]
-    fn labels_appended_read_as_labels_alone() {
-        for label in [
-            "name.csv".to_owned(),
-            "bad\u{0}\u{202e}name".to_owned(),
-            "a".repeat(120),
-            "a".repeat(121),
-            "é".repeat(119) + "\u{7f}ab",
-            "🪶".repeat(200),
-        ] {
-            let mut out = "[ref_1_0000] é — ".to_owned();
-            sanitize_into(&mut out, &label);
-            assert_eq!(out, format!("[ref_1_0000] é — {}", sanitize(&label)));
-        }
+    #[rstest::rstest]
+    #[case::plain("name.csv".to_owned())]
+    #[case::controls("bad\u{0}\u{202e}name".to_owned())]
+    #[case::at_the_bound("a".repeat(120))]
+    #[case::over_the_bound("a".repeat(121))]
+    #[case::control_past_the_bound("é".repeat(119) + "\u{7f}ab")]
+    #[case::wide("🪶".repeat(200))]
+    fn labels_appended_read_as_labels_alone(#[case] label: String) {
+        let mut out = "[ref_1_0000] é — ".to_owned();
+        sanitize_into(&mut out, &label);
+        assert_eq!(out, format!("[ref_1_0000] é — {}", sanitize(&label)));
     }
 
     #[test]

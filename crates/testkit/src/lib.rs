@@ -111,27 +111,3 @@ pub fn conformance_vectors() -> Value {
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
-
-/// Expands a vector as the upstream runner does: `$ORIGIN` in every string becomes `origin`, and
-/// `{"$repeat": s, "count": n}` becomes `s` repeated `n` times.
-pub fn expand_vector(value: &mut Value, origin: &str) {
-    match value {
-        Value::String(s) => {
-            if s.contains("$ORIGIN") {
-                *s = s.replace("$ORIGIN", origin);
-            }
-        }
-        Value::Object(object) => {
-            if let (Some(Value::String(unit)), Some(count)) = (
-                object.get("$repeat"),
-                object.get("count").and_then(Value::as_u64),
-            ) {
-                *value = Value::String(unit.repeat(count as usize));
-                return;
-            }
-            object.values_mut().for_each(|v| expand_vector(v, origin));
-        }
-        Value::Array(items) => items.iter_mut().for_each(|v| expand_vector(v, origin)),
-        Value::Null | Value::Bool(_) | Value::Number(_) => {}
-    }
-}

@@ -3,6 +3,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use mcpl_classify::{Block, Limits, Summary, classify};
+use rstest::rstest;
 use serde_json::json;
 
 #[test]
@@ -30,19 +31,20 @@ fn an_image_over_five_mib_is_renderable_but_over_the_native_limit() {
     );
 }
 
+#[rstest]
+#[case::native_image(Limits::DEFAULT.native_image_bytes)]
+#[case::opaque(Limits::DEFAULT.opaque_bytes)]
+fn exactly_at_the_limits_is_within_them(#[case] limit: u64) {
+    let block = json!({"type": "image", "data": STANDARD.encode(mcpl_testkit::grown_png("image.png", limit as usize))});
+    let Block::InlineImage(media) = classify(&block) else {
+        panic!("an inline image")
+    };
+    assert!(media.within(limit));
+    assert!(!media.within(limit - 1));
+}
+
 #[test]
-fn exactly_at_the_limits_is_within_them() {
-    for limit in [
-        Limits::DEFAULT.native_image_bytes,
-        Limits::DEFAULT.opaque_bytes,
-    ] {
-        let block = json!({"type": "image", "data": STANDARD.encode(mcpl_testkit::grown_png("image.png", limit as usize))});
-        let Block::InlineImage(media) = classify(&block) else {
-            panic!("an inline image")
-        };
-        assert!(media.within(limit));
-        assert!(!media.within(limit - 1));
-    }
+fn the_default_limits_are_five_mib_and_sixty_four_kib() {
     assert_eq!(Limits::default().native_image_bytes, 5 * 1024 * 1024);
     assert_eq!(Limits::default().opaque_bytes, 64 * 1024);
 }

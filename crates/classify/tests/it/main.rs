@@ -2,7 +2,6 @@
 //! fixtures, property tests, and replayed fuzz crashes.
 
 mod cases;
-mod conformance;
 mod limits;
 mod properties;
 mod regressions;

@@ -335,7 +335,7 @@ fn rendered() -> &'static [Rendered] {
                     PricedRoute::of(route.parse().unwrap()),
                     &folder,
                 );
-                assert_eq!(run.outcome.as_ref().err(), None);
+                assert!(run.outcome.is_ok(), "{:?}", run.outcome.as_ref().err());
                 let call = run
                     .host
                     .calls

@@ -2,7 +2,9 @@
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
+use std::sync::LazyLock;
 
+use rstest::rstest;
 use serde_json::{Value, json};
 
 pub(crate) fn mcpl(args: &[&str], stdin: &[u8]) -> Output {
@@ -125,87 +127,64 @@ fn classify_reads_the_bundled_example_and_every_input_shape() {
         "{text}"
     );
 
-    let text = json!({"type": "text", "text": "hi"});
-    for document in [
-        json!([text]),
-        json!({"content": [text], "isError": false}),
-        json!({"payload": {"content": [text]}}),
-        json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [text]}}),
-        json!({"jsonrpc": "2.0", "method": "push/event", "params": {"payload": {"content": [text]}}}),
-        json!({"content": "an injection as a plain string"}),
-        text.clone(),
-    ] {
-        let answers = classify_stdin(&document);
-        assert_eq!(answers.len(), 1, "{document}");
-        assert_eq!(answers[0]["kind"], "text", "{document}");
-    }
     // `-` is standard input too.
+    let text = json!({"type": "text", "text": "hi"});
     let output = mcpl(&["classify", "-"], json!([text]).to_string().as_bytes());
     assert_eq!(output.status.code(), Some(0));
 }
 
+#[rstest]
+#[case::blocks(json!([{"type": "text", "text": "hi"}]))]
+#[case::tool_result(json!({"content": [{"type": "text", "text": "hi"}], "isError": false}))]
+#[case::push_params(json!({"payload": {"content": [{"type": "text", "text": "hi"}]}}))]
+#[case::response(json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "hi"}]}}))]
+#[case::notification(json!({"jsonrpc": "2.0", "method": "push/event",
+    "params": {"payload": {"content": [{"type": "text", "text": "hi"}]}}}))]
+#[case::injection(json!({"content": "an injection as a plain string"}))]
+#[case::one_block(json!({"type": "text", "text": "hi"}))]
+fn classify_reads_every_input_shape(#[case] document: Value) {
+    let answers = classify_stdin(&document);
+    assert_eq!(answers.len(), 1, "{document}");
+    assert_eq!(answers[0]["kind"], "text", "{document}");
+}
+
+/// Arrays nested 100,000 deep.
+static TOO_DEEP: LazyLock<Vec<u8>> =
+    LazyLock::new(|| format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)).into_bytes());
+
 /// Unusable input exits 2 with one `mcpl: ` line on standard error, never a panic.
-#[test]
-fn unusable_input_exits_2_with_one_line() {
-    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
-    let cases: &[(&str, &[u8], &str)] = &[
-        ("empty", b"", "mcpl: stdin: empty input"),
-        ("blank", b" \n\t ", "mcpl: stdin: empty input"),
-        (
-            "not JSON",
-            b"hello",
-            "mcpl: stdin: not JSON: expected value at line 1 column 1",
-        ),
-        (
-            "truncated",
-            b"[{\"type\": \"te",
-            "mcpl: stdin: not JSON: EOF while parsing",
-        ),
-        (
-            "trailing",
-            b"[] []",
-            "mcpl: stdin: not JSON: trailing characters",
-        ),
-        (
-            "too deep",
-            deep.as_bytes(),
-            "mcpl: stdin: JSON nested too deeply: recursion limit exceeded",
-        ),
-        (
-            "a number",
-            b"42",
-            "mcpl: stdin: no content blocks found: the document is a number",
-        ),
-        (
-            "empty object",
-            b"{}",
-            "mcpl: stdin: no content blocks found: the document is an empty object",
-        ),
-        (
-            "no content",
-            b"{\"isError\": true}",
-            "mcpl: stdin: no content blocks found: an object with keys isError",
-        ),
-        (
-            "content not array",
-            b"{\"content\": 5}",
-            "mcpl: stdin: no content blocks found",
-        ),
-        (
-            "invalid UTF-8",
-            b"[\"\xff\"]",
-            "mcpl: stdin: not JSON: invalid unicode code point",
-        ),
-    ];
-    for (what, input, message) in cases {
-        let output = mcpl(&["classify"], input);
-        let stderr = String::from_utf8(output.stderr).unwrap();
-        assert_eq!(output.status.code(), Some(2), "{what}: {stderr}");
-        assert!(stderr.starts_with(message), "{what}: {stderr}");
-        assert_eq!(stderr.lines().count(), 1, "{what}: {stderr}");
-        assert!(!stderr.contains("panicked"), "{what}: {stderr}");
-        assert!(output.stdout.is_empty(), "{what}");
-    }
+#[rstest]
+#[case::empty(b"", "mcpl: stdin: empty input")]
+#[case::blank(b" \n\t ", "mcpl: stdin: empty input")]
+#[case::not_json(b"hello", "mcpl: stdin: not JSON: expected value at line 1 column 1")]
+#[case::truncated(b"[{\"type\": \"te", "mcpl: stdin: not JSON: EOF while parsing")]
+#[case::trailing(b"[] []", "mcpl: stdin: not JSON: trailing characters")]
+#[case::too_deep(
+    &TOO_DEEP,
+    "mcpl: stdin: JSON nested too deeply: recursion limit exceeded"
+)]
+#[case::a_number(
+    b"42",
+    "mcpl: stdin: no content blocks found: the document is a number"
+)]
+#[case::empty_object(
+    b"{}",
+    "mcpl: stdin: no content blocks found: the document is an empty object"
+)]
+#[case::no_content(
+    b"{\"isError\": true}",
+    "mcpl: stdin: no content blocks found: an object with keys isError"
+)]
+#[case::content_not_array(b"{\"content\": 5}", "mcpl: stdin: no content blocks found")]
+#[case::invalid_utf8(b"[\"\xff\"]", "mcpl: stdin: not JSON: invalid unicode code point")]
+fn unusable_input_exits_2_with_one_line(#[case] input: &[u8], #[case] message: &str) {
+    let output = mcpl(&["classify"], input);
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with(message), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(output.stdout.is_empty());
 }
 
 #[test]

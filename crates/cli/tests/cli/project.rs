@@ -1,5 +1,6 @@
 //! `mcpl project`: one lane's projection of one input, as the contract says.
 
+use rstest::rstest;
 use serde_json::{Value, json};
 
 use super::{fixture_base64, mcpl};
@@ -150,39 +151,33 @@ fn every_route_projects_a_tool_result_in_its_own_shape() {
     assert_eq!(prices[3], prices[0] + 1119 + moved, "{prices:?}");
 }
 
-/// A user message's content on each route: the image native everywhere but text-only, the WAV
-/// native where the route takes audio (Chat Completions and Gemini).
-#[test]
-fn every_route_projects_a_push_event_in_its_own_shape() {
-    let wav = fixture_base64("tone.wav");
-    let push = json!({"payload": {"content": [
+fn push_with_audio() -> Value {
+    json!({"payload": {"content": [
         {"type": "text", "text": "listen"},
-        {"type": "audio", "mimeType": "audio/wav", "data": wav},
-    ]}});
-    let shapes = [
-        (
-            "anthropic",
-            json!({"type": "text", "text": "[audio: audio/wav, ~4KB]"}),
-        ),
-        (
-            "openai-chat",
-            json!({"type": "input_audio", "input_audio": {"data": wav, "format": "wav"}}),
-        ),
-        (
-            "openai-responses",
-            json!({"type": "input_text", "text": "[audio: audio/wav, ~4KB]"}),
-        ),
-        (
-            "gemini",
-            json!({"inline_data": {"mime_type": "audio/wav", "data": wav}}),
-        ),
-    ];
-    for (route, audio) in shapes {
-        let out = project(&["--lane", "push", "--route", route], &push);
-        assert_eq!(out["live"][1], audio, "{route}");
-        assert_eq!(out["stored"], "listen\n[audio: audio/wav, ~4KB]", "{route}");
-    }
-    let out = project(&["--lane", "push", "--route", "text-only"], &push);
+        {"type": "audio", "mimeType": "audio/wav", "data": fixture_base64("tone.wav")},
+    ]}})
+}
+
+/// A user message's content on each route: the WAV native where the route takes audio (Chat
+/// Completions and Gemini), its marker elsewhere.
+#[rstest]
+#[case("anthropic", json!({"type": "text", "text": "[audio: audio/wav, ~4KB]"}))]
+#[case("openai-chat", json!({"type": "input_audio",
+    "input_audio": {"data": fixture_base64("tone.wav"), "format": "wav"}}))]
+#[case("openai-responses", json!({"type": "input_text", "text": "[audio: audio/wav, ~4KB]"}))]
+#[case("gemini", json!({"inline_data": {"mime_type": "audio/wav", "data": fixture_base64("tone.wav")}}))]
+fn every_route_projects_a_push_event_in_its_own_shape(#[case] route: &str, #[case] audio: Value) {
+    let out = project(&["--lane", "push", "--route", route], &push_with_audio());
+    assert_eq!(out["live"][1], audio);
+    assert_eq!(out["stored"], "listen\n[audio: audio/wav, ~4KB]");
+}
+
+#[test]
+fn text_only_projects_a_push_event_as_its_stored_text() {
+    let out = project(
+        &["--lane", "push", "--route", "text-only"],
+        &push_with_audio(),
+    );
     assert_eq!(out["live"], "listen\n[audio: audio/wav, ~4KB]");
 }
 
@@ -341,29 +336,24 @@ fn a_result_over_budget_is_fitted_and_spilled() {
     assert!(!out["stored"].as_str().unwrap().contains("tokens omitted"));
 }
 
-#[test]
-fn unusable_projections_exit_2_with_one_line() {
-    for (args, input, message) in [
-        (
-            vec!["project"],
-            "42",
-            "mcpl: stdin: no tool-result content found",
-        ),
-        (
-            vec!["project", "--lane", "push"],
-            "{\"x\": 1}",
-            "mcpl: stdin: no push content found",
-        ),
-        (vec!["project"], "{", "mcpl: stdin: not JSON"),
-    ] {
-        let output = mcpl(&args, input.as_bytes());
-        let stderr = String::from_utf8(output.stderr).unwrap();
-        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.starts_with(message), "{args:?}: {stderr}");
-        assert_eq!(stderr.lines().count(), 1);
-    }
-    for option in ["--lane", "--route"] {
-        let output = mcpl(&["project", option, "nowhere"], b"[]");
-        assert_eq!(output.status.code(), Some(2), "{option}");
-    }
+#[rstest]
+#[case(&["project"], "42", "mcpl: stdin: no tool-result content found")]
+#[case(&["project", "--lane", "push"], "{\"x\": 1}", "mcpl: stdin: no push content found")]
+#[case(&["project"], "{", "mcpl: stdin: not JSON")]
+fn unusable_projections_exit_2_with_one_line(
+    #[case] args: &[&str],
+    #[case] input: &str,
+    #[case] message: &str,
+) {
+    let output = mcpl(args, input.as_bytes());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with(message), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1);
+}
+
+#[rstest]
+fn an_unknown_lane_or_route_exits_2(#[values("--lane", "--route")] option: &str) {
+    let output = mcpl(&["project", option, "nowhere"], b"[]");
+    assert_eq!(output.status.code(), Some(2));
 }

@@ -1,4 +1,8 @@
-//! The conformance runner on MCPL's bulk-reference vectors: every case passes.
+//! The conformance checker on MCPL's bulk-reference vectors: every case passes, case by case
+//! and as `mcpl conformance` runs a file, and a case whose expectation is wrong fails.
+
+mod cases;
+mod classify;
 
 use mcpl_cli::conformance::{Tally, run_conformance};
 

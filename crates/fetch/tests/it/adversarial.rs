@@ -7,6 +7,7 @@ use mcpl_fetch::FetchOptions;
 use mcpl_fetch::{Fetcher, Limit, NoResources, Refusal, Saved};
 use mcpl_lanes::Registry;
 use mcpl_loopback::{Answer, Body, Loopback, gzip};
+use rstest::rstest;
 use serde_json::json;
 
 use crate::support::{Scratch, authorizations, register, resource, serving};
@@ -143,25 +144,25 @@ fn a_slow_drip_runs_out_of_time() {
     setup.scratch.assert_holds(&[]);
 }
 
-#[test]
-fn a_redirect_to_another_origin_is_never_followed_so_the_token_stays_home() {
+#[rstest]
+fn a_redirect_to_another_origin_is_never_followed_so_the_token_stays_home(
+    #[values(301, 302, 303, 307, 308)] status: u16,
+) {
     let other = serving("text/plain", b"the token would have come here");
-    for status in [301, 302, 303, 307, 308] {
-        let location = format!("{}/steal", other.origin());
-        let server = Loopback::start(move |_| Answer {
-            status,
-            ..Answer::redirect(&location)
-        })
-        .unwrap();
-        let mut setup = Setup::new(&server, FetchOptions::default());
-        let refused = setup.fetch(&server, "/payload", json!({})).unwrap_err();
-        assert_eq!(
-            refused.to_string(),
-            format!("redirect refused (HTTP {status}) — no redirect traversal")
-        );
-        assert_eq!(authorizations(&server), [Some(format!("Bearer {TOKEN}"))]);
-        setup.scratch.assert_holds(&[]);
-    }
+    let location = format!("{}/steal", other.origin());
+    let server = Loopback::start(move |_| Answer {
+        status,
+        ..Answer::redirect(&location)
+    })
+    .unwrap();
+    let mut setup = Setup::new(&server, FetchOptions::default());
+    let refused = setup.fetch(&server, "/payload", json!({})).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        format!("redirect refused (HTTP {status}) — no redirect traversal")
+    );
+    assert_eq!(authorizations(&server), [Some(format!("Bearer {TOKEN}"))]);
+    setup.scratch.assert_holds(&[]);
     assert!(
         other.requests().is_empty(),
         "the other origin saw a request"
@@ -337,27 +338,34 @@ fn failures_after_the_dial_keep_nothing() {
     assert_eq!(setup.fetcher.used_bytes("server"), Some(0));
 }
 
-#[test]
-fn an_expired_or_oversized_claim_dials_nothing() {
+#[rstest]
+#[case::expired(
+    json!({"expiresAt": "2001-01-01T00:00:00Z"}),
+    "reference expired (or unparseable expiry — fail closed)"
+)]
+#[case::unparsable_expiry(
+    json!({"expiresAt": "tomorrow"}),
+    "reference expired (or unparseable expiry — fail closed)"
+)]
+#[case::over_the_ceiling(
+    json!({"sizeBytes": 101}),
+    "claimed 101 bytes exceeds fetch ceiling 100"
+)]
+fn an_expired_or_oversized_claim_dials_nothing(
+    #[case] claims: serde_json::Value,
+    #[case] words: &str,
+) {
     let server = serving("audio/wav", b"RIFF0000WAVEpayload");
     let mut setup = Setup::new(&server, ceiling(100));
-    for (claims, words) in [
-        (
-            json!({"expiresAt": "2001-01-01T00:00:00Z"}),
-            "reference expired (or unparseable expiry — fail closed)",
-        ),
-        (
-            json!({"expiresAt": "tomorrow"}),
-            "reference expired (or unparseable expiry — fail closed)",
-        ),
-        (
-            json!({"sizeBytes": 101}),
-            "claimed 101 bytes exceeds fetch ceiling 100",
-        ),
-    ] {
-        let refused = setup.fetch(&server, "/x", claims).unwrap_err();
-        assert_eq!(refused.to_string(), words);
-    }
+    let refused = setup.fetch(&server, "/x", claims).unwrap_err();
+    assert_eq!(refused.to_string(), words);
+    assert!(server.requests().is_empty());
+}
+
+#[test]
+fn a_claim_over_the_asked_ceiling_dials_nothing_and_a_later_expiry_is_fetched() {
+    let server = serving("audio/wav", b"RIFF0000WAVEpayload");
+    let mut setup = Setup::new(&server, ceiling(100));
     let block = resource(&format!("{}/y", server.origin()), json!({"sizeBytes": 50}));
     let id = register(&mut setup.registry, &block, "server");
     let refused = setup

@@ -5,5 +5,6 @@
 
 mod adversarial;
 mod eager;
+mod origins;
 mod resources;
 pub mod support;

@@ -5,6 +5,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use mcpl_fetch::DigestCheck;
 use mcpl_fetch::FetchOptions;
+use mcpl_fetch::ReadError;
 use mcpl_lanes::Registry;
 use serde_json::{Value, json};
 
@@ -33,13 +34,13 @@ impl mcpl_fetch::ResourceReader for Resources {
         self.offering.iter().any(|s| s == server)
     }
 
-    fn read_resource(&mut self, server: &str, uri: &str) -> Result<Value, String> {
+    fn read_resource(&mut self, server: &str, uri: &str) -> Result<Value, ReadError> {
         self.reads.push((server.to_owned(), uri.to_owned()));
         self.contents
             .iter()
             .find(|(u, _)| u == uri)
             .map(|(_, result)| result.clone())
-            .ok_or_else(|| format!("no resource {uri}"))
+            .ok_or_else(|| ReadError::Request(format!("no resource {uri}").into()))
     }
 }
 

@@ -1,9 +1,8 @@
 //! The lanes' integration tests, in one binary: data-driven cases (a folder per case with its
-//! input and each lane's snapshot), MCPL's render and registry conformance vectors, and property
-//! tests of lanes.md's four properties.
+//! input and each lane's snapshot) and property tests of lanes.md's four properties. MCPL's
+//! conformance vectors run in mcpl-cli, through the one checker `mcpl conformance` uses.
 
 mod cases;
-mod conformance;
 mod properties;
 mod regressions;
 mod routes;

@@ -1,9 +1,10 @@
-//! The classifier's share of MCPL's public conformance vectors
-//! (`conformance/bulk-reference-vectors.json`, format `mcpl-bulk-references-1`): for every
-//! render and fetch case, the first block's `kind` and `missingFields` expectations. The lanes,
-//! the registry and the fetcher run the rest of each case.
+//! The classifier's share of MCPL's conformance vectors, read from the classifier's own
+//! output rather than from the records the checker reads: for every render and fetch case, the
+//! first block's `kind` and `missingFields` expectations, and that over-long labels of a stub
+//! case were dropped, not truncated. Cases are expanded by the checker's [`expand`].
 
 use mcpl_classify::{Block, Disposition, classify};
+use mcpl_cli::conformance::expand;
 use serde_json::Value;
 
 /// A loopback origin standing in for the fixture server; classification never dials it.
@@ -17,7 +18,7 @@ fn kind_and_missing_fields_vectors_hold() {
     for case in vectors["cases"].as_array().unwrap() {
         let id = case["id"].as_str().unwrap();
         let mut first = case["blocks"][0].clone();
-        mcpl_testkit::expand_vector(&mut first, ORIGIN);
+        expand(&mut first, ORIGIN);
         let block = classify(&first);
         let expect = &case["expect"];
         if let Some(kind) = expect.get("kind").and_then(Value::as_str) {
@@ -46,7 +47,7 @@ fn kind_and_missing_fields_vectors_hold() {
         // were dropped, not truncated.
         if expect.get("stub") == Some(&Value::Bool(true)) {
             let mut blocks = case["blocks"].clone();
-            mcpl_testkit::expand_vector(&mut blocks, ORIGIN);
+            expand(&mut blocks, ORIGIN);
             let references: Vec<_> = blocks
                 .as_array()
                 .unwrap()
