@@ -1,0 +1,86 @@
+//! Reading the configuration: defaults, every option, and errors that name their key.
+
+use std::time::Duration;
+
+use mcpl_host::config::*;
+use mcpl_lanes::UriPolicy;
+
+fn error(json: &str) -> String {
+    Config::from_slice("mcpl.json", json.as_bytes())
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn a_config_users_know_reads_with_defaults() {
+    let config = Config::from_slice(
+        "mcpl.json",
+        br#"{"mcpServers": {
+            "b": {"command": "node", "args": ["x.js"], "env": {"K": "v"}, "type": "stdio"},
+            "a": {"command": "python3", "mcpl": {"budget": 800, "uris": "credential-free",
+                  "timeoutMs": 250, "maxMessageBytes": 4096, "maxConcurrentCalls": 2, "fetch": {"origin": "https://f.example", "token": "t"}}}}}"#,
+    )
+    .unwrap();
+    let names: Vec<&str> = config
+        .servers
+        .iter()
+        .map(|s| s.launch.name.as_str())
+        .collect();
+    assert_eq!(names, ["b", "a"], "the file's order is kept");
+    assert_eq!(config.servers[0].launch.args, ["x.js"]);
+    assert_eq!(config.servers[0].options, ServerOptions::default());
+    let a = &config.servers[1].options;
+    assert_eq!(a.budget, 800);
+    assert_eq!(a.uri_policy, UriPolicy::CredentialFree);
+    assert_eq!(a.timeout, Duration::from_millis(250));
+    assert_eq!(a.max_message_bytes, 4096);
+    assert_eq!(a.max_concurrent_calls, 2);
+    assert_eq!(config.servers[0].options.max_message_bytes, 64 << 20);
+    assert_eq!(a.fetch.origin.as_deref(), Some("https://f.example"));
+    assert_eq!(a.fetch.max_bytes, DEFAULT_FETCH_MAX_BYTES);
+    assert_eq!(config.context_window, DEFAULT_CONTEXT_WINDOW);
+}
+
+#[test]
+fn every_error_names_its_key() {
+    assert_eq!(
+        error(r#"{"mcpServers": {"files": {"command": "x", "args": ["a", 2]}}}"#),
+        "mcpl.json: mcpServers.files.args[1]: invalid type: integer `2`, expected a string"
+    );
+    assert!(
+        error(r#"{"mcpServers": {"files": {"command": "x", "mcpl": {"budegt": 5}}}}"#)
+            .starts_with("mcpl.json: mcpServers.files.mcpl.budegt: unknown field `budegt`"),
+    );
+    assert!(
+        error(r#"{"mcpServers": {"files": {"args": []}}}"#)
+            .starts_with("mcpl.json: mcpServers.files: missing field `command`"),
+    );
+    assert_eq!(
+        error(r#"{"mcpServers": {"files": {"command": " "}}}"#),
+        "mcpl.json: mcpServers.files.command: is empty"
+    );
+    assert!(error(r#"{"servers": {}}"#).starts_with("mcpl.json: servers: unknown field `servers`"));
+    assert!(
+        error(r#"{"mcpServers": {"f": {"command": "x", "mcpl": {"uris": "all"}}}}"#)
+            .starts_with("mcpl.json: mcpServers.f.mcpl.uris: unknown variant `all`")
+    );
+    assert!(
+        error(
+            r#"{"mcpServers": {"f": {"command": "x", "mcpl": {"fetch": {"origin": "ftp://x"}}}}}"#
+        )
+        .starts_with("mcpl.json: mcpServers.f.mcpl.fetch.origin:")
+    );
+    assert!(
+        error(r#"{"mcpServers": {"f": {"command": "x", "type": "sse"}}}"#)
+            .starts_with("mcpl.json: mcpServers.f.type: unknown variant `sse`")
+    );
+    assert_eq!(
+        error(r#"{"mcpServers": {"f": {"command": "x", "mcpl": {"maxMessageBytes": 0}}}}"#),
+        "mcpl.json: mcpServers.f.mcpl.maxMessageBytes: must be at least 1"
+    );
+    assert_eq!(
+        error(r#"{"mcpServers": {"f": {"command": "x", "mcpl": {"maxConcurrentCalls": 0}}}}"#),
+        "mcpl.json: mcpServers.f.mcpl.maxConcurrentCalls: must be at least 1"
+    );
+    assert!(error("{").starts_with("mcpl.json: (top): EOF while parsing"));
+}
