@@ -5,6 +5,7 @@
 mod cases;
 mod conformance;
 mod properties;
+mod redaction;
 mod regressions;
 mod routes;
 
