@@ -3,6 +3,7 @@
 
 mod cases;
 mod failures;
+mod private;
 mod properties;
 
 use std::path::PathBuf;

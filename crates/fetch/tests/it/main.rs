@@ -5,5 +5,6 @@
 
 mod adversarial;
 mod eager;
+mod folders;
 mod resources;
 pub mod support;

@@ -46,7 +46,10 @@ fn a_label_is_sanitised_before_it_is_searched() {
             json!({"type": "resource_link", "uri": SIGNED, "name": "r", "mimeType": spelled}),
             json!({"type": "resource", "resource": {"uri": SIGNED, "blob": "AAAA", "mimeType": spelled}}),
         ] {
-            assert_absent(&shown(&json!({"content": [block]}), UriPolicy::Hidden), "SECRET");
+            assert_absent(
+                &shown(&json!({"content": [block]}), UriPolicy::Hidden),
+                "SECRET",
+            );
         }
         let unknown = json!({"content": [link(SIGNED), {"type": spelled}]});
         assert_absent(&shown(&unknown, UriPolicy::Hidden), "SECRET");
@@ -78,7 +81,10 @@ fn every_spelling_of_a_hidden_uri_is_redacted() {
     // One credential-shaped uri (the scan would withhold it unclaimed), and one that only the
     // block's claim hides; the block's own uri is in upper case.
     for (uri, secret) in [
-        ("https://files.example.com/q3.pdf?a=1&token=SECRETTOKEN123", "secrettoken123"),
+        (
+            "https://files.example.com/q3.pdf?a=1&token=SECRETTOKEN123",
+            "secrettoken123",
+        ),
         ("demo://resource/private-report-7&x=1", "private-report-7"),
     ] {
         for spelled in spellings(uri) {
@@ -144,7 +150,10 @@ fn credential_free_means_free_of_credentials() {
         "https://files.example.com/a%253Ftoken=SECRET",
     ] {
         assert!(!mcpl_lanes::is_credential_free(hidden), "{hidden}");
-        let texts = shown(&json!({"content": [link(hidden)]}), UriPolicy::CredentialFree);
+        let texts = shown(
+            &json!({"content": [link(hidden)]}),
+            UriPolicy::CredentialFree,
+        );
         assert_absent(&texts, "files.example.com");
     }
 }
@@ -173,9 +182,15 @@ fn unclaimed_credential_shaped_urls_are_withheld() {
             "f00dfeed",
         ),
         ("https://alice:hunter2@host.example.com/x", "hunter2"),
-        ("https://api.example.com/v1?access_token=ya29SECRET", "ya29SECRET"),
+        (
+            "https://api.example.com/v1?access_token=ya29SECRET",
+            "ya29SECRET",
+        ),
         ("https://api.example.com/cb#id_token=abcSECRET", "abcSECRET"),
-        ("https://x.blob.core.windows.net/c/b?sv=2020&sp=r&se=2030&sig=AzSECRET", "AzSECRET"),
+        (
+            "https://x.blob.core.windows.net/c/b?sv=2020&sp=r&se=2030&sig=AzSECRET",
+            "AzSECRET",
+        ),
         (
             "https://api.example.com/v1/eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
             "eyJzdWIiOiIxMjM0NTY3ODkwIn0",
@@ -185,7 +200,11 @@ fn unclaimed_credential_shaped_urls_are_withheld() {
         let result = json!({"content": [{"type": "text", "text": format!("fetch {url} please")}]});
         let texts = shown(&result, UriPolicy::Hidden);
         assert_absent(&texts, secret);
-        assert!(texts[0].starts_with("fetch [withheld link] please"), "{}", texts[0]);
+        assert!(
+            texts[0].starts_with("fetch [withheld link] please"),
+            "{}",
+            texts[0]
+        );
     }
 }
 
