@@ -232,8 +232,8 @@ fn demo_command(route: &str, json: bool, spill_dir: Option<PathBuf>) -> Result<(
         status: 1,
         message: format!("cannot find the mcpl program to start the demo server: {error}"),
     })?;
-    let spill_dir = spill_dir
-        .unwrap_or_else(|| std::env::temp_dir().join(format!("mcpl-demo-{}", std::process::id())));
+    let spill_dir =
+        spill_dir.unwrap_or_else(|| mcpl_host::host_loop::fresh_private_dir("mcpl-demo-"));
     let run = run_demo(program, route, spill_dir);
     if let Some(error) = run.host.servers.iter().find_map(|s| s.error.as_ref())
         && run.host.calls.is_empty()

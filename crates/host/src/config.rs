@@ -62,6 +62,9 @@ pub struct ServerOptions {
     pub budget: u64,
     /// Which uris may be shown.
     pub uri_policy: UriPolicy,
+    /// Whether credential-shaped urls no block claims are withheld from this server's strings
+    /// (`mcpl.withholdCredentialUrls`, on by default; see `docs/redaction.md`).
+    pub withhold_credential_urls: bool,
     /// How long one call waits.
     pub timeout: Duration,
     /// The reference fetcher's options for references this server delivers.
@@ -73,6 +76,7 @@ impl Default for ServerOptions {
         ServerOptions {
             budget: DEFAULT_BUDGET,
             uri_policy: UriPolicy::Hidden,
+            withhold_credential_urls: true,
             timeout: DEFAULT_TIMEOUT,
             fetch: FetchOptions::default(),
         }
@@ -145,6 +149,7 @@ enum Transport {
 struct RawOptions {
     budget: Option<u64>,
     uris: Option<RawUris>,
+    withhold_credential_urls: Option<bool>,
     timeout_ms: Option<u64>,
     #[serde(default)]
     fetch: RawFetch,
@@ -225,6 +230,7 @@ impl Config {
                         Some(RawUris::CredentialFree) => UriPolicy::CredentialFree,
                         Some(RawUris::Hidden) | None => UriPolicy::Hidden,
                     },
+                    withhold_credential_urls: server.mcpl.withhold_credential_urls.unwrap_or(true),
                     timeout: server
                         .mcpl
                         .timeout_ms
@@ -301,6 +307,7 @@ mod tests {
         assert_eq!(names, ["b", "a"], "the file's order is kept");
         assert_eq!(config.servers[0].launch.args, ["x.js"]);
         assert_eq!(config.servers[0].options, ServerOptions::default());
+        assert!(config.servers[0].options.withhold_credential_urls);
         let a = &config.servers[1].options;
         assert_eq!(a.budget, 800);
         assert_eq!(a.uri_policy, UriPolicy::CredentialFree);
@@ -308,6 +315,16 @@ mod tests {
         assert_eq!(a.fetch.origin.as_deref(), Some("https://f.example"));
         assert_eq!(a.fetch.max_bytes, DEFAULT_FETCH_MAX_BYTES);
         assert_eq!(config.context_window, DEFAULT_CONTEXT_WINDOW);
+    }
+
+    #[test]
+    fn withholding_unclaimed_credential_urls_is_a_server_option() {
+        let config = Config::from_slice(
+            "mcpl.json",
+            br#"{"mcpServers": {"a": {"command": "x", "mcpl": {"withholdCredentialUrls": false}}}}"#,
+        )
+        .unwrap();
+        assert!(!config.servers[0].options.withhold_credential_urls);
     }
 
     #[test]
