@@ -68,6 +68,7 @@ pub use project::{
 };
 pub use redact::{
     CREDENTIAL_PARAMETERS, HIDDEN_SET_CAPACITY, HiddenSet, REDACT_MIN_CHARS, is_credential_free,
+    normalised,
 };
 pub use registry::{
     Claims, Fetched, REGISTRY_CAPACITY, Record, RefId, Registry, ServerName, UnknownReference,

@@ -330,6 +330,12 @@ fn html_reference_at(s: &str, at: usize) -> Option<(char, usize)> {
     Some((c, 1 + name_len + 1))
 }
 
+/// A string as redaction reads it: control and format characters dropped, ASCII in lower case,
+/// percent-encoding, JSON escapes and HTML references decoded (layer on layer).
+pub fn normalised(text: &str) -> String {
+    View::of(text).text
+}
+
 /// A uri as redaction compares it: its view, without a default port or trailing slashes.
 pub(crate) fn canonical(uri: &str) -> String {
     let view = View::of(uri).text;
@@ -442,8 +448,8 @@ fn has_jwt(view: &str) -> bool {
     })
 }
 
-/// Whether a path segment (in a view) looks like a secret: a run of at least 16 letters and
-/// digits with both, between `-`, `_`, `.` or `~`, or a UUID.
+/// Whether a path segment (in a view) looks like a secret: a run of at least 12 letters and
+/// digits, two of each at least, between `-`, `_`, `.` or `~`, or a UUID.
 fn is_random_looking(segment: &str) -> bool {
     let uuid = segment.len() == 36
         && segment.bytes().enumerate().all(|(i, c)| {
@@ -454,10 +460,10 @@ fn is_random_looking(segment: &str) -> bool {
             }
         });
     uuid || segment.split(['-', '_', '.', '~']).any(|piece| {
-        piece.len() >= 16
+        piece.len() >= 12
             && piece.bytes().all(|c| c.is_ascii_alphanumeric())
-            && piece.bytes().any(|c| c.is_ascii_digit())
-            && piece.bytes().any(|c| c.is_ascii_alphabetic())
+            && piece.bytes().filter(u8::is_ascii_digit).count() >= 2
+            && piece.bytes().filter(u8::is_ascii_alphabetic).count() >= 2
     })
 }
 

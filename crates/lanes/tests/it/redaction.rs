@@ -231,3 +231,167 @@ fn uris_used_as_keys_become_distinct_placeholders_and_no_value_is_lost() {
         "{stored}"
     );
 }
+
+/// Ordinary documentation and repository links: none is credential-shaped, so text holding them
+/// comes through byte for byte.
+const BENIGN_LINKS: &[&str] = &[
+    "https://github.com/rust-lang/rust/issues?q=is%3Aopen+label%3AT-compiler",
+    "https://github.com/rust-lang/rust/commit/3f5fd8dd41153bc5fdca9427e9e05be2c767ba23",
+    "https://github.com/login/oauth/authorize?client_id=abc123&scope=repo",
+    "https://docs.rs/serde_json/latest/serde_json/#functions",
+    "https://doc.rust-lang.org/std/collections/struct.HashMap.html#method.entry",
+    "https://docs.python.org/3/library/urllib.parse.html#url-parsing",
+    "https://en.wikipedia.org/wiki/Rust_(programming_language)",
+    "https://stackoverflow.com/questions/24907/how-to-x?tab=votes&page=2",
+    "https://www.youtube.com/watch?v=dQw4w9WgXcQ&t=42s",
+    "https://crates.io/crates/serde",
+    "https://example.com/search?query=token+bucket&keyword=signature",
+    "https://www.google.com/maps/@51.5074,-0.1278,15z",
+    "http://localhost:8080/api/v1/items?limit=50&offset=100",
+    "https://registry.npmjs.org/@modelcontextprotocol%2fsdk",
+    "file:///home/user/project/README.md",
+];
+
+#[test]
+fn ordinary_links_come_through_untouched() {
+    for link in BENIGN_LINKS {
+        let text = format!("See {link} for more, or ({link}).\nNext line: {link}");
+        let result = json!({"content": [{"type": "text", "text": text}]});
+        let lanes = Host::new().all_lanes(&result, UriPolicy::Hidden);
+        assert_eq!(lanes.stored, text);
+        assert!(lanes.push.contains(&text), "{}", lanes.push);
+        assert_eq!(lanes.injection_system, text);
+    }
+}
+
+mod differential {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// One spelling of a uri that a reader (or a model) would take for the same uri.
+    #[derive(Debug, Clone, Copy)]
+    enum Spelling {
+        JsonSlash,
+        JsonUnicode,
+        HtmlAmp,
+        HtmlDecimal,
+        HtmlHex,
+        HtmlNamed,
+        Upper,
+        Lower,
+        PercentSome,
+        PercentAll,
+        Invisible,
+    }
+
+    const SPELLINGS: &[Spelling] = &[
+        Spelling::JsonSlash,
+        Spelling::JsonUnicode,
+        Spelling::HtmlAmp,
+        Spelling::HtmlDecimal,
+        Spelling::HtmlHex,
+        Spelling::HtmlNamed,
+        Spelling::Upper,
+        Spelling::Lower,
+        Spelling::PercentSome,
+        Spelling::PercentAll,
+        Spelling::Invisible,
+    ];
+
+    const DELIMITERS: &str = ":/?=&#@";
+
+    fn spell(text: &str, spelling: Spelling) -> String {
+        let each = |f: &dyn Fn(char) -> Option<String>| -> String {
+            text.chars()
+                .map(|c| f(c).unwrap_or_else(|| c.to_string()))
+                .collect()
+        };
+        let delimiter = |c: char| DELIMITERS.contains(c);
+        match spelling {
+            Spelling::JsonSlash => text.replace('/', "\\/"),
+            Spelling::JsonUnicode => {
+                each(&|c| delimiter(c).then(|| format!("\\u{:04x}", c as u32)))
+            }
+            Spelling::HtmlAmp => text.replace('&', "&amp;"),
+            Spelling::HtmlDecimal => each(&|c| delimiter(c).then(|| format!("&#{};", c as u32))),
+            Spelling::HtmlHex => each(&|c| delimiter(c).then(|| format!("&#x{:X};", c as u32))),
+            Spelling::HtmlNamed => text.replace('/', "&sol;").replace(':', "&colon;"),
+            Spelling::Upper => text.to_uppercase(),
+            Spelling::Lower => text.to_lowercase(),
+            Spelling::PercentSome => each(&|c| delimiter(c).then(|| format!("%{:02X}", c as u32))),
+            Spelling::PercentAll => each(&|c| {
+                let mut utf8 = [0; 4];
+                Some(
+                    c.encode_utf8(&mut utf8)
+                        .bytes()
+                        .map(|b| format!("%{b:02X}"))
+                        .collect(),
+                )
+            }),
+            Spelling::Invisible => each(&|c| (c == '/').then(|| "/\u{200b}".to_owned())),
+        }
+    }
+
+    /// A uri with the secret in its query, fragment, userinfo or path.
+    fn uri_with(secret: String) -> impl Strategy<Value = String> {
+        (
+            proptest::sample::select(&["https", "http", "demo", "s3"][..]),
+            "[a-z]{3,8}",
+            0..4usize,
+        )
+            .prop_map(move |(scheme, host, place)| match place {
+                0 => format!("{scheme}://{host}.example.com/r/q3.pdf?a=1&token={secret}"),
+                1 => format!("{scheme}://{host}.example.com/cb#access_token={secret}&x=1"),
+                2 => format!("{scheme}://user:{secret}@{host}.example.com/r"),
+                _ => format!("{scheme}://{host}.example.com/d/{secret}/r.pdf"),
+            })
+    }
+
+    fn case()
+    -> impl Strategy<Value = (String, String, Vec<Spelling>, String, String, Option<usize>)> {
+        "S3CR3T[A-Za-z0-9]{8,12}".prop_flat_map(|secret| {
+            (
+                uri_with(secret.clone()),
+                Just(secret),
+                proptest::collection::vec(proptest::sample::select(SPELLINGS), 1..4),
+                "[A-Za-z,.]{0,12} ",
+                " [A-Za-z,.]{0,12}",
+                proptest::option::of(1..40usize),
+            )
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// A claimed uri, spelled any way in the server's text (split across two blocks or
+        /// not), never shows its secret on any lane, route, the script view or the spill; the
+        /// text around it is kept byte for byte.
+        #[test]
+        fn no_spelling_shows_the_secret((uri, secret, spellings, before, after, split) in case()) {
+            let spelled = spellings.iter().fold(uri.clone(), |text, &s| spell(&text, s));
+            let mut blocks = vec![json!({"type": "resource_link", "uri": uri, "name": "r"})];
+            match split.filter(|&at| at < spelled.len() && spelled.is_char_boundary(at)) {
+                Some(at) => {
+                    blocks.push(json!({"type": "text", "text": format!("{before}{}", &spelled[..at])}));
+                    blocks.push(json!({"type": "text", "text": format!("{}{after}", &spelled[at..])}));
+                }
+                None => blocks.push(json!({"type": "text", "text": format!("{before}{spelled}{after}")})),
+            }
+            let result = json!({"content": blocks});
+            let secret = secret.to_lowercase();
+            for policy in [UriPolicy::Hidden, UriPolicy::CredentialFree] {
+                let texts = shown(&result, policy);
+                for text in &texts {
+                    prop_assert!(
+                        !mcpl_lanes::normalised(text).contains(&secret),
+                        "{:?} of {} shown in {}", spellings, uri, text
+                    );
+                }
+                prop_assert!(texts[0].contains(before.as_str()), "{}", texts[0]);
+                prop_assert!(texts[0].contains(after.as_str()), "{}", texts[0]);
+            }
+        }
+    }
+}
