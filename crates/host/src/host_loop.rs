@@ -615,7 +615,12 @@ impl Host {
                         server.connection = None;
                     }
                     tracing::warn!(server = %name, tool, %error, "tool call failed");
-                    return failed(error.to_string());
+                    // The server's own message reaches the model: redacted as its content is.
+                    let shown = self
+                        .lanes
+                        .projector(&ServerName::new(name.clone()))
+                        .server_text(&error.to_string());
+                    return failed(shown);
                 }
             };
         let server_name = ServerName::new(name.clone());

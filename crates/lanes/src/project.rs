@@ -624,6 +624,18 @@ impl<'h> Projector<'h> {
         lines.join("\n")
     }
 
+    // ----- A server's free-standing string. -----
+
+    /// A string a server sent outside any content (a JSON-RPC error's message) as a model may
+    /// see it: control and format characters removed, then every uri the session hides, and
+    /// every credential-shaped url, withheld.
+    pub fn server_text(&mut self, text: &str) -> String {
+        let hidden = self.hidden(&[]);
+        let shown = hidden.redact_label(text).into_owned();
+        self.remember(&hidden);
+        shown
+    }
+
     // ----- The script view. -----
 
     /// What a script reading a tool result whole receives: its content as blocks a script can

@@ -395,3 +395,17 @@ mod differential {
         }
     }
 }
+
+#[test]
+fn a_servers_error_message_is_cleaned_and_redacted() {
+    let mut host = Host::new();
+    let claimed = json!({"content": [link("demo://resource/private-report-7")]});
+    outputs(&mut host, &claimed, UriPolicy::Hidden);
+    let shown = host
+        .on(&Route::ANTHROPIC, UriPolicy::Hidden)
+        .server_text("error -32000: no DEMO://resource/private-report-7\u{0}, try https://x.example/o?tok\u{202e}en=SECRET1");
+    assert_eq!(
+        shown,
+        "error -32000: no [withheld link], try [withheld link]"
+    );
+}
