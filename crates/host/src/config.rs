@@ -3,14 +3,16 @@
 //! ```json
 //! {"mcpServers": {"files": {"command": "node", "args": ["server.js"], "env": {"K": "v"},
 //!                           "mcpl": {"budget": 8000, "uris": "credential-free",
-//!                                    "timeoutMs": 30000,
+//!                                    "timeoutMs": 30000, "withholdCredentialUrls": true,
 //!                                    "fetch": {"origin": "https://files.example",
 //!                                              "token": "...", "maxBytes": 1048576}}}},
 //!  "mcpl": {"spillDir": "/var/tmp/mcpl/spill", "fetchDir": "/var/tmp/mcpl/refs",
 //!           "contextWindow": 200000}}
 //! ```
 //!
-//! Everything under `mcpl` is mcpl's own and optional. Unknown keys are errors, and every error
+//! `withholdCredentialUrls` (default `true`) withholds credential-shaped urls no block claims
+//! from the server's strings (`docs/redaction.md`); set it `false` only for a server whose text
+//! is trusted to hold no secret. Everything under `mcpl` is mcpl's own and optional. Unknown keys are errors, and every error
 //! names the key it is about (`mcpServers.files.mcpl.budget: invalid type: string "8k",
 //! expected u64`), so a typo never silently turns an option off.
 
