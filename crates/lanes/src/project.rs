@@ -652,7 +652,9 @@ impl<'h> Projector<'h> {
                         // Every element of a content array is a block, odd ones included.
                         ("content", Value::Array(blocks)) => self.script_blocks(blocks, &hidden),
                         ("content" | "structuredContent", _) => self.script_data(value, &hidden),
-                        ("isError", _) => value.clone(),
+                        // A boolean flag as sent; anything else there is not a flag, and a
+                        // server's data in it would pass unredacted.
+                        ("isError", Value::Bool(_)) => value.clone(),
                         // Other fields (`_meta`, extensions) are not the model's view.
                         _ => continue,
                     };
