@@ -166,9 +166,9 @@ impl HiddenUris {
             ranges.extend(searcher.find_all(&view.text, |p| self.compiled.set.contains(p)));
         }
         if self.scan {
-            for (start, end) in urls_in(&view.text) {
+            for (start, end, crowded) in urls_in(&view.text) {
                 let url = &view.text[start..end];
-                if is_credential_shaped(url) {
+                if crowded || is_credential_shaped(url) {
                     ranges.push((start, end));
                     self.found.borrow_mut().push(canonical(url));
                 }

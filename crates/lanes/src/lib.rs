@@ -67,8 +67,8 @@ pub use project::{
     RenderOutcome, ToolResult, ToolResultCopies, is_visibly_empty, withheld,
 };
 pub use redact::{
-    CREDENTIAL_PARAMETERS, HIDDEN_SET_CAPACITY, HiddenSet, REDACT_MIN_CHARS, is_credential_free,
-    normalised,
+    CREDENTIAL_PARAMETERS, HIDDEN_SET_CAPACITY, HiddenSet, MAX_URLS_PER_STRETCH, REDACT_MIN_CHARS,
+    is_credential_free, normalised,
 };
 pub use registry::{
     Claims, Fetched, REGISTRY_CAPACITY, Record, RefId, Registry, ServerName, UnknownReference,

@@ -492,15 +492,44 @@ pub fn is_credential_free(uri: &str) -> bool {
         && !is_credential_shaped(&view)
 }
 
-/// Every url in a view (`scheme://` up to white space, a quote, `<`, `>` or a backtick, less
-/// trailing punctuation), as byte ranges.
-pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize)> {
+/// The most `://` one stretch without a terminator may hold before the whole stretch is withheld
+/// as one: each is judged with the rest of the stretch, so more would cost quadratic time, and
+/// no ordinary text strings that many urls together.
+pub const MAX_URLS_PER_STRETCH: usize = 32;
+
+/// The longest scheme read back from a `://`.
+const MAX_SCHEME_CHARS: usize = 32;
+
+/// Every url in a view: from each `scheme://`, overlapping ones included, up to white space, a
+/// quote, `<`, `>`, a backtick, `{`, `}`, `|`, `\` or `^`, less trailing punctuation; byte
+/// ranges, each with whether it is past [`MAX_URLS_PER_STRETCH`] (then it runs to the stretch's
+/// end and is withheld whatever its shape). Every `://` is read, even inside another url, so that
+/// whatever a later search finds of a url found here, this reading found too (a stored copy made
+/// twice reads the same).
+pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize, bool)> {
     let b = view.as_bytes();
+    let is_terminator = |c: u8| {
+        c.is_ascii_whitespace()
+            || matches!(
+                c,
+                b'"' | b'\'' | b'<' | b'>' | b'`' | b'{' | b'}' | b'|' | b'\\' | b'^'
+            )
+    };
     let mut found = Vec::new();
-    let mut from = 0;
-    while let Some(i) = view[from..].find("://").map(|i| from + i) {
+    // The end of the stretch the last `://` was in, and how many it held so far.
+    let (mut stretch_end, mut in_stretch) = (0, 0);
+    for (i, _) in view.match_indices("://") {
+        if i >= stretch_end {
+            stretch_end = i + 3;
+            while stretch_end < b.len() && !is_terminator(b[stretch_end]) {
+                stretch_end += 1;
+            }
+            in_stretch = 0;
+        }
+        in_stretch += 1;
         let mut start = i;
         while start > 0
+            && i - start < MAX_SCHEME_CHARS
             && (b[start - 1].is_ascii_alphanumeric() || matches!(b[start - 1], b'+' | b'-' | b'.'))
         {
             start -= 1;
@@ -508,23 +537,21 @@ pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize)> {
         while start < i && !b[start].is_ascii_alphabetic() {
             start += 1;
         }
-        let mut end = i + 3;
-        while end < b.len()
-            && !b[end].is_ascii_whitespace()
-            && !matches!(
-                b[end],
-                b'"' | b'\'' | b'<' | b'>' | b'`' | b'{' | b'}' | b'|' | b'\\' | b'^'
-            )
-        {
-            end += 1;
+        if start == i {
+            continue;
         }
+        if in_stretch > MAX_URLS_PER_STRETCH {
+            // Withheld whole: from this url to the stretch's end.
+            found.push((start, stretch_end, true));
+            continue;
+        }
+        let mut end = stretch_end;
         while end > i + 3 && matches!(b[end - 1], b'.' | b',' | b';' | b':' | b'!' | b'?') {
             end -= 1;
         }
-        if start < i && view.is_char_boundary(end) {
-            found.push((start, end));
+        if view.is_char_boundary(end) {
+            found.push((start, end, false));
         }
-        from = end.max(i + 3);
     }
     found
 }
@@ -693,13 +720,23 @@ mod tests {
     #[test]
     fn urls_are_found_and_judged_in_a_view() {
         let view = "see https://a.example/x?token=1, and (ftp://b.example/y).";
-        let urls: Vec<&str> = urls_in(view).iter().map(|&(s, e)| &view[s..e]).collect();
+        let urls: Vec<&str> = urls_in(view).iter().map(|&(s, e, _)| &view[s..e]).collect();
         assert_eq!(urls, ["https://a.example/x?token=1", "ftp://b.example/y)"]);
         assert!(is_credential_shaped("https://a.example/x?token=1"));
         assert!(is_credential_shaped("https://u:p@a.example/"));
         assert!(is_credential_shaped("https://a.example/#access_token=x"));
         assert!(!is_credential_shaped("https://a.example/x?page=2&tokens=3"));
         assert!(!is_credential_shaped("https://a.example/x?token="));
+        // Every `://` is read, inside another url too.
+        let nested = "x://a/?q=https://u:p@b.example/";
+        let urls: Vec<&str> = urls_in(nested)
+            .iter()
+            .map(|&(s, e, _)| &nested[s..e])
+            .collect();
+        assert_eq!(urls, [nested, "https://u:p@b.example/"]);
+        let crowded = "a://".repeat(MAX_URLS_PER_STRETCH + 1);
+        let last = urls_in(&crowded).pop().unwrap();
+        assert_eq!(last, (4 * MAX_URLS_PER_STRETCH, crowded.len(), true));
     }
 
     #[test]
