@@ -102,7 +102,9 @@ pub use image::{
     ANTHROPIC_TABLE, Detail, GEMINI_TABLE, ImageCalculator, OPENAI_TABLE, PricedModels,
 };
 pub use route::{MOVED_IMAGE_OVERHEAD, PricedRoute, Pricer, Unpriceable};
-pub use spill::{LocalSpillStore, Spill, SpillError, SpillStore, extension_for, write_spill};
+pub use spill::{
+    LocalSpillStore, Spill, SpillError, SpillStore, extension_for, private_dir, write_spill,
+};
 #[cfg(feature = "exact")]
 pub use text::O200k;
 pub use text::{Heuristic, TokenEstimator};

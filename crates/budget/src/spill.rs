@@ -52,10 +52,11 @@ pub struct LocalSpillStore {
 }
 
 impl LocalSpillStore {
-    /// A store writing into `dir`, made (owner-only) if missing.
+    /// A store writing into `dir`, made (owner-only) if missing; an existing folder must be
+    /// private ([`private_dir`]).
     pub fn new(dir: impl Into<PathBuf>) -> Result<LocalSpillStore, SpillError> {
         let dir = dir.into();
-        create_private_dir(&dir).map_err(|error| SpillError::Folder {
+        private_dir(&dir).map_err(|error| SpillError::Folder {
             path: dir.display().to_string(),
             error,
         })?;
@@ -98,6 +99,9 @@ impl SpillStore for LocalSpillStore {
     }
 }
 
+/// A new owner-only file. `create_new` (`O_CREAT | O_EXCL`) never opens through a symbolic
+/// link: one planted at the name makes the open fail, and the rename into place replaces a link
+/// at the real name instead of following it.
 #[cfg(unix)]
 fn create_private_file(path: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
@@ -113,12 +117,25 @@ fn create_private_file(path: &Path) -> std::io::Result<File> {
     OpenOptions::new().write(true).create_new(true).open(path)
 }
 
-#[cfg(unix)]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    if dir.is_dir() {
-        return Ok(());
+/// Makes `dir` (and any missing parent) owner-only, 0700 on Unix, when it is missing. A folder
+/// that already exists is used only when it is a real folder, not a symbolic link, owned by this
+/// user and not writable by group or others: anyone else who could write there could replace a
+/// file the model is told to read. Otherwise the answer is one line saying why.
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    match fs::symlink_metadata(dir) {
+        Ok(metadata) => check_private(&metadata),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            create_dir_owner_only(dir)?;
+            // Whatever is there now is checked, not assumed to be what was just made.
+            check_private(&fs::symlink_metadata(dir)?)
+        }
+        Err(error) => Err(error),
     }
+}
+
+#[cfg(unix)]
+fn create_dir_owner_only(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -126,8 +143,50 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 #[cfg(not(unix))]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+fn create_dir_owner_only(dir: &Path) -> std::io::Result<()> {
     fs::create_dir_all(dir)
+}
+
+#[cfg(unix)]
+fn check_private(metadata: &fs::Metadata) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let refuse = |why: String| {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            why,
+        ))
+    };
+    if metadata.file_type().is_symlink() {
+        return refuse("is a symbolic link; mcpl uses only a real folder of its own".to_owned());
+    }
+    if !metadata.is_dir() {
+        return refuse("is not a folder".to_owned());
+    }
+    let user = rustix::process::geteuid().as_raw();
+    if metadata.uid() != user {
+        return refuse(format!(
+            "is owned by user {}, not by this user ({user}); mcpl uses only a folder of its own",
+            metadata.uid()
+        ));
+    }
+    if metadata.mode() & 0o022 != 0 {
+        return refuse(format!(
+            "is writable by group or others (mode {:o}); make it 0700 or name another folder",
+            metadata.mode() & 0o7777
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn check_private(metadata: &fs::Metadata) -> std::io::Result<()> {
+    if metadata.file_type().is_symlink() || !metadata.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            "is not a real folder",
+        ));
+    }
+    Ok(())
 }
 
 /// A name part no two stores share, from the standard library's per-process randomness and the

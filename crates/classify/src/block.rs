@@ -274,7 +274,7 @@ fn string(field: Option<&Value>) -> Option<&str> {
 }
 
 fn claims_never(fields: &Fields<'_>) -> bool {
-    string(fields.disposition) == Some("never")
+    string(fields.disposition).is_some_and(crate::reference::says_never)
 }
 
 fn inline_or_reference<'a>(fields: &Fields<'a>, block_type: &'a str, audio: bool) -> Block<'a> {

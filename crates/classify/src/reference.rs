@@ -154,10 +154,28 @@ pub(crate) fn read_reference<'a>(
     })
 }
 
-/// Reads `disposition`: exactly `"never"` or `"ref"`, else dropped.
+/// Whether a disposition says `never`, in any case and whatever white space, control or format
+/// characters surround or split it: a uri a server meant to hide is hidden however it spelled
+/// the word.
+pub(crate) fn says_never(disposition: &str) -> bool {
+    let mut letters = disposition.chars().filter(|&c| {
+        !(c.is_whitespace()
+            || c.is_control()
+            || matches!(c, '\u{AD}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+                | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}'))
+    });
+    "never".chars().all(|expected| {
+        letters
+            .next()
+            .is_some_and(|c| c.eq_ignore_ascii_case(&expected))
+    }) && letters.next().is_none()
+}
+
+/// Reads `disposition`: `"never"` (in any case, see [`says_never`]) or exactly `"ref"`, else
+/// dropped.
 fn read_disposition(value: Option<&Value>, dropped: &mut Vec<DroppedField>) -> Option<Disposition> {
     let rule = match value? {
-        Value::String(s) if s == "never" => return Some(Disposition::Never),
+        Value::String(s) if says_never(s) => return Some(Disposition::Never),
         Value::String(s) if s == "ref" => return Some(Disposition::Ref),
         Value::String(_) => FieldRule::Malformed,
         _ => FieldRule::WrongType,
@@ -275,6 +293,12 @@ mod tests {
         let good = format!("sha256:{}", "A".repeat(43));
         let r = read(json!({"uri": "u:x", "digest": good, "disposition": "inline-ok"}));
         assert_eq!(r.digest, Some(good.as_str()));
+        assert_eq!(r.disposition, None);
+        for never in ["NEVER", " Never\n", "ne\u{200b}ver"] {
+            let r = read(json!({"uri": "u:x", "disposition": never}));
+            assert_eq!(r.disposition, Some(Disposition::Never), "{never:?}");
+        }
+        let r = read(json!({"uri": "u:x", "disposition": "nevermore"}));
         assert_eq!(r.disposition, None);
         let r = read(json!({"uri": "u:x", "digest": "sha256:abc", "disposition": "never"}));
         assert_eq!(r.digest, None);

@@ -5,23 +5,10 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-/// Makes the folder, owner-only (0700 on Unix), unless it exists.
+/// Makes the folder owner-only if missing; an existing one must be private (see
+/// [`mcpl_budget::private_dir`]).
 pub(crate) fn create_private_dir(dir: &Path) -> io::Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-    }
-    #[cfg(not(unix))]
-    {
-        fs::create_dir_all(dir)
-    }
+    mcpl_budget::private_dir(dir)
 }
 
 /// A payload being written: removed on drop unless [`Partial::persist`] renamed it into place.
@@ -32,7 +19,8 @@ pub(crate) struct Partial {
 }
 
 impl Partial {
-    /// A new owner-only (0600) file named `.<stem>.<nonce>.partial` in `dir`.
+    /// A new owner-only (0600) file named `.<stem>.<nonce>.partial` in `dir`, created new, so
+    /// never opened through a symbolic link planted at its name.
     pub(crate) fn create(dir: &Path, stem: &str) -> io::Result<Partial> {
         let path = dir.join(format!(".{stem}.{}.partial", nonce()));
         let mut options = OpenOptions::new();

@@ -4,14 +4,16 @@
 //! {"mcpServers": {"files": {"command": "node", "args": ["server.js"], "env": {"K": "v"},
 //!                           "mcpl": {"budget": 8000, "uris": "credential-free",
 //!                                    "timeoutMs": 30000, "maxMessageBytes": 67108864,
-//!                                    "maxConcurrentCalls": 4,
+//!                                    "maxConcurrentCalls": 4, "withholdCredentialUrls": true,
 //!                                    "fetch": {"origin": "https://files.example",
 //!                                              "token": "...", "maxBytes": 1048576}}}},
 //!  "mcpl": {"spillDir": "/var/tmp/mcpl/spill", "fetchDir": "/var/tmp/mcpl/refs",
 //!           "contextWindow": 200000}}
 //! ```
 //!
-//! Everything under `mcpl` is mcpl's own and optional. Unknown keys are errors, and every error
+//! `withholdCredentialUrls` (default `true`) withholds credential-shaped urls no block claims
+//! from the server's strings (`docs/redaction.md`); set it `false` only for a server whose text
+//! is trusted to hold no secret. Everything under `mcpl` is mcpl's own and optional. Unknown keys are errors, and every error
 //! names the key it is about (`mcpServers.files.mcpl.budget: invalid type: string "8k",
 //! expected u64`), so a typo never silently turns an option off.
 
@@ -66,6 +68,9 @@ pub struct ServerOptions {
     pub budget: u64,
     /// Which uris may be shown.
     pub uri_policy: UriPolicy,
+    /// Whether credential-shaped urls no block claims are withheld from this server's strings
+    /// (`mcpl.withholdCredentialUrls`, on by default; see `docs/redaction.md`).
+    pub withhold_credential_urls: bool,
     /// How long one call waits.
     pub timeout: Duration,
     /// The longest message the server may send, in bytes: a longer one fails the call it
@@ -93,6 +98,7 @@ impl Default for ServerOptions {
         ServerOptions {
             budget: DEFAULT_BUDGET,
             uri_policy: UriPolicy::Hidden,
+            withhold_credential_urls: true,
             timeout: DEFAULT_TIMEOUT,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
@@ -167,6 +173,7 @@ enum Transport {
 struct RawOptions {
     budget: Option<u64>,
     uris: Option<RawUris>,
+    withhold_credential_urls: Option<bool>,
     timeout_ms: Option<u64>,
     max_message_bytes: Option<usize>,
     max_concurrent_calls: Option<usize>,
@@ -261,6 +268,7 @@ impl Config {
                         Some(RawUris::CredentialFree) => UriPolicy::CredentialFree,
                         Some(RawUris::Hidden) | None => UriPolicy::Hidden,
                     },
+                    withhold_credential_urls: server.mcpl.withhold_credential_urls.unwrap_or(true),
                     timeout: server
                         .mcpl
                         .timeout_ms

@@ -89,15 +89,31 @@ impl HostOptions {
                 .to_owned(),
             max_tokens: 4096,
             context_window: config.context_window,
-            spill_dir: config.spill_dir.clone().unwrap_or_else(|| {
-                std::env::temp_dir().join(format!("mcpl-spill-{}", std::process::id()))
-            }),
-            fetch_dir: config.fetch_dir.clone().unwrap_or_else(|| {
-                std::env::temp_dir().join(format!("mcpl-refs-{}", std::process::id()))
-            }),
+            spill_dir: config
+                .spill_dir
+                .clone()
+                .unwrap_or_else(|| fresh_private_dir("mcpl-spill-")),
+            fetch_dir: config
+                .fetch_dir
+                .clone()
+                .unwrap_or_else(|| fresh_private_dir("mcpl-refs-")),
             max_rounds: 64,
         }
     }
+}
+
+/// A new owner-only folder under the system's temporary folder whose name no one can predict,
+/// made the way `mkdtemp` makes one (`<prefix>` and 16 random characters). Should none be
+/// possible, the fixed `<prefix>default`, which the stores use only if it proves private.
+pub fn fresh_private_dir(prefix: &str) -> PathBuf {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .rand_bytes(16)
+        .tempdir()
+        .map_or_else(
+            |_| std::env::temp_dir().join(format!("{prefix}default")),
+            tempfile::TempDir::keep,
+        )
 }
 
 /// One configured server and its connection.
@@ -275,6 +291,10 @@ impl Host {
             lanes
                 .uri_policies
                 .insert(server.launch.name.clone(), server.options.uri_policy);
+            lanes.registry.hidden_mut().set_scan(
+                &ServerName::new(server.launch.name.as_str()),
+                server.options.withhold_credential_urls,
+            );
         }
         let spill = LocalSpillStore::new(&options.spill_dir);
         let mut fetcher = Fetcher::new(&options.fetch_dir);
@@ -829,7 +849,12 @@ impl Host {
                     server.connection = None;
                 }
                 tracing::warn!(server = %name, tool, %error, "tool call failed");
-                return failed_report(round, call, &name, tool, error.to_string());
+                // The server's own message reaches the model: redacted as its content is.
+                let shown = self
+                    .lanes
+                    .projector(&ServerName::new(name.clone()))
+                    .server_text(&error.to_string());
+                return failed_report(round, call, &name, tool, shown);
             }
         };
         let server_name = ServerName::new(name.clone());

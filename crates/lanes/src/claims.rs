@@ -1,14 +1,18 @@
 //! Claims that reach across a whole result: which uris may appear in what a model sees.
 
 use std::borrow::Cow;
-
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
-use std::sync::OnceLock;
+use std::sync::Arc;
 
 use mcpl_classify::classify;
 use serde_json::Value;
 
 use crate::markers::WITHHELD_LINK;
+use crate::redact::{
+    Compiled, HIDDEN_SET_CAPACITY, HiddenSet, View, canonical, is_control_or_format,
+    is_credential_free, is_credential_shaped, urls_in,
+};
 
 /// Whether a server's uris may appear in what a model sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -24,10 +28,6 @@ pub enum UriPolicy {
 /// The block types that make an object at any depth of a result a content block.
 pub const CONTENT_BLOCK_TYPES: &[&str] = &["text", "image", "audio", "resource", "resource_link"];
 
-/// Hidden uris shorter than this are not searched for in free text: they cannot carry a
-/// credential, and replacing every occurrence of, say, `a:b` would garble text.
-pub const REDACT_MIN_CHARS: usize = 8;
-
 /// Whether a value is a content block: an object whose `type` is one of
 /// [`CONTENT_BLOCK_TYPES`]. Other objects in a result's data are data.
 pub fn is_content_block(value: &Value) -> bool {
@@ -37,102 +37,193 @@ pub fn is_content_block(value: &Value) -> bool {
         .is_some_and(|t| CONTENT_BLOCK_TYPES.contains(&t))
 }
 
-/// The uris of one result that no lane may show: every uri a block carries (a reference's, an
-/// embedded resource's, or one beside inline data) unless the policy lets it show, and every uri
-/// the result marks `never`, whatever the policy. Wherever a server's string reaches a model
-/// (text, a label, data), each occurrence of a hidden uri is replaced with [`WITHHELD_LINK`].
-#[derive(Debug, Clone)]
-pub struct HiddenUris<'v> {
-    never: Vec<&'v str>,
-    /// Every hidden uri, once or more.
-    hidden: Vec<&'v str>,
-    /// The same uris as a set, made the first time a text holds the beginning of one: most texts
-    /// hold none, and hashing every uri of a large result costs more than searching its texts.
-    set: OnceLock<HashSet<&'v str>>,
+/// What no lane may show of one result (or one message), and the session's memory of what
+/// was hidden before. Hidden are: every uri a block carries (a reference's, an embedded
+/// resource's, or one beside inline data) unless the policy lets it show, every uri the result
+/// marks `never` whatever the policy, every uri the session hid before, and, unless the server
+/// turned it off, every credential-shaped url in a server's string, claimed or not.
+///
+/// Wherever a server's string reaches a model (text, a label, data), each hidden uri in it, in
+/// any spelling (see [`crate::redact`]'s view), and each of its long enough query, fragment and
+/// credential values, is replaced with [`WITHHELD_LINK`].
+#[derive(Debug)]
+pub struct HiddenUris {
+    /// The canonical forms of the uris the result marks `never`.
+    never: HashSet<String>,
+    compiled: Arc<Compiled>,
     policy: UriPolicy,
-    searcher: Option<Searcher>,
+    scan: bool,
+    /// Credential-shaped urls found in text, by canonical form, for the session to remember.
+    found: RefCell<Vec<String>>,
 }
 
-impl<'v> HiddenUris<'v> {
+impl HiddenUris {
     /// Reads the uris and `never` marks in every value of a result (its content, its structured
-    /// content, ...). A `never` counts on a block in the content or in the data, not inside a
-    /// block's own fields: one in a block's `_meta` marks nothing. Uris are collected at every
-    /// depth, inside blocks too, since hiding one more is safe.
-    pub fn of(values: &[&'v Value], policy: UriPolicy) -> HiddenUris<'v> {
-        let mut never = Vec::new();
+    /// content, ...), on its own: a fresh session, credential-shaped urls withheld. A `never`
+    /// counts on a block in the content or in the data, not inside a block's own fields: one in
+    /// a block's `_meta` marks nothing. Uris are collected at every depth, inside blocks too,
+    /// since hiding one more is safe.
+    pub fn of(values: &[&Value], policy: UriPolicy) -> HiddenUris {
+        HiddenUris::in_session(values, policy, &mut HiddenSet::new(), true)
+    }
+
+    /// As [`HiddenUris::of`], within a session: the result's hidden uris join `session`, and
+    /// every uri it hid before stays hidden. `scan` withholds unclaimed credential-shaped urls.
+    pub fn in_session(
+        values: &[&Value],
+        policy: UriPolicy,
+        session: &mut HiddenSet,
+        scan: bool,
+    ) -> HiddenUris {
+        let mut never_uris = Vec::new();
         let mut uris = Vec::new();
         for value in values {
-            walk(value, true, &mut never, &mut uris);
+            walk(value, true, &mut never_uris, &mut uris);
         }
-        never.sort();
-        never.dedup();
+        let never: HashSet<String> = never_uris
+            .iter()
+            .filter(|uri| !uri.is_empty())
+            .map(|uri| canonical(uri))
+            .collect();
         uris.retain(|uri| {
             !uri.is_empty()
                 && (policy == UriPolicy::Hidden
                     || !is_credential_free(uri)
-                    || never.binary_search(uri).is_ok())
+                    || never.contains(&canonical(uri))
+                    || session.contains(uri))
         });
-        let mut hidden = uris;
-        hidden.extend(never.iter().copied().filter(|uri| !uri.is_empty()));
-        let searchable: Vec<&str> = hidden
-            .iter()
-            .copied()
-            .filter(|uri| is_searchable(uri))
-            .collect();
-        let searcher = (!searchable.is_empty()).then(|| Searcher::new(&searchable));
+        uris.extend(never_uris.iter().copied().filter(|uri| !uri.is_empty()));
+        let mut added = 0;
+        for uri in &uris {
+            added += usize::from(session.insert(uri));
+        }
+        // A result holding more uris than the session keeps still hides all of its own.
+        let compiled = if added > HIDDEN_SET_CAPACITY {
+            session.compiled_with(&uris)
+        } else {
+            session.compiled()
+        };
         HiddenUris {
             never,
-            hidden,
-            set: OnceLock::new(),
+            compiled,
             policy,
-            searcher,
+            scan,
+            found: RefCell::new(Vec::new()),
         }
     }
 
-    /// Whether the result marks this uri `never`.
+    /// Whether the result marks this uri `never`, in any spelling.
     pub fn is_never(&self, uri: &str) -> bool {
-        self.never.binary_search(&uri).is_ok()
+        self.never.contains(&canonical(uri))
     }
 
-    /// Whether this uri may be shown: the policy allows credential-free uris, this one is, and
-    /// the result does not mark it `never`. (Such a uri is never among the hidden ones.)
+    /// Whether this uri may be shown: the policy allows credential-free uris, this one is, the
+    /// result does not mark it `never`, and the session has not hidden it. (Such a uri is never
+    /// among the hidden ones.)
     pub fn shows(&self, uri: &str) -> bool {
-        self.policy == UriPolicy::CredentialFree && is_credential_free(uri) && !self.is_never(uri)
+        if self.policy != UriPolicy::CredentialFree || !is_credential_free(uri) {
+            return false;
+        }
+        let key = canonical(uri);
+        !self.never.contains(&key) && !self.compiled.keys.contains(&key)
     }
 
     /// A server's string with every hidden uri in it replaced by [`WITHHELD_LINK`].
     pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        let Some(searcher) = &self.searcher else {
-            return Cow::Borrowed(text);
+        self.redact_run(&[text])
+            .pop()
+            .unwrap_or(Cow::Borrowed(text))
+    }
+
+    /// A server's label: control and format characters removed, then redacted.
+    pub(crate) fn redact_label<'t>(&self, label: &'t str) -> Cow<'t, str> {
+        if label.chars().any(is_control_or_format) {
+            let clean: String = label
+                .chars()
+                .filter(|&c| !is_control_or_format(c))
+                .collect();
+            Cow::Owned(self.redact(&clean).into_owned())
+        } else {
+            self.redact(label)
+        }
+    }
+
+    /// Adjacent pieces of one message's text, redacted as one: a uri split across pieces is
+    /// found, its first piece holds the [`WITHHELD_LINK`] and the rest of it is removed.
+    pub fn redact_run<'t>(&self, pieces: &[&'t str]) -> Vec<Cow<'t, str>> {
+        let borrowed = || pieces.iter().map(|p| Cow::Borrowed(*p)).collect();
+        let may_hold_url = |p: &&str| p.bytes().any(|b| matches!(b, b':' | b'%' | b'&' | b'\\'));
+        if self.compiled.searcher.is_none() && !(self.scan && pieces.iter().any(may_hold_url)) {
+            return borrowed();
+        }
+        let joined: Cow<'_, str> = match pieces {
+            [one] => Cow::Borrowed(*one),
+            _ => Cow::Owned(pieces.concat()),
         };
-        let found = searcher.find_all(text, |candidate| self.is_hidden(candidate));
-        if found.is_empty() {
-            return Cow::Borrowed(text);
+        let view = View::of(&joined);
+        let mut ranges: Vec<(usize, usize)> = Vec::new();
+        if let Some(searcher) = &self.compiled.searcher {
+            ranges.extend(searcher.find_all(&view.text, |p| self.compiled.set.contains(p)));
         }
-        let mut out = String::with_capacity(text.len());
-        let mut at = 0;
-        for (start, end) in found {
-            out.push_str(&text[at..start]);
-            out.push_str(WITHHELD_LINK);
-            at = end;
+        if self.scan {
+            for (start, end, crowded) in urls_in(&view.text) {
+                let url = &view.text[start..end];
+                if crowded || is_credential_shaped(url) {
+                    ranges.push((start, end));
+                    self.found.borrow_mut().push(canonical(url));
+                }
+            }
         }
-        out.push_str(&text[at..]);
-        Cow::Owned(out)
+        if ranges.is_empty() {
+            return borrowed();
+        }
+        let mut spans: Vec<(usize, usize)> = ranges
+            .into_iter()
+            .map(|(start, end)| view.origin(start, end))
+            .collect();
+        spans.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+        for (start, end) in spans {
+            match merged.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => merged.push((start, end)),
+            }
+        }
+        // Each piece's share of the joined text: a link that began in an earlier piece leaves
+        // no second placeholder.
+        let mut out = Vec::with_capacity(pieces.len());
+        let mut piece_start = 0;
+        for piece in pieces {
+            let piece_end = piece_start + piece.len();
+            let mut text = String::new();
+            let mut at = piece_start;
+            let mut changed = false;
+            for &(start, end) in &merged {
+                if end <= piece_start || start >= piece_end {
+                    continue;
+                }
+                changed = true;
+                text.push_str(&joined[at..start.max(piece_start)]);
+                if start >= piece_start {
+                    text.push_str(WITHHELD_LINK);
+                }
+                at = end.min(piece_end);
+            }
+            if changed {
+                text.push_str(&joined[at..piece_end]);
+                out.push(Cow::Owned(text));
+            } else {
+                out.push(Cow::Borrowed(*piece));
+            }
+            piece_start = piece_end;
+        }
+        out
     }
 
-    fn is_hidden(&self, uri: &str) -> bool {
-        self.set
-            .get_or_init(|| self.hidden.iter().copied().collect())
-            .contains(uri)
+    /// The credential-shaped urls this view found, for the session to remember.
+    pub(crate) fn take_found(&self) -> Vec<String> {
+        std::mem::take(&mut *self.found.borrow_mut())
     }
-}
-
-/// Whether a hidden uri is long enough to be searched for in free text: at least
-/// [`REDACT_MIN_CHARS`] code points.
-fn is_searchable(uri: &str) -> bool {
-    // Four bytes at most to a code point: only lengths in between need counting.
-    uri.len() >= 4 * REDACT_MIN_CHARS
-        || (uri.len() >= REDACT_MIN_CHARS && uri.chars().count() >= REDACT_MIN_CHARS)
 }
 
 /// Finds every occurrence of a set of strings of at least eight bytes.
@@ -144,7 +235,7 @@ fn is_searchable(uri: &str) -> bool {
 /// blocks). Either way building is linear in the strings, so a result with 50,000 uris costs
 /// milliseconds, and a text is searched in one pass whatever their number.
 #[derive(Debug, Clone)]
-enum Searcher {
+pub(crate) enum Searcher {
     ByPrefix {
         starts: Vec<(memchr::memmem::Finder<'static>, Vec<usize>)>,
     },
@@ -161,7 +252,7 @@ impl Searcher {
     /// How far a window may move when its last two bytes appear in no string's tail.
     const MAX_SHIFT: u8 = 7;
 
-    fn new(patterns: &[&str]) -> Searcher {
+    pub(crate) fn new(patterns: &[&str]) -> Searcher {
         // Each distinct beginning, with the distinct lengths of the strings that have it. There
         // are few, so a list serves better than a map that hashes every string.
         let mut prefixes: Vec<(u64, Vec<usize>)> = Vec::new();
@@ -217,7 +308,11 @@ impl Searcher {
 
     /// The leftmost-longest occurrences, as byte ranges that do not overlap, in order. A match
     /// of a whole UTF-8 string always falls on character boundaries.
-    fn find_all(&self, text: &str, is_hidden: impl Fn(&str) -> bool) -> Vec<(usize, usize)> {
+    pub(crate) fn find_all(
+        &self,
+        text: &str,
+        is_hidden: impl Fn(&str) -> bool,
+    ) -> Vec<(usize, usize)> {
         let bytes = text.as_bytes();
         let mut found: Vec<(usize, usize)> = Vec::new();
         match self {
@@ -340,24 +435,6 @@ fn walk<'v>(
             .for_each(|v| walk(v, claims_count, never, uris)),
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
     }
-}
-
-/// Whether a uri carries no credential a host can see: it has a scheme, is not `data:`, and has
-/// no `?`, `#`, `@`, white space or control character anywhere. Deliberately stricter than
-/// "no userinfo, no query, no fragment": an `@` anywhere is read as possible userinfo.
-pub fn is_credential_free(uri: &str) -> bool {
-    let Some((scheme, _)) = uri.split_once(':') else {
-        return false;
-    };
-    let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-        && scheme
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
-    scheme_ok
-        && !scheme.eq_ignore_ascii_case("data")
-        && !uri
-            .chars()
-            .any(|c| matches!(c, '?' | '#' | '@') || c.is_whitespace() || c.is_control())
 }
 
 #[cfg(test)]

@@ -85,24 +85,42 @@ fn check_no_uri(scope: &Value, outputs: &[String]) {
     }
 }
 
+/// A part's text. A native payload is sound base64, which no uri with a scheme can be spelled
+/// in (`:` is not in its alphabet): it is bytes, exempt from redaction (decision 0029), so only
+/// its media type counts.
 fn part_text(part: &crate::Part<'_>) -> String {
     match part {
         crate::Part::Text(text) => text.clone(),
-        crate::Part::Image { sniffed, data, .. } | crate::Part::Audio { sniffed, data } => {
-            format!("{} {data}", sniffed.mime())
+        crate::Part::Image { sniffed, .. } | crate::Part::Audio { sniffed, .. } => {
+            sniffed.mime().to_owned()
         }
     }
 }
 
-/// Every key and string in a value, as a model reading it would see them.
+/// Every key and string in a value, as a model reading it would see them; an image's or audio's
+/// sound base64 data is bytes, as in [`part_text`].
 fn strings_of(value: &Value, out: &mut Vec<String>) {
+    use base64::Engine as _;
     match value {
         Value::String(s) => out.push(s.clone()),
         Value::Array(items) => items.iter().for_each(|v| strings_of(v, out)),
         Value::Object(object) => {
+            let payload = matches!(
+                object.get("type").and_then(Value::as_str),
+                Some("image" | "audio")
+            );
             for (key, v) in object {
                 out.push(key.clone());
-                strings_of(v, out);
+                let bytes = payload
+                    && key == "data"
+                    && v.as_str().is_some_and(|data| {
+                        base64::engine::general_purpose::STANDARD
+                            .decode(data)
+                            .is_ok()
+                    });
+                if !bytes {
+                    strings_of(v, out);
+                }
             }
         }
         Value::Null | Value::Bool(_) | Value::Number(_) => {}

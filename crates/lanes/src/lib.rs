@@ -102,19 +102,21 @@ pub mod fuzz;
 mod ledger;
 pub mod markers;
 mod project;
+pub mod redact;
 mod registry;
 mod route;
 
-pub use claims::{
-    CONTENT_BLOCK_TYPES, HiddenUris, REDACT_MIN_CHARS, UriPolicy, block_uris, is_content_block,
-    is_credential_free,
-};
+pub use claims::{CONTENT_BLOCK_TYPES, HiddenUris, UriPolicy, block_uris, is_content_block};
 pub use ledger::{
     ImageLedger, ImageLookup, LEDGER_MAX_BASE64, LEDGER_MAX_IMAGES, LEDGER_REMEMBERED_REFS,
 };
 pub use project::{
     Attach, ChannelRefusal, LiveCopy, MessageView, Part, Projector, Provenance, PushRefusal,
     RenderOutcome, ToolResult, ToolResultCopies, is_visibly_empty, withheld,
+};
+pub use redact::{
+    CREDENTIAL_PARAMETERS, HIDDEN_SET_CAPACITY, HiddenSet, MAX_URLS_PER_STRETCH, REDACT_MIN_CHARS,
+    is_credential_free, normalised,
 };
 pub use registry::{
     Claims, Fetched, REGISTRY_CAPACITY, Record, RefId, Registry, ServerName, UnknownReference,

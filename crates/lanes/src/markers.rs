@@ -22,8 +22,13 @@ pub const SYSTEM_IMAGE: &str = "[image block not shown: the system prompt carrie
 pub const SYSTEM_AUDIO: &str = "[audio block not shown: the system prompt carries text only.]";
 /// What a reference stub ends with until the reference is fetched.
 pub const FETCH_HINT: &str = "fetch with fetch_reference";
-/// What stands in any text a lane shows for a uri the result marks `never`.
+/// What stands in any text a lane shows for a hidden uri (see [`crate::HiddenUris`]).
 pub const WITHHELD_LINK: &str = "[withheld link]";
+/// What stands for a hidden uri in a key of structured content: numbered, so that two keys
+/// never become one (`[withheld link 1]`, `[withheld link 2]`, ...).
+pub fn withheld_link_numbered(n: usize) -> String {
+    format!("[withheld link {n}]")
+}
 /// The longest server string a marker or stub shows, in characters, `…` included.
 pub const LABEL_MAX_CHARS: usize = 120;
 
@@ -168,13 +173,7 @@ pub(crate) fn sanitize_into(out: &mut String, label: &str) {
 }
 
 fn is_stripped(c: char) -> bool {
-    matches!(c,
-        '\u{0000}'..='\u{001F}'
-        | '\u{007F}'..='\u{009F}'
-        | '\u{200E}'
-        | '\u{200F}'
-        | '\u{202A}'..='\u{202E}'
-        | '\u{2066}'..='\u{2069}')
+    crate::redact::is_control_or_format(c)
 }
 
 #[cfg(test)]

@@ -1,5 +1,7 @@
 //! The lanes: one exhaustive match on the classifier's answer in each.
 
+use std::borrow::Cow;
+
 use mcpl_classify::{
     Block, Dimensions, EmbeddedBlob, ImageDefect, Invalid, InvalidReason, Limits, Media, Reference,
     Sniffed, classify,
@@ -9,6 +11,7 @@ use serde_json::{Map, Value};
 use crate::claims::{HiddenUris, UriPolicy, is_content_block};
 use crate::ledger::ImageLedger;
 use crate::markers;
+use crate::markers::WITHHELD_LINK;
 use crate::registry::{Registry, ServerName};
 use crate::route::Route;
 
@@ -186,13 +189,13 @@ impl<'a> ToolResult<'a> {
         })
     }
 
-    fn hidden_uris(&self, policy: UriPolicy) -> HiddenUris<'a> {
-        ResultFields {
-            content: self.content,
-            structured: self.structured,
-            is_error: self.is_error,
-        }
-        .hidden_uris(policy)
+    /// The values whose uris the result hides: its content and its structured content.
+    fn values(&self) -> Vec<&'a Value> {
+        self.content
+            .iter()
+            .chain(&self.structured)
+            .copied()
+            .collect()
     }
 }
 
@@ -217,16 +220,6 @@ impl<'a> ResultFields<'a> {
                 is_error: false,
             },
         }
-    }
-
-    fn hidden_uris(&self, policy: UriPolicy) -> HiddenUris<'a> {
-        let values: Vec<&Value> = self
-            .content
-            .iter()
-            .chain(&self.structured)
-            .copied()
-            .collect();
-        HiddenUris::of(&values, policy)
     }
 }
 
@@ -327,6 +320,19 @@ impl<'h> Projector<'h> {
         self.route.limits
     }
 
+    /// What the session hides in content made of `values`, this server's scan setting applied.
+    fn hidden(&mut self, values: &[&Value]) -> HiddenUris {
+        let scan = self.registry.hidden().scans(self.server);
+        HiddenUris::in_session(values, self.uri_policy, self.registry.hidden_mut(), scan)
+    }
+
+    /// Keeps the credential-shaped urls a lane found, so they stay hidden for the session.
+    fn remember(&mut self, hidden: &HiddenUris) {
+        for key in hidden.take_found() {
+            self.registry.hidden_mut().insert_found(key);
+        }
+    }
+
     // ----- The tool-result lanes: stored copy and live copy. -----
 
     /// Both copies of a tool result.
@@ -352,18 +358,22 @@ impl<'h> Projector<'h> {
         result: &ToolResult<'a>,
         attach: &mut Option<&mut Attach<'_>>,
     ) -> ToolResultCopies<'a> {
-        let hidden = result.hidden_uris(self.uri_policy);
+        let hidden = self.hidden(&result.values());
         let mut pieces: Vec<Piece<'a>> = Vec::new();
         let mut server_text = false;
         match result.content {
             Some(Value::Array(_)) => {
-                for block in &result.blocks {
+                let texts = joined_texts(&result.blocks, &hidden);
+                for (block, text) in result.blocks.iter().zip(texts) {
                     server_text |= match block {
                         Block::Text(text) => !text.trim().is_empty(),
                         Block::EmbeddedText(embedded) => !embedded.text.trim().is_empty(),
                         _ => false,
                     };
-                    pieces.push(self.tool_result_piece(block, &hidden, attach));
+                    pieces.push(match text {
+                        Some(text) => Piece::text(text),
+                        None => self.tool_result_piece(block, &hidden, attach),
+                    });
                 }
             }
             None | Some(Value::Null) => {}
@@ -376,6 +386,7 @@ impl<'h> Projector<'h> {
         {
             pieces.push(Piece::text(self.data_text(structured, &hidden, attach)));
         }
+        self.remember(&hidden);
         let stored = pieces
             .iter()
             .map(|p| p.text.as_str())
@@ -477,7 +488,7 @@ impl<'h> Projector<'h> {
         if is_content_block(data) {
             return self.tool_result_piece(&classify(data), hidden, attach).text;
         }
-        let shown = self.map_blocks(data, hidden, &mut |this, block, hidden| {
+        let shown = self.map_blocks(data, hidden, &mut 0, &mut |this, block, hidden| {
             Value::String(
                 this.tool_result_piece(&classify(block), hidden, attach)
                     .text,
@@ -487,32 +498,39 @@ impl<'h> Projector<'h> {
     }
 
     /// Copies data, replacing each content block at any depth by what `replace` makes of it and
-    /// redacting hidden uris from every string.
+    /// redacting hidden uris from every string. A key that held a hidden uri takes a numbered
+    /// placeholder (`[withheld link 1]`, counted by `keys` over the whole data), so no two keys
+    /// become one and no value is lost.
     fn map_blocks(
         &mut self,
         data: &Value,
         hidden: &HiddenUris,
+        keys: &mut usize,
         replace: &mut dyn FnMut(&mut Self, &Value, &HiddenUris) -> Value,
     ) -> Value {
         if is_content_block(data) {
             return replace(self, data, hidden);
         }
         match data {
-            Value::Object(object) => Value::Object(
-                object
-                    .iter()
-                    .map(|(k, v)| {
-                        (
-                            hidden.redact(k).into_owned(),
-                            self.map_blocks(v, hidden, replace),
-                        )
-                    })
-                    .collect::<Map<String, Value>>(),
-            ),
+            Value::Object(object) => {
+                let mut shown = Map::new();
+                for (key, value) in object {
+                    let mut key = match hidden.redact(key) {
+                        Cow::Borrowed(key) => key.to_owned(),
+                        Cow::Owned(redacted) => numbered(&redacted, keys),
+                    };
+                    while shown.contains_key(&key) {
+                        key = numbered(WITHHELD_LINK, keys);
+                    }
+                    let value = self.map_blocks(value, hidden, keys, replace);
+                    shown.insert(key, value);
+                }
+                Value::Object(shown)
+            }
             Value::Array(items) => Value::Array(
                 items
                     .iter()
-                    .map(|v| self.map_blocks(v, hidden, replace))
+                    .map(|v| self.map_blocks(v, hidden, keys, replace))
                     .collect(),
             ),
             Value::String(s) => Value::String(hidden.redact(s).into_owned()),
@@ -555,10 +573,15 @@ impl<'h> Projector<'h> {
     /// one text block).
     pub fn injection_user<'a>(&mut self, content: &'a Value) -> MessageView<'a> {
         match content {
-            Value::String(text) => MessageView {
-                parts: vec![Part::Text(text.clone())],
-                stored: text.clone(),
-            },
+            Value::String(text) => {
+                let hidden = self.hidden(&[]);
+                let text = hidden.redact(text).into_owned();
+                self.remember(&hidden);
+                MessageView {
+                    parts: vec![Part::Text(text.clone())],
+                    stored: text,
+                }
+            }
             _ => self.message(
                 content,
                 &MessageBlocks::of(content),
@@ -573,14 +596,19 @@ impl<'h> Projector<'h> {
         blocks: &MessageBlocks<'a>,
         provenance: Provenance,
     ) -> MessageView<'a> {
-        let hidden = HiddenUris::of(&[content], self.uri_policy);
+        let hidden = self.hidden(&[content]);
         let mut parts = Vec::new();
         let mut stored = Vec::new();
-        for block in &blocks.blocks {
-            let (part, text) = self.message_part(block, provenance, &hidden);
+        let texts = joined_texts(&blocks.blocks, &hidden);
+        for (block, text) in blocks.blocks.iter().zip(texts) {
+            let (part, text) = match text {
+                Some(text) => (Part::Text(text.clone()), text),
+                None => self.message_part(block, provenance, &hidden),
+            };
             parts.push(part);
             stored.push(text);
         }
+        self.remember(&hidden);
         MessageView {
             parts,
             stored: stored.join("\n"),
@@ -655,12 +683,22 @@ impl<'h> Projector<'h> {
     /// prompt. Images and audio become the system-position lines.
     pub fn injection_system(&mut self, content: &Value) -> String {
         if let Value::String(text) = content {
-            return text.clone();
+            let hidden = self.hidden(&[]);
+            let text = hidden.redact(text).into_owned();
+            self.remember(&hidden);
+            return text;
         }
-        let hidden = HiddenUris::of(&[content], self.uri_policy);
+        let hidden = self.hidden(&[content]);
         let mut lines = Vec::new();
-        for block in content.as_array().map(Vec::as_slice).unwrap_or_default() {
-            let line = match classify(block) {
+        let blocks = content.as_array().map(Vec::as_slice).unwrap_or_default();
+        let classified: Vec<Block<'_>> = blocks.iter().map(classify).collect();
+        let texts = joined_texts(&classified, &hidden);
+        for (block, text) in classified.into_iter().zip(texts) {
+            if let Some(text) = text {
+                lines.push(text);
+                continue;
+            }
+            let line = match block {
                 Block::Text(t) => hidden.redact(t).into_owned(),
                 Block::InlineImage(_) => markers::SYSTEM_IMAGE.to_owned(),
                 Block::InlineAudio(_) => markers::SYSTEM_AUDIO.to_owned(),
@@ -679,7 +717,20 @@ impl<'h> Projector<'h> {
             };
             lines.push(line);
         }
+        self.remember(&hidden);
         lines.join("\n")
+    }
+
+    // ----- A server's free-standing string. -----
+
+    /// A string a server sent outside any content (a JSON-RPC error's message) as a model may
+    /// see it: control and format characters removed, then every uri the session hides, and
+    /// every credential-shaped url, withheld.
+    pub fn server_text(&mut self, text: &str) -> String {
+        let hidden = self.hidden(&[]);
+        let shown = hidden.redact_label(text).into_owned();
+        self.remember(&hidden);
+        shown
     }
 
     // ----- The script view. -----
@@ -689,22 +740,20 @@ impl<'h> Projector<'h> {
     /// every content block at any depth made the same way, and never a uri.
     pub fn script_result(&mut self, result: &Value) -> Value {
         let parsed = ToolResult::from_value(result);
-        let hidden = parsed.hidden_uris(self.uri_policy);
-        match result {
+        let hidden = self.hidden(&parsed.values());
+        let shown = match result {
             Value::Object(object) if !is_content_block(result) => {
                 let mut view = Map::new();
                 for (key, value) in object {
                     let shown = match (key.as_str(), value) {
                         // Every element of a content array is a block, odd ones included.
-                        ("content", Value::Array(blocks)) => Value::Array(
-                            blocks
-                                .iter()
-                                .zip(&parsed.blocks)
-                                .map(|(raw, block)| self.script_block(block, raw, &hidden))
-                                .collect(),
-                        ),
+                        ("content", Value::Array(blocks)) => {
+                            self.script_blocks(blocks, &parsed.blocks, &hidden)
+                        }
                         ("content" | "structuredContent", _) => self.script_data(value, &hidden),
-                        ("isError", _) => value.clone(),
+                        // A boolean flag as sent; anything else there is not a flag, and a
+                        // server's data in it would pass unredacted.
+                        ("isError", Value::Bool(_)) => value.clone(),
                         // Other fields (`_meta`, extensions) are not the model's view.
                         _ => continue,
                     };
@@ -712,23 +761,41 @@ impl<'h> Projector<'h> {
                 }
                 Value::Object(view)
             }
-            Value::Array(blocks) => Value::Array(
-                blocks
-                    .iter()
-                    .zip(&parsed.blocks)
-                    .map(|(raw, block)| self.script_block(block, raw, &hidden))
-                    .collect(),
-            ),
+            Value::Array(blocks) => self.script_blocks(blocks, &parsed.blocks, &hidden),
             other => self.script_data(other, &hidden),
-        }
+        };
+        self.remember(&hidden);
+        shown
+    }
+
+    /// A content array as a script receives it: one block per element, adjacent texts redacted
+    /// as one.
+    fn script_blocks(
+        &mut self,
+        blocks: &[Value],
+        classified: &[Block<'_>],
+        hidden: &HiddenUris,
+    ) -> Value {
+        let texts = joined_texts(classified, hidden);
+        Value::Array(
+            classified
+                .iter()
+                .zip(blocks)
+                .zip(texts)
+                .map(|((block, raw), text)| match text {
+                    Some(text) => serde_json::json!({"type": "text", "text": text}),
+                    None => self.script_block(block, raw, hidden),
+                })
+                .collect(),
+        )
     }
 
     /// What a script picking one field of a result, at any depth, receives: `pointer` is a JSON
     /// pointer into the result (`/structuredContent/items/0`). `None` when nothing is there.
     /// The whole result's `never` marks apply.
     pub fn script_field(&mut self, result: &Value, pointer: &str) -> Option<Value> {
-        let hidden = ResultFields::of(result).hidden_uris(self.uri_policy);
         let field = result.pointer(pointer)?;
+        let hidden = self.hidden(&ToolResult::from_value(result).values());
         // An element of the content array is a block, whatever it holds.
         let in_content = match result {
             Value::Array(_) => pointer.matches('/').count() == 1,
@@ -736,14 +803,17 @@ impl<'h> Projector<'h> {
         } && result
             .pointer(pointer.rsplit_once('/').map_or("", |(parent, _)| parent))
             .is_some_and(Value::is_array);
-        if in_content {
-            return Some(self.script_block(&classify(field), field, &hidden));
-        }
-        Some(self.script_data(field, &hidden))
+        let shown = if in_content {
+            self.script_block(&classify(field), field, &hidden)
+        } else {
+            self.script_data(field, &hidden)
+        };
+        self.remember(&hidden);
+        Some(shown)
     }
 
     fn script_data(&mut self, data: &Value, hidden: &HiddenUris) -> Value {
-        self.map_blocks(data, hidden, &mut |this, block, hidden| {
+        self.map_blocks(data, hidden, &mut 0, &mut |this, block, hidden| {
             this.script_block(&classify(block), block, hidden)
         })
     }
@@ -789,7 +859,7 @@ impl<'h> Projector<'h> {
         stub.push_str(record.id.as_str());
         stub.push_str("] ");
         if let Some(name) = &claims.name {
-            markers::sanitize_into(&mut stub, &hidden.redact(name));
+            markers::sanitize_into(&mut stub, &hidden.redact_label(name));
             stub.push_str(SEPARATOR);
         }
         if show_uri {
@@ -798,7 +868,10 @@ impl<'h> Projector<'h> {
         }
         if let Some(m) = claims.mime_type.as_deref() {
             let essence = mcpl_classify::ClaimedType::parse(m).essence;
-            markers::sanitize_into(&mut stub, &hidden.redact(essence.as_deref().unwrap_or(m)));
+            markers::sanitize_into(
+                &mut stub,
+                &hidden.redact_label(essence.as_deref().unwrap_or(m)),
+            );
         }
         if let Some(size) = claims.size_bytes {
             if claims.mime_type.is_some() {
@@ -857,12 +930,62 @@ impl<'h> Projector<'h> {
     }
 }
 
+/// The texts of a message's text blocks (text and embedded text), each run of adjacent ones
+/// redacted as one, so that a uri split across them is found; `None` for other blocks.
+fn joined_texts<'a>(blocks: &[Block<'a>], hidden: &HiddenUris) -> Vec<Option<String>> {
+    fn text_of<'a>(block: &Block<'a>) -> Option<&'a str> {
+        match block {
+            Block::Text(text) => Some(text),
+            Block::EmbeddedText(embedded) => Some(embedded.text),
+            _ => None,
+        }
+    }
+    let mut out = vec![None; blocks.len()];
+    let mut i = 0;
+    while i < blocks.len() {
+        let start = i;
+        let mut run = Vec::new();
+        while let Some(text) = blocks.get(i).and_then(text_of) {
+            run.push(text);
+            i += 1;
+        }
+        if run.is_empty() {
+            i += 1;
+            continue;
+        }
+        for (k, text) in hidden.redact_run(&run).into_iter().enumerate() {
+            out[start + k] = Some(text.into_owned());
+        }
+    }
+    out
+}
+
+/// A redacted key with each placeholder numbered: `[withheld link 1]`, `[withheld link 2]`, ...
+fn numbered(redacted: &str, count: &mut usize) -> String {
+    let mut out = String::with_capacity(redacted.len() + 4);
+    let mut rest = redacted;
+    while let Some(at) = rest.find(WITHHELD_LINK) {
+        *count += 1;
+        out.push_str(&rest[..at]);
+        out.push_str(&markers::withheld_link_numbered(*count));
+        rest = &rest[at + WITHHELD_LINK.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The image or audio block a script receives: its data, and the type its bytes say (else its
 /// label). An image with empty data is the block as it came.
 fn script_media(kind: &str, media: &Media<'_>, raw: &Value, hidden: &HiddenUris) -> Value {
     let mut block = Map::new();
     block.insert("type".to_owned(), Value::from(kind));
-    block.insert("data".to_owned(), Value::from(media.data));
+    // Sound base64 is bytes, and no uri with a scheme can be spelled in its alphabet; data that
+    // is not base64 is a server's text shown as sent, so it is redacted as text is.
+    let data = match media.base64 {
+        Some(_) => hidden.redact(media.data),
+        None => Cow::Borrowed(media.data),
+    };
+    block.insert("data".to_owned(), Value::from(data.into_owned()));
     let media_type = media
         .sniffed
         .filter(|_| !media.is_empty())

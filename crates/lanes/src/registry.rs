@@ -6,6 +6,7 @@ use std::fmt;
 use mcpl_classify::{Disposition, Reference};
 
 use crate::markers;
+use crate::redact::HiddenSet;
 
 /// How many records the registry keeps before evicting the oldest.
 pub const REGISTRY_CAPACITY: usize = 2000;
@@ -132,6 +133,9 @@ pub struct Registry {
     issued: u64,
     capacity: usize,
     random: SplitMix64,
+    /// The uris this session has hidden: the registry lives as long as the host and every lane
+    /// holds it, so what one lane hides stays hidden in all of them.
+    hidden: HiddenSet,
 }
 
 impl Default for Registry {
@@ -155,7 +159,18 @@ impl Registry {
             issued: 0,
             capacity: REGISTRY_CAPACITY,
             random: SplitMix64(seed),
+            hidden: HiddenSet::new(),
         }
+    }
+
+    /// The uris this session has hidden, and which servers' credential-shaped urls are withheld.
+    pub fn hidden(&self) -> &HiddenSet {
+        &self.hidden
+    }
+
+    /// The same, to change: the host turns a server's credential scan off here.
+    pub fn hidden_mut(&mut self) -> &mut HiddenSet {
+        &mut self.hidden
     }
 
     /// Registers a reference delivered by `server` and returns its record. A uri already held

@@ -111,7 +111,13 @@ fn mount_tmpfs(name: &str, options: &str) -> Option<Mounted> {
     let dir = TempDir::new(name);
     std::fs::create_dir_all(&dir.0).unwrap();
     let status = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+        .args([
+            "-t",
+            "tmpfs",
+            "-o",
+            &format!("{options},mode=0700"),
+            "tmpfs",
+        ])
         .arg(&dir.0)
         .status();
     match status {

@@ -4,6 +4,7 @@
 mod cases;
 mod cut;
 mod failures;
+mod private;
 mod properties;
 
 use std::path::PathBuf;

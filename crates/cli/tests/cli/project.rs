@@ -357,3 +357,85 @@ fn an_unknown_lane_or_route_exits_2(#[values("--lane", "--route")] option: &str)
     let output = mcpl(&["project", option, "nowhere"], b"[]");
     assert_eq!(output.status.code(), Some(2));
 }
+
+/// Issue 13's cases through the built command, on every lane and route: a label holding the
+/// signed uri with a NUL, a right-to-left override or a NEL inside; the uri in other spellings;
+/// an unclaimed signed url; and `never` in upper case under `--show-uris credential-free`.
+#[test]
+fn no_spelling_of_a_secret_reaches_any_lane_or_route() {
+    let signed = "https://files.example.com/reports/q3.pdf?token=SECRETTOKEN123";
+    let mut blocks = vec![json!({"type": "resource_link", "uri": signed, "name": "report"})];
+    for mark in ["\u{0}", "\u{202e}", "\u{85}"] {
+        let spelled = signed.replace("token", &format!("tok{mark}en"));
+        blocks.push(json!({"type": "resource_link", "uri": signed, "name": spelled}));
+        blocks.push(json!({"type": "text", "text": format!("see {spelled}")}));
+    }
+    for spelled in [
+        signed.replace('/', "\\/"),
+        signed.replace('=', "\\u003d"),
+        signed.to_uppercase(),
+        signed.replace('?', "%3F"),
+        "https://sig.example.com/o?X-Amz-Signature=SECRETTOKEN123".to_owned(),
+    ] {
+        blocks.push(json!({"type": "text", "text": format!("see {spelled}")}));
+    }
+    let plain = "https://files.example.com/reports/never.pdf";
+    blocks.push(json!({"type": "resource", "uri": plain, "name": "n", "disposition": "NEVER"}));
+    blocks.push(json!({"type": "resource_link", "uri": format!("{plain}/"), "name": "again"}));
+    let input = json!({"content": blocks});
+    for (lane, _) in mcpl_cli::project::Lane::ALL {
+        for route in [
+            "anthropic",
+            "openai-chat",
+            "openai-responses",
+            "gemini",
+            "text-only",
+        ] {
+            let out = project(
+                &[
+                    "--lane",
+                    lane,
+                    "--route",
+                    route,
+                    "--show-uris",
+                    "credential-free",
+                ],
+                &input,
+            );
+            let shown = out.to_string().to_lowercase();
+            assert!(!shown.contains("secrettoken123"), "{lane} {route}: {out}");
+            assert!(!shown.contains("never.pdf"), "{lane} {route}: {out}");
+        }
+    }
+}
+
+/// Two uris used as keys of structured content keep their values, in the stored copy and in
+/// the spill file, each under its own placeholder.
+#[test]
+fn uri_keys_keep_their_values_in_the_spill() {
+    let dir = std::env::temp_dir().join(format!("mcpl-cli-keys-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (a, b) = (
+        "https://files.example.com/a?token=ONE111",
+        "https://files.example.com/b?token=TWO222",
+    );
+    let input = json!({
+        "content": [
+            {"type": "resource_link", "uri": a, "name": "a"},
+            {"type": "resource_link", "uri": b, "name": "b"},
+            {"type": "text", "text": "a long log line\n".repeat(800)},
+        ],
+        "structuredContent": {a: {"rows": 111}, b: {"rows": 222}},
+    });
+    let out = project(
+        &["--budget", "300", "--spill-dir", dir.to_str().unwrap()],
+        &input,
+    );
+    let spill = std::fs::read_to_string(out["spill"]["path"].as_str().unwrap()).unwrap();
+    assert!(
+        spill.contains(r#"{"[withheld link 1]":{"rows":111},"[withheld link 2]":{"rows":222}}"#),
+        "{spill}"
+    );
+    assert!(!spill.contains("ONE111") && !spill.contains("TWO222"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -5,6 +5,7 @@
 
 mod adversarial;
 mod eager;
+mod folders;
 mod origins;
 mod resources;
 pub mod support;

@@ -2,6 +2,7 @@
 //! and in either order of delivery.
 
 mod binding;
+mod redaction;
 // The fetcher's own test support: scratch folders, loopback origins and registrations.
 #[path = "../../../fetch/tests/it/support.rs"]
 pub mod support;

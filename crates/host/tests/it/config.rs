@@ -29,6 +29,7 @@ fn a_config_users_know_reads_with_defaults() {
     assert_eq!(names, ["b", "a"], "the file's order is kept");
     assert_eq!(config.servers[0].launch.args, ["x.js"]);
     assert_eq!(config.servers[0].options, ServerOptions::default());
+    assert!(config.servers[0].options.withhold_credential_urls);
     let a = &config.servers[1].options;
     assert_eq!(a.budget, 800);
     assert_eq!(a.uri_policy, UriPolicy::CredentialFree);
@@ -39,6 +40,16 @@ fn a_config_users_know_reads_with_defaults() {
     assert_eq!(a.fetch.origin.as_deref(), Some("https://f.example"));
     assert_eq!(a.fetch.max_bytes, DEFAULT_FETCH_MAX_BYTES);
     assert_eq!(config.context_window, DEFAULT_CONTEXT_WINDOW);
+}
+
+#[test]
+fn withholding_unclaimed_credential_urls_is_a_server_option() {
+    let config = Config::from_slice(
+        "mcpl.json",
+        br#"{"mcpServers": {"a": {"command": "x", "mcpl": {"withholdCredentialUrls": false}}}}"#,
+    )
+    .unwrap();
+    assert!(!config.servers[0].options.withhold_credential_urls);
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 mod cases;
 mod properties;
+mod redaction;
 mod regressions;
 mod routes;
 

@@ -1,0 +1,108 @@
+//! Issue 13: a spill folder is used only when it is really private, files are never opened
+//! through a planted symlink, and the spill text is redacted as the model's view is.
+
+use std::os::unix::fs::PermissionsExt;
+
+use mcpl_budget::{LocalSpillStore, PricedRoute, SpillStore};
+use serde_json::json;
+
+use crate::{TempDir, fit};
+
+#[test]
+fn a_folder_others_may_write_is_refused_with_one_line() {
+    let dir = TempDir::new("open-to-all");
+    std::fs::create_dir_all(&dir.0).unwrap();
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let error = LocalSpillStore::new(&dir.0).unwrap_err().to_string();
+    assert!(
+        error.starts_with(&format!("spill folder {}: ", dir.0.display())),
+        "{error}"
+    );
+    assert!(error.contains("writable by group or others"), "{error}");
+    assert_eq!(error.lines().count(), 1);
+    // The group alone is as bad.
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o770)).unwrap();
+    assert!(LocalSpillStore::new(&dir.0).is_err());
+    // A folder only its owner may write is used as it is.
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(LocalSpillStore::new(&dir.0).is_ok());
+}
+
+#[test]
+fn a_symlinked_folder_is_refused() {
+    let dir = TempDir::new("symlinked");
+    let real = dir.0.join("real");
+    std::fs::create_dir_all(&real).unwrap();
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let link = dir.0.join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let error = LocalSpillStore::new(&link).unwrap_err().to_string();
+    assert!(error.contains("symbolic link"), "{error}");
+    // A dangling link is no better: the store would create the folder at the link's target.
+    let dangling = dir.0.join("dangling");
+    std::os::unix::fs::symlink(dir.0.join("missing"), &dangling).unwrap();
+    assert!(LocalSpillStore::new(&dangling).is_err());
+    assert!(!dir.0.join("missing").exists());
+}
+
+#[test]
+fn a_symlink_planted_at_a_spill_file_name_is_not_followed() {
+    let dir = TempDir::new("planted");
+    let mut store = LocalSpillStore::new(dir.0.join("spill")).unwrap();
+    let first = store.put("txt", b"first").unwrap();
+    // The next names follow from the first: plant links at both, pointing at a victim.
+    let victim = dir.0.join("victim");
+    std::fs::write(&victim, b"untouched").unwrap();
+    let next = first.replace("-1.txt", "-2.txt");
+    let name = std::path::Path::new(&next)
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap();
+    let partial = store.dir().join(format!(".{name}.partial"));
+    std::os::unix::fs::symlink(&victim, &partial).unwrap();
+    assert!(store.put("txt", b"IGNORE PREVIOUS INSTRUCTIONS").is_err());
+    assert_eq!(std::fs::read(&victim).unwrap(), b"untouched");
+    let _ = std::fs::remove_file(&partial);
+    let third = first.replace("-1.txt", "-3.txt");
+    std::os::unix::fs::symlink(&victim, &third).unwrap();
+    let written = store.put("txt", b"the spill").unwrap();
+    assert_eq!(written, third);
+    assert_eq!(std::fs::read(&victim).unwrap(), b"untouched");
+    assert!(
+        !std::fs::symlink_metadata(&third)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(std::fs::read(&third).unwrap(), b"the spill");
+}
+
+#[test]
+fn the_spill_text_is_redacted_and_keeps_every_value() {
+    let dir = TempDir::new("redacted");
+    let (a, b) = (
+        "https://files.example.com/a?token=ONE111",
+        "https://files.example.com/b?token=TWO222",
+    );
+    let result = json!({
+        "content": [
+            {"type": "resource_link", "uri": a, "name": "a"},
+            {"type": "text", "text": "a long log line\n".repeat(800)},
+            {"type": "text", "text": "unclaimed: https://x.example.com/o?X-Amz-Signature=SIG333"},
+            {"type": "text", "text": format!("again: {}", a.to_uppercase())},
+        ],
+        "structuredContent": {a: {"rows": 111}, b: {"rows": 222}},
+    });
+    let mut store = LocalSpillStore::new(&dir.0).unwrap();
+    let fitted = fit(&result, &PricedRoute::ANTHROPIC, 200, Some(&mut store));
+    let spill = fitted.spill.expect("a spill");
+    let text = std::fs::read_to_string(&spill.path).unwrap();
+    for secret in ["ONE111", "one111", "TWO222", "SIG333"] {
+        assert!(!text.contains(secret), "{secret} in {text}");
+    }
+    assert!(
+        text.contains(r#"{"[withheld link 1]":{"rows":111},"[withheld link 2]":{"rows":222}}"#),
+        "{text}"
+    );
+}

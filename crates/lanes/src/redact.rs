@@ -1,0 +1,753 @@
+//! The normalised view redaction searches, the session's hidden set, and what makes a url
+//! credential-shaped.
+//!
+//! A server's string is never searched as it came. Its view drops control and format
+//! characters, folds ASCII to lower case, and decodes percent-encoding, JSON string escapes and
+//! HTML character references, layer on layer (at most [`DECODE_LAYERS`]), keeping for every
+//! byte of the view the bytes of the original it came from. A match in the view replaces exactly
+//! those original bytes, so text outside a match is kept byte for byte.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use crate::claims::Searcher;
+use crate::registry::ServerName;
+
+/// How many decoding layers a view peels: enough for every composition of percent-encoding,
+/// JSON escapes and HTML references, and one more.
+pub const DECODE_LAYERS: usize = 4;
+
+/// How many hidden uris a session remembers; past it the oldest is forgotten. A forgotten uri is
+/// still hidden in any result that carries it, and still withheld wherever it is
+/// credential-shaped (unless its server turned that off).
+pub const HIDDEN_SET_CAPACITY: usize = 4096;
+
+/// Hidden uris shorter than this are not searched for in free text: they cannot carry a
+/// credential, and replacing every occurrence of, say, `a:b` would garble text.
+pub const REDACT_MIN_CHARS: usize = 8;
+
+/// Query and fragment parameter names that carry credentials, in lower case: a url with one of
+/// them (with a value) is withheld wherever it appears, claimed or not.
+pub const CREDENTIAL_PARAMETERS: &[&str] = &[
+    "token",
+    "access_token",
+    "id_token",
+    "refresh_token",
+    "auth_token",
+    "private_token",
+    "code",
+    "sig",
+    "signature",
+    "x-amz-signature",
+    "x-amz-credential",
+    "x-amz-security-token",
+    "x-goog-signature",
+    "x-goog-credential",
+    "se",
+    "sp",
+    "key",
+    "api_key",
+    "apikey",
+    "secret",
+    "client_secret",
+    "password",
+    "passwd",
+    "auth",
+    "session",
+    "jwt",
+];
+
+/// One stretch of a view and the bytes of the layer below it came from: a linear stretch maps
+/// byte to byte; any other stretch is one decoded character standing for `from_len` bytes.
+#[derive(Debug, Clone, Copy)]
+struct Seg {
+    view: usize,
+    from: usize,
+    from_len: usize,
+    linear: bool,
+}
+
+/// A string as redaction sees it, with the way back to the original's bytes.
+#[derive(Debug)]
+pub(crate) struct View {
+    pub(crate) text: String,
+    /// `layers[0]` maps the first view to the original; each later one maps a view to the one
+    /// before it.
+    layers: Vec<Vec<Seg>>,
+}
+
+impl View {
+    pub(crate) fn of(original: &str) -> View {
+        let (mut text, first) = layer(original, false);
+        let mut layers = vec![first];
+        for _ in 0..DECODE_LAYERS {
+            if !text.bytes().any(|b| matches!(b, b'%' | b'\\' | b'&')) {
+                break;
+            }
+            let (decoded, segs) = layer(&text, true);
+            if decoded == text {
+                break;
+            }
+            text = decoded;
+            layers.push(segs);
+        }
+        View { text, layers }
+    }
+
+    /// The original's byte range a range of the view came from.
+    pub(crate) fn origin(&self, start: usize, end: usize) -> (usize, usize) {
+        let (mut start, mut end) = (start, end);
+        for segs in self.layers.iter().rev() {
+            let first = &segs[seg_at(segs, start)];
+            let new_start = if first.linear {
+                first.from + (start - first.view)
+            } else {
+                first.from
+            };
+            let last = &segs[seg_at(segs, end - 1)];
+            let new_end = if last.linear {
+                last.from + (end - 1 - last.view) + 1
+            } else {
+                last.from + last.from_len
+            };
+            start = new_start;
+            end = new_end.max(new_start);
+        }
+        (start, end)
+    }
+}
+
+fn seg_at(segs: &[Seg], at: usize) -> usize {
+    segs.partition_point(|s| s.view <= at).saturating_sub(1)
+}
+
+/// One layer of a view: without `decode`, control and format characters dropped and ASCII
+/// folded; with it, one layer of escapes decoded (and what they decode to dropped or folded).
+fn layer(source: &str, decode: bool) -> (String, Vec<Seg>) {
+    let mut out = String::with_capacity(source.len());
+    let mut segs: Vec<Seg> = Vec::new();
+    let mut i = 0;
+    while i < source.len() {
+        let decoded = if decode { decode_at(source, i) } else { None };
+        if let Some((c, len)) = decoded {
+            if !is_control_or_format(c) {
+                segs.push(Seg {
+                    view: out.len(),
+                    from: i,
+                    from_len: len,
+                    linear: false,
+                });
+                out.push(c.to_ascii_lowercase());
+            }
+            i += len;
+            continue;
+        }
+        let Some(c) = source[i..].chars().next() else {
+            break;
+        };
+        if !is_control_or_format(c) {
+            let contiguous = segs
+                .last()
+                .is_some_and(|s| s.linear && s.from + (out.len() - s.view) == i);
+            if !contiguous {
+                segs.push(Seg {
+                    view: out.len(),
+                    from: i,
+                    from_len: 0,
+                    linear: true,
+                });
+            }
+            out.push(c.to_ascii_lowercase());
+        }
+        i += c.len_utf8();
+    }
+    if segs.is_empty() {
+        segs.push(Seg {
+            view: 0,
+            from: 0,
+            from_len: 0,
+            linear: true,
+        });
+    }
+    (out, segs)
+}
+
+/// Control characters (C0, DEL, C1) and the format characters that hide or reorder text.
+pub(crate) fn is_control_or_format(c: char) -> bool {
+    matches!(c,
+        '\u{0000}'..='\u{001F}'
+        | '\u{007F}'..='\u{009F}'
+        | '\u{00AD}'
+        | '\u{061C}'
+        | '\u{180E}'
+        | '\u{200B}'..='\u{200F}'
+        | '\u{2028}'..='\u{202E}'
+        | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{206F}'
+        | '\u{FEFF}'
+        | '\u{FFF9}'..='\u{FFFB}'
+        | '\u{E0001}'
+        | '\u{E0020}'..='\u{E007F}')
+}
+
+/// The character an escape at `at` stands for, and the escape's length in bytes.
+fn decode_at(s: &str, at: usize) -> Option<(char, usize)> {
+    let b = s.as_bytes();
+    match b[at] {
+        b'%' => percent_at(b, at),
+        b'\\' => json_escape_at(b, at),
+        b'&' => html_reference_at(s, at),
+        _ => None,
+    }
+}
+
+fn hex(b: &[u8]) -> Option<u32> {
+    let text = std::str::from_utf8(b).ok()?;
+    if text.is_empty() || !text.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    u32::from_str_radix(text, 16).ok()
+}
+
+fn percent_byte(b: &[u8], at: usize) -> Option<u8> {
+    if b.get(at) != Some(&b'%') {
+        return None;
+    }
+    let value = hex(b.get(at + 1..at + 3)?)?;
+    u8::try_from(value).ok()
+}
+
+/// `%XX`, or a UTF-8 sequence of them.
+fn percent_at(b: &[u8], at: usize) -> Option<(char, usize)> {
+    let first = percent_byte(b, at)?;
+    let len = match first {
+        0x00..=0x7F => return Some((char::from(first), 3)),
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        0xF0..=0xF7 => 4,
+        _ => return None,
+    };
+    let mut bytes = vec![first];
+    for k in 1..len {
+        bytes.push(percent_byte(b, at + 3 * k)?);
+    }
+    let c = std::str::from_utf8(&bytes).ok()?.chars().next()?;
+    Some((c, 3 * len))
+}
+
+/// `\/`, `\\`, `\"`, `\'`, `\n`-style escapes, `\xXX`, and `\uXXXX` (surrogate pairs joined).
+fn json_escape_at(b: &[u8], at: usize) -> Option<(char, usize)> {
+    let simple = match *b.get(at + 1)? {
+        c @ (b'/' | b'\\' | b'"' | b'\'') => Some(char::from(c)),
+        b'n' => Some('\n'),
+        b't' => Some('\t'),
+        b'r' => Some('\r'),
+        b'b' => Some('\u{8}'),
+        b'f' => Some('\u{c}'),
+        _ => None,
+    };
+    if let Some(c) = simple {
+        return Some((c, 2));
+    }
+    match *b.get(at + 1)? {
+        b'x' => Some((char::from_u32(hex(b.get(at + 2..at + 4)?)?)?, 4)),
+        b'u' => {
+            let unit = hex(b.get(at + 2..at + 6)?)?;
+            if (0xD800..0xDC00).contains(&unit) && b.get(at + 6..at + 8) == Some(b"\\u") {
+                let low = hex(b.get(at + 8..at + 12)?)?;
+                if (0xDC00..0xE000).contains(&low) {
+                    let c = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+                    return Some((char::from_u32(c)?, 12));
+                }
+            }
+            Some((char::from_u32(unit)?, 6))
+        }
+        _ => None,
+    }
+}
+
+/// HTML's named references that can spell a uri, and numeric references (`&#38;`, `&#x26;`,
+/// the `;` optional as browsers read them).
+fn html_reference_at(s: &str, at: usize) -> Option<(char, usize)> {
+    let rest = s.get(at + 1..)?;
+    if let Some(numeric) = rest.strip_prefix('#') {
+        let (digits, radix) = match numeric.strip_prefix(['x', 'X']) {
+            Some(h) => (h, 16),
+            None => (numeric, 10),
+        };
+        let count = digits
+            .bytes()
+            .take_while(|c| {
+                if radix == 16 {
+                    c.is_ascii_hexdigit()
+                } else {
+                    c.is_ascii_digit()
+                }
+            })
+            .count();
+        if count == 0 || count > 7 {
+            return None;
+        }
+        let value = u32::from_str_radix(&digits[..count], radix).ok()?;
+        let prefix = 2 + usize::from(radix == 16);
+        let semicolon = usize::from(digits[count..].starts_with(';'));
+        return Some((char::from_u32(value)?, prefix + count + semicolon));
+    }
+    let name_len = rest
+        .bytes()
+        .take(12)
+        .take_while(u8::is_ascii_alphanumeric)
+        .count();
+    if !rest[name_len..].starts_with(';') {
+        return None;
+    }
+    let c = match &rest[..name_len] {
+        "amp" | "AMP" => '&',
+        "lt" | "LT" => '<',
+        "gt" | "GT" => '>',
+        "quot" | "QUOT" => '"',
+        "apos" => '\'',
+        "sol" => '/',
+        "bsol" => '\\',
+        "colon" => ':',
+        "quest" => '?',
+        "equals" => '=',
+        "num" => '#',
+        "percnt" => '%',
+        "period" => '.',
+        "commat" => '@',
+        "lowbar" | "UnderBar" => '_',
+        "hyphen" | "dash" => '-',
+        "plus" => '+',
+        "semi" => ';',
+        "comma" => ',',
+        "excl" => '!',
+        "dollar" => '$',
+        "tilde" => '~',
+        "nbsp" => '\u{a0}',
+        _ => return None,
+    };
+    Some((c, 1 + name_len + 1))
+}
+
+/// A string as redaction reads it: control and format characters dropped, ASCII in lower case,
+/// percent-encoding, JSON escapes and HTML references decoded (layer on layer).
+pub fn normalised(text: &str) -> String {
+    View::of(text).text
+}
+
+/// A uri as redaction compares it: its view, without a default port or trailing slashes.
+pub(crate) fn canonical(uri: &str) -> String {
+    let view = View::of(uri).text;
+    let mut key = without_default_port(&view);
+    while key.ends_with('/') {
+        key.pop();
+    }
+    key
+}
+
+/// Where a url's authority is in a view: after `scheme://`, up to the first `/`, `?` or `#`.
+fn authority(view: &str) -> Option<(&str, usize, usize)> {
+    let scheme_end = view.find("://")?;
+    let start = scheme_end + 3;
+    let end = view[start..]
+        .find(['/', '?', '#'])
+        .map_or(view.len(), |i| start + i);
+    Some((&view[..scheme_end], start, end))
+}
+
+fn default_port(scheme: &str) -> Option<&'static str> {
+    match scheme {
+        "http" | "ws" => Some(":80"),
+        "https" | "wss" => Some(":443"),
+        _ => None,
+    }
+}
+
+fn without_default_port(view: &str) -> String {
+    if let Some((scheme, start, end)) = authority(view)
+        && let Some(port) = default_port(scheme)
+        && view[start..end].ends_with(port)
+    {
+        return format!("{}{}", &view[..end - port.len()], &view[end..]);
+    }
+    view.to_owned()
+}
+
+/// The strings searched for a hidden uri: its canonical form, the same with its default port,
+/// and its query, its fragment and each credential parameter's value when long enough.
+fn patterns_of(key: &str) -> Vec<String> {
+    let mut patterns = vec![key.to_owned()];
+    if let Some((scheme, _, end)) = authority(key)
+        && let Some(port) = default_port(scheme)
+    {
+        patterns.push(format!("{}{port}{}", &key[..end], &key[end..]));
+    }
+    let (before_fragment, fragment) = match key.split_once('#') {
+        Some((b, f)) => (b, Some(f)),
+        None => (key, None),
+    };
+    let query = before_fragment.split_once('?').map(|(_, q)| q);
+    for part in [query, fragment].into_iter().flatten() {
+        patterns.push(part.to_owned());
+        for (name, value) in parameters(part) {
+            if CREDENTIAL_PARAMETERS.contains(&name) {
+                patterns.push(value.to_owned());
+            }
+        }
+    }
+    patterns.retain(|p| is_searchable(p));
+    patterns
+}
+
+fn parameters(part: &str) -> impl Iterator<Item = (&str, &str)> {
+    part.split(['&', ';'])
+        .filter_map(|pair| pair.split_once('='))
+        .filter(|(_, value)| !value.is_empty())
+}
+
+/// Whether a string is long enough to be searched for in free text: at least
+/// [`REDACT_MIN_CHARS`] code points.
+pub(crate) fn is_searchable(s: &str) -> bool {
+    s.len() >= 4 * REDACT_MIN_CHARS
+        || (s.len() >= REDACT_MIN_CHARS && s.chars().count() >= REDACT_MIN_CHARS)
+}
+
+/// Whether a url (in a view: lower case, decoded) carries a credential a host can see: userinfo,
+/// a credential parameter in its query or fragment ([`CREDENTIAL_PARAMETERS`]), or a JWT.
+pub(crate) fn is_credential_shaped(view: &str) -> bool {
+    if let Some((_, start, end)) = authority(view)
+        && view[start..end].contains('@')
+    {
+        return true;
+    }
+    let (before_fragment, fragment) = match view.split_once('#') {
+        Some((b, f)) => (b, Some(f)),
+        None => (view, None),
+    };
+    let query = before_fragment.split_once('?').map(|(_, q)| q);
+    let named = [query, fragment]
+        .into_iter()
+        .flatten()
+        .flat_map(parameters)
+        .any(|(name, _)| CREDENTIAL_PARAMETERS.contains(&name));
+    named || has_jwt(view)
+}
+
+/// Whether a view holds a JWT: `eyJ`, then base64url, a dot, base64url, a dot.
+fn has_jwt(view: &str) -> bool {
+    let is_b64 = |c: u8| c.is_ascii_alphanumeric() || c == b'-' || c == b'_';
+    view.match_indices("eyj").any(|(at, _)| {
+        let b = &view.as_bytes()[at..];
+        let first = b.iter().take_while(|&&c| is_b64(c)).count();
+        if first < 10 || b.get(first) != Some(&b'.') {
+            return false;
+        }
+        let second = b[first + 1..].iter().take_while(|&&c| is_b64(c)).count();
+        second >= 10 && b.get(first + 1 + second) == Some(&b'.')
+    })
+}
+
+/// Whether a path segment (in a view) looks like a secret: a run of at least 12 letters and
+/// digits, two of each at least, between `-`, `_`, `.` or `~`, or a UUID.
+fn is_random_looking(segment: &str) -> bool {
+    let uuid = segment.len() == 36
+        && segment.bytes().enumerate().all(|(i, c)| {
+            if matches!(i, 8 | 13 | 18 | 23) {
+                c == b'-'
+            } else {
+                c.is_ascii_hexdigit()
+            }
+        });
+    uuid || segment.split(['-', '_', '.', '~']).any(|piece| {
+        piece.len() >= 12
+            && piece.bytes().all(|c| c.is_ascii_alphanumeric())
+            && piece.bytes().filter(u8::is_ascii_digit).count() >= 2
+            && piece.bytes().filter(u8::is_ascii_alphabetic).count() >= 2
+    })
+}
+
+/// Whether a uri carries no credential a host can see: it has a scheme, is not `data:`, has no
+/// white space or control character, and, read through every spelling, no `?`, `#` or `@`
+/// (encoded or not), no random-looking path segment, and nothing credential-shaped.
+pub fn is_credential_free(uri: &str) -> bool {
+    let Some((scheme, _)) = uri.split_once(':') else {
+        return false;
+    };
+    let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if !scheme_ok
+        || scheme.eq_ignore_ascii_case("data")
+        || uri
+            .chars()
+            .any(|c| c.is_whitespace() || is_control_or_format(c))
+    {
+        return false;
+    }
+    let view = View::of(uri).text;
+    !view.contains(['?', '#', '@'])
+        && !view.split('/').any(is_random_looking)
+        && !is_credential_shaped(&view)
+}
+
+/// The most `://` one stretch without a terminator may hold before the whole stretch is withheld
+/// as one: each is judged with the rest of the stretch, so more would cost quadratic time, and
+/// no ordinary text strings that many urls together.
+pub const MAX_URLS_PER_STRETCH: usize = 32;
+
+/// The longest scheme read back from a `://`.
+const MAX_SCHEME_CHARS: usize = 32;
+
+/// Every url in a view: from each `scheme://`, overlapping ones included, up to white space, a
+/// quote, `<`, `>`, a backtick, `{`, `}`, `|`, `\` or `^`, less trailing punctuation; byte
+/// ranges, each with whether it is past [`MAX_URLS_PER_STRETCH`] (then it runs to the stretch's
+/// end and is withheld whatever its shape). Every `://` is read, even inside another url, so that
+/// whatever a later search finds of a url found here, this reading found too (a stored copy made
+/// twice reads the same).
+pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize, bool)> {
+    let b = view.as_bytes();
+    let is_terminator = |c: u8| {
+        c.is_ascii_whitespace()
+            || matches!(
+                c,
+                b'"' | b'\'' | b'<' | b'>' | b'`' | b'{' | b'}' | b'|' | b'\\' | b'^'
+            )
+    };
+    let mut found = Vec::new();
+    // The end of the stretch the last `://` was in, and how many it held so far.
+    let (mut stretch_end, mut in_stretch) = (0, 0);
+    for (i, _) in view.match_indices("://") {
+        if i >= stretch_end {
+            stretch_end = i + 3;
+            while stretch_end < b.len() && !is_terminator(b[stretch_end]) {
+                stretch_end += 1;
+            }
+            in_stretch = 0;
+        }
+        in_stretch += 1;
+        let mut start = i;
+        while start > 0
+            && i - start < MAX_SCHEME_CHARS
+            && (b[start - 1].is_ascii_alphanumeric() || matches!(b[start - 1], b'+' | b'-' | b'.'))
+        {
+            start -= 1;
+        }
+        while start < i && !b[start].is_ascii_alphabetic() {
+            start += 1;
+        }
+        if start == i {
+            continue;
+        }
+        if in_stretch > MAX_URLS_PER_STRETCH {
+            // Withheld whole: from this url to the stretch's end.
+            found.push((start, stretch_end, true));
+            continue;
+        }
+        let mut end = stretch_end;
+        while end > i + 3 && matches!(b[end - 1], b'.' | b',' | b';' | b':' | b'!' | b'?') {
+            end -= 1;
+        }
+        if view.is_char_boundary(end) {
+            found.push((start, end, false));
+        }
+    }
+    found
+}
+
+/// The uris a session has hidden, at most [`HIDDEN_SET_CAPACITY`], oldest forgotten first, and
+/// the servers whose unclaimed credential-shaped urls are not withheld. The host's
+/// [`Registry`](crate::Registry) holds one for the life of the host, so every lane of every
+/// server uses the same.
+#[derive(Debug, Default)]
+pub struct HiddenSet {
+    order: VecDeque<String>,
+    patterns: HashMap<String, Vec<String>>,
+    unscanned: HashSet<ServerName>,
+    compiled: Option<Arc<Compiled>>,
+}
+
+/// The patterns of a set of hidden uris, ready to search.
+#[derive(Debug, Default)]
+pub(crate) struct Compiled {
+    pub(crate) keys: HashSet<String>,
+    pub(crate) set: HashSet<String>,
+    pub(crate) searcher: Option<Searcher>,
+}
+
+impl Compiled {
+    fn of<'k>(entries: impl Iterator<Item = (&'k String, &'k Vec<String>)>) -> Compiled {
+        let mut compiled = Compiled::default();
+        for (key, patterns) in entries {
+            compiled.keys.insert(key.clone());
+            compiled.set.extend(patterns.iter().cloned());
+        }
+        let patterns: Vec<&str> = compiled.set.iter().map(String::as_str).collect();
+        compiled.searcher = (!patterns.is_empty()).then(|| Searcher::new(&patterns));
+        compiled
+    }
+}
+
+impl HiddenSet {
+    /// An empty set; every server's credential-shaped urls withheld.
+    pub fn new() -> HiddenSet {
+        HiddenSet::default()
+    }
+
+    /// How many uris the set holds.
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Whether the set holds no uri.
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    /// Whether a uri, in any spelling, is in the set.
+    pub fn contains(&self, uri: &str) -> bool {
+        self.patterns.contains_key(&canonical(uri))
+    }
+
+    /// Whether unclaimed credential-shaped urls from `server` are withheld (the default).
+    pub fn scans(&self, server: &ServerName) -> bool {
+        !self.unscanned.contains(server)
+    }
+
+    /// Turns the withholding of `server`'s unclaimed credential-shaped urls on or off. Uris a
+    /// result claims, and uris already hidden, stay hidden either way.
+    pub fn set_scan(&mut self, server: &ServerName, on: bool) {
+        if on {
+            self.unscanned.remove(server);
+        } else {
+            self.unscanned.insert(server.clone());
+        }
+    }
+
+    /// Adds a uri, with every pattern it is searched by; returns whether it was new.
+    pub(crate) fn insert(&mut self, uri: &str) -> bool {
+        let key = canonical(uri);
+        self.insert_key(key, true)
+    }
+
+    /// Adds a credential-shaped url found in text, by its canonical form alone.
+    pub(crate) fn insert_found(&mut self, key: String) -> bool {
+        self.insert_key(key, false)
+    }
+
+    fn insert_key(&mut self, key: String, with_parts: bool) -> bool {
+        if key.is_empty() || self.patterns.contains_key(&key) {
+            return false;
+        }
+        let patterns = if with_parts {
+            patterns_of(&key)
+        } else {
+            vec![key.clone()]
+                .into_iter()
+                .filter(|p| is_searchable(p))
+                .collect()
+        };
+        self.order.push_back(key.clone());
+        self.patterns.insert(key, patterns);
+        while self.order.len() > HIDDEN_SET_CAPACITY {
+            if let Some(oldest) = self.order.pop_front() {
+                self.patterns.remove(&oldest);
+            }
+        }
+        self.compiled = None;
+        true
+    }
+
+    /// The set's patterns, compiled once per change.
+    pub(crate) fn compiled(&mut self) -> Arc<Compiled> {
+        if let Some(compiled) = &self.compiled {
+            return Arc::clone(compiled);
+        }
+        let compiled = Arc::new(Compiled::of(self.patterns.iter()));
+        self.compiled = Some(Arc::clone(&compiled));
+        compiled
+    }
+
+    /// The set's patterns and those of `extra` uris (when a result holds more than the set
+    /// keeps), compiled for one result.
+    pub(crate) fn compiled_with(&self, extra: &[&str]) -> Arc<Compiled> {
+        let extra: Vec<(String, Vec<String>)> = extra
+            .iter()
+            .map(|uri| {
+                let key = canonical(uri);
+                let patterns = patterns_of(&key);
+                (key, patterns)
+            })
+            .collect();
+        Arc::new(Compiled::of(
+            self.patterns
+                .iter()
+                .chain(extra.iter().map(|(k, p)| (k, p))),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_view_maps_back_to_the_original_bytes() {
+        let original = "A%2Fb&amp;c\u{0}D\\u0026e";
+        let view = View::of(original);
+        assert_eq!(view.text, "a/b&cd&e");
+        let at = view.text.find("b&c").unwrap();
+        let (start, end) = view.origin(at, at + 3);
+        assert_eq!(&original[start..end], "b&amp;c");
+        let (start, end) = view.origin(0, view.text.len());
+        assert_eq!(&original[start..end], original);
+        // Layers compose: an HTML reference to a percent sign that encodes a slash.
+        assert_eq!(View::of("a&#37;2Fb").text, "a/b");
+        assert_eq!(View::of("\\u0026amp;").text, "&");
+    }
+
+    #[test]
+    fn canonical_forms_drop_case_default_ports_and_trailing_slashes() {
+        assert_eq!(
+            canonical("HTTPS://Files.Example.com:443/Q3.pdf/"),
+            "https://files.example.com/q3.pdf"
+        );
+        assert_eq!(canonical("http://a.example:8080/"), "http://a.example:8080");
+        assert_eq!(canonical("demo://x%2Fy"), "demo://x/y");
+    }
+
+    #[test]
+    fn urls_are_found_and_judged_in_a_view() {
+        let view = "see https://a.example/x?token=1, and (ftp://b.example/y).";
+        let urls: Vec<&str> = urls_in(view).iter().map(|&(s, e, _)| &view[s..e]).collect();
+        assert_eq!(urls, ["https://a.example/x?token=1", "ftp://b.example/y)"]);
+        assert!(is_credential_shaped("https://a.example/x?token=1"));
+        assert!(is_credential_shaped("https://u:p@a.example/"));
+        assert!(is_credential_shaped("https://a.example/#access_token=x"));
+        assert!(!is_credential_shaped("https://a.example/x?page=2&tokens=3"));
+        assert!(!is_credential_shaped("https://a.example/x?token="));
+        // Every `://` is read, inside another url too.
+        let nested = "x://a/?q=https://u:p@b.example/";
+        let urls: Vec<&str> = urls_in(nested)
+            .iter()
+            .map(|&(s, e, _)| &nested[s..e])
+            .collect();
+        assert_eq!(urls, [nested, "https://u:p@b.example/"]);
+        let crowded = "a://".repeat(MAX_URLS_PER_STRETCH + 1);
+        let last = urls_in(&crowded).pop().unwrap();
+        assert_eq!(last, (4 * MAX_URLS_PER_STRETCH, crowded.len(), true));
+    }
+
+    #[test]
+    fn past_its_capacity_the_set_forgets_the_oldest() {
+        let mut set = HiddenSet::new();
+        for n in 0..=HIDDEN_SET_CAPACITY {
+            set.insert(&format!("demo://resource/{n}"));
+        }
+        assert_eq!(set.len(), HIDDEN_SET_CAPACITY);
+        assert!(!set.contains("demo://resource/0"));
+        assert!(set.contains("demo://resource/1"));
+        assert!(set.contains(&format!("DEMO://resource/{HIDDEN_SET_CAPACITY}")));
+    }
+}
