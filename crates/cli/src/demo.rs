@@ -84,39 +84,24 @@ pub struct DemoFolder {
     at_exit: AtExit,
 }
 
-/// How many names a temporary folder tries before giving up.
-const FOLDER_ATTEMPTS: u32 = 100;
-
 impl DemoFolder {
-    /// A new folder `mcpl-demo-<pid>[-<n>]` under the system's temporary folder.
+    /// A new folder `mcpl-demo-<16 random characters>` under the system's temporary folder.
     pub fn temporary(keep: bool) -> std::io::Result<DemoFolder> {
         DemoFolder::temporary_in(&std::env::temp_dir(), keep)
     }
 
-    /// A new folder `mcpl-demo-<pid>[-<n>]` under `parent`.
+    /// A new folder `mcpl-demo-<16 random characters>` under `parent`, made the way `mkdtemp`
+    /// makes one (owner-only, never one that already exists), so no one can plant it first.
     pub fn temporary_in(parent: &Path, keep: bool) -> std::io::Result<DemoFolder> {
-        let pid = std::process::id();
-        let mut last = None;
-        for n in 0..FOLDER_ATTEMPTS {
-            let name = match n {
-                0 => format!("mcpl-demo-{pid}"),
-                n => format!("mcpl-demo-{pid}-{n}"),
-            };
-            let path = parent.join(name);
-            match create_private_dir(&path) {
-                Ok(()) => {
-                    return Ok(DemoFolder {
-                        path,
-                        at_exit: if keep { AtExit::Kept } else { AtExit::Removed },
-                    });
-                }
-                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
-                    last = Some(error);
-                }
-                Err(error) => return Err(error),
-            }
-        }
-        Err(last.unwrap_or_else(|| std::io::Error::other("no name left")))
+        let path = tempfile::Builder::new()
+            .prefix("mcpl-demo-")
+            .rand_bytes(16)
+            .tempdir_in(parent)?
+            .keep();
+        Ok(DemoFolder {
+            path,
+            at_exit: if keep { AtExit::Kept } else { AtExit::Removed },
+        })
     }
 
     /// The user's own folder, which the demo never removes.
@@ -147,18 +132,6 @@ impl Drop for DemoFolder {
             tracing::warn!(folder = %self.path.display(), %error, "cannot remove the demo's folder");
         }
     }
-}
-
-/// Creates one folder, failing if anything is already at `path` (a symlink included).
-#[cfg(unix)]
-fn create_private_dir(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new().mode(0o700).create(path)
-}
-
-#[cfg(not(unix))]
-fn create_private_dir(path: &Path) -> std::io::Result<()> {
-    std::fs::DirBuilder::new().create(path)
 }
 
 /// The configuration of the embedded demo server: `program serve-demo`.
