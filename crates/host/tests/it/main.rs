@@ -1,4 +1,5 @@
-//! mcpl-host's public API: the configuration and the scripted model.
+//! mcpl-host's public API: the configuration, MCPL's answers and the scripted model.
 
 mod config;
+mod mcpl;
 mod model;
