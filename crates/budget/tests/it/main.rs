@@ -5,6 +5,7 @@ mod cases;
 mod cut;
 mod failures;
 mod properties;
+mod stored;
 
 use std::path::PathBuf;
 
