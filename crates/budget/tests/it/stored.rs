@@ -76,7 +76,7 @@ fn a_stored_copy_within_the_budget_is_left_whole() {
     );
     assert!(fitted.price.is_some_and(|live| live < budget - 1));
     assert!(
-        fitted.cut && fitted.stored_price <= budget - 1,
+        fitted.cut && fitted.stored_price < budget,
         "{} {:?}",
         fitted.stored_price,
         fitted.diagnostics
