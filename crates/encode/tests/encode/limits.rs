@@ -404,3 +404,104 @@ fn a_lane_made_result_over_a_limit_goes_as_its_stored_placeholder() {
         ])
     );
 }
+
+/// A small deterministic generator, so a failing case repeats.
+struct Xorshift(u64);
+
+impl Xorshift {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// What a body holds, checked against every limit of the route's table.
+fn assert_within_limits(route: RouteId, body: &Value, case: u64) {
+    let limits = route.request_limits();
+    let sent = native(body);
+    let media: Vec<Media<'_>> = sent.iter().map(|data| Media::inspect(data, None)).collect();
+    let side = |m: &Media<'_>| m.dimensions.map_or(0, |d| d.width.max(d.height));
+    for m in &media {
+        let d = m.dimensions.expect("a sent image has dimensions");
+        assert!(d.width > 0 && d.height > 0, "{route} case {case}");
+        assert!(side(m) <= limits.max_side, "{route} case {case}");
+        if let Some(max) = limits.image_base64 {
+            assert!(m.data.len() as u64 <= max, "{route} case {case}");
+        }
+    }
+    if let Some(max) = limits.max_images {
+        assert!(sent.len() <= max, "{route} case {case}");
+    }
+    if let Some(many) = limits.many_images
+        && sent.len() > many
+    {
+        assert!(
+            media.iter().all(|m| side(m) <= limits.many_images_side),
+            "{route} case {case}"
+        );
+    }
+    if let Some(max) = limits.image_bytes {
+        let bytes: u64 = media.iter().filter_map(|m| m.decoded_bytes).sum();
+        assert!(bytes <= max, "{route} case {case}: {bytes}");
+    }
+    if let Some(max) = limits.inline_base64 {
+        let chars: u64 = sent.iter().map(|d| d.len() as u64).sum();
+        assert!(chars <= max, "{route} case {case}: {chars}");
+    }
+    if let Some(max) = limits.body_bytes {
+        assert!(body.to_string().len() as u64 <= max, "{route} case {case}");
+    }
+}
+
+#[test]
+fn requests_of_other_sizes_and_orders_stay_within_every_limit() {
+    let mut rng = Xorshift(0x9E37_79B9_7F4A_7C15);
+    // A few payload sizes, shared so the cases stay cheap to build.
+    let sizes = [2_000, 900_000, 3_000_000, 4_500_000, 9_000_000];
+    let payloads: Vec<Vec<u8>> = sizes
+        .iter()
+        .map(|&size| mcpl_testkit::grown_png("image.png", size))
+        .collect();
+    let sides: [u32; 10] = [0, 1, 640, 1999, 2000, 2001, 4000, 8000, 8001, 30_000];
+    for case in 0..24 {
+        let rounds = 1 + rng.below(4) as usize;
+        let mut messages = Vec::new();
+        for round in 0..rounds {
+            let images = rng.below(if case % 3 == 0 { 160 } else { 12 }) as usize;
+            let content: Vec<Content> = (0..images)
+                .map(|_| {
+                    // Mostly small payloads, so many images stay affordable.
+                    let size = if rng.below(6) == 0 {
+                        1 + rng.below(sizes.len() as u64 - 1) as usize
+                    } else {
+                        0
+                    };
+                    let mut bytes = payloads[size].clone();
+                    let (w, h) = (
+                        sides[rng.below(sides.len() as u64) as usize],
+                        sides[rng.below(sides.len() as u64) as usize],
+                    );
+                    bytes[16..20].copy_from_slice(&w.to_be_bytes());
+                    bytes[20..24].copy_from_slice(&h.to_be_bytes());
+                    image(&b64(&bytes))
+                })
+                .collect();
+            if round % 2 == 0 {
+                messages.push(Message::User(content));
+            } else {
+                let outputs = content
+                    .into_iter()
+                    .enumerate()
+                    .map(|(n, c)| output(n, vec![Content::Text("shot".to_owned()), c]))
+                    .collect();
+                messages.push(Message::ToolResults(outputs));
+            }
+        }
+        for route in IMAGE_ROUTES {
+            let body = request(Encoder::new(route), &messages);
+            assert_within_limits(route, &body, case);
+        }
+    }
+}
