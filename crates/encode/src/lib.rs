@@ -104,7 +104,7 @@ use mcpl_classify::Sniffed;
 use mcpl_lanes::{LiveCopy, Part, RequestLimits, RouteId, ToolResultCopies, markers};
 use serde_json::Value;
 
-pub use limits::{LimitHit, is_animated, request_limit_notice};
+pub use limits::{LimitHit, audio_limit_notice, is_animated, request_limit_notice};
 
 use crate::conversation::{Content, ModelRequest, ToolOutput};
 

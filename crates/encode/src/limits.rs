@@ -13,7 +13,7 @@ use mcpl_classify::{Payload, Sniffed};
 use mcpl_lanes::{RequestLimits, RouteId, markers};
 
 use crate::conversation::{Content, Message, ToolOutput};
-use crate::{decoded_len, takes_image, takes_tool_image};
+use crate::{decoded_len, takes_audio, takes_image, takes_tool_image};
 
 /// Which request limit an image hit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +68,11 @@ pub fn request_limit_notice(hit: LimitHit) -> String {
     format!("[image not sent in this request: {hit}]")
 }
 
+/// `[audio not sent in this request: <limit>]`: the notice after inline audio left out.
+pub fn audio_limit_notice(hit: LimitHit) -> String {
+    format!("[audio not sent in this request: {hit}]")
+}
+
 /// Where an image sits in the messages: message, tool output (none in a user message), part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct At {
@@ -76,9 +81,11 @@ struct At {
     part: usize,
 }
 
-/// One image that would go natively, with what the limits read of it.
+/// One image (or inline audio) that would go natively, with what the limits read of it.
 struct Candidate<'m> {
     at: At,
+    /// Audio a user message carries inline: it counts toward the inline total and the body only.
+    audio: bool,
     sniffed: Sniffed,
     width: u32,
     height: u32,
@@ -115,30 +122,47 @@ fn push_images<'m>(
 ) {
     let priced = crate::Encoder::new(route).route();
     for (part, content) in parts.iter().enumerate() {
-        let Content::Image {
-            sniffed,
-            dimensions,
-            data,
-        } = content
-        else {
-            continue;
+        let at = At {
+            message,
+            output,
+            part,
         };
-        let native = match output {
-            Some(_) => takes_tool_image(priced, *sniffed),
-            None => takes_image(priced, *sniffed),
-        };
-        if native {
-            out.push(Candidate {
-                at: At {
-                    message,
-                    output,
-                    part,
-                },
-                sniffed: *sniffed,
-                width: dimensions.width,
-                height: dimensions.height,
+        match content {
+            Content::Image {
+                sniffed,
+                dimensions,
                 data,
-            });
+            } => {
+                let native = match output {
+                    Some(_) => takes_tool_image(priced, *sniffed),
+                    None => takes_image(priced, *sniffed),
+                };
+                if native {
+                    out.push(Candidate {
+                        at,
+                        audio: false,
+                        sniffed: *sniffed,
+                        width: dimensions.width,
+                        height: dimensions.height,
+                        data,
+                    });
+                }
+            }
+            // Audio goes natively in user messages only, and counts only where a route limits
+            // inline data.
+            Content::Audio { sniffed, data }
+                if output.is_none() && takes_audio(priced, *sniffed) =>
+            {
+                out.push(Candidate {
+                    at,
+                    audio: true,
+                    sniffed: *sniffed,
+                    width: 0,
+                    height: 0,
+                    data,
+                });
+            }
+            Content::Audio { .. } | Content::Text(_) => {}
         }
     }
 }
@@ -156,7 +180,12 @@ pub(crate) fn decide(messages: &[Message], route: RouteId, limits: &RequestLimit
     let mut dropped = Vec::new();
     // Per image: pixels, sides, base64, animation.
     let mut admitted: Vec<&Candidate<'_>> = Vec::new();
+    let mut audio: Vec<&Candidate<'_>> = Vec::new();
     for image in &candidates {
+        if image.audio {
+            audio.push(image);
+            continue;
+        }
         let hit = if image.width == 0 || image.height == 0 {
             Some(LimitHit::NoPixels)
         } else if image.width.max(image.height) > limits.max_side {
@@ -205,10 +234,25 @@ pub(crate) fn decide(messages: &[Message], route: RouteId, limits: &RequestLimit
         });
     }
     // Totals: an image that would pass one is left out; a later, smaller one may still fit.
+    // Inline audio takes its place among the images by priority.
+    if !audio.is_empty() {
+        admitted.extend(audio);
+        admitted.sort_by_key(|image| {
+            (
+                std::cmp::Reverse(image.at.message),
+                image.at.output,
+                image.at.part,
+            )
+        });
+    }
     let mut bytes = 0u64;
     let mut inline = 0u64;
     admitted.retain(|image| {
-        let size = decoded_len(image.data);
+        let size = if image.audio {
+            0
+        } else {
+            decoded_len(image.data)
+        };
         let chars = image.data.len() as u64;
         if let Some(max) = limits.image_bytes
             && bytes + size > max
@@ -288,15 +332,24 @@ impl Decision {
 /// The text an image left out becomes: its stored placeholder, or a description, and the
 /// notice.
 fn placeholder(part: &Content, stored: Option<String>, hit: LimitHit) -> String {
-    let line = stored.unwrap_or_else(|| match part {
-        Content::Image { sniffed, data, .. } | Content::Audio { sniffed, data } => format!(
-            "[image: {}, {}]",
-            sniffed.mime(),
-            markers::size_label(decoded_len(data))
+    match part {
+        Content::Audio { sniffed, data } => format!(
+            "{} {}",
+            markers::audio_line(sniffed.mime(), decoded_len(data)),
+            audio_limit_notice(hit)
         ),
+        Content::Image { sniffed, data, .. } => {
+            let line = stored.unwrap_or_else(|| {
+                format!(
+                    "[image: {}, {}]",
+                    sniffed.mime(),
+                    markers::size_label(decoded_len(data))
+                )
+            });
+            format!("{line} {}", request_limit_notice(hit))
+        }
         Content::Text(text) => text.clone(),
-    });
-    format!("{line} {}", request_limit_notice(hit))
+    }
 }
 
 /// The line of a tool result's stored copy that stands for its live part `index`: the stored

@@ -247,7 +247,8 @@ pub struct RequestLimits {
     pub max_images: Option<usize>,
     /// The most decoded image bytes in one request, all images together.
     pub image_bytes: Option<u64>,
-    /// The most base64 characters of inline images in one request, all together.
+    /// The most base64 characters of inline data in one request, images and user-message
+    /// audio together.
     pub inline_base64: Option<u64>,
     /// The largest request body, in bytes of JSON.
     pub body_bytes: Option<u64>,

@@ -312,6 +312,46 @@ fn gemini_carries_at_most_20_mb_inline() {
 }
 
 #[test]
+fn gemini_counts_inline_audio_toward_its_20_mb() {
+    // A WAV header and 8 MB of base64 after it.
+    let wav = format!("UklGRiQAAABXQVZFZm10IBAAAAABAAEA{}", "A".repeat(8_000_000));
+    let audio = Content::Audio {
+        sniffed: mcpl_classify::Sniffed::Wav,
+        data: wav.clone(),
+    };
+    let picture = png_of(6_000_000);
+    // The later message's audio goes first; then the earlier image passes the 20 MB.
+    let messages = [
+        Message::User(vec![image(&picture)]),
+        Message::User(vec![audio.clone(), audio.clone(), image(&png_of(2_000))]),
+    ];
+    let body = request(Encoder::new(RouteId::Gemini), &messages);
+    let inline = native(&body);
+    assert_eq!(inline.len(), 3, "two audio and the small image");
+    assert!(!inline.contains(&picture));
+    assert_eq!(
+        mentions(
+            &body,
+            &request_limit_notice(LimitHit::InlineBase64(20_000_000))
+        ),
+        1
+    );
+    // A third audio would pass it too, and says so as audio.
+    let body = request(
+        Encoder::new(RouteId::Gemini),
+        &[Message::User(vec![audio.clone(), audio.clone(), audio])],
+    );
+    assert_eq!(native(&body).len(), 2);
+    assert_eq!(
+        body["contents"][0]["parts"][2]["text"],
+        format!(
+            "[audio: audio/wav, ~5.7MB] {}",
+            mcpl_encode::audio_limit_notice(LimitHit::InlineBase64(20_000_000))
+        )
+    );
+}
+
+#[test]
 fn openai_takes_no_animated_gif() {
     let animated = b64(&mcpl_testkit::fixture("animated.gif"));
     let still = b64(&mcpl_testkit::fixture("static.gif"));
