@@ -44,6 +44,9 @@ pub struct Fitted<'a> {
     pub copies: ToolResultCopies<'a>,
     /// The live copy's price on the route, when it can be priced.
     pub price: Option<u64>,
+    /// The stored copy's price: the text every later request carries, fitted to the same
+    /// budget independently of the live copy.
+    pub stored_price: u64,
     /// The spill file and its attachments, when one was written.
     pub spill: Option<Spill>,
     /// Whether the middle was cut.
@@ -53,9 +56,11 @@ pub struct Fitted<'a> {
 }
 
 /// Projects a tool result on the tool-result lanes and fits both copies to `budget` estimated
-/// tokens: when the live copy is over budget, the whole result is spilled first (through
-/// `store`), then the middle is cut. A result that cannot be priced, or whose spill cannot be
-/// written, keeps its original content, and a diagnostic says why.
+/// tokens, each priced and cut on its own: the live copy (sent once) by its native parts'
+/// prices, the stored copy (kept in history, so carried by every later request) by its text.
+/// When either is over budget, the whole result is spilled first (through `store`), then the
+/// middle of each copy over budget is cut. A result that cannot be priced, or whose spill cannot
+/// be written, keeps its original content, and a diagnostic says why.
 pub fn fit_tool_result<'a>(
     projector: &mut Projector<'_>,
     result: &ToolResult<'a>,
@@ -66,6 +71,7 @@ pub fn fit_tool_result<'a>(
     let copies = projector.tool_result(result);
     let mut fitted = Fitted {
         price: None,
+        stored_price: pricer.text.count(&copies.stored),
         spill: None,
         cut: false,
         diagnostics: Vec::new(),
@@ -83,10 +89,17 @@ pub fn fit_tool_result<'a>(
     };
     let price: u64 = items.iter().map(|i| i.price).sum();
     fitted.price = Some(price);
-    if price <= budget {
+    let stored_price = fitted.stored_price;
+    if price <= budget && stored_price <= budget {
         return fitted;
     }
-    let over = format!("the result is {price} estimated tokens, over its budget of {budget}");
+    let over = if price > budget {
+        format!("the result is {price} estimated tokens, over its budget of {budget}")
+    } else {
+        format!(
+            "the result's stored copy is {stored_price} estimated tokens, over its budget of {budget}"
+        )
+    };
     let Some(store) = store else {
         fitted.diagnostics.push(format!(
             "{over}, and no spill store is set; it is kept whole"
@@ -102,31 +115,85 @@ pub fn fit_tool_result<'a>(
             return fitted;
         }
     };
-    match cut_items(&fitted.copies, &items, pricer, budget, &spill.path) {
-        Ok((copies, price)) => {
-            fitted.copies = copies;
-            fitted.price = Some(price);
-            fitted.cut = true;
+    let original = fitted.copies.clone();
+    if price > budget {
+        match cut_items(&original, &items, pricer, budget, &spill.path) {
+            Ok((copies, price)) => {
+                fitted.copies = copies;
+                fitted.price = Some(price);
+                fitted.stored_price = pricer.text.count(&fitted.copies.stored);
+                fitted.cut = true;
+            }
+            Err(reason) => fitted.diagnostics.push(format!(
+                "{over}, and {reason}; it is kept whole, and spilled"
+            )),
         }
-        Err(reason) => fitted.diagnostics.push(format!(
-            "{over}, and {reason}; it is kept whole, and spilled"
-        )),
+    }
+    // Where the live copy is the stored text, its cut was the stored copy's too.
+    if fitted.stored_price > budget && matches!(original.live, LiveCopy::Native(_)) {
+        // The stored copy is cut from the original's pieces on its own prices: a tiny image
+        // costs the live copy little, but its placeholder costs the stored copy more.
+        let stored_items = stored_items_of(&original, pricer);
+        let text_only = ToolResultCopies {
+            live: LiveCopy::Stored,
+            ..original.clone()
+        };
+        match cut_items(&text_only, &stored_items, pricer, budget, &spill.path) {
+            Ok((copies, stored_price)) => {
+                fitted.copies.stored = copies.stored;
+                fitted.copies.stored_parts = copies.stored_parts;
+                fitted.stored_price = stored_price;
+                fitted.cut = true;
+            }
+            Err(reason) => fitted.diagnostics.push(format!(
+                "the stored copy is {} estimated tokens, over its budget of {budget}, and {reason}; it is kept whole, and spilled",
+                fitted.stored_price
+            )),
+        }
     }
     fitted.spill = Some(spill);
     fitted
+}
+
+/// Every piece of a result's stored copy, priced as the text it is; an image's or audio's
+/// placeholder is kept whole or left out, never split.
+fn stored_items_of<'c, 'a>(
+    copies: &'c ToolResultCopies<'a>,
+    pricer: Pricer<'_>,
+) -> Vec<Item<'c, 'a>> {
+    let media = |index: usize| match &copies.live {
+        LiveCopy::Native(parts) => matches!(
+            parts.get(index),
+            Some(Part::Image { .. } | Part::Audio { .. })
+        ),
+        LiveCopy::Stored => false,
+    };
+    copies
+        .stored_parts
+        .iter()
+        .enumerate()
+        .map(|(index, stored)| Item {
+            live: None,
+            media: media(index),
+            stored,
+            price: pricer.text.count(stored),
+        })
+        .collect()
 }
 
 /// One shown thing: its live part (none when the live copy is the stored text), its stored
 /// text, and its price.
 struct Item<'c, 'a> {
     live: Option<&'c Part<'a>>,
+    /// Whether it stands for an image or audio (its placeholder, in a stored-only cut).
+    media: bool,
     stored: &'c str,
     price: u64,
 }
 
 impl Item<'_, '_> {
     fn is_text(&self) -> bool {
-        !matches!(self.live, Some(Part::Image { .. } | Part::Audio { .. }))
+        !self.media
     }
 }
 
@@ -184,6 +251,7 @@ fn items_of<'c, 'a>(
     match &copies.live {
         LiveCopy::Stored => Ok(vec![Item {
             live: None,
+            media: false,
             stored: &copies.stored,
             price: pricer.text.count(&copies.stored),
         }]),
@@ -193,6 +261,7 @@ fn items_of<'c, 'a>(
             .map(|(part, stored)| {
                 Ok(Item {
                     live: Some(part),
+                    media: matches!(part, Part::Image { .. } | Part::Audio { .. }),
                     stored,
                     price: pricer.part(part)?,
                 })

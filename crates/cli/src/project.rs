@@ -83,6 +83,9 @@ pub struct Projection {
     pub stored: String,
     /// The live copy's price on this route, in estimated tokens.
     pub estimated_tokens: u64,
+    /// The stored copy's price, in estimated tokens: what every later request carries. On the
+    /// tool-result lane it is fitted to the budget as the live copy is.
+    pub stored_estimated_tokens: u64,
     /// The spill file and its attachments, when the result was cut.
     pub spill: Value,
     /// What the command noticed or could not do, one line each.
@@ -231,6 +234,7 @@ pub fn project(document: &Document, request: &Request) -> Result<Projection, Pro
             (view, text, tokens)
         }
     };
+    let stored_tokens = text_tokens(pricer, &stored);
     Ok(Projection {
         lane: request.lane.name(),
         route: route.name(),
@@ -238,6 +242,7 @@ pub fn project(document: &Document, request: &Request) -> Result<Projection, Pro
         follow_up,
         stored,
         estimated_tokens: tokens,
+        stored_estimated_tokens: stored_tokens,
         spill,
         diagnostics,
         refusal,

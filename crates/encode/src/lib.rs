@@ -95,13 +95,16 @@ pub mod conversation;
 
 mod anthropic;
 mod gemini;
+mod limits;
 mod openai_chat;
 mod openai_responses;
 
 use mcpl_budget::PricedRoute;
 use mcpl_classify::Sniffed;
-use mcpl_lanes::{LiveCopy, Part, RouteId, ToolResultCopies, markers};
+use mcpl_lanes::{LiveCopy, Part, RequestLimits, RouteId, ToolResultCopies, markers};
 use serde_json::Value;
+
+pub use limits::{LimitHit, audio_limit_notice, is_animated, request_limit_notice};
 
 use crate::conversation::{Content, ModelRequest, ToolOutput};
 
@@ -133,6 +136,7 @@ pub fn image_not_sent(media_type: &str, data: &str) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Encoder {
     route: RouteId,
+    limits: RequestLimits,
 }
 
 impl From<RouteId> for Encoder {
@@ -144,7 +148,21 @@ impl From<RouteId> for Encoder {
 impl Encoder {
     /// The encoder of a route.
     pub const fn new(route: RouteId) -> Encoder {
-        Encoder { route }
+        Encoder {
+            route,
+            limits: route.request_limits(),
+        }
+    }
+
+    /// The same encoder held to other request limits (a route setting: Anthropic's direct API
+    /// takes 10 MB of base64 per image, larger-window models more images).
+    pub const fn with_limits(self, limits: RequestLimits) -> Encoder {
+        Encoder { limits, ..self }
+    }
+
+    /// The request limits it holds every request to.
+    pub const fn limits(self) -> RequestLimits {
+        self.limits
     }
 
     /// The route it encodes for.
@@ -157,9 +175,32 @@ impl Encoder {
         PricedRoute::of(self.route)
     }
 
-    /// The whole request body the route's API takes. Gemini's body has no `model`: its model
-    /// goes in the URL path.
+    /// The whole request body the route's API takes, within the route's [`RequestLimits`].
+    /// Gemini's body has no `model`: its model goes in the URL path.
+    ///
+    /// The whole request is checked as it is assembled: an image that would take it over a
+    /// limit (the latest message's images keep priority, then call order) goes as its stored
+    /// placeholder with [`request_limit_notice`] after it. A body still over the route's size
+    /// sheds its lowest-priority images until it fits or has none left.
     pub fn request(self, request: &ModelRequest<'_>) -> Value {
+        let mut decision = limits::decide(request.messages, self.route, &self.limits);
+        loop {
+            let messages = decision.apply(request.messages);
+            let body = self.encode(&ModelRequest {
+                messages: &messages,
+                ..*request
+            });
+            let Some(max) = self.limits.body_bytes else {
+                return body;
+            };
+            let len = serde_json::to_string(&body).map_or(0, |text| text.len()) as u64;
+            if len <= max || !decision.shed(len - max, max) {
+                return body;
+            }
+        }
+    }
+
+    fn encode(self, request: &ModelRequest<'_>) -> Value {
         match self.route {
             RouteId::Anthropic => anthropic::request(request, anthropic::Flavor::Native),
             RouteId::OpenAiChat => openai_chat::request(request),

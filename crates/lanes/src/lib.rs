@@ -121,4 +121,4 @@ pub use redact::{
 pub use registry::{
     Claims, Fetched, REGISTRY_CAPACITY, Record, RefId, Registry, ServerName, UnknownReference,
 };
-pub use route::{Route, RouteId, UnknownRoute};
+pub use route::{RequestLimits, Route, RouteId, UnknownRoute};

@@ -44,6 +44,15 @@ impl RouteId {
         }
     }
 
+    /// What one request on the route may carry in all (see [`RequestLimits`]).
+    pub const fn request_limits(self) -> RequestLimits {
+        match self {
+            RouteId::Anthropic | RouteId::TextOnly => RequestLimits::ANTHROPIC,
+            RouteId::OpenAiChat | RouteId::OpenAiResponses => RequestLimits::OPENAI,
+            RouteId::Gemini => RequestLimits::GEMINI,
+        }
+    }
+
     /// What the route takes at each place content can go.
     pub const fn route(self) -> &'static Route {
         match self {
@@ -197,6 +206,121 @@ impl Route {
     }
 }
 
+/// What one whole request on a route may carry: the providers' documented request limits, read
+/// by the one request-level check in `mcpl-encode` as a request is assembled. `None` is no limit.
+///
+/// Dated 2026-12-01, from the providers' documents:
+///
+/// - anthropic, <https://docs.claude.com/en/docs/build-with-claude/vision> and
+///   <https://docs.claude.com/en/api/overview>: at most 8000 px per side, or 2000 px when a
+///   request carries more than 20 images; 100 images per request on models with a 200k window
+///   (600 on the others); 10 MB of base64 per image on the direct API but 5 MB on Amazon Bedrock
+///   and Vertex AI, so 5,242,880 characters holds everywhere Claude is served (the API's error
+///   reads `image exceeds 5 MB maximum: 6521204 bytes > 5242880 bytes`); a 32 MB request body.
+///   [`RequestLimits::with_image_base64`] and [`RequestLimits::with_max_images`] raise the two
+///   that depend on the platform and model.
+/// - openai-chat and openai-responses,
+///   <https://platform.openai.com/docs/guides/images-vision>: 500 images and 50 MB of image
+///   bytes per request, GIF only when not animated. The page has given 1,500 images and 512 MB
+///   of payload since late April 2026, but 50 MB of image bytes is still enforced (`Total image
+///   size is 50.56MB, which exceeds the allowed limit of 50MB`), so the older figures stand.
+///   No per-side limit is documented; 8000 px is kept as everywhere.
+/// - gemini, <https://ai.google.dev/gemini-api/docs/image-understanding> and
+///   <https://ai.google.dev/gemini-api/docs/file-input-methods>: inline data up to 20 MB per
+///   request. The second page now gives 100 MB per request; 20 MB is kept as the conservative
+///   bound, counted as base64 characters (what the request carries).
+/// - everywhere: an image with no pixels, or a side over [`RequestLimits::max_side`], never goes
+///   natively.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestLimits {
+    /// The longest side of a native image, in pixels.
+    pub max_side: u32,
+    /// Over this many native images in one request, each side must be at most
+    /// [`RequestLimits::many_images_side`] pixels.
+    pub many_images: Option<usize>,
+    /// The longest side of each image in a request of more than
+    /// [`RequestLimits::many_images`] images.
+    pub many_images_side: u32,
+    /// The most base64 characters of one image.
+    pub image_base64: Option<u64>,
+    /// The most native images in one request.
+    pub max_images: Option<usize>,
+    /// The most decoded image bytes in one request, all images together.
+    pub image_bytes: Option<u64>,
+    /// The most base64 characters of inline data in one request, images and user-message
+    /// audio together.
+    pub inline_base64: Option<u64>,
+    /// The largest request body, in bytes of JSON.
+    pub body_bytes: Option<u64>,
+    /// Whether an animated GIF may go natively.
+    pub animated_gif: bool,
+}
+
+impl RequestLimits {
+    /// The per-side cap every route keeps.
+    pub const MAX_SIDE: u32 = 8000;
+
+    /// Anthropic's Messages API, on every platform that serves Claude.
+    pub const ANTHROPIC: RequestLimits = RequestLimits {
+        max_side: RequestLimits::MAX_SIDE,
+        many_images: Some(20),
+        many_images_side: 2000,
+        image_base64: Some(5_242_880),
+        max_images: Some(100),
+        image_bytes: None,
+        inline_base64: None,
+        body_bytes: Some(32 * 1000 * 1000),
+        animated_gif: true,
+    };
+
+    /// The direct Claude API's per-image limit: 10 MB of base64.
+    pub const ANTHROPIC_DIRECT_IMAGE_BASE64: u64 = 10 * 1024 * 1024;
+
+    /// OpenAI's Chat Completions and Responses APIs.
+    pub const OPENAI: RequestLimits = RequestLimits {
+        max_side: RequestLimits::MAX_SIDE,
+        many_images: None,
+        many_images_side: RequestLimits::MAX_SIDE,
+        image_base64: None,
+        max_images: Some(500),
+        image_bytes: Some(50 * 1000 * 1000),
+        inline_base64: None,
+        body_bytes: None,
+        animated_gif: false,
+    };
+
+    /// Gemini's `generateContent`.
+    pub const GEMINI: RequestLimits = RequestLimits {
+        max_side: RequestLimits::MAX_SIDE,
+        many_images: None,
+        many_images_side: RequestLimits::MAX_SIDE,
+        image_base64: None,
+        max_images: None,
+        image_bytes: None,
+        inline_base64: Some(20 * 1000 * 1000),
+        body_bytes: None,
+        animated_gif: true,
+    };
+
+    /// The same limits with another per-image base64 cap (the route setting that raises
+    /// Anthropic's to [`RequestLimits::ANTHROPIC_DIRECT_IMAGE_BASE64`] on the direct API).
+    pub const fn with_image_base64(self, chars: u64) -> RequestLimits {
+        RequestLimits {
+            image_base64: Some(chars),
+            ..self
+        }
+    }
+
+    /// The same limits with another image count per request (the route setting for models
+    /// that take more, 600 on Anthropic's larger-window models).
+    pub const fn with_max_images(self, images: usize) -> RequestLimits {
+        RequestLimits {
+            max_images: Some(images),
+            ..self
+        }
+    }
+}
+
 /// OpenAI's documented 20 MB per image.
 const OPENAI_LIMITS: Limits = Limits {
     native_image_bytes: 20_000_000,
@@ -243,6 +367,38 @@ mod tests {
         assert!(!Route::TEXT_ONLY.takes_image_type(Some(Sniffed::Png)));
         for route in RouteId::ALL.map(RouteId::route) {
             assert_eq!(route.images_in_messages, !route.image_types.is_empty());
+        }
+    }
+
+    #[test]
+    fn request_limits_per_route() {
+        let anthropic = RouteId::Anthropic.request_limits();
+        assert_eq!(anthropic.image_base64, Some(5_242_880));
+        assert_eq!(
+            (anthropic.many_images, anthropic.many_images_side),
+            (Some(20), 2000)
+        );
+        assert_eq!(anthropic.max_images, Some(100));
+        assert_eq!(anthropic.body_bytes, Some(32_000_000));
+        let direct = anthropic
+            .with_image_base64(RequestLimits::ANTHROPIC_DIRECT_IMAGE_BASE64)
+            .with_max_images(600);
+        assert_eq!(
+            (direct.image_base64, direct.max_images),
+            (Some(10_485_760), Some(600))
+        );
+        for id in [RouteId::OpenAiChat, RouteId::OpenAiResponses] {
+            let openai = id.request_limits();
+            assert_eq!(openai.max_images, Some(500));
+            assert_eq!(openai.image_bytes, Some(50_000_000));
+            assert!(!openai.animated_gif);
+        }
+        assert_eq!(
+            RouteId::Gemini.request_limits().inline_base64,
+            Some(20_000_000)
+        );
+        for id in RouteId::ALL {
+            assert_eq!(id.request_limits().max_side, 8000);
         }
     }
 }

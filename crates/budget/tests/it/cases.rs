@@ -89,7 +89,8 @@ fn run_case(dir: &Path) {
         LiveCopy::Native(parts) => render_parts(parts),
     };
     let report = format!(
-        "budget: {budget}\nprice: {price:?}\ncut: {}\ndiagnostics: {:?}\n--- live\n{}--- stored\n{}\n--- spill\n{}\n--- attachments\n{attachments}",
+        "budget: {budget}\nprice: {price:?}\nstored price: {}\ncut: {}\ndiagnostics: {:?}\n--- live\n{}--- stored\n{}\n--- spill\n{}\n--- attachments\n{attachments}",
+        fitted.stored_price,
         fitted.cut,
         fitted
             .diagnostics

@@ -18,12 +18,14 @@ fn project(args: &[&str], input: &Value) -> Value {
         "follow_up",
         "stored",
         "estimated_tokens",
+        "stored_estimated_tokens",
         "spill",
         "diagnostics",
     ] {
         assert!(value.get(key).is_some(), "no {key} in {value}");
     }
     assert!(value["estimated_tokens"].is_u64());
+    assert!(value["stored_estimated_tokens"].is_u64());
     value
 }
 
@@ -289,6 +291,30 @@ fn lone_surrogates_are_mended_and_said() {
             .unwrap()
             .contains("surrogate")
     );
+}
+
+#[test]
+fn the_stored_copy_of_3000_tiny_images_is_fitted_to_the_budget_too() {
+    let dir = std::env::temp_dir().join(format!("mcpl-cli-stored-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let tiny = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg==";
+    let blocks: Vec<Value> = (0..3000)
+        .map(|_| json!({"type": "image", "mimeType": "image/png", "data": tiny}))
+        .collect();
+    let input = json!({"content": blocks});
+    let out = project(
+        &["--budget", "1000", "--spill-dir", dir.to_str().unwrap()],
+        &input,
+    );
+    let live = out["estimated_tokens"].as_u64().unwrap();
+    let stored = out["stored_estimated_tokens"].as_u64().unwrap();
+    assert!(live <= 1000, "{live}");
+    assert!(stored <= 1000, "{stored}");
+    assert!(stored > 500, "the stored copy keeps what fits: {stored}");
+    let text = out["stored"].as_str().unwrap();
+    assert!(text.contains(" tokens omitted ("), "{text}");
+    assert!(text.contains(out["spill"]["path"].as_str().unwrap()));
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

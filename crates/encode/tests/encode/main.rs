@@ -1,6 +1,8 @@
 //! Every route's request body for one conversation: a snapshot of each, and what must hold in
 //! each whatever the snapshot says.
 
+mod limits;
+
 use insta::assert_json_snapshot;
 use mcpl_classify::{Dimensions, Sniffed};
 use mcpl_encode::conversation::{Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec};

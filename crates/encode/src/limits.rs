@@ -1,0 +1,473 @@
+//! The one request-level check: what a whole request carries, held to the route's
+//! [`RequestLimits`] as the encoder assembles it.
+//!
+//! Every image that would go natively is listed in priority order: the latest message's first,
+//! and within a message in call order. Images are admitted in that order; one that would pass a
+//! limit becomes its stored placeholder (the `[image: ..., ref img_...]` line of the result's
+//! stored copy, or a description where it has none) with a notice naming the limit it hit.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use mcpl_classify::{Payload, Sniffed};
+use mcpl_lanes::{RequestLimits, RouteId, markers};
+
+use crate::conversation::{Content, Message, ToolOutput};
+use crate::{decoded_len, takes_audio, takes_image, takes_tool_image};
+
+/// Which request limit an image hit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitHit {
+    /// The image has no pixels.
+    NoPixels,
+    /// A side is over the route's per-side cap.
+    Side(u32),
+    /// A side is over the cap for requests of many images: (images, pixels).
+    ManyImagesSide(usize, u32),
+    /// The image's base64 is over the per-image cap.
+    ImageBase64(u64),
+    /// The image is an animated GIF, which the route does not take.
+    AnimatedGif,
+    /// The request already carries the most images it may.
+    Images(usize),
+    /// The request's images together would pass this many decoded bytes.
+    ImageBytes(u64),
+    /// The request's inline data together would pass this many base64 characters.
+    InlineBase64(u64),
+    /// The request body would pass this many bytes.
+    Body(u64),
+}
+
+impl fmt::Display for LimitHit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LimitHit::NoPixels => f.write_str("it has no pixels"),
+            LimitHit::Side(px) => write!(f, "a side is over {px} px"),
+            LimitHit::ManyImagesSide(images, px) => write!(
+                f,
+                "a side is over {px} px in a request of more than {images} images"
+            ),
+            LimitHit::ImageBase64(chars) => {
+                write!(f, "its base64 is over {chars} characters per image")
+            }
+            LimitHit::AnimatedGif => f.write_str("this route takes no animated GIF"),
+            LimitHit::Images(max) => write!(f, "the request already carries {max} images"),
+            LimitHit::ImageBytes(max) => {
+                write!(f, "the request's images would pass {max} bytes")
+            }
+            LimitHit::InlineBase64(max) => {
+                write!(f, "the request's inline data would pass {max} bytes")
+            }
+            LimitHit::Body(max) => write!(f, "the request body would pass {max} bytes"),
+        }
+    }
+}
+
+/// `[image not sent in this request: <limit>]`: the notice after a placeholder.
+pub fn request_limit_notice(hit: LimitHit) -> String {
+    format!("[image not sent in this request: {hit}]")
+}
+
+/// `[audio not sent in this request: <limit>]`: the notice after inline audio left out.
+pub fn audio_limit_notice(hit: LimitHit) -> String {
+    format!("[audio not sent in this request: {hit}]")
+}
+
+/// Where an image sits in the messages: message, tool output (none in a user message), part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct At {
+    message: usize,
+    output: Option<usize>,
+    part: usize,
+}
+
+/// One image (or inline audio) that would go natively, with what the limits read of it.
+struct Candidate<'m> {
+    at: At,
+    /// Audio a user message carries inline: it counts toward the inline total and the body only.
+    audio: bool,
+    sniffed: Sniffed,
+    width: u32,
+    height: u32,
+    data: &'m str,
+}
+
+/// The images of a request that would go natively on `route`, in priority order.
+fn candidates(messages: &[Message], route: RouteId) -> Vec<Candidate<'_>> {
+    let mut out = Vec::new();
+    for (message, body) in messages.iter().enumerate().rev() {
+        match body {
+            Message::User(content) => push_images(&mut out, route, message, None, content),
+            Message::ToolResults(outputs) => {
+                for (index, output) in outputs.iter().enumerate() {
+                    if let Some(parts) = &output.live {
+                        push_images(&mut out, route, message, Some(index), parts);
+                    }
+                }
+            }
+            Message::Assistant { .. } => {}
+        }
+    }
+    out
+}
+
+/// Lists the images of one message's content (or one tool output's live copy) the route sends
+/// natively there.
+fn push_images<'m>(
+    out: &mut Vec<Candidate<'m>>,
+    route: RouteId,
+    message: usize,
+    output: Option<usize>,
+    parts: &'m [Content],
+) {
+    let priced = crate::Encoder::new(route).route();
+    for (part, content) in parts.iter().enumerate() {
+        let at = At {
+            message,
+            output,
+            part,
+        };
+        match content {
+            Content::Image {
+                sniffed,
+                dimensions,
+                data,
+            } => {
+                let native = match output {
+                    Some(_) => takes_tool_image(priced, *sniffed),
+                    None => takes_image(priced, *sniffed),
+                };
+                if native {
+                    out.push(Candidate {
+                        at,
+                        audio: false,
+                        sniffed: *sniffed,
+                        width: dimensions.width,
+                        height: dimensions.height,
+                        data,
+                    });
+                }
+            }
+            // Audio goes natively in user messages only, and counts only where a route limits
+            // inline data.
+            Content::Audio { sniffed, data }
+                if output.is_none() && takes_audio(priced, *sniffed) =>
+            {
+                out.push(Candidate {
+                    at,
+                    audio: true,
+                    sniffed: *sniffed,
+                    width: 0,
+                    height: 0,
+                    data,
+                });
+            }
+            Content::Audio { .. } | Content::Text(_) => {}
+        }
+    }
+}
+
+/// What the check decided: the images that stay, in priority order, and those that do not.
+pub(crate) struct Decision {
+    /// The admitted images with their base64 length, lowest priority last.
+    kept: Vec<(At, u64)>,
+    dropped: Vec<(At, LimitHit)>,
+}
+
+/// Decides which of the request's native images stay within every limit but the body's.
+pub(crate) fn decide(messages: &[Message], route: RouteId, limits: &RequestLimits) -> Decision {
+    let candidates = candidates(messages, route);
+    let mut dropped = Vec::new();
+    // Per image: pixels, sides, base64, animation.
+    let mut admitted: Vec<&Candidate<'_>> = Vec::new();
+    let mut audio: Vec<&Candidate<'_>> = Vec::new();
+    for image in &candidates {
+        if image.audio {
+            audio.push(image);
+            continue;
+        }
+        let hit = if image.width == 0 || image.height == 0 {
+            Some(LimitHit::NoPixels)
+        } else if image.width.max(image.height) > limits.max_side {
+            Some(LimitHit::Side(limits.max_side))
+        } else if let Some(max) = limits.image_base64
+            && image.data.len() as u64 > max
+        {
+            Some(LimitHit::ImageBase64(max))
+        } else if !limits.animated_gif && image.sniffed == Sniffed::Gif && is_animated(image.data) {
+            Some(LimitHit::AnimatedGif)
+        } else {
+            None
+        };
+        match hit {
+            Some(hit) => dropped.push((image.at, hit)),
+            None => admitted.push(image),
+        }
+    }
+    // The count: the highest-priority images stay.
+    if let Some(max) = limits.max_images
+        && admitted.len() > max
+    {
+        for image in admitted.split_off(max) {
+            dropped.push((image.at, LimitHit::Images(max)));
+        }
+    }
+    // Many images: the small ones always fit; a large one stays, in priority order, only while
+    // the request stays at the many-images threshold.
+    if let Some(threshold) = limits.many_images
+        && admitted.len() > threshold
+    {
+        let side = limits.many_images_side;
+        let large = |image: &Candidate<'_>| image.width.max(image.height) > side;
+        let small = admitted.iter().filter(|image| !large(image)).count();
+        let mut room = threshold.saturating_sub(small);
+        admitted.retain(|image| {
+            if !large(image) {
+                return true;
+            }
+            if room > 0 {
+                room -= 1;
+                return true;
+            }
+            dropped.push((image.at, LimitHit::ManyImagesSide(threshold, side)));
+            false
+        });
+    }
+    // Totals: an image that would pass one is left out; a later, smaller one may still fit.
+    // Inline audio takes its place among the images by priority.
+    if !audio.is_empty() {
+        admitted.extend(audio);
+        admitted.sort_by_key(|image| {
+            (
+                std::cmp::Reverse(image.at.message),
+                image.at.output,
+                image.at.part,
+            )
+        });
+    }
+    let mut bytes = 0u64;
+    let mut inline = 0u64;
+    admitted.retain(|image| {
+        let size = if image.audio {
+            0
+        } else {
+            decoded_len(image.data)
+        };
+        let chars = image.data.len() as u64;
+        if let Some(max) = limits.image_bytes
+            && bytes + size > max
+        {
+            dropped.push((image.at, LimitHit::ImageBytes(max)));
+            return false;
+        }
+        if let Some(max) = limits.inline_base64
+            && inline + chars > max
+        {
+            dropped.push((image.at, LimitHit::InlineBase64(max)));
+            return false;
+        }
+        bytes += size;
+        inline += chars;
+        true
+    });
+    Decision {
+        kept: admitted
+            .into_iter()
+            .map(|image| (image.at, image.data.len() as u64))
+            .collect(),
+        dropped,
+    }
+}
+
+impl Decision {
+    /// Drops the lowest-priority kept images until their base64 adds up to `excess` bytes,
+    /// for the body limit; whether any was left to drop.
+    pub(crate) fn shed(&mut self, excess: u64, max: u64) -> bool {
+        let mut freed = 0u64;
+        let mut any = false;
+        while freed < excess {
+            let Some((at, chars)) = self.kept.pop() else {
+                break;
+            };
+            freed += chars;
+            any = true;
+            self.dropped.push((at, LimitHit::Body(max)));
+        }
+        any
+    }
+
+    /// The messages with every dropped image replaced by its placeholder and notice; borrowed
+    /// when nothing was dropped.
+    pub(crate) fn apply<'m>(&self, messages: &'m [Message]) -> Cow<'m, [Message]> {
+        if self.dropped.is_empty() {
+            return Cow::Borrowed(messages);
+        }
+        let mut out = messages.to_vec();
+        for &(at, hit) in &self.dropped {
+            let Some(message) = out.get_mut(at.message) else {
+                continue;
+            };
+            match (message, at.output) {
+                (Message::User(content), None) => {
+                    if let Some(part) = content.get_mut(at.part) {
+                        *part = Content::Text(placeholder(part, None, hit));
+                    }
+                }
+                (Message::ToolResults(outputs), Some(index)) => {
+                    let Some(output) = outputs.get_mut(index) else {
+                        continue;
+                    };
+                    let stored = stored_placeholder(output, at.part);
+                    if let Some(part) = output.live.as_mut().and_then(|p| p.get_mut(at.part)) {
+                        *part = Content::Text(placeholder(part, stored, hit));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Cow::Owned(out)
+    }
+}
+
+/// The text an image left out becomes: its stored placeholder, or a description, and the
+/// notice.
+fn placeholder(part: &Content, stored: Option<String>, hit: LimitHit) -> String {
+    match part {
+        Content::Audio { sniffed, data } => format!(
+            "{} {}",
+            markers::audio_line(sniffed.mime(), decoded_len(data)),
+            audio_limit_notice(hit)
+        ),
+        Content::Image { sniffed, data, .. } => {
+            let line = stored.unwrap_or_else(|| {
+                format!(
+                    "[image: {}, {}]",
+                    sniffed.mime(),
+                    markers::size_label(decoded_len(data))
+                )
+            });
+            format!("{line} {}", request_limit_notice(hit))
+        }
+        Content::Text(text) => text.clone(),
+    }
+}
+
+/// The line of a tool result's stored copy that stands for its live part `index`: the stored
+/// copy is the live parts' texts and the images' one-line placeholders, joined by `\n`.
+fn stored_placeholder(output: &ToolOutput, index: usize) -> Option<String> {
+    let parts = output.live.as_ref()?;
+    let mut rest = output.stored.as_str();
+    for (n, part) in parts.iter().enumerate() {
+        let piece = match part {
+            Content::Text(text) => {
+                let after = rest.strip_prefix(text.as_str())?;
+                (&rest[..text.len()], after)
+            }
+            Content::Image { .. } | Content::Audio { .. } => {
+                let end = rest.find('\n').unwrap_or(rest.len());
+                (&rest[..end], &rest[end..])
+            }
+        };
+        if n == index {
+            return matches!(part, Content::Image { .. })
+                .then(|| piece.0.to_owned())
+                .filter(|line| line.starts_with("[image: "));
+        }
+        rest = piece.1.strip_prefix('\n').unwrap_or(piece.1);
+    }
+    None
+}
+
+/// Whether a GIF holds more than one frame: more than one image descriptor, or more than one
+/// graphic control extension, read from its block structure without decoding pixels. A GIF
+/// whose blocks cannot be read counts as animated, so it is never sent on a route that takes
+/// still GIFs only.
+pub fn is_animated(data: &str) -> bool {
+    let Ok(payload) = Payload::new(data) else {
+        return true;
+    };
+    let Ok(bytes) = payload.decode_prefix(usize::try_from(payload.decoded_len()).unwrap_or(0))
+    else {
+        return true;
+    };
+    gif_frames(&bytes).is_none_or(|frames| frames > 1)
+}
+
+/// The larger of a GIF's image descriptors and graphic control extensions, or `None` when its
+/// blocks cannot be read.
+fn gif_frames(bytes: &[u8]) -> Option<usize> {
+    if !(bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a")) {
+        return None;
+    }
+    let flags = *bytes.get(10)?;
+    let mut at = 13 + color_table(flags);
+    let (mut images, mut controls) = (0usize, 0usize);
+    loop {
+        match *bytes.get(at)? {
+            0x3B => return Some(images.max(controls)),
+            0x21 => {
+                if *bytes.get(at + 1)? == 0xF9 {
+                    controls += 1;
+                }
+                at = skip_sub_blocks(bytes, at + 2)?;
+            }
+            0x2C => {
+                images += 1;
+                if images > 1 {
+                    return Some(images);
+                }
+                let flags = *bytes.get(at + 9)?;
+                // Descriptor, local color table, LZW minimum code size, then data sub-blocks.
+                at = skip_sub_blocks(bytes, at + 10 + color_table(flags) + 1)?;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// The bytes of the color table a packed-fields byte declares.
+fn color_table(flags: u8) -> usize {
+    if flags & 0x80 == 0 {
+        0
+    } else {
+        3 << ((flags & 0x07) + 1)
+    }
+}
+
+/// The offset after a chain of sub-blocks ending in a zero-length block.
+fn skip_sub_blocks(bytes: &[u8], mut at: usize) -> Option<usize> {
+    loop {
+        let len = usize::from(*bytes.get(at)?);
+        at += 1;
+        if len == 0 {
+            return Some(at);
+        }
+        at += len;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A GIF89a of `frames` 1×1 frames, each after a graphic control extension.
+    fn gif(frames: usize) -> Vec<u8> {
+        let mut bytes = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff".to_vec();
+        for _ in 0..frames {
+            bytes.extend_from_slice(b"\x21\xf9\x04\x00\x0a\x00\x00\x00");
+            bytes
+                .extend_from_slice(b"\x2c\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02\x44\x01\x00");
+        }
+        bytes.push(0x3B);
+        bytes
+    }
+
+    #[test]
+    fn frames_are_counted_from_the_blocks() {
+        assert_eq!(gif_frames(&gif(1)), Some(1));
+        assert_eq!(gif_frames(&gif(2)), Some(2));
+        assert_eq!(gif_frames(&gif(0)), Some(0));
+        assert_eq!(gif_frames(&gif(1)[..20]), None);
+        assert_eq!(gif_frames(b"\x89PNG"), None);
+    }
+}
