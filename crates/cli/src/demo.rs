@@ -286,7 +286,9 @@ impl DemoModel {
                 id: format!("call_{}", self.calls),
                 name,
                 arguments,
+                signature: None,
             }],
+            usage: None,
         }
     }
 }
@@ -315,6 +317,7 @@ impl Model for DemoModel {
         Ok(Turn {
             text: format!("I called {}.", counted(self.calls, "tool", "tools")),
             tool_calls: Vec::new(),
+            usage: None,
         })
     }
 }

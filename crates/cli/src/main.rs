@@ -76,8 +76,9 @@ enum Command {
         /// The configuration: `{"mcpServers": {...}}`.
         #[arg(long)]
         config: PathBuf,
-        /// The model: `scripted:FILE` (a JSON script of tool calls and a final answer); with
-        /// the `http` feature also `anthropic:MODEL` or `openai-chat:MODEL`.
+        /// The model: `scripted:FILE` (a JSON script of tool calls and a final answer), or a
+        /// provider's: `anthropic:MODEL`, `openai-chat:MODEL`, `openai-responses:MODEL` or
+        /// `gemini:MODEL` (keys and base urls from the environment; see docs/run.md).
         #[arg(long)]
         model: Option<String>,
         /// The route requests are encoded for (default: the model's, else anthropic).
@@ -418,7 +419,7 @@ fn model_named(spec: Option<&str>) -> Result<Box<dyn Model>, Failure> {
                 unusable(format!(
                     "unknown model {spec}; models: scripted:FILE{}",
                     if cfg!(feature = "http") {
-                        ", anthropic:MODEL, openai-chat:MODEL"
+                        ", anthropic:MODEL, openai-chat:MODEL, openai-responses:MODEL, gemini:MODEL"
                     } else {
                         " (this mcpl was built without the http feature)"
                     }

@@ -85,6 +85,9 @@ pub struct ToolCall {
     pub name: String,
     /// The arguments object.
     pub arguments: Value,
+    /// The opaque signature the model returned with the call (Gemini's `thoughtSignature`),
+    /// sent back exactly on the same part in later requests; `None` when it gave none.
+    pub signature: Option<String>,
 }
 
 /// One tool result as the conversation holds it.

@@ -6,7 +6,9 @@
 //! that, while images inside a `functionResponse` are Gemini 3 only. Field names are the REST
 //! API's camelCase, except `inline_data` and `mime_type`, spelled as the API's own REST examples
 //! and the project's design input spell them (the API reads either spelling). Tool schemas go as
-//! `parametersJsonSchema`, which takes JSON Schema as MCP servers write it.
+//! `parametersJsonSchema`, which takes JSON Schema as MCP servers write it. A `functionCall`
+//! carries the call's `id` and its `functionResponse` the same `id`; the `thoughtSignature` the
+//! model returned on a `functionCall` part goes back on that part exactly.
 
 use mcpl_budget::PricedRoute;
 use serde_json::{Map, Value, json};
@@ -14,7 +16,7 @@ use serde_json::{Map, Value, json};
 use super::{
     MovedImages, audio_description, image_not_sent, takes_audio, takes_image, takes_tool_image,
 };
-use crate::conversation::{Content, Message, ModelRequest, ToolOutput};
+use crate::conversation::{Content, Message, ModelRequest, ToolCall, ToolOutput};
 
 const ROUTE: &PricedRoute = &PricedRoute::GEMINI;
 
@@ -31,9 +33,7 @@ pub(super) fn request(request: &ModelRequest<'_>) -> Value {
                 if !text.is_empty() || tool_calls.is_empty() {
                     model_parts.push(json!({"text": text}));
                 }
-                model_parts.extend(tool_calls.iter().map(
-                    |call| json!({"functionCall": {"name": call.name, "args": call.arguments}}),
-                ));
+                model_parts.extend(tool_calls.iter().map(function_call_part));
                 json!({"role": "model", "parts": model_parts})
             }
             Message::ToolResults(outputs) => {
@@ -73,6 +73,20 @@ pub(super) fn request(request: &ModelRequest<'_>) -> Value {
     Value::Object(body)
 }
 
+/// A `functionCall` part with the call's id, and the `thoughtSignature` the model returned on
+/// it, byte for byte (Gemini 3 answers a conversation that drops it with a 4xx).
+fn function_call_part(call: &ToolCall) -> Value {
+    let mut part =
+        json!({"functionCall": {"id": call.id, "name": call.name, "args": call.arguments}});
+    if let (Some(signature), Some(object)) = (&call.signature, part.as_object_mut()) {
+        object.insert(
+            "thoughtSignature".to_owned(),
+            Value::String(signature.clone()),
+        );
+    }
+    part
+}
+
 /// The parts contiguous tool results make: each result's `functionResponse` in call order, then
 /// the results' images, labelled.
 pub(super) fn tool_results_parts(outputs: &[ToolOutput]) -> Vec<Value> {
@@ -84,7 +98,11 @@ pub(super) fn tool_results_parts(outputs: &[ToolOutput]) -> Vec<Value> {
                 .text_of(output, |sniffed| takes_tool_image(ROUTE, sniffed))
                 .unwrap_or_else(|| output.stored.clone());
             let key = if output.is_error { "error" } else { "output" };
-            json!({"functionResponse": {"name": output.name, "response": {key: text}}})
+            json!({"functionResponse": {
+                "id": output.call_id,
+                "name": output.name,
+                "response": {key: text},
+            }})
         })
         .collect();
     out.extend(moved.encode(|text| json!({"text": text}), inline_data));

@@ -2,11 +2,16 @@
 //! body its route's encoder made and reads the answer into a [`Turn`].
 //!
 //! [`AnthropicHttp`] speaks the Messages API (`<base>/v1/messages`), [`OpenAiChatHttp`] Chat
-//! Completions (`<base>/v1/chat/completions`). Both use a blocking `ureq` agent that follows no
+//! Completions (`<base>/v1/chat/completions`), [`OpenAiResponsesHttp`] the Responses API
+//! (`<base>/v1/responses`) and [`GeminiHttp`] Gemini's `generateContent`
+//! (`<base>/v1beta/models/<model>:generateContent`). All use a blocking `ureq` agent that follows no
 //! redirect (a redirect could carry the key elsewhere), goes straight to loopback hosts and
 //! through the environment's proxy otherwise. Plain `http://` is always built; `https://`
 //! needs the `https` feature (rustls with the webpki roots). A provider's error answer becomes
 //! [`ModelError::Provider`] with its status and message, and the key is never in any error.
+//! A 429 or 5xx answer is retried ([`Retry`]): after the `retry-after` the provider asked for,
+//! else after an exponential backoff, a bounded number of times within a bounded total wait.
+//! Each answer's reported token usage is read into [`Turn::usage`].
 //!
 //! ```no_run
 //! use mcpl_host::http::AnthropicHttp;
@@ -23,7 +28,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::model::{Model, ModelError, Turn};
+use crate::model::{Model, ModelError, Turn, Usage};
 use mcpl_encode::conversation::ToolCall;
 use mcpl_lanes::RouteId;
 
@@ -33,8 +38,15 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// Where the Anthropic backend goes when `ANTHROPIC_BASE_URL` is unset.
 pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 
-/// Where the OpenAI backend goes when `OPENAI_BASE_URL` is unset.
-pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com";
+/// Where the OpenAI backends go when `OPENAI_BASE_URL` is unset (with `/v1`, as the OpenAI SDK
+/// writes it; a base without `/v1` means the same).
+pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// Where the Gemini backend goes when `GOOGLE_GEMINI_BASE_URL` is unset (without the version).
+pub const GEMINI_DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
+
+/// The Gemini API version in every Gemini request path.
+pub const GEMINI_API_VERSION: &str = "v1beta";
 
 /// The longest a provider may take to answer, end to end.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
@@ -48,8 +60,9 @@ const ANSWER_LIMIT: u64 = 16 * 1024 * 1024;
 /// The most characters of an error answer quoted when it names no message.
 const ERROR_QUOTE_CHARS: usize = 300;
 
-/// The backend for the `anthropic:MODEL` or `openai-chat:MODEL` model spec (the route is the part
-/// before the colon), configured from the environment; `None` for a route with no HTTP backend.
+/// The backend for the `anthropic:MODEL`, `openai-chat:MODEL`, `openai-responses:MODEL` or
+/// `gemini:MODEL` model spec (the route is the part before the colon), configured from the
+/// environment; `None` for a route with no HTTP backend (text-only).
 pub fn model_from_env(route: RouteId, model: &str) -> Option<Result<Box<dyn Model>, ModelError>> {
     match route {
         RouteId::Anthropic => {
@@ -58,7 +71,34 @@ pub fn model_from_env(route: RouteId, model: &str) -> Option<Result<Box<dyn Mode
         RouteId::OpenAiChat => {
             Some(OpenAiChatHttp::from_env(model).map(|m| Box::new(m) as Box<dyn Model>))
         }
-        RouteId::OpenAiResponses | RouteId::Gemini | RouteId::TextOnly => None,
+        RouteId::OpenAiResponses => {
+            Some(OpenAiResponsesHttp::from_env(model).map(|m| Box::new(m) as Box<dyn Model>))
+        }
+        RouteId::Gemini => Some(GeminiHttp::from_env(model).map(|m| Box::new(m) as Box<dyn Model>)),
+        RouteId::TextOnly => None,
+    }
+}
+
+/// How often and how long a backend retries a 429 or 5xx answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retry {
+    /// The most retries after the first attempt.
+    pub retries: u32,
+    /// The first backoff when the provider names no `retry-after`; each later one doubles.
+    pub backoff: Duration,
+    /// The most time spent waiting over all retries; a `retry-after` beyond what is left ends
+    /// the retrying.
+    pub max_wait: Duration,
+}
+
+impl Default for Retry {
+    /// Four retries, from one second, at most a minute of waiting in all.
+    fn default() -> Retry {
+        Retry {
+            retries: 4,
+            backoff: Duration::from_secs(1),
+            max_wait: Duration::from_secs(60),
+        }
     }
 }
 
@@ -74,6 +114,12 @@ impl AnthropicHttp {
         AnthropicHttp {
             endpoint: Endpoint::new("anthropic", base_url, "/v1/messages", api_key, model),
         }
+    }
+
+    /// The same backend retrying as `retry` says.
+    pub fn with_retry(mut self, retry: Retry) -> AnthropicHttp {
+        self.endpoint.retry = retry;
+        self
     }
 
     /// A backend for `model` keyed by `ANTHROPIC_API_KEY`, at `ANTHROPIC_BASE_URL` or
@@ -130,6 +176,12 @@ impl OpenAiChatHttp {
         }
     }
 
+    /// The same backend retrying as `retry` says.
+    pub fn with_retry(mut self, retry: Retry) -> OpenAiChatHttp {
+        self.endpoint.retry = retry;
+        self
+    }
+
     /// A backend for `model` keyed by `OPENAI_API_KEY`, at `OPENAI_BASE_URL` or
     /// [`OPENAI_DEFAULT_BASE_URL`].
     pub fn from_env(model: &str) -> Result<OpenAiChatHttp, ModelError> {
@@ -161,6 +213,119 @@ impl Model for OpenAiChatHttp {
     }
 }
 
+/// OpenAI's Responses API over HTTP (stateless: each request carries the whole conversation).
+#[derive(Debug)]
+pub struct OpenAiResponsesHttp {
+    endpoint: Endpoint,
+}
+
+impl OpenAiResponsesHttp {
+    /// A backend for `model` at `base_url` (with or without `/v1`) with this key.
+    pub fn new(base_url: &str, api_key: &str, model: &str) -> OpenAiResponsesHttp {
+        OpenAiResponsesHttp {
+            endpoint: Endpoint::new(
+                "openai-responses",
+                base_url,
+                "/v1/responses",
+                api_key,
+                model,
+            ),
+        }
+    }
+
+    /// The same backend retrying as `retry` says.
+    pub fn with_retry(mut self, retry: Retry) -> OpenAiResponsesHttp {
+        self.endpoint.retry = retry;
+        self
+    }
+
+    /// A backend for `model` keyed by `OPENAI_API_KEY`, at `OPENAI_BASE_URL` or
+    /// [`OPENAI_DEFAULT_BASE_URL`].
+    pub fn from_env(model: &str) -> Result<OpenAiResponsesHttp, ModelError> {
+        let (base, key) = from_env(
+            "openai-responses",
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            OPENAI_DEFAULT_BASE_URL,
+        )?;
+        Ok(OpenAiResponsesHttp::new(&base, &key, model))
+    }
+
+    /// The URL requests go to.
+    pub fn url(&self) -> &str {
+        &self.endpoint.url
+    }
+}
+
+impl Model for OpenAiResponsesHttp {
+    fn route(&self) -> Option<RouteId> {
+        Some(RouteId::OpenAiResponses)
+    }
+
+    fn complete(&mut self, body: &Value) -> Result<Turn, ModelError> {
+        let answer = self.endpoint.post(body, |request, key| {
+            request.header("authorization", format!("Bearer {key}"))
+        })?;
+        openai_responses_turn(&answer).map_err(|error| self.endpoint.error(error.to_string()))
+    }
+}
+
+/// Google's Gemini API (`generateContent`) over HTTP. The model goes in the URL, not the body.
+#[derive(Debug)]
+pub struct GeminiHttp {
+    endpoint: Endpoint,
+    /// Calls numbered so far, for the ids of calls the model gave none.
+    calls: usize,
+}
+
+impl GeminiHttp {
+    /// A backend for `model` at `base_url` (without the version, which is
+    /// [`GEMINI_API_VERSION`]) with this key.
+    pub fn new(base_url: &str, api_key: &str, model: &str) -> GeminiHttp {
+        let path = format!("/{GEMINI_API_VERSION}/models/{model}:generateContent");
+        let mut endpoint = Endpoint::new("gemini", base_url, &path, api_key, model);
+        endpoint.model_in_body = false;
+        GeminiHttp { endpoint, calls: 0 }
+    }
+
+    /// The same backend retrying as `retry` says.
+    pub fn with_retry(mut self, retry: Retry) -> GeminiHttp {
+        self.endpoint.retry = retry;
+        self
+    }
+
+    /// A backend for `model` keyed by `GEMINI_API_KEY`, at `GOOGLE_GEMINI_BASE_URL` or
+    /// [`GEMINI_DEFAULT_BASE_URL`].
+    pub fn from_env(model: &str) -> Result<GeminiHttp, ModelError> {
+        let (base, key) = from_env(
+            "gemini",
+            "GEMINI_API_KEY",
+            "GOOGLE_GEMINI_BASE_URL",
+            GEMINI_DEFAULT_BASE_URL,
+        )?;
+        Ok(GeminiHttp::new(&base, &key, model))
+    }
+
+    /// The URL requests go to.
+    pub fn url(&self) -> &str {
+        &self.endpoint.url
+    }
+}
+
+impl Model for GeminiHttp {
+    fn route(&self) -> Option<RouteId> {
+        Some(RouteId::Gemini)
+    }
+
+    fn complete(&mut self, body: &Value) -> Result<Turn, ModelError> {
+        let answer = self
+            .endpoint
+            .post(body, |request, key| request.header("x-goog-api-key", key))?;
+        gemini_turn(&answer, &mut self.calls)
+            .map_err(|error| self.endpoint.error(error.to_string()))
+    }
+}
+
 /// Reads a key (required) and a base URL (optional) from the environment.
 fn from_env(
     provider: &'static str,
@@ -188,6 +353,9 @@ struct Endpoint {
     url: String,
     key: String,
     model: String,
+    /// Whether the body's `model` is set to the backend's (Gemini names it in the URL).
+    model_in_body: bool,
+    retry: Retry,
     agent: ureq::Agent,
 }
 
@@ -221,6 +389,8 @@ impl Endpoint {
             url: format!("{base}{path}"),
             key: key.to_owned(),
             model: model.to_owned(),
+            model_in_body: true,
+            retry: Retry::default(),
             agent: config.build().into(),
         }
     }
@@ -237,7 +407,7 @@ impl Endpoint {
     fn post(
         &self,
         body: &Value,
-        authorize: impl FnOnce(Request, &str) -> Request,
+        authorize: impl Fn(Request, &str) -> Request,
     ) -> Result<Value, ModelError> {
         if self.url.starts_with("https://") && !cfg!(feature = "https") {
             return Err(self.error(format!(
@@ -246,28 +416,55 @@ impl Endpoint {
             )));
         }
         let mut body = body.clone();
-        if let Some(object) = body.as_object_mut() {
+        if let (true, Some(object)) = (self.model_in_body, body.as_object_mut()) {
             object.insert("model".to_owned(), Value::String(self.model.clone()));
         }
         let bytes = serde_json::to_vec(&body).map_err(|e| self.error(e.to_string()))?;
-        let request = self
-            .agent
-            .post(&self.url)
-            .header("content-type", "application/json");
-        let mut response = authorize(request, &self.key)
-            .send(&bytes[..])
-            .map_err(|e| self.error(format!("cannot reach {}: {e}", self.url)))?;
-        let status = response.status().as_u16();
-        let text = response
-            .body_mut()
-            .with_config()
-            .limit(ANSWER_LIMIT)
-            .read_to_string()
-            .map_err(|e| self.error(format!("HTTP {status}: cannot read the answer: {e}")))?;
+        let mut waited = Duration::ZERO;
+        let mut retry = 0;
+        let (status, text) = loop {
+            let request = self
+                .agent
+                .post(&self.url)
+                .header("content-type", "application/json");
+            let mut response = authorize(request, &self.key)
+                .send(&bytes[..])
+                .map_err(|e| self.error(format!("cannot reach {}: {e}", self.url)))?;
+            let status = response.status().as_u16();
+            let retry_after = response
+                .headers()
+                .get("retry-after")
+                .and_then(|value| value.to_str().ok())
+                .and_then(retry_after);
+            let text = response
+                .body_mut()
+                .with_config()
+                .limit(ANSWER_LIMIT)
+                .read_to_string()
+                .map_err(|e| self.error(format!("HTTP {status}: cannot read the answer: {e}")))?;
+            let retryable = status == 429 || (500..600).contains(&status);
+            if !retryable || retry >= self.retry.retries {
+                break (status, text);
+            }
+            let backoff = self.retry.backoff.saturating_mul(1 << retry.min(16));
+            let wait = retry_after.unwrap_or(backoff);
+            if waited.saturating_add(wait) > self.retry.max_wait {
+                break (status, text);
+            }
+            tracing::debug!(provider = self.provider, status, ?wait, "retrying");
+            std::thread::sleep(wait);
+            waited += wait;
+            retry += 1;
+        };
+        let attempts = if retry == 0 {
+            String::new()
+        } else {
+            format!(" (after {} attempts)", retry + 1)
+        };
         let answer: Option<Value> = serde_json::from_str(&text).ok();
         if !(200..300).contains(&status) {
             return Err(self.error(format!(
-                "HTTP {status}: {}",
+                "HTTP {status}{attempts}: {}",
                 error_message(answer.as_ref(), &text)
             )));
         }
@@ -278,6 +475,17 @@ impl Endpoint {
             ))
         })
     }
+}
+
+/// A `retry-after` value in seconds (`2`, `1.5`); an HTTP date is not honoured (the backoff
+/// stands in for it).
+fn retry_after(value: &str) -> Option<Duration> {
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|seconds| seconds.is_finite() && *seconds >= 0.0)
+        .map(|seconds| Duration::from_secs_f64(seconds.min(3600.0)))
 }
 
 /// Whether a base URL's host is this machine (no proxy should stand between).
@@ -329,6 +537,15 @@ enum AnswerError {
     /// A Chat Completions answer without a first choice's message.
     #[error("the answer has no choices[0].message")]
     NoMessage,
+    /// A Responses API answer without its `output` array.
+    #[error("the answer has no output array")]
+    NoOutput,
+    /// A Responses `function_call` item, or a Gemini `functionCall` part, without a field.
+    #[error("output[{index}]: a function call without {field}")]
+    FunctionCallWithout { index: usize, field: &'static str },
+    /// A `generateContent` answer without a first candidate's parts.
+    #[error("the answer has no candidates[0].content.parts")]
+    NoParts,
     /// A tool call without a field it needs (`id`, `function/name`, `function/arguments`).
     #[error("tool_calls[{index}]: no {field}")]
     ToolCallWithout { index: usize, field: &'static str },
@@ -371,6 +588,7 @@ fn anthropic_turn(answer: &Value) -> Result<Turn, AnswerError> {
                         .get("input")
                         .cloned()
                         .unwrap_or_else(|| Value::Object(serde_json::Map::new())),
+                    signature: None,
                 });
             }
             _ => {}
@@ -379,6 +597,7 @@ fn anthropic_turn(answer: &Value) -> Result<Turn, AnswerError> {
     Ok(Turn {
         text: texts.join("\n"),
         tool_calls,
+        usage: usage(answer, "/usage/input_tokens", "/usage/output_tokens"),
     })
 }
 
@@ -411,23 +630,150 @@ fn openai_chat_turn(answer: &Value) -> Result<Turn, AnswerError> {
         };
         let id = field("/id")?;
         let name = field("/function/name")?;
-        let raw = field("/function/arguments")?;
-        let arguments = if raw.trim().is_empty() {
-            Value::Object(serde_json::Map::new())
-        } else {
-            serde_json::from_str(raw).map_err(|error| AnswerError::ArgumentsNotJson {
-                index: i,
-                name: name.to_owned(),
-                error,
-            })?
-        };
+        let arguments = arguments(i, name, field("/function/arguments")?)?;
         tool_calls.push(ToolCall {
             id: id.to_owned(),
             name: name.to_owned(),
             arguments,
+            signature: None,
         });
     }
-    Ok(Turn { text, tool_calls })
+    Ok(Turn {
+        text,
+        tool_calls,
+        usage: usage(answer, "/usage/prompt_tokens", "/usage/completion_tokens"),
+    })
+}
+
+/// A call's JSON-string arguments, parsed (an empty string is `{}`).
+fn arguments(index: usize, name: &str, raw: &str) -> Result<Value, AnswerError> {
+    if raw.trim().is_empty() {
+        return Ok(Value::Object(serde_json::Map::new()));
+    }
+    serde_json::from_str(raw).map_err(|error| AnswerError::ArgumentsNotJson {
+        index,
+        name: name.to_owned(),
+        error,
+    })
+}
+
+/// The usage at these two pointers; `None` unless both are counts.
+fn usage(answer: &Value, input: &str, output: &str) -> Option<Usage> {
+    Some(Usage {
+        input_tokens: answer.pointer(input)?.as_u64()?,
+        output_tokens: answer.pointer(output)?.as_u64()?,
+    })
+}
+
+/// A Responses API answer: the `output_text` parts of its `message` items joined with `\n`, its
+/// `function_call` items as calls (by `call_id`, which the `function_call_output` answers).
+/// Reasoning items are not part of the turn.
+fn openai_responses_turn(answer: &Value) -> Result<Turn, AnswerError> {
+    let items = answer
+        .get("output")
+        .and_then(Value::as_array)
+        .ok_or(AnswerError::NoOutput)?;
+    let mut texts = Vec::new();
+    let mut tool_calls = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        match item.get("type").and_then(Value::as_str) {
+            Some("message") => {
+                for part in item
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .map_or(&[][..], Vec::as_slice)
+                {
+                    if part.get("type").and_then(Value::as_str) == Some("output_text") {
+                        texts.push(part.get("text").and_then(Value::as_str).unwrap_or(""));
+                    }
+                }
+            }
+            Some("function_call") => {
+                let field = |name: &'static str| {
+                    item.get(name)
+                        .and_then(Value::as_str)
+                        .ok_or(AnswerError::FunctionCallWithout {
+                            index: i,
+                            field: name,
+                        })
+                };
+                let name = field("name")?;
+                tool_calls.push(ToolCall {
+                    id: field("call_id")?.to_owned(),
+                    name: name.to_owned(),
+                    arguments: arguments(i, name, field("arguments")?)?,
+                    signature: None,
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(Turn {
+        text: texts.join("\n"),
+        tool_calls,
+        usage: usage(answer, "/usage/input_tokens", "/usage/output_tokens"),
+    })
+}
+
+/// A `generateContent` answer: the first candidate's text parts (thought summaries left out)
+/// joined with `\n`, its `functionCall` parts as calls with the part's `thoughtSignature`
+/// kept. A call without an `id` gets `gemini_call_N`, numbered across the conversation.
+/// Usage counts the thought tokens as output, as they are billed.
+fn gemini_turn(answer: &Value, calls: &mut usize) -> Result<Turn, AnswerError> {
+    let parts = answer
+        .pointer("/candidates/0/content/parts")
+        .and_then(Value::as_array)
+        .ok_or(AnswerError::NoParts)?;
+    let mut texts = Vec::new();
+    let mut tool_calls = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        let signature = part
+            .get("thoughtSignature")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        if let Some(call) = part.get("functionCall") {
+            let name = call.get("name").and_then(Value::as_str).ok_or(
+                AnswerError::FunctionCallWithout {
+                    index: i,
+                    field: "name",
+                },
+            )?;
+            *calls += 1;
+            let id = call
+                .get("id")
+                .and_then(Value::as_str)
+                .map_or_else(|| format!("gemini_call_{calls}"), str::to_owned);
+            tool_calls.push(ToolCall {
+                id,
+                name: name.to_owned(),
+                arguments: call
+                    .get("args")
+                    .cloned()
+                    .unwrap_or_else(|| Value::Object(serde_json::Map::new())),
+                signature,
+            });
+        } else if part.get("thought").and_then(Value::as_bool) != Some(true)
+            && let Some(text) = part.get("text").and_then(Value::as_str)
+        {
+            texts.push(text);
+        }
+    }
+    let thoughts = answer
+        .pointer("/usageMetadata/thoughtsTokenCount")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let usage = answer.get("usageMetadata").map(|meta| {
+        let count = |name: &str| meta.get(name).and_then(Value::as_u64).unwrap_or(0);
+        Usage {
+            input_tokens: count("promptTokenCount"),
+            output_tokens: count("candidatesTokenCount").saturating_add(thoughts),
+        }
+    });
+    Ok(Turn {
+        text: texts.join("\n"),
+        tool_calls,
+        usage,
+    })
 }
 
 #[cfg(test)]

@@ -20,6 +20,18 @@ pub struct Turn {
     pub text: String,
     /// The tool calls it makes; none ends the loop.
     pub tool_calls: Vec<ToolCall>,
+    /// The tokens the provider reported for this turn; `None` when it reported none (a
+    /// scripted model).
+    pub usage: Option<Usage>,
+}
+
+/// The token counts a provider reports with an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    /// The request's tokens, as the provider counted them.
+    pub input_tokens: u64,
+    /// The answer's tokens.
+    pub output_tokens: u64,
 }
 
 /// Why a model could not answer.
@@ -153,6 +165,7 @@ impl Scripted {
                                 None => call.name,
                             },
                             arguments: call.arguments,
+                            signature: None,
                         }
                     })
                     .collect()
@@ -183,11 +196,13 @@ impl Model for Scripted {
                 Ok(Turn {
                     text: String::new(),
                     tool_calls,
+                    usage: None,
                 })
             }
             None => Ok(Turn {
                 text: self.answer.clone(),
                 tool_calls: Vec::new(),
+                usage: None,
             }),
         }
     }

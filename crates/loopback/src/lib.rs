@@ -23,7 +23,7 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -36,7 +36,10 @@ use flate2::write::GzEncoder;
 /// The longest request head the server reads.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 
-/// One request the server received.
+/// The largest request body the server reads (by its `Content-Length`).
+const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+/// One request the server received, body included.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
     /// The method (`GET`).
@@ -45,6 +48,8 @@ pub struct Request {
     pub target: String,
     /// The headers, names lowercased, in the order sent.
     pub headers: Vec<(String, String)>,
+    /// The body, as its `Content-Length` delimits it (empty without one).
+    pub body: Vec<u8>,
 }
 
 impl Request {
@@ -394,16 +399,27 @@ fn read_head(stream: &TcpStream) -> io::Result<Option<Request>> {
     let mut request_line = lines.first().map(|l| l.split(' ')).into_iter().flatten();
     let method = request_line.next().unwrap_or_default().to_owned();
     let target = request_line.next().unwrap_or_default().to_owned();
-    let headers = lines
+    let headers: Vec<(String, String)> = lines
         .iter()
         .skip(1)
         .filter_map(|line| line.split_once(':'))
         .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
         .collect();
+    let length = headers
+        .iter()
+        .find(|(name, _)| name == "content-length")
+        .and_then(|(_, value)| value.parse::<usize>().ok())
+        .unwrap_or(0);
+    if length > MAX_BODY_BYTES {
+        return Ok(None);
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
     Ok(Some(Request {
         method,
         target,
         headers,
+        body,
     }))
 }
 

@@ -220,13 +220,14 @@ fn an_unknown_route_is_refused_where_it_is_typed() {
         }
         assert!(output.stdout.is_empty(), "{args:?}");
     }
-    for model in ["nowhere:m", "gemini:m", "text-only:m"] {
+    for model in ["nowhere:m", "text-only:m"] {
         let output = mcpl(&["run", "--config", config, "--model", model], b"");
         let stderr = String::from_utf8(output.stderr).unwrap();
         assert_eq!(output.status.code(), Some(2), "{model}: {stderr}");
         assert!(
             stderr.starts_with(&format!(
-                "mcpl: unknown model {model}; models: scripted:FILE"
+                "mcpl: unknown model {model}; models: scripted:FILE, anthropic:MODEL, \
+                 openai-chat:MODEL, openai-responses:MODEL, gemini:MODEL"
             )),
             "{model}: {stderr}"
         );

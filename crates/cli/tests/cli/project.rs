@@ -127,7 +127,7 @@ fn every_route_projects_a_tool_result_in_its_own_shape() {
                 assert_eq!(
                     live,
                     &json!([
-                        {"functionResponse": {"name": "tool", "response": {"output":
+                        {"functionResponse": {"id": "call_1", "name": "tool", "response": {"output":
                             format!("A chart:\n{pointer}\n{stub}")}}},
                         {"text": header},
                         {"text": label},

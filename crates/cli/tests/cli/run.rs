@@ -648,3 +648,212 @@ fn the_guide_lists_every_config_option_with_its_default() {
     assert_eq!(defaults.uri_policy, mcpl_lanes::UriPolicy::Hidden);
     assert!(guide.contains("\n| `uris` | `\"hidden\"` | "));
 }
+
+/// The provider variables `mcpl run` reads; each live test clears them all and sets its own.
+const PROVIDER_VARIABLES: [&str; 6] = [
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "GEMINI_API_KEY",
+    "GOOGLE_GEMINI_BASE_URL",
+];
+
+/// `mcpl run --config CONFIG --model MODEL` with only these provider variables set.
+fn run_live(config: &Path, model: &str, variables: &[(&str, String)]) -> Output {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_mcpl"));
+    command.args([
+        "run",
+        "--config",
+        config.to_str().unwrap(),
+        "--model",
+        model,
+    ]);
+    for name in PROVIDER_VARIABLES {
+        command.env_remove(name);
+    }
+    for (name, value) in variables {
+        command.env(name, value);
+    }
+    command
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("the mcpl binary runs")
+}
+
+/// One live route: the model spec's route, the variables pointing it at the server, the path
+/// and auth header it must use, and its two answers (a call of `demo__text`, then the answer).
+struct Live {
+    route: &'static str,
+    path: &'static str,
+    auth: (&'static str, &'static str),
+    key_var: &'static str,
+    base_var: &'static str,
+    /// What goes after the server's origin in the base url.
+    base_suffix: &'static str,
+    call: Value,
+    answer: Value,
+}
+
+const LIVE_KEY: &str = "test-key-42";
+
+fn live_routes() -> Vec<Live> {
+    vec![
+        Live {
+            route: "anthropic",
+            path: "/v1/messages",
+            auth: ("x-api-key", LIVE_KEY),
+            key_var: "ANTHROPIC_API_KEY",
+            base_var: "ANTHROPIC_BASE_URL",
+            base_suffix: "",
+            call: json!({"id": "msg_1", "type": "message", "role": "assistant",
+                "stop_reason": "tool_use", "usage": {"input_tokens": 10, "output_tokens": 5},
+                "content": [{"type": "tool_use", "id": "toolu_live", "name": "demo__text", "input": {}}]}),
+            answer: json!({"id": "msg_2", "type": "message", "role": "assistant",
+                "stop_reason": "end_turn", "usage": {"input_tokens": 20, "output_tokens": 3},
+                "content": [{"type": "text", "text": "Live on anthropic."}]}),
+        },
+        Live {
+            route: "openai-chat",
+            path: "/v1/chat/completions",
+            auth: ("authorization", "Bearer test-key-42"),
+            key_var: "OPENAI_API_KEY",
+            base_var: "OPENAI_BASE_URL",
+            base_suffix: "/v1",
+            call: json!({"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0,
+                "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+                "tool_calls": [{"id": "call_live", "type": "function",
+                    "function": {"name": "demo__text", "arguments": "{}"}}]}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}),
+            answer: json!({"id": "chatcmpl-2", "object": "chat.completion", "choices": [{"index": 0,
+                "finish_reason": "stop", "message": {"role": "assistant", "content": "Live on openai-chat."}}]}),
+        },
+        Live {
+            route: "openai-responses",
+            path: "/v1/responses",
+            auth: ("authorization", "Bearer test-key-42"),
+            key_var: "OPENAI_API_KEY",
+            base_var: "OPENAI_BASE_URL",
+            base_suffix: "/v1",
+            call: json!({"id": "resp_1", "object": "response", "status": "completed", "output": [
+                {"type": "function_call", "id": "fc_1", "call_id": "call_live", "name": "demo__text",
+                 "arguments": "{}", "status": "completed"}],
+                "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}),
+            answer: json!({"id": "resp_2", "object": "response", "status": "completed", "output": [
+                {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                 "content": [{"type": "output_text", "text": "Live on openai-responses.", "annotations": []}]}]}),
+        },
+        Live {
+            route: "gemini",
+            path: "/v1beta/models/test-model:generateContent",
+            auth: ("x-goog-api-key", LIVE_KEY),
+            key_var: "GEMINI_API_KEY",
+            base_var: "GOOGLE_GEMINI_BASE_URL",
+            base_suffix: "",
+            call: json!({"candidates": [{"content": {"role": "model", "parts": [
+                {"functionCall": {"id": "call_live", "name": "demo__text", "args": {}},
+                 "thoughtSignature": "U2lnbmF0dXJlTGl2ZQ=="}]}, "finishReason": "STOP", "index": 0}],
+                "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5}}),
+            answer: json!({"candidates": [{"content": {"role": "model", "parts": [
+                {"text": "Live on gemini."}]}, "finishReason": "STOP", "index": 0}]}),
+        },
+    ]
+}
+
+#[test]
+fn every_provider_route_runs_live_against_a_loopback_provider() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let scratch = Scratch::new("live");
+    let config = scratch.config();
+    for live in live_routes() {
+        let count = Arc::new(AtomicUsize::new(0));
+        let answers = [live.call.to_string(), live.answer.to_string()];
+        let seen = Arc::clone(&count);
+        let server = mcpl_loopback::Loopback::start(move |_request| {
+            let n = seen.fetch_add(1, Ordering::SeqCst);
+            let body = answers.get(n).cloned().unwrap_or_default();
+            mcpl_loopback::Answer::bytes("application/json", body.into_bytes())
+        })
+        .unwrap();
+        let base = format!("{}{}", server.origin(), live.base_suffix);
+        let output = run_live(
+            &config,
+            &format!("{}:test-model", live.route),
+            &[(live.key_var, LIVE_KEY.to_owned()), (live.base_var, base)],
+        );
+        let route = live.route;
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(output.status.code(), Some(0), "{route}: {stderr}");
+        assert_eq!(
+            String::from_utf8(output.stdout).unwrap(),
+            format!("Live on {route}.\n")
+        );
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2, "{route}");
+        let mut bodies = Vec::new();
+        for request in &requests {
+            assert_eq!(request.method, "POST", "{route}");
+            assert_eq!(request.target, live.path, "{route}");
+            assert_eq!(request.header(live.auth.0), Some(live.auth.1), "{route}");
+            assert_eq!(
+                request.header("content-type"),
+                Some("application/json"),
+                "{route}"
+            );
+            let body: Value = serde_json::from_slice(&request.body).unwrap();
+            if route == "gemini" {
+                assert_eq!(body.get("model"), None);
+            } else {
+                assert_eq!(body["model"], "test-model", "{route}");
+            }
+            bodies.push(body);
+        }
+        // The second request answers the call by its id (and, on gemini, carries the call back
+        // with its thought signature).
+        let second = bodies[1].to_string();
+        let id = if route == "anthropic" {
+            "toolu_live"
+        } else {
+            "call_live"
+        };
+        assert!(second.matches(id).count() >= 2, "{route}: {second}");
+        assert!(!bodies[0].to_string().contains(id), "{route}");
+        if route == "gemini" {
+            let call = &bodies[1]["contents"][1]["parts"][0];
+            assert_eq!(call["thoughtSignature"], "U2lnbmF0dXJlTGl2ZQ==", "{second}");
+            assert_eq!(call["functionCall"]["id"], "call_live");
+            assert_eq!(
+                bodies[1]["contents"][2]["parts"][0]["functionResponse"]["id"],
+                "call_live"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_missing_provider_key_exits_2_with_one_line_naming_the_variable() {
+    let scratch = Scratch::new("nokey");
+    let config = scratch.config();
+    for (model, line) in [
+        (
+            "anthropic:m",
+            "mcpl: anthropic: ANTHROPIC_API_KEY is not set\n",
+        ),
+        (
+            "openai-chat:m",
+            "mcpl: openai-chat: OPENAI_API_KEY is not set\n",
+        ),
+        (
+            "openai-responses:m",
+            "mcpl: openai-responses: OPENAI_API_KEY is not set\n",
+        ),
+        ("gemini:m", "mcpl: gemini: GEMINI_API_KEY is not set\n"),
+    ] {
+        let output = run_live(&config, model, &[]);
+        assert_eq!(output.status.code(), Some(2), "{model}");
+        assert_eq!(String::from_utf8(output.stderr).unwrap(), line);
+        assert!(output.stdout.is_empty());
+    }
+}

@@ -504,6 +504,7 @@ fn fetch_reference_reads_a_resource_link_through_its_server() {
         id: "call_x".to_owned(),
         name: "fetch_reference".to_owned(),
         arguments: json!({"ref_id": id.as_str()}),
+        signature: None,
     };
     let output = host.call_tool(3, &call);
     assert!(!output.is_error, "{}", output.stored);

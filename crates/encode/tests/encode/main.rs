@@ -46,11 +46,14 @@ fn conversation() -> (Vec<Message>, Vec<ToolSpec>) {
                     id: "call_chart".to_owned(),
                     name: "demo__chart".to_owned(),
                     arguments: json!({"month": "May"}),
+                    // Gemini's thoughtSignature; the other routes have nowhere to put it.
+                    signature: Some("c2lnLWNoYXJ0".to_owned()),
                 },
                 ToolCall {
                     id: "call_notes".to_owned(),
                     name: "demo__notes".to_owned(),
                     arguments: json!({}),
+                    signature: None,
                 },
             ],
         },
@@ -257,12 +260,12 @@ fn gemini_has_function_responses_then_inline_data() {
     let parts = results["parts"].as_array().unwrap();
     assert_eq!(
         parts[0]["functionResponse"],
-        json!({"name": "demo__chart", "response": {"output":
+        json!({"id": "call_chart", "name": "demo__chart", "response": {"output":
             "The May chart:\n[image 1 of this result is shown after the tool results]"}})
     );
     assert_eq!(
         parts[1]["functionResponse"],
-        json!({"name": "demo__notes", "response": {"error": "notes are locked"}})
+        json!({"id": "call_notes", "name": "demo__notes", "response": {"error": "notes are locked"}})
     );
     assert_eq!(parts[2]["text"], MOVED_IMAGES_HEADER);
     assert_eq!(
@@ -271,7 +274,13 @@ fn gemini_has_function_responses_then_inline_data() {
     );
     assert_eq!(
         body["contents"][1]["parts"][1],
-        json!({"functionCall": {"name": "demo__chart", "args": {"month": "May"}}})
+        json!({"functionCall": {"id": "call_chart", "name": "demo__chart", "args": {"month": "May"}},
+               "thoughtSignature": "c2lnLWNoYXJ0"})
+    );
+    // The call without a signature gets none.
+    assert_eq!(
+        body["contents"][1]["parts"][2],
+        json!({"functionCall": {"id": "call_notes", "name": "demo__notes", "args": {}}})
     );
     assert_eq!(
         body["contents"][4]["parts"][1],

@@ -8,11 +8,12 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::sync::mpsc;
 use std::thread;
+use std::time::{Duration, Instant};
 
 use mcpl_encode::Encoder;
 use mcpl_encode::conversation::{Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec};
-use mcpl_host::http::{AnthropicHttp, OpenAiChatHttp};
-use mcpl_host::model::{Model, ModelError};
+use mcpl_host::http::{AnthropicHttp, GeminiHttp, OpenAiChatHttp, OpenAiResponsesHttp, Retry};
+use mcpl_host::model::{Model, ModelError, Usage};
 use mcpl_lanes::RouteId;
 use serde_json::{Value, json};
 
@@ -43,54 +44,81 @@ impl Recorded {
 /// A server on 127.0.0.1 that answers one request with `status` and `answer`; returns its base
 /// URL and where the recorded request arrives.
 fn serve_once(status: u16, answer: &str) -> (String, mpsc::Receiver<Recorded>) {
+    serve(vec![(status, Vec::new(), answer.to_owned())])
+}
+
+/// One canned answer: status, extra headers, body.
+type Canned = (u16, Vec<(&'static str, String)>, String);
+
+/// A server on 127.0.0.1 that answers one request per `(status, headers, body)`, in order, one
+/// connection each; returns its base URL and where the recorded requests arrive.
+fn serve(answers: Vec<Canned>) -> (String, mpsc::Receiver<Recorded>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (sender, receiver) = mpsc::channel();
-    let answer = answer.to_owned();
     thread::spawn(move || {
-        let (stream, _) = listener.accept().unwrap();
-        let mut reader = BufReader::new(stream.try_clone().unwrap());
-        let mut request_line = String::new();
-        reader.read_line(&mut request_line).unwrap();
-        let mut headers = Vec::new();
-        loop {
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            let line = line.trim_end();
-            if line.is_empty() {
-                break;
+        for (status, extra, answer) in answers {
+            let (stream, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request_line = String::new();
+            reader.read_line(&mut request_line).unwrap();
+            let mut headers = Vec::new();
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let line = line.trim_end();
+                if line.is_empty() {
+                    break;
+                }
+                let (name, value) = line.split_once(':').unwrap();
+                headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
             }
-            let (name, value) = line.split_once(':').unwrap();
-            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
-        }
-        let length: usize = headers
-            .iter()
-            .find(|(n, _)| n == "content-length")
-            .expect("the body has a content-length")
-            .1
-            .parse()
+            let length: usize = headers
+                .iter()
+                .find(|(n, _)| n == "content-length")
+                .expect("the body has a content-length")
+                .1
+                .parse()
+                .unwrap();
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let reason = if status == 200 { "OK" } else { "Error" };
+            let extra: String = extra
+                .iter()
+                .map(|(name, value)| format!("{name}: {value}\r\n"))
+                .collect();
+            let mut stream = stream;
+            write!(
+                stream,
+                "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                answer.len()
+            )
             .unwrap();
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).unwrap();
-        let reason = if status == 200 { "OK" } else { "Error" };
-        let mut stream = stream;
-        write!(
-            stream,
-            "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-            answer.len()
-        )
-        .unwrap();
-        stream.flush().unwrap();
-        sender
-            .send(Recorded {
+            stream.flush().unwrap();
+            let sent = sender.send(Recorded {
                 request_line: request_line.trim_end().to_owned(),
                 headers,
                 body,
-            })
-            .unwrap();
+            });
+            if sent.is_err() {
+                break;
+            }
+        }
     });
     (base, receiver)
 }
+
+/// How many requests the server recorded (waiting a little for the last to be written down).
+fn received(recorded: &mpsc::Receiver<Recorded>) -> usize {
+    std::iter::from_fn(|| recorded.recv_timeout(Duration::from_millis(300)).ok()).count()
+}
+
+/// No retries: an error status is the answer.
+const NO_RETRY: Retry = Retry {
+    retries: 0,
+    backoff: Duration::ZERO,
+    max_wait: Duration::ZERO,
+};
 
 /// A round with parallel tool calls and a result carrying an image, as the loop sends it.
 fn conversation() -> (Vec<Message>, Vec<ToolSpec>) {
@@ -104,6 +132,7 @@ fn conversation() -> (Vec<Message>, Vec<ToolSpec>) {
                 id: "call_1".to_owned(),
                 name: "demo__chart".to_owned(),
                 arguments: json!({"month": "May"}),
+                signature: None,
             }],
         },
         Message::ToolResults(vec![ToolOutput {
@@ -248,6 +277,7 @@ fn error_statuses_carry_the_providers_message_and_never_the_key() {
     );
     let (base, _recorded) = serve_once(429, &echo);
     let error = OpenAiChatHttp::new(&base, KEY, "gpt-test")
+        .with_retry(NO_RETRY)
         .complete(&body(Encoder::new(RouteId::OpenAiChat), "gpt-test"))
         .unwrap_err();
     let (provider, message) = provider_error(error);
@@ -259,6 +289,7 @@ fn error_statuses_carry_the_providers_message_and_never_the_key() {
     let (base, _recorded) = serve_once(502, "upstream down");
     let (_, message) = provider_error(
         OpenAiChatHttp::new(&base, KEY, "gpt-test")
+            .with_retry(NO_RETRY)
             .complete(&json!({}))
             .unwrap_err(),
     );
@@ -296,4 +327,306 @@ fn unusable_answers_and_unreachable_servers_are_errors() {
         "{message}"
     );
     assert!(!message.contains(KEY));
+}
+
+#[test]
+fn usage_is_read_from_anthropic_and_chat_answers() {
+    let (base, _recorded) = serve_once(
+        200,
+        r#"{"content": [{"type": "text", "text": "ok"}],
+            "usage": {"input_tokens": 812, "output_tokens": 9}}"#,
+    );
+    let turn = AnthropicHttp::new(&base, KEY, "claude-test")
+        .complete(&json!({}))
+        .unwrap();
+    assert_eq!(
+        turn.usage,
+        Some(Usage {
+            input_tokens: 812,
+            output_tokens: 9
+        })
+    );
+    let (base, _recorded) = serve_once(
+        200,
+        r#"{"choices": [{"message": {"role": "assistant", "content": "ok"}}],
+            "usage": {"prompt_tokens": 40, "completion_tokens": 3, "total_tokens": 43}}"#,
+    );
+    let turn = OpenAiChatHttp::new(&base, KEY, "gpt-test")
+        .complete(&json!({}))
+        .unwrap();
+    assert_eq!(
+        turn.usage,
+        Some(Usage {
+            input_tokens: 40,
+            output_tokens: 3
+        })
+    );
+}
+
+#[test]
+fn openai_responses_posts_the_responses_body_and_reads_items() {
+    let (base, recorded) = serve_once(
+        200,
+        r#"{"id": "resp_1", "object": "response", "status": "completed", "model": "gpt-test",
+            "output": [
+              {"type": "reasoning", "id": "rs_1", "summary": []},
+              {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+               "content": [{"type": "output_text", "text": "Checking June too.", "annotations": []}]},
+              {"type": "function_call", "id": "fc_1", "call_id": "call_8", "name": "demo__chart",
+               "arguments": "{\"month\":\"June\"}", "status": "completed"}],
+            "usage": {"input_tokens": 120, "output_tokens": 17, "total_tokens": 137}}"#,
+    );
+    let mut model = OpenAiResponsesHttp::new(&format!("{base}/v1"), KEY, "gpt-test");
+    assert_eq!(model.route(), Some(RouteId::OpenAiResponses));
+    let sent = body(Encoder::new(RouteId::OpenAiResponses), "gpt-test");
+    let turn = model.complete(&sent).unwrap();
+    let request = recorded.recv().unwrap();
+    assert_eq!(request.request_line, "POST /v1/responses HTTP/1.1");
+    assert_eq!(
+        request.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    assert_eq!(request.header("content-type"), Some("application/json"));
+    assert_eq!(request.json(), sent);
+    assert_eq!(request.json()["input"][2]["type"], "function_call_output");
+    assert_eq!(turn.text, "Checking June too.");
+    assert_eq!(turn.tool_calls.len(), 1);
+    assert_eq!(turn.tool_calls[0].id, "call_8");
+    assert_eq!(turn.tool_calls[0].name, "demo__chart");
+    assert_eq!(turn.tool_calls[0].arguments, json!({"month": "June"}));
+    assert_eq!(
+        turn.usage,
+        Some(Usage {
+            input_tokens: 120,
+            output_tokens: 17
+        })
+    );
+}
+
+#[test]
+fn gemini_keeps_the_thought_signature_and_sends_it_back_with_the_call_id() {
+    const SIGNATURE: &str = "CiQB0e2Kb+/x8Zq1aVt3Qm9TaWduYXR1cmU=";
+    let first = json!({
+        "candidates": [{"content": {"role": "model", "parts": [
+            {"text": "thinking out loud", "thought": true},
+            {"functionCall": {"id": "fc-7", "name": "demo__chart", "args": {"month": "June"}},
+             "thoughtSignature": SIGNATURE}]},
+          "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 300, "candidatesTokenCount": 12,
+                          "thoughtsTokenCount": 30, "totalTokenCount": 342},
+        "modelVersion": "gemini-test"
+    });
+    let second = json!({
+        "candidates": [{"content": {"role": "model", "parts": [{"text": "June is up."}]},
+          "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 360, "candidatesTokenCount": 4}
+    });
+    let (base, recorded) = serve(vec![
+        (200, Vec::new(), first.to_string()),
+        (200, Vec::new(), second.to_string()),
+    ]);
+    let mut model = GeminiHttp::new(&base, KEY, "gemini-test");
+    assert_eq!(model.route(), Some(RouteId::Gemini));
+    let encoder = Encoder::new(RouteId::Gemini);
+    let (mut messages, tools) = conversation();
+    let request = |messages: &[Message]| {
+        encoder.request(&ModelRequest {
+            model: "gemini-test",
+            system: "Be brief.",
+            messages,
+            tools: &tools,
+            max_tokens: 512,
+        })
+    };
+    let sent = request(&messages);
+    let turn = model.complete(&sent).unwrap();
+    let seen = recorded.recv().unwrap();
+    assert_eq!(
+        seen.request_line,
+        "POST /v1beta/models/gemini-test:generateContent HTTP/1.1"
+    );
+    assert_eq!(seen.header("x-goog-api-key"), Some(KEY));
+    assert_eq!(seen.header("authorization"), None);
+    assert_eq!(seen.header("content-type"), Some("application/json"));
+    // The model is in the URL; the body is the encoder's, untouched.
+    assert_eq!(seen.json(), sent);
+    assert_eq!(seen.json().get("model"), None);
+    // The first round's call went with its id, and its response with the same id.
+    assert_eq!(
+        seen.json()["contents"][1]["parts"][0]["functionCall"]["id"],
+        "call_1"
+    );
+    assert_eq!(
+        seen.json()["contents"][2]["parts"][0]["functionResponse"]["id"],
+        "call_1"
+    );
+    // The thought summary is not the turn's text.
+    assert_eq!(turn.text, "");
+    assert_eq!(turn.tool_calls[0].id, "fc-7");
+    assert_eq!(turn.tool_calls[0].signature.as_deref(), Some(SIGNATURE));
+    assert_eq!(
+        turn.usage,
+        Some(Usage {
+            input_tokens: 300,
+            output_tokens: 42
+        })
+    );
+
+    // The next request carries the call back with its signature, byte for byte, and the
+    // response matched to it by id.
+    messages.push(Message::Assistant {
+        text: turn.text.clone(),
+        tool_calls: turn.tool_calls.clone(),
+    });
+    messages.push(Message::ToolResults(vec![ToolOutput {
+        call_id: "fc-7".to_owned(),
+        name: "demo__chart".to_owned(),
+        stored: "June: up".to_owned(),
+        live: None,
+        is_error: false,
+    }]));
+    let turn = model.complete(&request(&messages)).unwrap();
+    let seen = recorded.recv().unwrap();
+    let text = String::from_utf8(seen.body.clone()).unwrap();
+    let body = seen.json();
+    let call = &body["contents"][3]["parts"][0];
+    assert_eq!(call["thoughtSignature"], SIGNATURE);
+    assert_eq!(call["functionCall"]["id"], "fc-7");
+    assert_eq!(call["functionCall"]["args"], json!({"month": "June"}));
+    assert_eq!(
+        body["contents"][4]["parts"][0]["functionResponse"]["id"],
+        "fc-7"
+    );
+    assert!(
+        text.contains(&format!(r#""thoughtSignature":"{SIGNATURE}""#)),
+        "{text}"
+    );
+    assert_eq!(turn.text, "June is up.");
+    assert!(turn.tool_calls.is_empty());
+}
+
+#[test]
+fn gemini_calls_without_ids_get_distinct_ones() {
+    let answer = json!({"candidates": [{"content": {"role": "model", "parts": [
+        {"functionCall": {"name": "a", "args": {}}},
+        {"functionCall": {"name": "b"}}]}}]});
+    let (base, _recorded) = serve(vec![
+        (200, Vec::new(), answer.to_string()),
+        (200, Vec::new(), answer.to_string()),
+    ]);
+    let mut model = GeminiHttp::new(&base, KEY, "gemini-test");
+    let first = model.complete(&json!({})).unwrap();
+    let second = model.complete(&json!({})).unwrap();
+    let ids: Vec<&str> = first
+        .tool_calls
+        .iter()
+        .chain(&second.tool_calls)
+        .map(|call| call.id.as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "gemini_call_1",
+            "gemini_call_2",
+            "gemini_call_3",
+            "gemini_call_4"
+        ]
+    );
+    assert_eq!(first.tool_calls[1].arguments, json!({}));
+    assert_eq!(first.tool_calls[0].signature, None);
+    assert_eq!(first.usage, None);
+}
+
+#[test]
+fn a_429_is_retried_after_the_retry_after_it_names() {
+    let ok = r#"{"content": [{"type": "text", "text": "ok"}]}"#;
+    let (base, recorded) = serve(vec![
+        (
+            429,
+            vec![("retry-after", "0.3".to_owned())],
+            r#"{"error": {"message": "slow down"}}"#.to_owned(),
+        ),
+        (503, Vec::new(), "overloaded".to_owned()),
+        (200, Vec::new(), ok.to_owned()),
+    ]);
+    let started = Instant::now();
+    let turn = AnthropicHttp::new(&base, KEY, "claude-test")
+        .with_retry(Retry {
+            retries: 3,
+            backoff: Duration::from_millis(50),
+            max_wait: Duration::from_secs(5),
+        })
+        .complete(&json!({}))
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(turn.text, "ok");
+    // The retry-after (300ms) and then the second backoff (100ms) were waited.
+    assert!(took >= Duration::from_millis(400), "{took:?}");
+    let bodies: Vec<Value> =
+        std::iter::from_fn(|| recorded.recv_timeout(Duration::from_millis(300)).ok())
+            .map(|r| r.json())
+            .collect();
+    assert_eq!(bodies.len(), 3);
+    assert!(bodies.iter().all(|b| *b == bodies[0]));
+}
+
+#[test]
+fn retries_are_bounded_in_count_and_in_total_wait() {
+    let busy = || {
+        (
+            500,
+            Vec::new(),
+            r#"{"error": {"message": "busy"}}"#.to_owned(),
+        )
+    };
+    let (base, recorded) = serve(vec![busy(), busy(), busy(), busy(), busy()]);
+    let (_, message) = provider_error(
+        OpenAiResponsesHttp::new(&base, KEY, "gpt-test")
+            .with_retry(Retry {
+                retries: 2,
+                backoff: Duration::from_millis(10),
+                max_wait: Duration::from_secs(5),
+            })
+            .complete(&json!({}))
+            .unwrap_err(),
+    );
+    assert_eq!(message, "HTTP 500 (after 3 attempts): busy");
+    assert_eq!(received(&recorded), 3);
+
+    // A retry-after beyond the total wait left is not waited for.
+    let (base, recorded) = serve(vec![(
+        429,
+        vec![("retry-after", "120".to_owned())],
+        r#"{"error": {"message": "quota"}}"#.to_owned(),
+    )]);
+    let started = Instant::now();
+    let (_, message) = provider_error(
+        GeminiHttp::new(&base, KEY, "gemini-test")
+            .complete(&json!({}))
+            .unwrap_err(),
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(message, "HTTP 429: quota");
+    assert_eq!(received(&recorded), 1);
+
+    // A 400 is not retried.
+    let (base, recorded) = serve(vec![busy(), busy()]);
+    let (base, recorded) = {
+        drop((base, recorded));
+        serve(vec![
+            (
+                400,
+                Vec::new(),
+                r#"{"error": {"message": "bad"}}"#.to_owned(),
+            ),
+            busy(),
+        ])
+    };
+    let (_, message) = provider_error(
+        OpenAiChatHttp::new(&base, KEY, "gpt-test")
+            .complete(&json!({}))
+            .unwrap_err(),
+    );
+    assert_eq!(message, "HTTP 400: bad");
+    assert_eq!(received(&recorded), 1);
 }
