@@ -92,6 +92,7 @@
 //! ```
 
 pub mod conversation;
+pub mod decode;
 
 mod anthropic;
 mod gemini;

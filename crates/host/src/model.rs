@@ -11,28 +11,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use mcpl_encode::conversation::{ToolCall, model_tool_name};
+pub use mcpl_encode::conversation::{Turn, Usage};
 use mcpl_lanes::RouteId;
-
-/// One assistant turn.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Turn {
-    /// The turn's text.
-    pub text: String,
-    /// The tool calls it makes; none ends the loop.
-    pub tool_calls: Vec<ToolCall>,
-    /// The tokens the provider reported for this turn; `None` when it reported none (a
-    /// scripted model).
-    pub usage: Option<Usage>,
-}
-
-/// The token counts a provider reports with an answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Usage {
-    /// The request's tokens, as the provider counted them.
-    pub input_tokens: u64,
-    /// The answer's tokens.
-    pub output_tokens: u64,
-}
 
 /// Why a model could not answer.
 #[derive(Debug, thiserror::Error)]
