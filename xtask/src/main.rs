@@ -12,6 +12,8 @@
 //!   of what the model was sent (see the `e2e` module).
 //! - `hostile-memory`: the peak resident memory of `mcpl run` against each hostile server mode
 //!   (see the `hostile` module).
+//! - `memory`: the peak resident memory of `mcpl project` on the standard workloads, a million
+//!   tiny blocks and a 200 MB text, beside each input's size (see the `memory` module).
 //! - `readme-commands`: the README's two commands, one a line, exactly as written; `.ci/run`
 //!   runs them in a clean clone (see the `standalone` module).
 //!
@@ -26,11 +28,12 @@ use std::process::{Command, ExitCode};
 mod e2e;
 mod hostile;
 mod json;
+mod memory;
 mod standalone;
 #[cfg(test)]
 mod tidy;
 
-const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | changelog | e2e | hostile-memory | readme-commands>";
+const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | changelog | e2e | hostile-memory | memory | readme-commands>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
         Some("changelog") => changelog(&root),
         Some("e2e") => e2e::e2e(&root),
         Some("hostile-memory") => hostile::hostile_memory(&root),
+        Some("memory") => memory::memory(&root),
         Some("readme-commands") => standalone::print_readme_commands(&root),
         _ => Err(USAGE.to_owned()),
     };
