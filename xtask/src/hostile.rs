@@ -126,7 +126,7 @@ fn measure(
 }
 
 /// A process's peak resident memory in bytes (`VmHWM`).
-fn peak_resident(pid: u32) -> Option<u64> {
+pub(crate) fn peak_resident(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;

@@ -3,7 +3,8 @@
 //! - `ci`: runs `.ci/run`, the one list of what CI checks: formatting, clippy, the benches in
 //!   criterion's quick test mode, then every test (the README's test command).
 //! - `bench [FILTER]`: the criterion benches in full, then each bench's median and its ratio to
-//!   its group's baseline (a plain parse, a plain download, plain pricing; else the first).
+//!   each of its group's baselines (a plain parse and rmcp's typed parse, a plain download, plain
+//!   pricing; else the first).
 //! - `fuzz [TARGET] [--seconds N]`: a cargo-fuzz target on the nightly toolchain (default:
 //!   `classify`, 600 seconds), then a list of any crash inputs it left.
 //! - `changelog`: assembles `changelog.d/` fragments into the text of a release section.
@@ -11,6 +12,8 @@
 //!   of what the model was sent (see the `e2e` module).
 //! - `hostile-memory`: the peak resident memory of `mcpl run` against each hostile server mode
 //!   (see the `hostile` module).
+//! - `memory`: the peak resident memory of `mcpl project` on the standard workloads, a million
+//!   tiny blocks and a 200 MB text, beside each input's size (see the `memory` module).
 //! - `readme-commands`: the README's two commands, one a line, exactly as written; `.ci/run`
 //!   runs them in a clean clone (see the `standalone` module).
 //!
@@ -25,11 +28,12 @@ use std::process::{Command, ExitCode};
 mod e2e;
 mod hostile;
 mod json;
+mod memory;
 mod standalone;
 #[cfg(test)]
 mod tidy;
 
-const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | changelog | e2e | hostile-memory | readme-commands>";
+const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | changelog | e2e | hostile-memory | memory | readme-commands>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -41,6 +45,7 @@ fn main() -> ExitCode {
         Some("changelog") => changelog(&root),
         Some("e2e") => e2e::e2e(&root),
         Some("hostile-memory") => hostile::hostile_memory(&root),
+        Some("memory") => memory::memory(&root),
         Some("readme-commands") => standalone::print_readme_commands(&root),
         _ => Err(USAGE.to_owned()),
     };
@@ -91,29 +96,49 @@ fn bench(root: &Path, filter: &[String]) -> Result<(), String> {
                 Some((bench, median))
             })
             .collect();
-        // Ratios are to the group's baseline: the bench that measures the plain way (a plain
-        // parse, a plain download, plain pricing), else the first by name.
-        let baseline = medians
+        // Ratios are to the group's baselines: the benches that measure the plain way (a plain
+        // parse, a peer's typed parse, a plain download, plain pricing), else the first by name.
+        let mut baselines: Vec<(String, f64)> = medians
             .iter()
-            .find(|(bench, _)| is_baseline(&file_name(bench)))
-            .or(medians.first())
-            .map_or(1.0, |(_, median)| *median);
+            .filter(|(bench, _)| is_baseline(&file_name(bench)))
+            .map(|(bench, median)| (file_name(bench), *median))
+            .collect();
+        if baselines.is_empty() {
+            baselines.extend(
+                medians
+                    .first()
+                    .map(|(bench, median)| (file_name(bench), *median)),
+            );
+        }
         for (bench, median) in &medians {
             println!(
-                "  {}/{}: {} (x{:.2})",
+                "  {}/{}: {} ({})",
                 file_name(&group),
                 file_name(bench),
                 human_time(*median),
-                median / baseline
+                ratios(*median, &baselines)
             );
         }
     }
     Ok(())
 }
 
-/// Whether a bench is its group's baseline by its name.
+/// A median's ratio to each baseline: `x1.20` for one, `x1.20 serde_json_parse, x2.95
+/// rmcp_parse` for several.
+fn ratios(median: f64, baselines: &[(String, f64)]) -> String {
+    match baselines {
+        [(_, baseline)] => format!("x{:.2}", median / baseline),
+        _ => baselines
+            .iter()
+            .map(|(name, baseline)| format!("x{:.2} {name}", median / baseline))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+/// Whether a bench is a baseline of its group by its name.
 fn is_baseline(name: &str) -> bool {
-    ["serde_json_parse", "plain", "price"]
+    ["serde_json_parse", "rmcp_parse", "plain", "price"]
         .iter()
         .any(|baseline| name == *baseline || name.starts_with(&format!("{baseline} ")))
 }
@@ -284,5 +309,26 @@ fn cargo(root: &Path, args: &[&str]) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("cargo {} failed ({status})", args.join(" ")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_baseline, ratios};
+
+    #[test]
+    fn a_median_is_compared_to_every_baseline_of_its_group() {
+        let one = [("serde_json_parse".to_owned(), 2.0)];
+        assert_eq!(ratios(3.0, &one), "x1.50");
+        let two = [
+            ("rmcp_parse".to_owned(), 4.0),
+            ("serde_json_parse".to_owned(), 2.0),
+        ];
+        assert_eq!(
+            ratios(3.0, &two),
+            "x0.75 rmcp_parse, x1.50 serde_json_parse"
+        );
+        assert!(is_baseline("rmcp_parse"));
+        assert!(!is_baseline("mcpl_pipeline"));
     }
 }

@@ -5,8 +5,9 @@
 //! reads image dimensions from headers and never decodes an image.
 //!
 //! `pipeline`: bytes in, parse, classify, the tool-result lanes, fit to the default budget on the
-//! anthropic route (the cut, no spill writes), beside a plain `serde_json::from_slice` of the
-//! same bytes, on the three standard workloads `mcpl_testkit::workloads` makes in memory
+//! anthropic route (the cut, no spill writes), beside two baselines of the same bytes: a plain
+//! `serde_json::from_slice` into a `Value`, and the parse a Rust host built on rmcp pays first,
+//! into rmcp's typed `CallToolResult` (`rmcp_parse`), on the three standard workloads `mcpl_testkit::workloads` makes in memory
 //! (`w1-mixed-10mb`, `w2-100k-blocks`, `w3-one-big-image`), the same bytes on every run.
 
 use base64::Engine as _;
@@ -119,6 +120,16 @@ fn bench_pipeline(c: &mut Criterion) {
             |b, bytes| {
                 b.iter(|| {
                     serde_json::from_slice::<Value>(bytes).map_or(0, |v| v.is_object() as usize)
+                })
+            },
+        );
+        group.bench_with_input(
+            BenchmarkId::from_parameter("rmcp_parse"),
+            &bytes,
+            |b, bytes| {
+                b.iter(|| {
+                    serde_json::from_slice::<rmcp::model::CallToolResult>(bytes)
+                        .map_or(0, |result| result.content.len())
                 })
             },
         );

@@ -34,21 +34,31 @@ pub enum SpillError {
 /// Where spill files go. Every file is written whole or not at all.
 pub trait SpillStore {
     /// Writes one file with a name the store makes (never from a server string) and the given
-    /// extension; returns its path.
+    /// extension; returns the path it has once [`SpillStore::commit`] returns. A store may stage
+    /// the file until then.
     fn put(&mut self, extension: &str, bytes: &[u8]) -> Result<String, SpillError>;
 
-    /// Removes a file this store wrote, when the spill it belongs to failed part-way.
+    /// Removes a file this store wrote or staged, when the spill it belongs to failed part-way.
     fn remove(&mut self, path: &str);
+
+    /// Makes every file put since the last commit durable and visible under its path; on an
+    /// error none of them is left. A store that writes each file in place has nothing to do.
+    fn commit(&mut self) -> Result<(), SpillError> {
+        Ok(())
+    }
 }
 
 /// The default store: secure local files in one folder. Names are `mcpl-<12 digits>-<n>.<ext>`,
-/// files are created owner-only (0600), written under a temporary name, synced, and renamed into
-/// place, so a crash or a full disk leaves no half file under a real name.
+/// files are created owner-only (0600) and written under a temporary name; [`SpillStore::commit`]
+/// syncs them all at once, renames them into place, and syncs the folder, so a crash or a full
+/// disk leaves no half file under a real name (decision 0032).
 #[derive(Debug)]
 pub struct LocalSpillStore {
     dir: PathBuf,
     nonce: String,
     written: u64,
+    /// Files written but not yet committed: their temporary and real paths.
+    staged: Vec<(PathBuf, PathBuf)>,
 }
 
 impl LocalSpillStore {
@@ -64,6 +74,7 @@ impl LocalSpillStore {
             dir,
             nonce: nonce(),
             written: 0,
+            staged: Vec::new(),
         })
     }
 
@@ -83,20 +94,93 @@ impl SpillStore for LocalSpillStore {
             path: path.display().to_string(),
             error,
         };
-        let written = create_private_file(&temporary).and_then(|mut file| {
-            file.write_all(bytes)?;
-            file.sync_all()
-        });
-        if let Err(error) = written.and_then(|()| fs::rename(&temporary, &path)) {
+        // No sync here: `commit` syncs every staged file at once (one fsync a file made a
+        // spill of 100,000 attachments take minutes).
+        let written = create_private_file(&temporary).and_then(|mut file| file.write_all(bytes));
+        if let Err(error) = written {
             let _ = fs::remove_file(&temporary);
             return Err(fail(error));
         }
-        Ok(path.display().to_string())
+        let shown = path.display().to_string();
+        self.staged.push((temporary, path));
+        Ok(shown)
     }
 
     fn remove(&mut self, path: &str) {
+        if let Some(at) = self
+            .staged
+            .iter()
+            .position(|(_, real)| real.as_os_str() == path)
+        {
+            let (temporary, _) = self.staged.remove(at);
+            let _ = fs::remove_file(temporary);
+        }
         let _ = fs::remove_file(path);
     }
+
+    fn commit(&mut self) -> Result<(), SpillError> {
+        let staged = std::mem::take(&mut self.staged);
+        if staged.is_empty() {
+            return Ok(());
+        }
+        let folder = |error| SpillError::Folder {
+            path: self.dir.display().to_string(),
+            error,
+        };
+        // Data first: every staged file's bytes are on disk before any real name points at them.
+        let mut result = sync_files(&self.dir, &staged).map_err(folder);
+        let mut renamed = 0;
+        if result.is_ok() {
+            for (temporary, real) in &staged {
+                if let Err(error) = fs::rename(temporary, real) {
+                    result = Err(SpillError::Write {
+                        path: real.display().to_string(),
+                        error,
+                    });
+                    break;
+                }
+                renamed += 1;
+            }
+        }
+        // Then the names: the folder's entries are synced once.
+        if result.is_ok() {
+            result = sync_dir(&self.dir).map_err(folder);
+        }
+        if result.is_err() {
+            for (at, (temporary, real)) in staged.iter().enumerate() {
+                let _ = fs::remove_file(if at < renamed { real } else { temporary });
+            }
+        }
+        result
+    }
+}
+
+/// Syncs the written files: on Linux one `syncfs` of the folder's file system, elsewhere one
+/// sync a file.
+#[cfg(target_os = "linux")]
+fn sync_files(dir: &Path, _staged: &[(PathBuf, PathBuf)]) -> std::io::Result<()> {
+    let folder = File::open(dir)?;
+    rustix::fs::syncfs(&folder).map_err(std::io::Error::from)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn sync_files(_dir: &Path, staged: &[(PathBuf, PathBuf)]) -> std::io::Result<()> {
+    for (temporary, _) in staged {
+        OpenOptions::new().write(true).open(temporary)?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// Syncs a folder's entries, so that renames in it survive a crash.
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Folders cannot be opened for syncing here; each file was synced before its rename.
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> std::io::Result<()> {
+    Ok(())
 }
 
 /// A new owner-only file. `create_new` (`O_CREAT | O_EXCL`) never opens through a symbolic
@@ -243,7 +327,9 @@ pub fn write_spill(
     });
     let written = match failure {
         Some(error) => Err(error),
-        None => store.put("txt", text.as_bytes()),
+        None => store
+            .put("txt", text.as_bytes())
+            .and_then(|path| store.commit().map(|()| path)),
     };
     match written {
         Ok(path) => Ok(Spill { path, attachments }),

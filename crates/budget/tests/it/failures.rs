@@ -48,6 +48,10 @@ impl SpillStore for FailingStore {
     fn remove(&mut self, path: &str) {
         self.inner.remove(path);
     }
+
+    fn commit(&mut self) -> Result<(), SpillError> {
+        self.inner.commit()
+    }
 }
 
 fn files_in(dir: &Path) -> Vec<String> {
@@ -181,4 +185,57 @@ fn spill_files_are_owner_only() {
     }
     let mode = std::fs::metadata(&dir.0).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700);
+}
+
+#[test]
+fn a_spill_leaves_only_its_files_under_their_real_names() {
+    let dir = TempDir::new("no-temporaries");
+    let result = big_result(1000);
+    let mut store = LocalSpillStore::new(&dir.0).unwrap();
+    let fitted = fit(&result, &PricedRoute::ANTHROPIC, 200, Some(&mut store));
+    let spill = fitted.spill.expect("a spill");
+    let mut expected: Vec<String> = spill
+        .attachments
+        .iter()
+        .chain(std::iter::once(&spill.path))
+        .map(|path| {
+            let name = Path::new(path).file_name().unwrap();
+            name.to_string_lossy().into_owned()
+        })
+        .collect();
+    expected.sort();
+    let mut found = files_in(&dir.0);
+    found.sort();
+    assert_eq!(found, expected, "no temporary or partial file is left");
+    assert_eq!(found.len(), 3);
+}
+
+#[test]
+fn a_put_file_is_under_its_real_name_only_once_committed() {
+    let dir = TempDir::new("staged");
+    let mut store = LocalSpillStore::new(&dir.0).unwrap();
+    let first = store.put("bin", b"first").unwrap();
+    let second = store.put("txt", b"second").unwrap();
+    assert!(!Path::new(&first).exists(), "{first} before the commit");
+    assert!(!Path::new(&second).exists(), "{second} before the commit");
+    store.commit().unwrap();
+    assert_eq!(std::fs::read(&first).unwrap(), b"first");
+    assert_eq!(std::fs::read(&second).unwrap(), b"second");
+    let mut found = files_in(&dir.0);
+    found.sort();
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(
+        found.iter().all(|name| name.starts_with("mcpl-")),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn a_staged_file_removed_before_the_commit_leaves_nothing() {
+    let dir = TempDir::new("staged-removed");
+    let mut store = LocalSpillStore::new(&dir.0).unwrap();
+    let path = store.put("bin", b"bytes").unwrap();
+    store.remove(&path);
+    store.commit().unwrap();
+    assert_eq!(files_in(&dir.0), Vec::<String>::new());
 }

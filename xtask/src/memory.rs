@@ -1,0 +1,181 @@
+//! `cargo xtask memory`: the peak resident memory of `mcpl project` (release build) on each
+//! input the memory target names (issue 18): the three standard workloads (written to files by
+//! mcpl-testkit's `write_workloads` example), a result of a million tiny text blocks, and a
+//! 200 MB text. One line per input: its size, the peak (`VmHWM` from `/proc/<pid>/status`, read
+//! every 5 ms while the run lasts, so this recipe needs Linux), peak ÷ input, and whether the
+//! target, twice the input plus 20 MiB, holds. A measurement, not a test: it fails only when a
+//! run fails.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The headroom the target allows above twice the input.
+const HEADROOM: u64 = 20 << 20;
+/// The tiny-block input's block count.
+const TINY_BLOCKS: usize = 1_000_000;
+/// The big text input's size.
+const TEXT_BYTES: usize = 200_000_000;
+
+pub(crate) fn memory(root: &Path) -> Result<(), String> {
+    crate::cargo(root, &["build", "--release", "-p", "mcpl-cli"])?;
+    let scratch = std::env::temp_dir().join(format!("mcpl-memory-{}", std::process::id()));
+    let inputs = scratch.join("inputs");
+    let dir = inputs.display().to_string();
+    crate::cargo(
+        root,
+        &[
+            "run",
+            "--release",
+            "--quiet",
+            "-p",
+            "mcpl-testkit",
+            "--example",
+            "write_workloads",
+            "--",
+            &dir,
+        ],
+    )?;
+    let mut files: Vec<PathBuf> = ["w1-mixed-10mb", "w2-100k-blocks", "w3-one-big-image"]
+        .iter()
+        .map(|name| inputs.join(format!("{name}.json")))
+        .collect();
+    files.push(write_input(
+        &inputs,
+        "tiny-1m-blocks",
+        &tiny_blocks(TINY_BLOCKS),
+    )?);
+    files.push(write_input(&inputs, "text-200mb", &big_text(TEXT_BYTES))?);
+    let mcpl = root.join("target").join("release").join("mcpl");
+    println!("peak resident memory of mcpl project (target: at most 2 x input + 20 MiB)");
+    println!(
+        "{:<18} {:>10} {:>10} {:>8} {:>8}  target",
+        "input", "input MiB", "peak MiB", "x input", "seconds"
+    );
+    let mut result = Ok(());
+    for file in &files {
+        let size = std::fs::metadata(file)
+            .map_err(|e| format!("{}: {e}", file.display()))?
+            .len();
+        let (peak, took) = match measure(&mcpl, file, &scratch.join("spill")) {
+            Ok(measured) => measured,
+            Err(error) => {
+                result = Err(error);
+                break;
+            }
+        };
+        let name = file
+            .file_stem()
+            .map_or(String::new(), |s| s.to_string_lossy().into_owned());
+        println!(
+            "{name:<18} {:>10.1} {:>10.1} {:>8.2} {:>8.1}  {}",
+            mib(size),
+            mib(peak),
+            peak as f64 / size as f64,
+            took.as_secs_f64(),
+            if peak <= 2 * size + HEADROOM {
+                "within"
+            } else {
+                "over"
+            }
+        );
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / f64::from(1 << 20)
+}
+
+fn write_input(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, String> {
+    let path = dir.join(format!("{name}.json"));
+    std::fs::File::create(&path)
+        .and_then(|mut file| file.write_all(bytes))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// One result of `count` text blocks of a few bytes each.
+fn tiny_blocks(count: usize) -> Vec<u8> {
+    let mut json = String::from(r#"{"content": ["#);
+    for i in 0..count {
+        if i > 0 {
+            json.push(',');
+        }
+        json.push_str(&format!(r#"{{"type": "text", "text": "b{}"}}"#, i % 1000));
+    }
+    json.push_str("]}");
+    json.into_bytes()
+}
+
+/// One result of a single text block of about `bytes` bytes: numbered lines of prose.
+fn big_text(bytes: usize) -> Vec<u8> {
+    let mut json = String::with_capacity(bytes + 64);
+    json.push_str(r#"{"content": [{"type": "text", "text": ""#);
+    let mut line = 0u64;
+    while json.len() < bytes {
+        line += 1;
+        json.push_str(&format!(
+            "line {line}: the quick brown fox jumps over the lazy dog\\n"
+        ));
+    }
+    json.push_str(r#""}]}"#);
+    json.into_bytes()
+}
+
+/// Runs `mcpl project FILE` and returns its peak resident memory and how long it took.
+fn measure(mcpl: &Path, file: &Path, spill: &Path) -> Result<(u64, Duration), String> {
+    let mut child = Command::new(mcpl)
+        .arg("project")
+        .arg("--spill-dir")
+        .arg(spill)
+        .arg(file)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", mcpl.display()))?;
+    let started = Instant::now();
+    let mut peak = 0;
+    loop {
+        if let Some(now) = crate::hostile::peak_resident(child.id()) {
+            peak = peak.max(now);
+        }
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => break,
+            Ok(Some(status)) => {
+                return Err(format!("mcpl project {} failed ({status})", file.display()));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(error) => return Err(format!("waiting for mcpl project: {error}")),
+        }
+    }
+    if peak == 0 {
+        return Err("no VmHWM in /proc/<pid>/status: this recipe needs Linux".to_owned());
+    }
+    Ok((peak, started.elapsed()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{big_text, tiny_blocks};
+
+    #[test]
+    fn the_made_inputs_are_results_of_the_asked_size() {
+        let tiny: serde_json::Value = serde_json::from_slice(&tiny_blocks(1001)).unwrap();
+        let blocks = tiny["content"].as_array().unwrap();
+        assert_eq!(blocks.len(), 1001);
+        assert_eq!(blocks[1000]["text"], "b0");
+        let text = big_text(10_000);
+        assert!((10_000..10_100).contains(&text.len()), "{}", text.len());
+        let text: serde_json::Value = serde_json::from_slice(&text).unwrap();
+        assert!(
+            text["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("line 1: the")
+        );
+    }
+}
