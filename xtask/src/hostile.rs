@@ -83,9 +83,18 @@ fn measure(
         r#"{{"mcpServers": {{{hostile} "demo": {{"command": {program}, "args": ["serve-demo"]}}}},
             "mcpl": {{"spillDir": {spill}, "contextWindow": 100000000}}}}"#
     );
-    let script = r#"{"steps": [
-        {"tool_calls": [{"server": "hostile", "name": "act"}, {"server": "demo", "name": "text"}]},
-        {"tool_calls": [{"server": "demo", "name": "text"}]}], "final": "done"}"#;
+    // Without a hostile server there is no `hostile__act` to call, and `mcpl run` refuses a
+    // call no server offers.
+    let act = if mode.is_some() {
+        r#"{"server": "hostile", "name": "act"}, "#
+    } else {
+        ""
+    };
+    let script = format!(
+        r#"{{"steps": [
+        {{"tool_calls": [{act}{{"server": "demo", "name": "text"}}]}},
+        {{"tool_calls": [{{"server": "demo", "name": "text"}}]}}], "final": "done"}}"#
+    );
     let config_path = scratch.join("config.json");
     let script_path = scratch.join("script.json");
     std::fs::write(&config_path, config).map_err(|e| format!("{}: {e}", config_path.display()))?;
