@@ -481,6 +481,25 @@ fn file_paths(sources: &[Source]) -> Vec<String> {
 }
 
 /// Fails with every problem, one per line.
+/// The host stays small: `crates/host/src` holds fewer than [`HOST_LINES`] lines, so the
+/// transports, encoders, fetcher and command line stay in crates of their own.
+const HOST_LINES: usize = 3_000;
+
+fn oversized_host(sources: &[Source]) -> Vec<String> {
+    let lines: usize = sources
+        .iter()
+        .filter(|s| s.path.starts_with("crates/host/src/"))
+        .map(|s| s.text.lines().count())
+        .sum();
+    if lines < HOST_LINES {
+        Vec::new()
+    } else {
+        vec![format!(
+            "crates/host/src holds {lines} lines, not under {HOST_LINES}: move a job into a crate of its own"
+        )]
+    }
+}
+
 fn assert_tidy(problems: Vec<String>) {
     assert!(problems.is_empty(), "\n{}\n", problems.join("\n"));
 }
@@ -502,6 +521,38 @@ fn architecture_names_every_source_file() {
         &tree.doc,
         &file_paths(&tree.sources),
     ));
+}
+
+#[test]
+fn the_host_stays_small() {
+    let tree = tree();
+    assert!(
+        tree.sources
+            .iter()
+            .any(|s| s.path == "crates/host/src/lib.rs")
+    );
+    assert_tidy(oversized_host(&tree.sources));
+}
+
+#[test]
+fn a_host_over_its_size_fails() {
+    let source = |path: &str, lines: usize| Source {
+        path: path.to_owned(),
+        text: "x\n".repeat(lines),
+    };
+    let small = [
+        source("crates/host/src/lib.rs", 2_999),
+        source("crates/cli/src/main.rs", 9_000),
+    ];
+    assert_tidy(oversized_host(&small));
+    let big = [
+        source("crates/host/src/lib.rs", 2_000),
+        source("crates/host/src/http.rs", 1_000),
+    ];
+    assert_eq!(
+        oversized_host(&big),
+        ["crates/host/src holds 3000 lines, not under 3000: move a job into a crate of its own"]
+    );
 }
 
 #[test]
