@@ -77,7 +77,7 @@ fn repair_structure(bytes: &[u8]) -> (Vec<u8>, usize) {
     while i < bytes.len() {
         match bytes[i] {
             b'"' => {
-                let end = string_end(bytes, i);
+                let end = json_string_end(bytes, i);
                 out.extend_from_slice(&bytes[i..end]);
                 i = end;
                 continue;
@@ -121,8 +121,9 @@ fn repair_structure(bytes: &[u8]) -> (Vec<u8>, usize) {
     (out, replaced)
 }
 
-/// The index just past the string that starts at `start` (a quote), or the end of the input.
-fn string_end(bytes: &[u8], start: usize) -> usize {
+/// The index just past the JSON string that starts at `start` (a quote) in raw JSON bytes,
+/// escapes skipped, or the end of the input when the string is not closed.
+pub fn json_string_end(bytes: &[u8], start: usize) -> usize {
     let mut i = start + 1;
     while i < bytes.len() {
         match bytes[i] {
@@ -141,7 +142,7 @@ fn container_end(bytes: &[u8], start: usize) -> usize {
     while i < bytes.len() {
         match bytes[i] {
             b'"' => {
-                i = string_end(bytes, i);
+                i = json_string_end(bytes, i);
                 continue;
             }
             b'[' | b'{' => depth += 1,

@@ -50,7 +50,8 @@ pub use block::{
     Invalid, InvalidReason, Unreadable, classify,
 };
 pub use lenient::{
-    MAX_DEPTH, TOO_DEEP, parse_json_lenient, parse_json_repaired, replace_lone_surrogates,
+    MAX_DEPTH, TOO_DEEP, json_string_end, parse_json_lenient, parse_json_repaired,
+    replace_lone_surrogates,
 };
 pub use media::{ClaimedType, DIMENSION_READ_LIMIT, Dimensions, ImageDefect, Limits, Media};
 pub use payload::{Base64Finding, Payload, PayloadReader, decoded_len};

@@ -1079,7 +1079,7 @@ fn head_identity(head: &[u8]) -> (Option<Value>, bool) {
             b'{' | b'[' => depth += 1,
             b'}' | b']' => depth = depth.saturating_sub(1),
             b'"' => {
-                let end = string_end(head, i);
+                let end = mcpl_classify::json_string_end(head, i);
                 let text = &head[i..end];
                 let after = head[end..].trim_ascii_start();
                 if depth == 1 && after.first() == Some(&b':') {
@@ -1088,7 +1088,7 @@ fn head_identity(head: &[u8]) -> (Option<Value>, bool) {
                         b"\"method\"" => is_request = true,
                         b"\"id\"" => {
                             let token_end = match value.first() {
-                                Some(b'"') => string_end(value, 0),
+                                Some(b'"') => mcpl_classify::json_string_end(value, 0),
                                 _ => value
                                     .iter()
                                     .position(|b| matches!(b, b',' | b'}' | b' '))
@@ -1107,19 +1107,6 @@ fn head_identity(head: &[u8]) -> (Option<Value>, bool) {
         i += 1;
     }
     (id, is_request)
-}
-
-/// The index just past the string that starts at `start` (a quote), or the end of `bytes`.
-fn string_end(bytes: &[u8], start: usize) -> usize {
-    let mut i = start + 1;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' => i += 2,
-            b'"' => return i + 1,
-            _ => i += 1,
-        }
-    }
-    bytes.len()
 }
 
 fn spawn_stderr_logger(
