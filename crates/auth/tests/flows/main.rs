@@ -821,21 +821,33 @@ fn tokens_never_appear_in_errors_debug_or_logs() {
             let _ = call(&client, &url, "tools/list", &mut shown);
         }
         let _ = writeln!(shown, "{client:?}");
+        // Configured secrets, through the config's and the client's Debug.
+        let mut config = headless();
+        config.identity = ClientIdentity::PreRegistered {
+            client_id: "pre".to_owned(),
+            client_secret: Some("PRESECRET-1".into()),
+            issuer: None,
+        };
+        let pre = OAuthClient::new(pair.mcp(), config.clone()).expect("the client");
+        let _ = writeln!(shown, "{config:?} {pre:?}");
+        config.identity = ClientIdentity::ClientCredentials {
+            client_id: "machine".to_owned(),
+            credential: ClientCredential::Secret("PRESECRET-2".into()),
+        };
+        let _ = writeln!(shown, "{config:?}");
     }
     let logs = String::from_utf8(lock(&logs).clone()).expect("utf-8 logs");
     assert!(
         logs.contains("authorized"),
         "the logs were captured: {logs}"
     );
-    assert!(
-        shown.contains("[redacted]") || !shown.contains("access_token"),
-        "{shown}"
-    );
+    assert!(shown.contains("[redacted]"), "{shown}");
     for (name, text) in [("errors and Debug", &shown), ("logs", &logs)] {
         for secret in [
             "SECRETTOKEN",
             "SECRETREFRESH",
             "dcr-secret",
+            "PRESECRET",
             "code-",
             "code_verifier",
         ] {
