@@ -33,6 +33,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     // The client reads lines with classify's lenient JSON reader, and knows no lanes.
     ("mcpl-client", &["mcpl-classify"]),
+    // OAuth for remote servers stands alone: the transport reaches it through the host.
+    ("mcpl-auth", &[]),
     (
         "mcpl-host",
         &[
@@ -42,6 +44,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "mcpl-encode",
             "mcpl-fetch",
             "mcpl-client",
+            "mcpl-auth",
         ],
     ),
     (
@@ -53,6 +56,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "mcpl-encode",
             "mcpl-fetch",
             "mcpl-client",
+            "mcpl-auth",
             "mcpl-host",
             "mcpl-demo-server",
             "mcpl-loopback",
@@ -69,7 +73,7 @@ const BINARY_CRATE: &str = "mcpl-cli";
 
 /// Outside crates only some members may take as a normal (or build) dependency.
 const RESTRICTED: &[(&str, &[&str])] = &[
-    ("ureq", &["mcpl-fetch", "mcpl-host"]),
+    ("ureq", &["mcpl-fetch", "mcpl-host", "mcpl-auth"]),
     ("clap", &["mcpl-cli", "xtask"]),
     ("tracing-subscriber", &["mcpl-cli", "xtask"]),
     ("anyhow", &["mcpl-cli", "xtask"]),
@@ -828,7 +832,7 @@ fn a_dev_dependency_cycle_fails() {
 fn a_restricted_dependency_fails() {
     assert_eq!(
         restricted_dependencies(&with_dependency("mcpl-encode", "ureq", Kind::Normal)),
-        [r#"mcpl-encode may not depend on ureq (only ["mcpl-fetch", "mcpl-host"] may)"#]
+        [r#"mcpl-encode may not depend on ureq (only ["mcpl-fetch", "mcpl-host", "mcpl-auth"] may)"#]
     );
     for name in ["clap", "tracing-subscriber", "anyhow"] {
         assert_eq!(
