@@ -140,7 +140,7 @@ pub(crate) fn discover(
                 None => {
                     return Err(AuthError::ResourceMetadata {
                         url: shown(url.as_str()),
-                        reason: "it was not found".to_owned(),
+                        reason: "it was not found, or is not a JSON object".to_owned(),
                     });
                 }
             }

@@ -47,8 +47,9 @@ impl Http {
         Http { agent }
     }
 
-    /// GETs a JSON document: `Ok(None)` for any status but 200 (the caller tries the next
-    /// place), an error when the server cannot be reached or the 200 is not a JSON object.
+    /// GETs a JSON document: `Ok(None)` for any status but 200, or a 200 that is not a JSON
+    /// object (a web app's catch-all page), so the caller tries the next place; an error when
+    /// the server cannot be reached.
     pub(crate) fn get_json(&self, url: &Url, what: &str) -> Result<Option<Value>, AuthError> {
         let request = oauth2::http::Request::get(url.as_str())
             .header("accept", "application/json")
@@ -63,11 +64,10 @@ impl Http {
         }
         match serde_json::from_slice::<Value>(response.body()) {
             Ok(value @ Value::Object(_)) => Ok(Some(value)),
-            _ => Err(AuthError::http(
-                what,
-                url,
-                "the answer is not a JSON object",
-            )),
+            _ => {
+                tracing::debug!(%url, "{what}: not a JSON object");
+                Ok(None)
+            }
         }
     }
 

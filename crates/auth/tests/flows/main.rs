@@ -163,6 +163,17 @@ fn well_known_paths_path_inserted_then_root_and_an_issuer_with_a_path() {
 }
 
 #[test]
+fn a_web_page_where_metadata_could_be_is_passed_over() {
+    let pair = Pair::start(Options {
+        prm_path: Some("/.well-known/oauth-protected-resource".to_owned()),
+        prm_in_header: false,
+        catch_all_page: true,
+        ..Options::default()
+    });
+    assert_eq!(status(run(&pair, headless(), "tools/list")), 200);
+}
+
+#[test]
 fn openid_discovery_after_rfc8414_and_path_appending_last() {
     // metadata-var3: only `/tenant1/.well-known/openid-configuration` answers.
     let pair = Pair::start(Options {

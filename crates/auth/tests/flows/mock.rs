@@ -58,6 +58,8 @@ pub(crate) struct Options {
     pub(crate) legacy: bool,
     /// The authorization server the protected resource metadata names instead of its own.
     pub(crate) prm_issuer: Option<String>,
+    /// Every unknown path answers 200 with a web page, as a web app's catch-all route does.
+    pub(crate) catch_all_page: bool,
 }
 
 impl Default for Options {
@@ -87,6 +89,7 @@ impl Default for Options {
             pre_registered: None,
             legacy: false,
             prm_issuer: None,
+            catch_all_page: false,
         }
     }
 }
@@ -234,6 +237,9 @@ fn resource_server(
         return json_answer(200, &document);
     }
     if path != "/mcp" {
+        if options.catch_all_page {
+            return Answer::bytes("text/html", &b"<!doctype html><p>app</p>"[..]);
+        }
         return not_found();
     }
     let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
