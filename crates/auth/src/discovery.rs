@@ -315,10 +315,21 @@ fn legacy(http: &Http, server: &Url) -> Result<Discovered, AuthError> {
     let resource = canonical_resource(server);
     for url in server_metadata_urls(&base) {
         if let Some(document) = http.get_json(&url, "the authorization server metadata")? {
+            // No resource metadata named an issuer: the server's own origin vouches for the
+            // document, so an issuer on that same origin (`<origin>/oauth`, as some 2025-03-26
+            // servers wrote) is the issuer recorded; another origin is still refused.
+            let expected = document
+                .get("issuer")
+                .and_then(Value::as_str)
+                .filter(|found| {
+                    Url::parse(found).is_ok_and(|found| found.origin() == base.origin())
+                })
+                .unwrap_or(&issuer)
+                .to_owned();
             return Ok(Discovered {
                 resource,
                 resource_scopes: None,
-                server: read_server_metadata(&url, &document, &issuer)?,
+                server: read_server_metadata(&url, &document, &expected)?,
             });
         }
     }

@@ -231,6 +231,38 @@ fn the_2025_03_26_metadata_at_the_origin() {
 }
 
 #[test]
+fn the_2025_03_26_metadata_may_name_an_issuer_on_the_same_origin_only() {
+    // conformance 0.1.16's back-compat server says `<origin>/oauth`.
+    let pair = Pair::start(Options {
+        prm_path: None,
+        legacy: true,
+        metadata_issuer: Some("{origin}/oauth".to_owned()),
+        ..Options::default()
+    });
+    let result = run(&pair, headless(), "tools/list");
+    // The redirect's `iss` is the origin, not `<origin>/oauth`: refused, as another issuer.
+    assert!(
+        matches!(result, Err(AuthError::AuthorizationResponse { .. })),
+        "{result:?}"
+    );
+    {
+        let mut options = lock(&pair.options);
+        options.iss = Iss::Omit;
+        options.iss_supported = None;
+    }
+    assert_eq!(status(run(&pair, headless(), "tools/list")), 200);
+
+    let pair = Pair::start(Options {
+        prm_path: None,
+        legacy: true,
+        metadata_issuer: Some("https://elsewhere.example".to_owned()),
+        ..Options::default()
+    });
+    let error = run(&pair, headless(), "tools/list").expect_err("another origin");
+    assert!(matches!(error, AuthError::IssuerMismatch { .. }), "{error}");
+}
+
+#[test]
 fn the_2025_03_26_default_endpoints() {
     // No metadata at all: `/authorize`, `/token` and `/register` at the origin.
     let pair = Pair::start(Options {

@@ -297,7 +297,10 @@ fn authorization_server(
     let issuer = format!("{origin}{prefix}");
     if options.as_metadata_path.as_deref() == Some(path) {
         let mut document = json!({
-            "issuer": options.metadata_issuer.clone().unwrap_or_else(|| issuer.clone()),
+            "issuer": options
+                .metadata_issuer
+                .as_ref()
+                .map_or_else(|| issuer.clone(), |named| named.replace("{origin}", origin)),
             "authorization_endpoint": format!("{origin}{prefix}/authorize"),
             "token_endpoint": format!("{origin}{prefix}/token"),
             "response_types_supported": ["code"],
