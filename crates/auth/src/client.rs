@@ -402,10 +402,12 @@ impl OAuthClient {
         }
         if let ClientIdentity::ClientCredentials { .. } = self.config.identity {
             let token_endpoint = endpoint(&grant.token_endpoint)?;
+            // Authenticate as the grant did (`client_secret_post` stays post).
+            let methods = [grant.auth_method.clone()];
             return self.client_credentials_at(
                 &grant.issuer,
                 &token_endpoint,
-                None,
+                Some(&methods),
                 &grant.resource,
                 &grant.requested_scopes,
             );
@@ -949,4 +951,41 @@ fn endpoint(text: &str) -> Result<Url, AuthError> {
     })?;
     require_secure(&url, "the token endpoint")?;
     Ok(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The transport's `Authorizer` is `Send + Sync`; so must the authorizer be.
+    #[test]
+    fn the_authorizer_is_send_and_sync() {
+        fn send_and_sync<T: Send + Sync>() {}
+        send_and_sync::<OAuthClient>();
+        send_and_sync::<AuthError>();
+    }
+
+    #[test]
+    fn a_secret_goes_basic_unless_only_post_is_listed() {
+        let list = |methods: &[&str]| methods.iter().map(|m| (*m).to_owned()).collect::<Vec<_>>();
+        assert_eq!(secret_method(None), "client_secret_basic");
+        assert_eq!(
+            secret_method(Some(&list(&["client_secret_post"]))),
+            "client_secret_post"
+        );
+        assert_eq!(
+            secret_method(Some(&list(&["client_secret_post", "client_secret_basic"]))),
+            "client_secret_basic"
+        );
+        assert_eq!(secret_method(Some(&list(&["none"]))), "client_secret_basic");
+    }
+
+    #[test]
+    fn union_keeps_the_earlier_scopes_first() {
+        let scopes = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            union(&scopes(&["a", "b"]), &scopes(&["b", "c"])),
+            scopes(&["a", "b", "c"])
+        );
+    }
 }
