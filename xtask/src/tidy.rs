@@ -829,7 +829,9 @@ fn a_dev_dependency_cycle_fails() {
 fn a_restricted_dependency_fails() {
     assert_eq!(
         restricted_dependencies(&with_dependency("mcpl-encode", "ureq", Kind::Normal)),
-        [r#"mcpl-encode may not depend on ureq (only ["mcpl-fetch", "mcpl-client", "mcpl-host"] may)"#]
+        [
+            r#"mcpl-encode may not depend on ureq (only ["mcpl-fetch", "mcpl-client", "mcpl-host"] may)"#
+        ]
     );
     assert_eq!(
         restricted_dependencies(&with_dependency("mcpl-host", "tungstenite", Kind::Normal)),

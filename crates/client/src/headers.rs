@@ -104,10 +104,9 @@ fn tool_headers(tool: &Value) -> Result<Vec<(String, String)>, BadHeader> {
         if pairs.iter().any(|(_, h)| h.eq_ignore_ascii_case(header)) {
             return Err(BadHeader::Duplicate);
         }
+        // A number's text is not one value across languages (SEP-2243): not allowed.
         let primitive = match schema.get("type") {
-            Some(Value::String(kind)) => {
-                ["string", "number", "integer", "boolean"].contains(&kind.as_str())
-            }
+            Some(Value::String(kind)) => ["string", "integer", "boolean"].contains(&kind.as_str()),
             _ => false,
         };
         if !primitive {
@@ -207,6 +206,7 @@ mod tests {
             tool("empty", json!({"v": {"type": "string", "x-mcp-header": ""}})),
             tool("object", json!({"v": {"type": "object", "x-mcp-header": "Data"}})),
             tool("null", json!({"v": {"type": "null", "x-mcp-header": "Nil"}})),
+            tool("number", json!({"v": {"type": "number", "x-mcp-header": "Score"}})),
             tool("dup", json!({"a": {"type": "string", "x-mcp-header": "Same"},
                                "b": {"type": "string", "x-mcp-header": "same"}})),
             tool("space", json!({"v": {"type": "string", "x-mcp-header": "My Header"}})),

@@ -424,6 +424,7 @@ fn post(shared: &Shared, out: &Outgoing) {
             };
             shared.fail(out, detail);
         }
+        return;
     }
 }
 
