@@ -30,9 +30,8 @@ use serde_json::Value;
 
 use std::sync::Arc;
 
-use mcpl_client::{
-    BearerToken, DEFAULT_MAX_MESSAGE_BYTES, Dial, Launch, Limits, Protocol, Root, Transport,
-};
+use mcpl_client::{BearerToken, DEFAULT_MAX_MESSAGE_BYTES, Launch, Limits};
+pub use mcpl_client::{Dial, Protocol, Root, Transport};
 pub use mcpl_fetch::{
     DEFAULT_EAGER_MAX_BYTES, DEFAULT_FETCH_BUDGET_BYTES, DEFAULT_FETCH_MAX_BYTES, FetchOptions,
 };
