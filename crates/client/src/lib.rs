@@ -33,6 +33,7 @@ mod auth;
 mod headers;
 mod http;
 mod sse;
+mod ws;
 
 pub use answers::elicit_without_person;
 pub use auth::{Authorizer, BearerToken};
@@ -498,6 +499,7 @@ struct Outgoing {
 enum Peer {
     Process(Child),
     Http(http::HttpPeer),
+    Ws(ws::WsPeer),
 }
 
 /// A running server and the host's end of its transport.
@@ -556,11 +558,17 @@ impl Connection {
                 )
                 .map_err(|e| spawn_error(format!("http thread: {e}")))?,
             ),
-            Transport::Ws(_) => {
-                return Err(spawn_error(
-                    "the WebSocket transport is not built yet".to_owned(),
-                ));
-            }
+            Transport::Ws(dial) => Peer::Ws(
+                ws::start(
+                    &launch.name,
+                    dial,
+                    limits.max_message_bytes,
+                    limits.timeout,
+                    sender,
+                    lines,
+                )
+                .map_err(|e| spawn_error(format!("{}: {e}", dial.url)))?,
+            ),
         };
         let mut connection = Connection {
             name: launch.name.clone(),
@@ -1166,6 +1174,7 @@ impl Drop for Connection {
         let child = match &mut self.peer {
             Peer::Process(child) => child,
             Peer::Http(peer) => return peer.close(),
+            Peer::Ws(peer) => return peer.close(),
         };
         let deadline = Instant::now() + Duration::from_secs(2);
         while Instant::now() < deadline {
