@@ -540,10 +540,10 @@ impl Connection {
         };
         let (sender, incoming) = sync_channel(INCOMING_QUEUE);
         let (outgoing, lines) = sync_channel(OUTGOING_QUEUE);
-        let mut stderr_log = Arc::new(StderrLog::default());
+        let stderr_log = Arc::new(StderrLog::default());
         let peer = match &launch.transport {
             Transport::Stdio => {
-                let child = spawn_process(launch, limits, sender, lines, &mut stderr_log)
+                let child = spawn_process(launch, limits, sender, lines, &stderr_log)
                     .map_err(spawn_error)?;
                 Peer::Process(child)
             }
@@ -1226,7 +1226,7 @@ fn spawn_process(
     limits: Limits,
     sender: SyncSender<Incoming>,
     lines: Receiver<Outgoing>,
-    stderr_log: &mut Arc<StderrLog>,
+    stderr_log: &Arc<StderrLog>,
 ) -> Result<Child, String> {
     let mut command = Command::new(&launch.command);
     command
