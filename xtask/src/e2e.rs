@@ -5,7 +5,9 @@
 //! 2. Builds `mcpl` and writes real media files, some of them mislabelled, for the filesystem
 //!    server into `target/e2e/run/files`.
 //! 3. Plays each scripted conversation in `e2e/` through `mcpl run --transcript`, and the worked
-//!    example of `docs/run.md` (`examples/memory/`, as it is, with the server through `npx`).
+//!    example of `docs/run.md` (`examples/memory/`, as it is, with the server through `npx`),
+//!    and the everything conversation again with server-everything over Streamable HTTP
+//!    (`dist/index.js streamableHttp`, `e2e/everything-http.config.json`), checked the same.
 //! 4. Checks the transcripts and `mcpl run`'s output, one line per check, and fails naming every
 //!    check that failed. Everything a run wrote stays in `target/e2e/run` to be read.
 
@@ -176,6 +178,15 @@ pub(crate) fn e2e(root: &Path) -> Result<(), String> {
         )?;
     }
     play_memory_example(root, &mcpl, &work, &run_dir, &mut checks)?;
+    play_everything_over_http(
+        root,
+        &mcpl,
+        &node_modules,
+        &run_dir,
+        &vars,
+        &files,
+        &mut checks,
+    )?;
     let seconds = started.elapsed().as_secs_f64();
     if checks.failed.is_empty() {
         println!("\ne2e: {} checks passed in {seconds:.1} s", checks.passed);
@@ -189,6 +200,74 @@ pub(crate) fn e2e(root: &Path) -> Result<(), String> {
             checks.failed.join("\n  ")
         ))
     }
+}
+
+/// The everything conversation again, with server-everything over Streamable HTTP
+/// (`dist/index.js streamableHttp` on a free loopback port): the same checks as over stdio.
+fn play_everything_over_http(
+    root: &Path,
+    mcpl: &Path,
+    node_modules: &Path,
+    run_dir: &Path,
+    vars: &[(&str, String)],
+    files: &Files,
+    checks: &mut Checks,
+) -> Result<(), String> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map_err(|e| format!("no free port: {e}"))?
+        .port();
+    let entry = node_modules.join(SERVER_ENTRY_POINTS[0]);
+    println!("\nxtask: server-everything streamableHttp on port {port}");
+    let mut server = Command::new(on_path("node")?)
+        .arg(&entry)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", entry.display()))?;
+    let deadline = Instant::now() + std::time::Duration::from_secs(20);
+    let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    while std::net::TcpStream::connect(address).is_err() {
+        if Instant::now() > deadline {
+            let _ = server.kill();
+            return Err(format!("server-everything did not listen on port {port}"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let http_dir = run_dir.join("http");
+    let mut http_vars = vars.to_vec();
+    http_vars.push(("EVERYTHING_URL", format!("http://127.0.0.1:{port}/mcp")));
+    let outcome = std::fs::create_dir_all(&http_dir)
+        .map_err(|e| format!("{}: {e}", http_dir.display()))
+        .and_then(|()| {
+            let config = http_dir.join("config.json");
+            fill(
+                &root.join("e2e/everything-http.config.json"),
+                &http_vars,
+                &config,
+            )?;
+            let everything = conversations(files)
+                .into_iter()
+                .find(|c| c.name == "everything")
+                .ok_or("no everything conversation")?;
+            checks.prefix = "http ";
+            let played = play(
+                root,
+                mcpl,
+                &config,
+                &http_dir,
+                &http_vars,
+                &everything,
+                checks,
+            );
+            checks.prefix = "";
+            played
+        });
+    let _ = server.kill();
+    let _ = server.wait();
+    outcome
 }
 
 /// Installs the pinned servers with `npm ci` unless `node_modules` came from the same lock.
@@ -832,10 +911,13 @@ fn check_live(checks: &mut Checks, what: &str, expect: &Expect, live: &Json, tok
 struct Checks {
     passed: usize,
     failed: Vec<String>,
+    /// Put before each check's name: which transport a conversation was played over.
+    prefix: &'static str,
 }
 
 impl Checks {
     fn check(&mut self, what: String, outcome: Result<(), String>) {
+        let what = format!("{}{what}", self.prefix);
         match outcome {
             Ok(()) => {
                 println!("ok    {what}");

@@ -25,6 +25,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+mod conformance_suite;
 mod e2e;
 mod hostile;
 mod json;
@@ -33,7 +34,7 @@ mod standalone;
 #[cfg(test)]
 mod tidy;
 
-const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | changelog | e2e | hostile-memory | memory | readme-commands>";
+const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | changelog | e2e | conformance-suite | hostile-memory | memory | readme-commands>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -44,6 +45,7 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz(&root, &args[1..]),
         Some("changelog") => changelog(&root),
         Some("e2e") => e2e::e2e(&root),
+        Some("conformance-suite") => conformance_suite::conformance_suite(&root),
         Some("hostile-memory") => hostile::hostile_memory(&root),
         Some("memory") => memory::memory(&root),
         Some("readme-commands") => standalone::print_readme_commands(&root),

@@ -73,7 +73,8 @@ const BINARY_CRATE: &str = "mcpl-cli";
 
 /// Outside crates only some members may take as a normal (or build) dependency.
 const RESTRICTED: &[(&str, &[&str])] = &[
-    ("ureq", &["mcpl-fetch", "mcpl-host", "mcpl-auth"]),
+    ("ureq", &["mcpl-fetch", "mcpl-client", "mcpl-host", "mcpl-auth"]),
+    ("tungstenite", &["mcpl-client"]),
     ("clap", &["mcpl-cli", "xtask"]),
     ("tracing-subscriber", &["mcpl-cli", "xtask"]),
     ("anyhow", &["mcpl-cli", "xtask"]),
@@ -832,7 +833,13 @@ fn a_dev_dependency_cycle_fails() {
 fn a_restricted_dependency_fails() {
     assert_eq!(
         restricted_dependencies(&with_dependency("mcpl-encode", "ureq", Kind::Normal)),
-        [r#"mcpl-encode may not depend on ureq (only ["mcpl-fetch", "mcpl-host", "mcpl-auth"] may)"#]
+        [
+            r#"mcpl-encode may not depend on ureq (only ["mcpl-fetch", "mcpl-client", "mcpl-host", "mcpl-auth"] may)"#
+        ]
+    );
+    assert_eq!(
+        restricted_dependencies(&with_dependency("mcpl-host", "tungstenite", Kind::Normal)),
+        [r#"mcpl-host may not depend on tungstenite (only ["mcpl-client"] may)"#]
     );
     for name in ["clap", "tracing-subscriber", "anyhow"] {
         assert_eq!(

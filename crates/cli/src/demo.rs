@@ -144,6 +144,7 @@ pub fn demo_config(program: PathBuf, spill_dir: PathBuf) -> Config {
                 args: vec!["serve-demo".to_owned()],
                 env: Default::default(),
                 cwd: None,
+                ..Launch::default()
             },
             options: ServerOptions::default(),
         }],

@@ -28,6 +28,17 @@
 //! Results are kept as raw JSON (`serde_json::Value`) so classification can take them block by
 //! block: one odd block never loses the others (decision 0009).
 
+mod answers;
+mod auth;
+mod headers;
+mod http;
+mod sse;
+mod ws;
+
+pub use answers::elicit_without_person;
+pub use auth::{Authorizer, BearerToken};
+pub use http::{DEFAULT_RETRY, Dial};
+
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -42,8 +53,16 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-/// The protocol revision the host offers: the latest it implements.
+/// The protocol revision the host offers in `initialize`: the latest with the handshake.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
+/// The stateless revision (no `initialize`; each request carries its version and the client's
+/// capabilities in `_meta`), tried first on a modern connection with `server/discover`.
+pub const STATELESS_PROTOCOL_VERSION: &str = "2026-07-28";
+/// How many times one call is sent again with the input its server asked for
+/// (`resultType: "input_required"`) before it fails.
+pub const MAX_INPUT_ROUNDS: usize = 8;
+/// JSON-RPC error code of revision 2026-07-28's `UnsupportedProtocolVersionError`.
+const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 /// Every protocol revision the host implements and accepts from a server, newest first.
 pub const PROTOCOL_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 /// The longest message a server may send unless its options say otherwise: 64 MiB.
@@ -73,12 +92,18 @@ static ID_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
 /// A line buffer grown past this is given back once its line is handled.
 const KEEP_BUFFER_BYTES: usize = 1 << 20;
 
-/// How to start one server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How to start or reach one server.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Launch {
     /// The server's name in the host's configuration.
     pub name: String,
-    /// The program.
+    /// How the host reaches it: the process below over stdio, or a url it dials.
+    pub transport: Transport,
+    /// Which family of the protocol the server speaks.
+    pub protocol: Protocol,
+    /// The roots `roots/list` answers with; the capability is declared only when there are some.
+    pub roots: Vec<Root>,
+    /// The program (stdio only).
     pub command: String,
     /// Its arguments.
     pub args: Vec<String>,
@@ -86,6 +111,38 @@ pub struct Launch {
     pub env: BTreeMap<String, String>,
     /// Its working directory; the host's when absent.
     pub cwd: Option<PathBuf>,
+}
+
+/// How the host reaches a server.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Transport {
+    /// A child process's stdin and stdout, newline-delimited.
+    #[default]
+    Stdio,
+    /// Streamable HTTP at a url.
+    Http(Dial),
+    /// MCPL over a WebSocket at a `ws://` or `wss://` url.
+    Ws(Dial),
+}
+
+/// The protocol family, chosen by the transport (and the config for stdio), never by sniffing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// The `initialize` handshake offering [`PROTOCOL_VERSION`], with MCPL's capabilities.
+    #[default]
+    Legacy,
+    /// Modern MCP: [`STATELESS_PROTOCOL_VERSION`] when `server/discover` says the server speaks
+    /// it, else the `initialize` handshake without MCPL.
+    Modern,
+}
+
+/// One root a server may ask for with `roots/list`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    /// Its uri (`file:///...`).
+    pub uri: String,
+    /// A name for it.
+    pub name: Option<String>,
 }
 
 /// The bounds one connection keeps.
@@ -231,6 +288,16 @@ pub enum CallError {
         /// The error.
         error: Box<RpcError>,
     },
+    /// A dialed server could not be reached, or answered with an HTTP failure.
+    #[error("server {server} failed {method} over HTTP: {detail}")]
+    Http {
+        /// The server.
+        server: String,
+        /// The method called.
+        method: String,
+        /// The status or what the network said.
+        detail: String,
+    },
     /// The server speaks a protocol revision mcpl does not implement.
     #[error(
         "server {server} answered initialize with protocol version {answered}; mcpl speaks {PROTOCOL_VERSION} (and accepts {})",
@@ -352,6 +419,11 @@ enum Incoming {
         method: String,
         params: Value,
     },
+    /// A dialed request failed at the HTTP level.
+    Failed {
+        id: Value,
+        detail: String,
+    },
     /// A line longer than the limit; the rest of it is dropped. What its first bytes say of it.
     TooLong {
         id: Option<Value>,
@@ -395,6 +467,8 @@ struct Outstanding {
     call: Call,
     id: Value,
     deadline: Instant,
+    /// How many times it was sent again with input its server asked for.
+    rounds: usize,
 }
 
 /// Why a line could not be queued for the server.
@@ -405,12 +479,35 @@ enum WriteError {
     Gone,
 }
 
-/// A running server and the host's end of its stdio.
+/// One message for the server: its bytes (without a line end), and what a dialed transport
+/// needs to know of it.
+#[derive(Debug, Clone)]
+struct Outgoing {
+    body: Vec<u8>,
+    /// A request's id.
+    id: Option<Value>,
+    /// A request's or notification's method.
+    method: Option<String>,
+    /// The protocol revision agreed, for `MCP-Protocol-Version`.
+    protocol_version: Option<String>,
+    /// The message's own headers (standard and custom) over HTTP.
+    headers: headers::HeaderPairs,
+}
+
+/// The other end: a process, or a server dialed over the network.
+#[derive(Debug)]
+enum Peer {
+    Process(Child),
+    Http(http::HttpPeer),
+    Ws(ws::WsPeer),
+}
+
+/// A running server and the host's end of its transport.
 #[derive(Debug)]
 pub struct Connection {
     name: String,
-    child: Child,
-    outgoing: Option<SyncSender<Vec<u8>>>,
+    peer: Peer,
+    outgoing: Option<SyncSender<Outgoing>>,
     incoming: Receiver<Incoming>,
     next_id: u64,
     exited: Option<String>,
@@ -418,7 +515,14 @@ pub struct Connection {
     /// Answers to the server's requests dropped because it did not read its input.
     dropped_answers: u64,
     stderr: Arc<StderrLog>,
-    /// The server's `initialize` result.
+    roots: Vec<Root>,
+    /// Whether the connection speaks [`STATELESS_PROTOCOL_VERSION`]: each request carries `_meta`.
+    stateless: bool,
+    /// The revision agreed (or being tried), sent as `MCP-Protocol-Version`.
+    agreed: Option<String>,
+    tool_headers: headers::ToolHeaders,
+    /// The server's `initialize` result (for a stateless server, its `server/discover` result
+    /// in the same shape: `protocolVersion`, `capabilities`, `serverInfo`).
     pub initialized: Value,
 }
 
@@ -430,40 +534,45 @@ impl Connection {
         limits: Limits,
         host: &mut dyn ServerRequests,
     ) -> Result<Connection, CallError> {
-        let mut command = Command::new(&launch.command);
-        command
-            .args(&launch.args)
-            .envs(&launch.env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if let Some(cwd) = &launch.cwd {
-            command.current_dir(cwd);
-        }
         let spawn_error = |detail: String| CallError::Spawn {
             server: launch.name.clone(),
             detail,
         };
-        let mut child = command
-            .spawn()
-            .map_err(|e| spawn_error(format!("{}: {e}", launch.command)))?;
-        let (stdin, stdout, stderr) =
-            match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
-                (Some(stdin), Some(stdout), Some(stderr)) => (stdin, stdout, stderr),
-                _ => return Err(spawn_error("no pipes to the process".to_owned())),
-            };
         let (sender, incoming) = sync_channel(INCOMING_QUEUE);
-        spawn_reader(&launch.name, stdout, limits.max_message_bytes, sender)
-            .map_err(|e| spawn_error(format!("reader thread: {e}")))?;
         let (outgoing, lines) = sync_channel(OUTGOING_QUEUE);
-        spawn_writer(&launch.name, stdin, lines)
-            .map_err(|e| spawn_error(format!("writer thread: {e}")))?;
         let stderr_log = Arc::new(StderrLog::default());
-        spawn_stderr_logger(&launch.name, stderr, Arc::clone(&stderr_log))
-            .map_err(|e| spawn_error(format!("stderr thread: {e}")))?;
+        let peer = match &launch.transport {
+            Transport::Stdio => {
+                let child = spawn_process(launch, limits, sender, lines, &stderr_log)
+                    .map_err(spawn_error)?;
+                Peer::Process(child)
+            }
+            Transport::Http(dial) => Peer::Http(
+                http::start(
+                    &launch.name,
+                    dial,
+                    limits.max_message_bytes,
+                    limits.timeout,
+                    sender,
+                    lines,
+                )
+                .map_err(|e| spawn_error(format!("http thread: {e}")))?,
+            ),
+            Transport::Ws(dial) => Peer::Ws(
+                ws::start(
+                    &launch.name,
+                    dial,
+                    limits.max_message_bytes,
+                    limits.timeout,
+                    sender,
+                    lines,
+                )
+                .map_err(|e| spawn_error(format!("{}: {e}", dial.url)))?,
+            ),
+        };
         let mut connection = Connection {
             name: launch.name.clone(),
-            child,
+            peer,
             outgoing: Some(outgoing),
             incoming,
             next_id: 0,
@@ -471,20 +580,29 @@ impl Connection {
             limit: limits.max_message_bytes,
             dropped_answers: 0,
             stderr: stderr_log,
+            roots: launch.roots.clone(),
+            stateless: false,
+            agreed: None,
+            tool_headers: headers::ToolHeaders::default(),
             initialized: Value::Null,
         };
+        if launch.protocol == Protocol::Modern && connection.discover(limits.timeout, host)? {
+            return Ok(connection);
+        }
+        let mut capabilities = connection.capabilities_offered();
+        if launch.protocol == Protocol::Legacy {
+            capabilities["experimental"] = json!({"mcpl": {
+                "pushEvents": {},
+                "channels": {},
+                "contextHooks": {"beforeInference": {
+                    "inject": ["system", "beforeUser", "afterUser"],
+                }},
+            }});
+        }
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {
-                "experimental": {"mcpl": {
-                    "pushEvents": {},
-                    "channels": {},
-                    "contextHooks": {"beforeInference": {
-                        "inject": ["system", "beforeUser", "afterUser"],
-                    }},
-                }},
-            },
-            "clientInfo": {"name": "mcpl", "version": env!("CARGO_PKG_VERSION")},
+            "capabilities": capabilities,
+            "clientInfo": client_info(),
         });
         connection.initialized = connection
             .request("initialize", params, limits.timeout, host)
@@ -510,8 +628,73 @@ impl Connection {
                 answered: shown_version(connection.initialized.get("protocolVersion")),
             });
         }
+        connection.agreed = Some(answered.to_owned());
         connection.notify("notifications/initialized", json!({}));
         Ok(connection)
+    }
+
+    /// The capabilities the host declares: elicitation (answered without a person, see
+    /// [`elicit_without_person`]), and roots when the server has some configured.
+    fn capabilities_offered(&self) -> Value {
+        let mut capabilities = json!({"elicitation": {"form": {}}});
+        if !self.roots.is_empty() {
+            capabilities["roots"] = json!({});
+        }
+        capabilities
+    }
+
+    /// Asks `server/discover` whether the server speaks [`STATELESS_PROTOCOL_VERSION`]; when it
+    /// does, the connection speaks it and is ready. A server that refuses the revision once
+    /// while naming it among those it supports is asked again; any other answer (an error, a
+    /// result without the revision) leaves the connection to the `initialize` handshake.
+    fn discover(
+        &mut self,
+        timeout: Duration,
+        host: &mut dyn ServerRequests,
+    ) -> Result<bool, CallError> {
+        self.stateless = true;
+        self.agreed = Some(STATELESS_PROTOCOL_VERSION.to_owned());
+        let mut asked_again = false;
+        let outcome = loop {
+            match self.request("server/discover", json!({}), timeout, host) {
+                Err(CallError::Rpc { error, .. })
+                    if error.code == UNSUPPORTED_PROTOCOL_VERSION && !asked_again =>
+                {
+                    let supported = error
+                        .data
+                        .as_ref()
+                        .and_then(|d| d.get("supported"))
+                        .and_then(Value::as_array)
+                        .is_some_and(|s| s.iter().any(|v| v == STATELESS_PROTOCOL_VERSION));
+                    if !supported {
+                        break None;
+                    }
+                    asked_again = true;
+                }
+                Ok(result) => break Some(result),
+                Err(error @ (CallError::Exited { .. } | CallError::Spawn { .. })) => {
+                    return Err(error);
+                }
+                Err(_) => break None,
+            }
+        };
+        let speaks = outcome.as_ref().is_some_and(|result| {
+            result
+                .get("supportedVersions")
+                .and_then(Value::as_array)
+                .is_some_and(|v| v.iter().any(|v| v == STATELESS_PROTOCOL_VERSION))
+        });
+        let Some(result) = outcome.filter(|_| speaks) else {
+            self.stateless = false;
+            self.agreed = None;
+            return Ok(false);
+        };
+        self.initialized = json!({
+            "protocolVersion": STATELESS_PROTOCOL_VERSION,
+            "capabilities": result.get("capabilities").cloned().unwrap_or_else(|| json!({})),
+            "serverInfo": result.get("serverInfo").cloned().unwrap_or(Value::Null),
+        });
+        Ok(true)
     }
 
     /// The server's name.
@@ -545,6 +728,11 @@ impl Connection {
             .is_some_and(|hook| !hook.is_null() && hook != &Value::Bool(false))
     }
 
+    /// Whether the connection speaks the stateless revision, [`STATELESS_PROTOCOL_VERSION`].
+    pub fn is_stateless(&self) -> bool {
+        self.stateless
+    }
+
     /// Whether the server process has gone.
     pub fn has_exited(&self) -> bool {
         self.exited.is_some()
@@ -558,7 +746,8 @@ impl Connection {
     /// Sends a notification; a server that has gone, or does not read, is not an error here.
     pub fn notify(&mut self, method: &str, params: Value) {
         let message = json!({"jsonrpc": "2.0", "method": method, "params": params});
-        let _ = self.write(&message, None);
+        let headers = headers::standard(method, &params);
+        let _ = self.write(&message, None, Some(method), headers);
     }
 
     /// Calls `method` and waits up to `timeout` for its response, answering the server's own
@@ -608,6 +797,7 @@ impl Connection {
                         call,
                         id,
                         deadline,
+                        rounds: 0,
                     }),
                     Err(error) => results[index] = Some(Err(error)),
                 }
@@ -638,13 +828,42 @@ impl Connection {
                     match outstanding.iter().position(|o| o.id == id) {
                         Some(at) => {
                             let o = outstanding.swap_remove(at);
-                            results[o.index] = Some(outcome.map_err(|error| CallError::Rpc {
-                                server: self.name.clone(),
-                                method: o.call.method.clone(),
-                                error: Box::new(error),
-                            }));
+                            match outcome {
+                                Ok(result)
+                                    if is_input_required(&result)
+                                        && o.rounds < MAX_INPUT_ROUNDS =>
+                                {
+                                    let call = self.with_input(&o.call, &result, host);
+                                    match self.send(&call) {
+                                        Ok((id, deadline)) => outstanding.push(Outstanding {
+                                            index: o.index,
+                                            call,
+                                            id,
+                                            deadline,
+                                            rounds: o.rounds + 1,
+                                        }),
+                                        Err(error) => results[o.index] = Some(Err(error)),
+                                    }
+                                }
+                                outcome => {
+                                    results[o.index] = Some(self.finish(&o.call, outcome));
+                                }
+                            }
                         }
                         None => self.handle(Incoming::Response { id, outcome }, host),
+                    }
+                }
+                Incoming::Failed { id, detail } => {
+                    match outstanding.iter().position(|o| o.id == id) {
+                        Some(at) => {
+                            let o = outstanding.swap_remove(at);
+                            results[o.index] = Some(Err(CallError::Http {
+                                server: self.name.clone(),
+                                method: o.call.method.clone(),
+                                detail,
+                            }));
+                        }
+                        None => self.handle(Incoming::Failed { id, detail }, host),
                     }
                 }
                 Incoming::TooLong {
@@ -694,6 +913,73 @@ impl Connection {
             .collect()
     }
 
+    /// A call's result as the caller gets it; a `tools/list` result loses the tools whose
+    /// `x-mcp-header`s break the rules, and teaches the connection the others' headers.
+    fn finish(
+        &mut self,
+        call: &Call,
+        outcome: Result<Value, RpcError>,
+    ) -> Result<Value, CallError> {
+        let mut result = outcome.map_err(|error| CallError::Rpc {
+            server: self.name.clone(),
+            method: call.method.clone(),
+            error: Box::new(error),
+        })?;
+        if call.method == "tools/list" {
+            self.tool_headers.learn(&self.name, &mut result);
+        }
+        Ok(result)
+    }
+
+    /// The call again, with the answers to the input its server asked for (multi round-trip
+    /// requests): `inputResponses` keyed as the `inputRequests` were, and `requestState`
+    /// exactly as the server sent it, or not at all when it sent none.
+    fn with_input(&mut self, call: &Call, result: &Value, host: &mut dyn ServerRequests) -> Call {
+        let mut responses = serde_json::Map::new();
+        if let Some(requests) = result.get("inputRequests").and_then(Value::as_object) {
+            for (key, request) in requests {
+                let method = request
+                    .get("method")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let params = request.get("params").unwrap_or(&Value::Null);
+                match self.answer_request(method, params, host) {
+                    Ok(answer) => {
+                        responses.insert(key.clone(), answer);
+                    }
+                    Err(error) => {
+                        tracing::debug!(server = %self.name, %method, %error, "an input request not answered");
+                    }
+                }
+            }
+        }
+        let mut params = match &call.params {
+            Value::Object(params) => params.clone(),
+            _ => serde_json::Map::new(),
+        };
+        params.remove("requestState");
+        params.insert("inputResponses".to_owned(), Value::Object(responses));
+        if let Some(state) = result.get("requestState") {
+            params.insert("requestState".to_owned(), state.clone());
+        }
+        Call {
+            method: call.method.clone(),
+            params: Value::Object(params),
+            timeout: call.timeout,
+        }
+    }
+
+    /// The answer to one of the server's requests: the standard ones here, the rest by `host`.
+    fn answer_request(
+        &mut self,
+        method: &str,
+        params: &Value,
+        host: &mut dyn ServerRequests,
+    ) -> Result<Value, RpcError> {
+        answers::standard(method, params, &self.roots)
+            .unwrap_or_else(|| host.answer(&self.name, method, params))
+    }
+
     /// Queues one call's request, waiting for room until its deadline; returns its id and
     /// deadline.
     fn send(&mut self, call: &Call) -> Result<(Value, Instant), CallError> {
@@ -703,9 +989,16 @@ impl Connection {
         let deadline = Instant::now() + call.timeout;
         self.next_id += 1;
         let id = self.next_id;
-        let message =
-            json!({"jsonrpc": "2.0", "id": id, "method": call.method, "params": call.params});
-        match self.write(&message, Some(deadline)) {
+        let mut params = call.params.clone();
+        if self.stateless {
+            self.add_meta(&mut params);
+        }
+        let mut headers = headers::standard(&call.method, &params);
+        if call.method == "tools/call" {
+            headers.extend(self.tool_headers.for_call(&params));
+        }
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": call.method, "params": params});
+        match self.write(&message, Some(deadline), Some(&call.method), headers) {
             Ok(()) => Ok((json!(id), deadline)),
             Err(WriteError::Blocked) => Err(self.timed_out(call)),
             Err(WriteError::Gone) => {
@@ -753,21 +1046,39 @@ impl Connection {
         answered
     }
 
+    /// Puts the stateless revision's `_meta` in a request's params: the revision, the
+    /// client's capabilities and who it is, beside what the caller put there.
+    fn add_meta(&self, params: &mut Value) {
+        if !params.is_object() {
+            *params = json!({});
+        }
+        let meta = &mut params["_meta"];
+        if !meta.is_object() {
+            *meta = json!({});
+        }
+        meta["io.modelcontextprotocol/protocolVersion"] = json!(STATELESS_PROTOCOL_VERSION);
+        meta["io.modelcontextprotocol/clientCapabilities"] = self.capabilities_offered();
+        meta["io.modelcontextprotocol/clientInfo"] = client_info();
+    }
+
     fn handle(&mut self, incoming: Incoming, host: &mut dyn ServerRequests) {
         match incoming {
             Incoming::Request { id, method, params } => {
-                let answer = host.answer(&self.name, &method, &params);
+                let answer = self.answer_request(&method, &params, host);
                 let message = match answer {
                     Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
                     Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()}),
                 };
-                if let Err(WriteError::Blocked) = self.write(&message, None) {
+                if let Err(WriteError::Blocked) = self.write(&message, None, None, Vec::new()) {
                     self.dropped_answers += 1;
                     tracing::debug!(server = %self.name, %method, "the server does not read; answer dropped");
                 }
             }
             Incoming::Response { id, .. } => {
                 tracing::debug!(server = %self.name, %id, "a response that matches no waiting call; skipped");
+            }
+            Incoming::Failed { id, .. } => {
+                tracing::debug!(server = %self.name, %id, "a failure that matches no waiting call; skipped");
             }
             Incoming::TooLong { .. } => {
                 tracing::warn!(server = %self.name, limit = self.limit, "a message over the limit that no call waits for; dropped");
@@ -780,14 +1091,29 @@ impl Connection {
 
     /// Queues one line for the writer. With a deadline it waits for room until then; without,
     /// a full queue is [`WriteError::Blocked`] at once.
-    fn write(&mut self, message: &Value, deadline: Option<Instant>) -> Result<(), WriteError> {
+    fn write(
+        &mut self,
+        message: &Value,
+        deadline: Option<Instant>,
+        method: Option<&str>,
+        mut headers: headers::HeaderPairs,
+    ) -> Result<(), WriteError> {
         let Some(outgoing) = &self.outgoing else {
             return Err(WriteError::Gone);
         };
-        let Ok(mut line) = serde_json::to_vec(message) else {
+        let Ok(body) = serde_json::to_vec(message) else {
             return Err(WriteError::Gone);
         };
-        line.push(b'\n');
+        if let Some(version) = &self.agreed {
+            headers.push(("MCP-Protocol-Version".to_owned(), version.clone()));
+        }
+        let mut line = Outgoing {
+            body,
+            id: message.get("id").filter(|_| method.is_some()).cloned(),
+            method: method.map(str::to_owned),
+            protocol_version: self.agreed.clone(),
+            headers,
+        };
         loop {
             match outgoing.try_send(line) {
                 Ok(()) => return Ok(()),
@@ -811,10 +1137,14 @@ impl Connection {
         if let Some(detail) = &self.exited {
             return detail.clone();
         }
+        let Peer::Process(child) = &mut self.peer else {
+            self.exited = Some(fallback.clone());
+            return fallback;
+        };
         // The process may take a moment to be reaped after closing its output.
         let deadline = Instant::now() + Duration::from_millis(500);
         let detail = loop {
-            match self.child.try_wait() {
+            match child.try_wait() {
                 Ok(Some(status)) => break format!("it exited with {status}"),
                 Ok(None) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(10));
@@ -838,18 +1168,23 @@ impl Connection {
 
 impl Drop for Connection {
     /// Closes the server's stdin (once the writer has sent what was queued), gives it a moment
-    /// to exit, then kills it.
+    /// to exit, then kills it; a dialed server's session is ended with `DELETE`.
     fn drop(&mut self) {
         drop(self.outgoing.take());
+        let child = match &mut self.peer {
+            Peer::Process(child) => child,
+            Peer::Http(peer) => return peer.close(),
+            Peer::Ws(peer) => return peer.close(),
+        };
         let deadline = Instant::now() + Duration::from_secs(2);
         while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
+            if let Ok(Some(_)) = child.try_wait() {
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }
 
@@ -874,17 +1209,66 @@ fn shown_version(answered: Option<&Value>) -> String {
     }
 }
 
+/// Who the host is, in `initialize` and in each stateless request's `_meta`.
+fn client_info() -> Value {
+    json!({"name": "mcpl", "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// Whether a result asks for input before it can be complete (revision 2026-07-28); a result
+/// without `resultType` is complete.
+fn is_input_required(result: &Value) -> bool {
+    result.get("resultType").and_then(Value::as_str) == Some("input_required")
+}
+
+/// Starts the server process with its reader, writer and stderr threads.
+fn spawn_process(
+    launch: &Launch,
+    limits: Limits,
+    sender: SyncSender<Incoming>,
+    lines: Receiver<Outgoing>,
+    stderr_log: &Arc<StderrLog>,
+) -> Result<Child, String> {
+    let mut command = Command::new(&launch.command);
+    command
+        .args(&launch.args)
+        .envs(&launch.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(cwd) = &launch.cwd {
+        command.current_dir(cwd);
+    }
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("{}: {e}", launch.command))?;
+    let (stdin, stdout, stderr) =
+        match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+            (Some(stdin), Some(stdout), Some(stderr)) => (stdin, stdout, stderr),
+            _ => return Err("no pipes to the process".to_owned()),
+        };
+    spawn_reader(&launch.name, stdout, limits.max_message_bytes, sender)
+        .map_err(|e| format!("reader thread: {e}"))?;
+    spawn_writer(&launch.name, stdin, lines).map_err(|e| format!("writer thread: {e}"))?;
+    spawn_stderr_logger(&launch.name, stderr, Arc::clone(stderr_log))
+        .map_err(|e| format!("stderr thread: {e}"))?;
+    Ok(child)
+}
+
 fn spawn_writer(
     name: &str,
     mut stdin: ChildStdin,
-    lines: Receiver<Vec<u8>>,
+    lines: Receiver<Outgoing>,
 ) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name(format!("mcpl-{name}-stdin"))
         .spawn(move || {
             // Ends when the connection drops its sender (closing stdin) or a write fails.
             for line in lines {
-                if stdin.write_all(&line).and_then(|()| stdin.flush()).is_err() {
+                let written = stdin
+                    .write_all(&line.body)
+                    .and_then(|()| stdin.write_all(b"\n"))
+                    .and_then(|()| stdin.flush());
+                if written.is_err() {
                     return;
                 }
             }

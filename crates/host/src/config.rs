@@ -1,7 +1,9 @@
 //! The host's configuration, in the shape users already know:
 //!
 //! ```json
-//! {"mcpServers": {"files": {"command": "node", "args": ["server.js"], "env": {"K": "v"},
+//! {"mcpServers": {"remote": {"type": "http", "url": "https://mcp.example/mcp",
+//!                            "headers": {"X-Team": "${TEAM}"}, "mcpl": {"tokenEnv": "MCP_TOKEN"}},
+//!                 "files": {"command": "node", "args": ["server.js"], "env": {"K": "v"},
 //!                           "mcpl": {"budget": 8000, "uris": "credential-free",
 //!                                    "timeoutMs": 30000, "maxMessageBytes": 67108864,
 //!                                    "maxConcurrentCalls": 4, "withholdCredentialUrls": true,
@@ -26,7 +28,10 @@ use mcpl_lanes::UriPolicy;
 use serde::Deserialize;
 use serde_json::Value;
 
-use mcpl_client::{DEFAULT_MAX_MESSAGE_BYTES, Launch, Limits};
+use std::sync::Arc;
+
+use mcpl_client::{BearerToken, DEFAULT_MAX_MESSAGE_BYTES, Launch, Limits};
+pub use mcpl_client::{Dial, Protocol, Root, Transport};
 pub use mcpl_fetch::{
     DEFAULT_EAGER_MAX_BYTES, DEFAULT_FETCH_BUDGET_BYTES, DEFAULT_FETCH_MAX_BYTES, FetchOptions,
 };
@@ -149,23 +154,44 @@ struct RawHost {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawServer {
-    command: String,
+    command: Option<String>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    protocol: Option<RawProtocol>,
     #[serde(default)]
     args: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
     cwd: Option<PathBuf>,
-    /// Other hosts write `"type": "stdio"`; it is the only transport mcpl speaks.
+    /// `stdio`, `http` (or `streamable-http`) or `ws`; from the url's scheme when absent.
     #[serde(rename = "type")]
-    transport: Option<Transport>,
+    transport: Option<RawTransport>,
     #[serde(default)]
     mcpl: RawOptions,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum Transport {
+#[derive(Deserialize, Clone, Copy, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+enum RawTransport {
     Stdio,
+    #[serde(alias = "streamable-http")]
+    Http,
+    Ws,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum RawProtocol {
+    Legacy,
+    Modern,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRoot {
+    uri: String,
+    name: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -177,6 +203,10 @@ struct RawOptions {
     timeout_ms: Option<u64>,
     max_message_bytes: Option<usize>,
     max_concurrent_calls: Option<usize>,
+    token: Option<String>,
+    token_env: Option<String>,
+    #[serde(default)]
+    roots: Vec<RawRoot>,
     #[serde(default)]
     fetch: RawFetch,
 }
@@ -225,10 +255,14 @@ impl Config {
                     e.inner().to_string(),
                 )
             })?;
-            if server.command.trim().is_empty() {
+            let at = |key: &str| format!("mcpServers.{name}.{key}");
+            let (transport, protocol) =
+                transport(&server, &at).map_err(|(k, m)| key_error(k, m))?;
+            let dialed = !matches!(transport, Transport::Stdio);
+            if dialed && server.mcpl.fetch.origin.is_some() {
                 return Err(key_error(
-                    format!("mcpServers.{name}.command"),
-                    "is empty".to_owned(),
+                    at("mcpl.fetch.origin"),
+                    "a dialed server's fetch origin is its url".to_owned(),
                 ));
             }
             if let Some(origin) = &server.mcpl.fetch.origin {
@@ -252,12 +286,30 @@ impl Config {
                     "must be at least 1".to_owned(),
                 ));
             }
-            let _ = server.transport.map(|Transport::Stdio| ());
             let fetch = FetchOptions::default();
+            let (fetch_origin, fetch_token) = match &transport {
+                Transport::Http(dial) | Transport::Ws(dial) => {
+                    let token = bearer(&server.mcpl, &at).map_err(|(k, m)| key_error(k, m))?;
+                    (
+                        Some(fetch_origin(&dial.url)),
+                        server.mcpl.fetch.token.or(token),
+                    )
+                }
+                Transport::Stdio => (server.mcpl.fetch.origin, server.mcpl.fetch.token),
+            };
+            let roots = server.mcpl.roots.into_iter();
             servers.push(ServerConfig {
                 launch: Launch {
                     name: name.clone(),
-                    command: server.command,
+                    transport,
+                    protocol,
+                    roots: roots
+                        .map(|r| Root {
+                            uri: r.uri,
+                            name: r.name,
+                        })
+                        .collect(),
+                    command: server.command.unwrap_or_default(),
                     args: server.args,
                     env: server.env,
                     cwd: server.cwd,
@@ -282,8 +334,8 @@ impl Config {
                         .max_concurrent_calls
                         .unwrap_or(DEFAULT_MAX_CONCURRENT_CALLS),
                     fetch: FetchOptions {
-                        origin: server.mcpl.fetch.origin,
-                        token: server.mcpl.fetch.token,
+                        origin: fetch_origin,
+                        token: fetch_token,
                         max_bytes: server.mcpl.fetch.max_bytes.unwrap_or(fetch.max_bytes),
                         budget_bytes: server.mcpl.fetch.budget_bytes.unwrap_or(fetch.budget_bytes),
                         eager_max_bytes: server
@@ -301,6 +353,149 @@ impl Config {
             fetch_dir: raw.mcpl.fetch_dir,
             context_window: raw.mcpl.context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW),
         })
+    }
+}
+
+/// How a server is reached and which protocol family it speaks; errors name their key.
+fn transport(
+    server: &RawServer,
+    at: &dyn Fn(&str) -> String,
+) -> Result<(Transport, Protocol), (String, String)> {
+    let scheme = server
+        .url
+        .as_deref()
+        .map(|u| u.split(':').next().unwrap_or_default());
+    let kind = match (server.transport, scheme) {
+        (Some(kind), _) => kind,
+        (None, Some("ws" | "wss")) => RawTransport::Ws,
+        (None, Some(_)) => RawTransport::Http,
+        (None, None) => RawTransport::Stdio,
+    };
+    if kind == RawTransport::Stdio {
+        let command = server.command.as_deref().ok_or_else(|| {
+            (
+                at("").trim_end_matches('.').to_owned(),
+                "missing field `command` or `url`".to_owned(),
+            )
+        })?;
+        if command.trim().is_empty() {
+            return Err((at("command"), "is empty".to_owned()));
+        }
+        for (key, set) in [
+            ("url", server.url.is_some()),
+            ("headers", !server.headers.is_empty()),
+            ("mcpl.token", server.mcpl.token.is_some()),
+            ("mcpl.tokenEnv", server.mcpl.token_env.is_some()),
+        ] {
+            if set {
+                return Err((
+                    at(key),
+                    "only a dialed server (http or ws) takes it".to_owned(),
+                ));
+            }
+        }
+        let protocol = match server.protocol {
+            Some(RawProtocol::Modern) => Protocol::Modern,
+            Some(RawProtocol::Legacy) | None => Protocol::Legacy,
+        };
+        return Ok((Transport::Stdio, protocol));
+    }
+    for (key, set) in [
+        ("command", server.command.is_some()),
+        ("args", !server.args.is_empty()),
+        ("env", !server.env.is_empty()),
+        ("cwd", server.cwd.is_some()),
+        ("protocol", server.protocol.is_some()),
+    ] {
+        if set {
+            let why =
+                "a dialed server has none (ws speaks MCP 2024-11-05 with MCPL, http modern MCP)";
+            return Err((at(key), why.to_owned()));
+        }
+    }
+    let raw = server
+        .url
+        .as_deref()
+        .ok_or_else(|| (at("url"), "is missing".to_owned()))?;
+    let expanded = expand(raw).map_err(|m| (at("url"), m))?;
+    let url = url::Url::parse(&expanded).map_err(|e| (at("url"), format!("{e}")))?;
+    let schemes: &[&str] = match kind {
+        RawTransport::Ws => &["ws", "wss"],
+        _ => &["http", "https"],
+    };
+    if !schemes.contains(&url.scheme()) || url.host().is_none() {
+        return Err((at("url"), format!("is not a {} url", schemes.join(" or "))));
+    }
+    let mut headers = Vec::with_capacity(server.headers.len());
+    for (header, value) in &server.headers {
+        let value = expand(value).map_err(|m| (at(&format!("headers.{header}")), m))?;
+        headers.push((header.clone(), value));
+    }
+    let authorizer = bearer(&server.mcpl, at)?
+        .map(|token| Arc::new(BearerToken::new(&url, token)) as Arc<dyn mcpl_client::Authorizer>);
+    let dial = Dial {
+        url,
+        headers,
+        authorizer,
+    };
+    Ok(match kind {
+        RawTransport::Ws => (Transport::Ws(dial), Protocol::Legacy),
+        _ => (Transport::Http(dial), Protocol::Modern),
+    })
+}
+
+/// The server's bearer token: `mcpl.token` (with `${ENV}` expanded), or the variable
+/// `mcpl.tokenEnv` names.
+fn bearer(
+    options: &RawOptions,
+    at: &dyn Fn(&str) -> String,
+) -> Result<Option<String>, (String, String)> {
+    match (&options.token, &options.token_env) {
+        (Some(_), Some(_)) => Err((
+            at("mcpl.tokenEnv"),
+            "give token or tokenEnv, not both".to_owned(),
+        )),
+        (Some(token), None) => expand(token).map(Some).map_err(|m| (at("mcpl.token"), m)),
+        (None, Some(variable)) => match std::env::var(variable) {
+            Ok(token) if !token.is_empty() => Ok(Some(token)),
+            _ => Err((at("mcpl.tokenEnv"), format!("{variable} is not set"))),
+        },
+        (None, None) => Ok(None),
+    }
+}
+
+/// `text` with each `${NAME}` replaced by the environment variable's value; an unset variable
+/// is an error that names it (never its value).
+fn expand(text: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| "has a `${` without its `}`".to_owned())?;
+        let name = &after[..end];
+        let value = std::env::var(name).map_err(|_| format!("${{{name}}} is not set"))?;
+        out.push_str(&value);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The origin a dialed server's references are fetched from: its url's, `ws` read as `http`
+/// and `wss` as `https`.
+fn fetch_origin(url: &url::Url) -> String {
+    let scheme = match url.scheme() {
+        "ws" => "http",
+        "wss" => "https",
+        other => other,
+    };
+    let host = url.host_str().unwrap_or_default();
+    match url.port() {
+        Some(port) => format!("{scheme}://{host}:{port}"),
+        None => format!("{scheme}://{host}"),
     }
 }
 

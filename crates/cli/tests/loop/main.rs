@@ -27,6 +27,7 @@ fn demo_server(name: &str, options: ServerOptions) -> ServerConfig {
             args: vec!["serve-demo".to_owned()],
             env: Default::default(),
             cwd: None,
+            ..Launch::default()
         },
         options,
     }

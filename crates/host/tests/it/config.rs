@@ -95,3 +95,117 @@ fn every_error_names_its_key() {
     );
     assert!(error("{").starts_with("mcpl.json: (top): EOF while parsing"));
 }
+
+#[test]
+fn dialed_servers_read_their_url_headers_and_token_with_env_expanded() {
+    // Cargo sets CARGO_PKG_NAME for the tests it runs: a variable known to be set (edition
+    // 2024's `set_var` is unsafe, which the workspace forbids).
+    assert_eq!(std::env::var("CARGO_PKG_NAME").as_deref(), Ok("mcpl-host"));
+    let config = Config::from_slice(
+        "mcpl.json",
+        br#"{"mcpServers": {
+            "remote": {"type": "http", "url": "https://mcp.example/${CARGO_PKG_NAME}/mcp",
+                       "headers": {"X-Team": "team-${CARGO_PKG_NAME}"},
+                       "mcpl": {"tokenEnv": "CARGO_PKG_NAME",
+                                "roots": [{"uri": "file:///work", "name": "work"}]}},
+            "alias": {"type": "streamable-http", "url": "http://127.0.0.1:8080/mcp"},
+            "mcpl": {"url": "wss://mcpl.example:8443/ws", "mcpl": {"token": "${CARGO_PKG_NAME}"}},
+            "local": {"command": "x", "protocol": "modern"}}}"#,
+    )
+    .unwrap();
+    let remote = &config.servers[0];
+    let Transport::Http(dial) = &remote.launch.transport else {
+        panic!("not http: {:?}", remote.launch.transport)
+    };
+    assert_eq!(dial.url.as_str(), "https://mcp.example/mcpl-host/mcp");
+    assert_eq!(
+        dial.headers,
+        [("X-Team".to_owned(), "team-mcpl-host".to_owned())]
+    );
+    let authorizer = dial.authorizer.as_ref().unwrap();
+    assert_eq!(
+        authorizer.authorization(&dial.url).as_deref(),
+        Some("Bearer mcpl-host")
+    );
+    let elsewhere = url::Url::parse("https://other.example/mcp").unwrap();
+    assert_eq!(
+        authorizer.authorization(&elsewhere),
+        None,
+        "its origin only"
+    );
+    assert_eq!(remote.launch.protocol, Protocol::Modern);
+    assert_eq!(remote.launch.roots[0].uri, "file:///work");
+    // The fetcher binds to the dialed origin, with the server's token.
+    assert_eq!(
+        remote.options.fetch.origin.as_deref(),
+        Some("https://mcp.example")
+    );
+    assert_eq!(remote.options.fetch.token.as_deref(), Some("mcpl-host"));
+    assert!(matches!(
+        config.servers[1].launch.transport,
+        Transport::Http(_)
+    ));
+    let ws = &config.servers[2];
+    assert!(
+        matches!(ws.launch.transport, Transport::Ws(_)),
+        "from the scheme"
+    );
+    assert_eq!(ws.launch.protocol, Protocol::Legacy);
+    assert_eq!(
+        ws.options.fetch.origin.as_deref(),
+        Some("https://mcpl.example:8443")
+    );
+    assert_eq!(config.servers[3].launch.transport, Transport::Stdio);
+    assert_eq!(config.servers[3].launch.protocol, Protocol::Modern);
+    assert_eq!(config.servers[3].launch.roots, []);
+}
+
+#[test]
+fn dialed_server_errors_name_their_key() {
+    assert_eq!(
+        error(r#"{"mcpServers": {"r": {"type": "http"}}}"#),
+        "mcpl.json: mcpServers.r.url: is missing"
+    );
+    assert_eq!(
+        error(r#"{"mcpServers": {"r": {"type": "ws", "url": "https://x.example"}}}"#),
+        "mcpl.json: mcpServers.r.url: is not a ws or wss url"
+    );
+    assert_eq!(
+        error(r#"{"mcpServers": {"r": {"url": "http://x.example", "command": "node"}}}"#),
+        "mcpl.json: mcpServers.r.command: a dialed server has none (ws speaks MCP 2024-11-05 with MCPL, http modern MCP)"
+    );
+    assert_eq!(
+        error(r#"{"mcpServers": {"r": {"url": "http://x.example", "protocol": "legacy"}}}"#),
+        "mcpl.json: mcpServers.r.protocol: a dialed server has none (ws speaks MCP 2024-11-05 with MCPL, http modern MCP)"
+    );
+    assert_eq!(
+        error(r#"{"mcpServers": {"r": {"url": "http://x.example/${MCPL_TEST_UNSET_VARIABLE}"}}}"#),
+        "mcpl.json: mcpServers.r.url: ${MCPL_TEST_UNSET_VARIABLE} is not set"
+    );
+    assert_eq!(
+        error(
+            r#"{"mcpServers": {"r": {"url": "http://x.example", "headers": {"Authorization": "Bearer ${MCPL_TEST_UNSET_VARIABLE}"}}}}"#
+        ),
+        "mcpl.json: mcpServers.r.headers.Authorization: ${MCPL_TEST_UNSET_VARIABLE} is not set"
+    );
+    assert_eq!(
+        error(
+            r#"{"mcpServers": {"r": {"url": "http://x.example", "mcpl": {"tokenEnv": "MCPL_TEST_UNSET_VARIABLE"}}}}"#
+        ),
+        "mcpl.json: mcpServers.r.mcpl.tokenEnv: MCPL_TEST_UNSET_VARIABLE is not set"
+    );
+    assert_eq!(
+        error(
+            r#"{"mcpServers": {"r": {"url": "http://x.example", "mcpl": {"fetch": {"origin": "http://y.example"}}}}}"#
+        ),
+        "mcpl.json: mcpServers.r.mcpl.fetch.origin: a dialed server's fetch origin is its url"
+    );
+    assert_eq!(
+        error(r#"{"mcpServers": {"r": {"command": "x", "mcpl": {"token": "t"}}}}"#),
+        "mcpl.json: mcpServers.r.mcpl.token: only a dialed server (http or ws) takes it"
+    );
+    assert!(
+        error(r#"{"mcpServers": {"r": {"url": "http://x.example", "type": "sse"}}}"#)
+            .starts_with("mcpl.json: mcpServers.r.type: unknown variant `sse`")
+    );
+}

@@ -1,0 +1,90 @@
+//! The authorization hook of dialed connections: what `Authorization` header a request carries,
+//! and what to do when a server answers 401 or 403.
+
+use std::error::Error;
+
+/// Gives a dialed connection's requests their `Authorization` header and hears the server's
+/// challenges. The OAuth client (`mcpl-auth`) implements it; [`BearerToken`] is the fixed token
+/// of a server's config.
+pub trait Authorizer: Send + Sync {
+    /// The whole `Authorization` header value for a request to `url` (`Bearer …`), or `None`
+    /// to send none.
+    fn authorization(&self, url: &url::Url) -> Option<String>;
+
+    /// Called when a request to `url` was answered `status` (401 or 403), with the answer's
+    /// `WWW-Authenticate` header. `Ok(true)` means a new [`Authorizer::authorization`] is ready
+    /// and the request is sent once more; `Ok(false)` fails the request with the status.
+    fn on_challenge(
+        &self,
+        url: &url::Url,
+        status: u16,
+        www_authenticate: Option<&str>,
+    ) -> Result<bool, Box<dyn Error + Send + Sync>>;
+}
+
+/// A fixed bearer token for one server, sent only to requests on that server's origin
+/// (scheme, host and port as the WHATWG parser reads them).
+#[derive(Clone)]
+pub struct BearerToken {
+    origin: url::Origin,
+    token: String,
+}
+
+impl BearerToken {
+    /// `token` for requests on `server`'s origin.
+    pub fn new(server: &url::Url, token: impl Into<String>) -> BearerToken {
+        BearerToken {
+            origin: server.origin(),
+            token: token.into(),
+        }
+    }
+}
+
+/// Never shows the token.
+impl std::fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BearerToken")
+            .field("origin", &self.origin.ascii_serialization())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Authorizer for BearerToken {
+    fn authorization(&self, url: &url::Url) -> Option<String> {
+        (url.origin() == self.origin).then(|| format!("Bearer {}", self.token))
+    }
+
+    fn on_challenge(
+        &self,
+        _: &url::Url,
+        _: u16,
+        _: Option<&str>,
+    ) -> Result<bool, Box<dyn Error + Send + Sync>> {
+        // A fixed token cannot be renewed: the request fails with the status.
+        Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bearer_token_goes_to_its_origin_only() {
+        let server = url::Url::parse("https://mcp.example/v1/mcp").unwrap();
+        let token = BearerToken::new(&server, "s3cret");
+        let same = url::Url::parse("https://mcp.example:443/other").unwrap();
+        assert_eq!(token.authorization(&same).as_deref(), Some("Bearer s3cret"));
+        for other in [
+            "http://mcp.example/v1/mcp",
+            "https://mcp.example:8443/v1/mcp",
+            "https://evil.example/v1/mcp",
+            "https://sub.mcp.example/v1/mcp",
+        ] {
+            let other = url::Url::parse(other).unwrap();
+            assert_eq!(token.authorization(&other), None, "{other}");
+        }
+        assert!(!format!("{token:?}").contains("s3cret"));
+        assert!(!token.on_challenge(&server, 401, None).unwrap());
+    }
+}

@@ -1,0 +1,540 @@
+//! MCP's Streamable HTTP transport: each message POSTed to the server's url, its answer read as
+//! JSON or as a stream of Server-Sent Events (on which the server may also send its own requests
+//! and notifications), a GET stream for what the server sends on its own initiative, a broken
+//! stream resumed with `Last-Event-ID` after the server's `retry`, the session kept
+//! (`Mcp-Session-Id`, a 404 answered by initialising again) and ended with `DELETE`.
+//!
+//! The transport feeds the same bounded queue the stdio reader feeds, with the same
+//! [`Incoming`] messages, so [`crate::Connection`] does not know which it speaks. One writer
+//! thread sends the host's messages in order; a request's answer is read on a thread of its own,
+//! so a long call's stream never holds up an answer to the server's request made on it.
+
+use std::io::{BufRead, BufReader, Read};
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::auth::Authorizer;
+use crate::sse::{Event, StreamEnd, read_events};
+use crate::{Incoming, Outgoing, head_identity, parse_line};
+
+/// How long to wait before resuming a stream whose server named no `retry`.
+pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// The longest `retry` honoured: a server cannot park a call for longer.
+const MAX_RETRY: Duration = Duration::from_secs(30);
+/// How many times one answer's stream is resumed before its call fails.
+const MAX_RESUMES: usize = 5;
+/// How many times in a row the GET stream is opened again without bringing a message.
+const MAX_IDLE_LISTENS: usize = 5;
+/// How long closing waits for the session's `DELETE`.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+const SESSION_HEADER: &str = "Mcp-Session-Id";
+const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+
+/// A server dialed over the network: its url, the headers the config adds to each request, and
+/// who gives its requests their `Authorization`.
+#[derive(Clone)]
+pub struct Dial {
+    /// Where the server is.
+    pub url: url::Url,
+    /// Headers sent with every request (the config's `headers`, `${ENV}` already expanded).
+    pub headers: Vec<(String, String)>,
+    /// Gives each request its `Authorization` header and hears 401 and 403 answers.
+    pub authorizer: Option<Arc<dyn Authorizer>>,
+}
+
+/// Shows the url and the header names only: values may hold credentials.
+impl std::fmt::Debug for Dial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("Dial")
+            .field("url", &self.url.as_str())
+            .field("headers", &names)
+            .field("authorizer", &self.authorizer.is_some())
+            .finish()
+    }
+}
+
+/// Two dials are the same when their url and headers are; authorizers are not compared.
+impl PartialEq for Dial {
+    fn eq(&self, other: &Dial) -> bool {
+        self.url == other.url && self.headers == other.headers
+    }
+}
+
+/// The host's end of a Streamable HTTP connection.
+#[derive(Debug)]
+pub(crate) struct HttpPeer {
+    /// Ends when the writer has sent what was queued and the session's `DELETE`.
+    done: Receiver<()>,
+    shared: Arc<Shared>,
+}
+
+impl HttpPeer {
+    /// Waits (a while) for the writer to end the session once the connection's sender is gone.
+    pub(crate) fn close(&self) {
+        self.shared.closed.store(true, Ordering::Relaxed);
+        match self.done.recv_timeout(CLOSE_WAIT) {
+            Ok(()) | Err(RecvTimeoutError::Disconnected | RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
+struct Shared {
+    server: String,
+    dial: Dial,
+    agent: ureq::Agent,
+    limit: usize,
+    incoming: SyncSender<Incoming>,
+    session: Mutex<Option<String>>,
+    /// The `initialize` request and `notifications/initialized` as first sent, to initialise
+    /// again when the server forgets the session.
+    handshake: Mutex<(Option<Outgoing>, Option<Outgoing>)>,
+    listening: AtomicBool,
+    closed: AtomicBool,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Starts the writer thread for `dial`: it sends what arrives on `lines` and feeds `incoming`.
+pub(crate) fn start(
+    server: &str,
+    dial: &Dial,
+    limit: usize,
+    timeout: Duration,
+    incoming: SyncSender<Incoming>,
+    lines: Receiver<Outgoing>,
+) -> std::io::Result<HttpPeer> {
+    let agent = ureq::Agent::config_builder()
+        .max_redirects(0)
+        .http_status_as_error(false)
+        .proxy(None)
+        .timeout_connect(Some(timeout))
+        .timeout_recv_response(Some(timeout))
+        .user_agent(concat!("mcpl/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .new_agent();
+    let shared = Arc::new(Shared {
+        server: server.to_owned(),
+        dial: dial.clone(),
+        agent,
+        limit,
+        incoming,
+        session: Mutex::new(None),
+        handshake: Mutex::new((None, None)),
+        listening: AtomicBool::new(false),
+        closed: AtomicBool::new(false),
+    });
+    let (done_sender, done) = sync_channel(1);
+    let writer = Arc::clone(&shared);
+    std::thread::Builder::new()
+        .name(format!("mcpl-{server}-http"))
+        .spawn(move || {
+            for out in lines {
+                write(&writer, out);
+            }
+            writer.end_session();
+            let _ = done_sender.send(());
+        })?;
+    Ok(HttpPeer { done, shared })
+}
+
+/// Sends one message: a request's answer is read on a thread of its own, anything else here.
+fn write(shared: &Arc<Shared>, out: Outgoing) {
+    match out.method.as_deref() {
+        Some("initialize") => lock(&shared.handshake).0 = Some(out.clone()),
+        Some("notifications/initialized") => lock(&shared.handshake).1 = Some(out.clone()),
+        _ => {}
+    }
+    if out.id.is_some() && out.method.is_some() {
+        let poster = Arc::clone(shared);
+        let spawned = std::thread::Builder::new()
+            .name(format!("mcpl-{}-post", shared.server))
+            .spawn(move || post(&poster, &out));
+        if let Err(error) = spawned {
+            tracing::warn!(server = %shared.server, %error, "no thread for a request");
+        }
+        return;
+    }
+    post(shared, &out);
+    if out.method.as_deref() == Some("notifications/initialized")
+        && !shared.listening.swap(true, Ordering::Relaxed)
+    {
+        let listener = Arc::clone(shared);
+        let spawned = std::thread::Builder::new()
+            .name(format!("mcpl-{}-listen", shared.server))
+            .spawn(move || listen(&listener));
+        if let Err(error) = spawned {
+            tracing::warn!(server = %shared.server, %error, "no thread for the GET stream");
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+type Response = ureq::http::Response<ureq::Body>;
+
+impl Shared {
+    fn session(&self) -> Option<String> {
+        lock(&self.session).clone()
+    }
+
+    fn keep_session(&self, response: &Response) {
+        if let Some(id) = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+        {
+            *lock(&self.session) = Some(id.to_owned());
+        }
+    }
+
+    /// The headers every request carries: the config's, the session, the authorization.
+    fn common_headers(&self, session: Option<&str>) -> Vec<(String, String)> {
+        let mut headers = self.dial.headers.clone();
+        if let Some(session) = session {
+            headers.push((SESSION_HEADER.to_owned(), session.to_owned()));
+        }
+        if let Some(value) = self
+            .dial
+            .authorizer
+            .as_ref()
+            .and_then(|a| a.authorization(&self.dial.url))
+        {
+            headers.push(("Authorization".to_owned(), value));
+        }
+        headers
+    }
+
+    fn send_post(&self, out: &Outgoing, session: Option<&str>) -> Result<Response, ureq::Error> {
+        let mut request = self
+            .agent
+            .post(self.dial.url.as_str())
+            .header("Content-Type", "application/json")
+            .header("Accept", ACCEPT_BOTH);
+        for (name, value) in self.common_headers(session).iter().chain(&out.headers) {
+            request = request.header(name, value);
+        }
+        request.send(&out.body[..])
+    }
+
+    fn send_get(&self, last_event_id: Option<&str>) -> Result<Response, ureq::Error> {
+        let session = self.session();
+        let mut request = self
+            .agent
+            .get(self.dial.url.as_str())
+            .header("Accept", "text/event-stream");
+        for (name, value) in self.common_headers(session.as_deref()) {
+            request = request.header(name, value);
+        }
+        if let Some(version) = lock(&self.handshake)
+            .1
+            .as_ref()
+            .and_then(|out| out.protocol_version.clone())
+        {
+            request = request.header("MCP-Protocol-Version", version);
+        }
+        if let Some(id) = last_event_id {
+            request = request.header("Last-Event-ID", id);
+        }
+        request.call()
+    }
+
+    /// Whether the authorizer has a new header for a request answered 401 or 403.
+    fn challenged(&self, response: &Response) -> bool {
+        let Some(authorizer) = &self.dial.authorizer else {
+            return false;
+        };
+        let www = response
+            .headers()
+            .get("www-authenticate")
+            .and_then(|v| v.to_str().ok());
+        match authorizer.on_challenge(&self.dial.url, response.status().as_u16(), www) {
+            Ok(retry) => retry,
+            Err(error) => {
+                tracing::warn!(server = %self.server, %error, "authorization failed");
+                false
+            }
+        }
+    }
+
+    /// Fails the request `out` (if it is one) with `detail`.
+    fn fail(&self, out: &Outgoing, detail: String) {
+        tracing::debug!(server = %self.server, %detail, "an HTTP request failed");
+        if let Some(id) = &out.id {
+            let _ = self.incoming.send(Incoming::Failed {
+                id: id.clone(),
+                detail,
+            });
+        }
+    }
+
+    /// Forwards one message from a body or an event; returns the id of a response it was.
+    fn forward(&self, bytes: &[u8]) -> (Option<Value>, bool) {
+        let Some(incoming) = parse_line(&self.server, bytes.trim_ascii()) else {
+            return (None, true);
+        };
+        let id = match &incoming {
+            Incoming::Response { id, .. } => Some(id.clone()),
+            _ => None,
+        };
+        (id, self.incoming.send(incoming).is_ok())
+    }
+
+    fn forward_too_long(&self, head: &[u8]) -> (Option<Value>, bool) {
+        let (id, is_request) = head_identity(head);
+        tracing::warn!(server = %self.server, limit = self.limit, "a message over the limit; the rest of it is dropped");
+        let answered = if is_request { None } else { id.clone() };
+        let sent = self
+            .incoming
+            .send(Incoming::TooLong { id, is_request })
+            .is_ok();
+        (answered, sent)
+    }
+
+    /// Initialises again after the server forgot the session; whether it worked.
+    fn initialize_again(&self) -> bool {
+        let (initialize, initialized) = lock(&self.handshake).clone();
+        let Some(initialize) = initialize else {
+            return false;
+        };
+        *lock(&self.session) = None;
+        tracing::info!(server = %self.server, "the session expired; initialising again");
+        let Ok(response) = self.send_post(&initialize, None) else {
+            return false;
+        };
+        if !response.status().is_success() {
+            return false;
+        }
+        self.keep_session(&response);
+        // The answer is read and dropped: the connection already knows the server.
+        let _ = std::io::copy(
+            &mut response.into_body().into_reader().take(self.limit as u64),
+            &mut std::io::sink(),
+        );
+        if let Some(initialized) = initialized {
+            let session = self.session();
+            let _ = self.send_post(&initialized, session.as_deref());
+        }
+        true
+    }
+
+    /// Sends `DELETE` for the session, if there is one.
+    fn end_session(&self) {
+        let Some(session) = self.session() else {
+            return;
+        };
+        let mut request = self.agent.delete(self.dial.url.as_str());
+        for (name, value) in self.common_headers(Some(&session)) {
+            request = request.header(name, value);
+        }
+        let _ = request
+            .config()
+            .timeout_global(Some(CLOSE_WAIT))
+            .build()
+            .call();
+    }
+}
+
+/// POSTs one message and handles its answer: a JSON body, an event stream (resumed while its
+/// request is unanswered), a challenge, an expired session, or a failure.
+fn post(shared: &Shared, out: &Outgoing) {
+    let mut challenged = false;
+    let mut initialised_again = false;
+    loop {
+        let session = shared.session();
+        let response = match shared.send_post(out, session.as_deref()) {
+            Ok(response) => response,
+            Err(error) => return shared.fail(out, format!("{error}")),
+        };
+        let status = response.status().as_u16();
+        match status {
+            401 | 403 if !challenged => {
+                challenged = true;
+                if shared.challenged(&response) {
+                    continue;
+                }
+                return shared.fail(out, format!("HTTP status {status}"));
+            }
+            404 if session.is_some()
+                && !initialised_again
+                && out.method.as_deref() != Some("initialize") =>
+            {
+                initialised_again = true;
+                if shared.initialize_again() {
+                    continue;
+                }
+                return shared.fail(out, format!("HTTP status {status}"));
+            }
+            _ => {}
+        }
+        if response.status().is_success() {
+            shared.keep_session(&response);
+        }
+        if status == 202 || status == 204 {
+            return;
+        }
+        let streams = content_type(&response).as_deref() == Some("text/event-stream");
+        if response.status().is_success() && streams {
+            let reader: Box<dyn BufRead + Send> =
+                Box::new(BufReader::new(response.into_body().into_reader()));
+            return read_answer(shared, out, reader);
+        }
+        // A JSON body, also on an error status (a JSON-RPC error the server explains).
+        let success = response.status().is_success();
+        let mut body = Vec::new();
+        let read = response
+            .into_body()
+            .into_reader()
+            .take(shared.limit as u64 + 1)
+            .read_to_end(&mut body);
+        if read.is_err() {
+            return shared.fail(out, format!("HTTP status {status}, body unreadable"));
+        }
+        if body.len() > shared.limit {
+            let head = &body[..body.len().min(1024)];
+            shared.forward_too_long(head);
+            return;
+        }
+        let (answered, _) = if body.trim_ascii().is_empty() {
+            (None, true)
+        } else {
+            shared.forward(&body)
+        };
+        if out.id.is_some() && answered.as_ref() != out.id.as_ref() {
+            let detail = if success {
+                "the answer held no response".to_owned()
+            } else {
+                format!("HTTP status {status}")
+            };
+            shared.fail(out, detail);
+        }
+        return;
+    }
+}
+
+fn content_type(response: &Response) -> Option<String> {
+    let value = response.headers().get("content-type")?.to_str().ok()?;
+    Some(
+        value
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase(),
+    )
+}
+
+/// Reads a request's event stream until its response arrives, resuming the stream with
+/// `Last-Event-ID` after the server's `retry` when it ends first.
+fn read_answer(shared: &Shared, out: &Outgoing, mut reader: Box<dyn BufRead + Send>) {
+    let mut end = StreamEnd::default();
+    let mut resumes = 0;
+    loop {
+        let mut answered = false;
+        let mut gone = false;
+        end.stopped = false;
+        read_events(&mut reader, shared.limit, &mut end, |event| {
+            let (id, sent) = match event {
+                Event::Data(data) => shared.forward(&data),
+                Event::TooLong(head) => shared.forward_too_long(&head),
+            };
+            answered |= id.is_some() && id.as_ref() == out.id.as_ref();
+            gone |= !sent;
+            if answered || gone {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        if answered || gone || out.id.is_none() {
+            return;
+        }
+        let Some(last) = end.last_event_id.clone() else {
+            return shared.fail(
+                out,
+                "the answer's stream ended before the answer".to_owned(),
+            );
+        };
+        resumes += 1;
+        if resumes > MAX_RESUMES || shared.closed.load(Ordering::Relaxed) {
+            return shared.fail(
+                out,
+                "the answer's stream kept ending before the answer".to_owned(),
+            );
+        }
+        std::thread::sleep(end.retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY));
+        let response = match shared.send_get(Some(&last)) {
+            Ok(response) => response,
+            Err(error) => return shared.fail(out, format!("{error}")),
+        };
+        let status = response.status().as_u16();
+        if !response.status().is_success()
+            || content_type(&response).as_deref() != Some("text/event-stream")
+        {
+            return shared.fail(
+                out,
+                format!("resuming the answer's stream: HTTP status {status}"),
+            );
+        }
+        reader = Box::new(BufReader::new(response.into_body().into_reader()));
+    }
+}
+
+/// The GET stream: what the server sends on its own initiative, until the server refuses it,
+/// the connection closes, or it keeps ending without bringing anything.
+fn listen(shared: &Shared) {
+    let mut end = StreamEnd::default();
+    let mut idle = 0;
+    while !shared.closed.load(Ordering::Relaxed) && idle < MAX_IDLE_LISTENS {
+        let response = match shared.send_get(end.last_event_id.as_deref()) {
+            Ok(response) => response,
+            Err(_) => return,
+        };
+        if !response.status().is_success()
+            || content_type(&response).as_deref() != Some("text/event-stream")
+        {
+            tracing::debug!(server = %shared.server, status = response.status().as_u16(), "no GET stream");
+            return;
+        }
+        let reader = BufReader::new(response.into_body().into_reader());
+        let mut brought = false;
+        let mut gone = false;
+        end.stopped = false;
+        read_events(reader, shared.limit, &mut end, |event| {
+            let (_, sent) = match event {
+                Event::Data(data) => {
+                    brought |= !data.trim_ascii().is_empty();
+                    shared.forward(&data)
+                }
+                Event::TooLong(head) => shared.forward_too_long(&head),
+            };
+            gone |= !sent;
+            if gone {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        if gone {
+            return;
+        }
+        idle = if brought { 0 } else { idle + 1 };
+        std::thread::sleep(end.retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY));
+    }
+}

@@ -1,0 +1,213 @@
+//! MCPL over a WebSocket: one JSON-RPC message per text frame, both ways, on a synchronous
+//! `tungstenite` socket (TLS for `wss://` with the `tls` feature).
+//!
+//! One thread owns the socket: it reads with a short timeout, handing each message to the
+//! connection's bounded queue, and between reads sends what the host queued. A message over the
+//! limit is refused by the socket itself (its `max_message_size`), reported once, and ends the
+//! connection, as the rest of the frame cannot be skipped.
+
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError, sync_channel};
+use std::time::Duration;
+
+use tungstenite::client::IntoClientRequest;
+use tungstenite::protocol::WebSocketConfig;
+use tungstenite::stream::MaybeTlsStream;
+use tungstenite::{Message, WebSocket};
+
+use crate::http::Dial;
+use crate::{Incoming, Outgoing, parse_line};
+
+/// How long one read waits before the thread looks at what the host queued.
+const POLL: Duration = Duration::from_millis(10);
+/// How long closing waits for the socket's close.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
+/// The host's end of a WebSocket connection.
+#[derive(Debug)]
+pub(crate) struct WsPeer {
+    done: Receiver<()>,
+}
+
+impl WsPeer {
+    /// Waits (a while) for the socket thread to close once the connection's sender is gone.
+    pub(crate) fn close(&self) {
+        match self.done.recv_timeout(CLOSE_WAIT) {
+            Ok(()) | Err(RecvTimeoutError::Disconnected | RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
+/// Dials `dial`, completes the WebSocket handshake, and starts the socket's thread.
+pub(crate) fn start(
+    server: &str,
+    dial: &Dial,
+    limit: usize,
+    timeout: Duration,
+    incoming: SyncSender<Incoming>,
+    lines: Receiver<Outgoing>,
+) -> Result<WsPeer, String> {
+    let url = &dial.url;
+    let mut request = url
+        .as_str()
+        .into_client_request()
+        .map_err(|e| format!("{e}"))?;
+    let authorization = dial
+        .authorizer
+        .as_ref()
+        .and_then(|a| a.authorization(url))
+        .map(|value| ("Authorization".to_owned(), value));
+    for (name, value) in dial.headers.iter().cloned().chain(authorization) {
+        let name = tungstenite::http::HeaderName::try_from(name.as_str())
+            .map_err(|_| format!("header {name} is not a header name"))?;
+        let value = tungstenite::http::HeaderValue::try_from(value.as_str())
+            .map_err(|_| format!("header {name}'s value cannot be sent"))?;
+        request.headers_mut().insert(name, value);
+    }
+    let host = url.host_str().ok_or("the url has no host")?;
+    let port = url.port_or_known_default().ok_or("the url has no port")?;
+    let address = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("{host}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{host}: no address"))?;
+    let stream = TcpStream::connect_timeout(&address, timeout).map_err(|e| format!("{e}"))?;
+    stream
+        .set_read_timeout(Some(timeout))
+        .and_then(|()| stream.set_write_timeout(Some(timeout)))
+        .map_err(|e| format!("{e}"))?;
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(limit))
+        .max_frame_size(Some(limit));
+    let (mut socket, _) = handshake(request, stream, config)?;
+    if let Some(stream) = tcp(&mut socket) {
+        stream
+            .set_read_timeout(Some(POLL))
+            .map_err(|e| format!("{e}"))?;
+    }
+    let (done_sender, done) = sync_channel(1);
+    let name = server.to_owned();
+    std::thread::Builder::new()
+        .name(format!("mcpl-{server}-ws"))
+        .spawn(move || {
+            run(&name, &mut socket, &incoming, &lines);
+            let _ = done_sender.send(());
+        })
+        .map_err(|e| format!("ws thread: {e}"))?;
+    Ok(WsPeer { done })
+}
+
+type Socket = WebSocket<MaybeTlsStream<TcpStream>>;
+
+#[cfg(feature = "tls")]
+fn handshake(
+    request: tungstenite::handshake::client::Request,
+    stream: TcpStream,
+    config: WebSocketConfig,
+) -> Result<(Socket, tungstenite::handshake::client::Response), String> {
+    tungstenite::client_tls_with_config(request, stream, Some(config), None)
+        .map_err(|e| format!("{e}"))
+}
+
+#[cfg(not(feature = "tls"))]
+fn handshake(
+    request: tungstenite::handshake::client::Request,
+    stream: TcpStream,
+    config: WebSocketConfig,
+) -> Result<(Socket, tungstenite::handshake::client::Response), String> {
+    if request.uri().scheme_str() == Some("wss") {
+        return Err("wss:// needs mcpl built with TLS (the `tls` feature)".to_owned());
+    }
+    tungstenite::client::client_with_config(request, MaybeTlsStream::Plain(stream), Some(config))
+        .map_err(|e| format!("{e}"))
+}
+
+/// The TCP stream under the socket, to set its read timeout.
+fn tcp(socket: &mut Socket) -> Option<&mut TcpStream> {
+    match socket.get_mut() {
+        MaybeTlsStream::Plain(stream) => Some(stream),
+        #[cfg(feature = "tls")]
+        MaybeTlsStream::Rustls(stream) => Some(stream.get_mut()),
+        _ => None,
+    }
+}
+
+/// Reads and writes until the server closes or the connection drops its sender.
+fn run(
+    server: &str,
+    socket: &mut Socket,
+    incoming: &SyncSender<Incoming>,
+    lines: &Receiver<Outgoing>,
+) {
+    loop {
+        match socket.read() {
+            Ok(Message::Text(text)) => {
+                if let Some(message) = parse_line(server, text.as_bytes().trim_ascii())
+                    && incoming.send(message).is_err()
+                {
+                    return;
+                }
+            }
+            Ok(Message::Binary(bytes)) => {
+                if let Some(message) = parse_line(server, bytes.trim_ascii())
+                    && incoming.send(message).is_err()
+                {
+                    return;
+                }
+            }
+            Ok(Message::Close(_)) => {
+                let _ = incoming.send(Incoming::Closed);
+                return;
+            }
+            Ok(_) => {}
+            Err(tungstenite::Error::Io(error))
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(tungstenite::Error::Capacity(_)) => {
+                tracing::warn!(server, "a message over the limit; the connection is closed");
+                let _ = incoming.send(Incoming::TooLong {
+                    id: None,
+                    is_request: false,
+                });
+                let _ = incoming.send(Incoming::Closed);
+                return;
+            }
+            Err(error) => {
+                tracing::debug!(server, %error, "the WebSocket ended");
+                let _ = incoming.send(Incoming::Closed);
+                return;
+            }
+        }
+        loop {
+            match lines.try_recv() {
+                Ok(out) => {
+                    let text = String::from_utf8_lossy(&out.body).into_owned();
+                    if let Err(error) = socket.send(Message::text(text))
+                        && !would_block(&error)
+                    {
+                        let _ = incoming.send(Incoming::Closed);
+                        return;
+                    }
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    let _ = socket.close(None);
+                    let _ = socket.flush();
+                    return;
+                }
+            }
+        }
+        if let Err(error) = socket.flush()
+            && !would_block(&error)
+        {
+            let _ = incoming.send(Incoming::Closed);
+            return;
+        }
+    }
+}
+
+fn would_block(error: &tungstenite::Error) -> bool {
+    matches!(error, tungstenite::Error::Io(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut))
+}

@@ -1,0 +1,182 @@
+//! MCPL over a WebSocket against a real WebSocket server on loopback: the legacy handshake with
+//! MCPL's capabilities, the server's own requests mid-call, the bearer token, the limit.
+
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcpl_client::{
+    BearerToken, CallError, Connection, Dial, Launch, Limits, Protocol, RpcError, ServerRequests,
+    Transport,
+};
+use serde_json::{Value, json};
+use tungstenite::Message;
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the test server saw: the handshake's Authorization header and each message.
+#[derive(Default)]
+struct Seen {
+    authorization: Option<String>,
+    messages: Vec<Value>,
+}
+
+/// Serves one WebSocket connection: answers `initialize` and `tools/list`; on `tools/call`
+/// first sends a `push/event` request and waits for its answer, then answers the call with
+/// `big` bytes of text.
+fn serve(big: usize) -> (String, Arc<Mutex<Seen>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("ws://{}/mcpl", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let record = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut socket =
+            tungstenite::accept_hdr(stream, KeepAuthorization(Arc::clone(&record))).unwrap();
+        let send = |socket: &mut tungstenite::WebSocket<_>, value: Value| {
+            socket.send(Message::text(value.to_string())).unwrap();
+        };
+        let mut pending_call = None;
+        while let Ok(message) = socket.read() {
+            let Message::Text(text) = message else {
+                continue;
+            };
+            let message: Value = serde_json::from_str(text.as_str()).unwrap();
+            record.lock().unwrap().messages.push(message.clone());
+            let id = message["id"].clone();
+            match message["method"].as_str() {
+                Some("initialize") => send(
+                    &mut socket,
+                    json!({"jsonrpc": "2.0", "id": id,
+                    "result": {"protocolVersion": "2024-11-05", "capabilities": {"tools": {}}}}),
+                ),
+                Some("tools/list") => send(
+                    &mut socket,
+                    json!({"jsonrpc": "2.0", "id": id,
+                    "result": {"tools": [{"name": "t"}]}}),
+                ),
+                Some("tools/call") => {
+                    pending_call = Some(id);
+                    send(
+                        &mut socket,
+                        json!({"jsonrpc": "2.0", "id": "push-1",
+                        "method": "push/event", "params": {"eventId": "e1",
+                        "payload": {"content": [{"type": "text", "text": "hello"}]}}}),
+                    );
+                }
+                None if id == "push-1" => {
+                    let call = pending_call.take().unwrap();
+                    send(
+                        &mut socket,
+                        json!({"jsonrpc": "2.0", "id": call,
+                        "result": {"content": [{"type": "text", "text": "x".repeat(big)}]}}),
+                    );
+                }
+                _ => {}
+            }
+        }
+    });
+    (url, seen)
+}
+
+/// Keeps the upgrade request's `Authorization` header.
+struct KeepAuthorization(Arc<Mutex<Seen>>);
+
+impl tungstenite::handshake::server::Callback for KeepAuthorization {
+    fn on_request(
+        self,
+        request: &tungstenite::handshake::server::Request,
+        response: tungstenite::handshake::server::Response,
+    ) -> Result<
+        tungstenite::handshake::server::Response,
+        tungstenite::handshake::server::ErrorResponse,
+    > {
+        self.0.lock().unwrap().authorization = request
+            .headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        Ok(response)
+    }
+}
+
+/// A host that accepts push events and records them.
+#[derive(Default)]
+struct Pushes(Vec<Value>);
+
+impl ServerRequests for Pushes {
+    fn answer(&mut self, _: &str, method: &str, params: &Value) -> Result<Value, RpcError> {
+        if method != "push/event" {
+            return Err(RpcError::method_not_found(method));
+        }
+        self.0.push(params.clone());
+        Ok(json!({"accepted": true}))
+    }
+}
+
+fn launch(url: &str, token: Option<&str>) -> Launch {
+    let url = url::Url::parse(url).unwrap();
+    Launch {
+        name: "mcpl".to_owned(),
+        transport: Transport::Ws(Dial {
+            authorizer: token
+                .map(|t| Arc::new(BearerToken::new(&url, t)) as Arc<dyn mcpl_client::Authorizer>),
+            url,
+            headers: Vec::new(),
+        }),
+        protocol: Protocol::Legacy,
+        ..Launch::default()
+    }
+}
+
+#[test]
+fn mcpl_runs_over_a_websocket_as_over_stdio() {
+    let (url, seen) = serve(10);
+    let mut host = Pushes::default();
+    let mut connection = Connection::start(
+        &launch(&url, Some("s3cret")),
+        Limits::with_timeout(TIMEOUT),
+        &mut host,
+    )
+    .unwrap();
+    assert_eq!(connection.protocol_version(), "2024-11-05");
+    let tools = connection
+        .request("tools/list", json!({}), TIMEOUT, &mut host)
+        .unwrap();
+    assert_eq!(tools["tools"][0]["name"], "t");
+    let result = connection
+        .request("tools/call", json!({"name": "t"}), TIMEOUT, &mut host)
+        .unwrap();
+    assert_eq!(result["content"][0]["text"], "x".repeat(10));
+    assert_eq!(
+        host.0.len(),
+        1,
+        "the push event arrived mid-call and was answered"
+    );
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.authorization.as_deref(), Some("Bearer s3cret"));
+    let initialize = &seen.messages[0];
+    assert!(
+        initialize["params"]["capabilities"]["experimental"]["mcpl"]["pushEvents"].is_object(),
+        "ws is the legacy family, with MCPL: {initialize}"
+    );
+    assert_eq!(seen.messages[1]["method"], "notifications/initialized");
+}
+
+#[test]
+fn a_message_over_the_limit_fails_the_call_and_ends_the_socket() {
+    let (url, _) = serve(100_000);
+    let mut host = Pushes::default();
+    let limits = Limits {
+        timeout: TIMEOUT,
+        max_message_bytes: 4096,
+    };
+    let mut connection = Connection::start(&launch(&url, None), limits, &mut host).unwrap();
+    let error = connection
+        .request("tools/call", json!({"name": "t"}), TIMEOUT, &mut host)
+        .unwrap_err();
+    assert!(
+        matches!(error, CallError::TooLong { limit: 4096, .. }),
+        "{error}"
+    );
+}
