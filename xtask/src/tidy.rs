@@ -73,7 +73,10 @@ const BINARY_CRATE: &str = "mcpl-cli";
 
 /// Outside crates only some members may take as a normal (or build) dependency.
 const RESTRICTED: &[(&str, &[&str])] = &[
-    ("ureq", &["mcpl-fetch", "mcpl-client", "mcpl-host", "mcpl-auth"]),
+    (
+        "ureq",
+        &["mcpl-fetch", "mcpl-client", "mcpl-host", "mcpl-auth"],
+    ),
     ("tungstenite", &["mcpl-client"]),
     ("clap", &["mcpl-cli", "xtask"]),
     ("tracing-subscriber", &["mcpl-cli", "xtask"]),
