@@ -16,13 +16,14 @@ use std::path::{Path, PathBuf};
 
 use mcpl_budget::PricedRoute;
 use mcpl_classify::Payload;
-use mcpl_fetch::Refusal;
 use mcpl_lanes::{RouteId, markers};
 use serde_json::{Value, json};
 
-use mcpl_client::Launch;
+use mcpl_client::{Dial, Launch, Protocol, Transport};
+use mcpl_demo_server::{Options as DemoOptions, Remote};
 use mcpl_encode::Encoder;
 use mcpl_encode::conversation::{Content, ToolCall, ToolOutput, model_tool_name};
+use mcpl_fetch::FetchOptions;
 use mcpl_host::config::{Config, ServerConfig, ServerOptions};
 use mcpl_host::host_loop::{CallReport, FETCH_REFERENCE, Host, HostOptions, LoopError, Outcome};
 use mcpl_host::model::{Model, ModelError, Turn};
@@ -50,6 +51,13 @@ pub struct DemoRun {
     pub folder: PathBuf,
     /// What becomes of that folder when the demo ends.
     pub at_exit: AtExit,
+    /// How the host reached the demo server.
+    pub transport: DemoTransport,
+    /// The demo's loopback origin (`http://127.0.0.1:PORT`), which serves its reference files.
+    pub origin: String,
+    /// What serves that origin, for as long as the run is kept: a dialed server's host ends
+    /// before it does, as fields drop in order.
+    pub _remote: Remote,
 }
 
 /// What becomes of the demo's folder when the demo ends.
@@ -134,19 +142,91 @@ impl Drop for DemoFolder {
     }
 }
 
-/// The configuration of the embedded demo server: `program serve-demo`.
-pub fn demo_config(program: PathBuf, spill_dir: PathBuf) -> Config {
+/// How the host reaches the demo server: `mcpl demo --transport`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DemoTransport {
+    /// `mcpl serve-demo`, started as a child process; MCPL's legacy family.
+    #[default]
+    Stdio,
+    /// Streamable HTTP on loopback: modern MCP.
+    Http,
+    /// A WebSocket on loopback: MCP 2024-11-05 plus MCPL.
+    Ws,
+}
+
+impl DemoTransport {
+    /// Every transport, in the order the command line lists them.
+    pub const ALL: [DemoTransport; 3] =
+        [DemoTransport::Stdio, DemoTransport::Http, DemoTransport::Ws];
+
+    /// The name the command line takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            DemoTransport::Stdio => "stdio",
+            DemoTransport::Http => "http",
+            DemoTransport::Ws => "ws",
+        }
+    }
+}
+
+/// The configuration of the embedded demo server, reached over `transport`. The demo's origin
+/// (`origin`, a [`Remote`] on loopback) serves its reference files: a dialed server's fetch
+/// origin is the url it was dialed at, on that origin, and the stdio server's is set to it, so
+/// the reference binding holds alike on every transport (decision 0075).
+pub fn demo_config(
+    program: PathBuf,
+    spill_dir: PathBuf,
+    transport: DemoTransport,
+    origin: &Remote,
+) -> Config {
+    let dial = |url: String| -> Option<Dial> {
+        Some(Dial {
+            url: url::Url::parse(&url).ok()?,
+            headers: Vec::new(),
+            authorizer: None,
+        })
+    };
+    let (transport, protocol, fetch_origin) = match transport {
+        DemoTransport::Stdio => (
+            Some(Transport::Stdio),
+            Protocol::Legacy,
+            Some(origin.origin()),
+        ),
+        DemoTransport::Http => (
+            dial(origin.http_url()).map(Transport::Http),
+            Protocol::Modern,
+            None,
+        ),
+        DemoTransport::Ws => (
+            dial(origin.ws_url()).map(Transport::Ws),
+            Protocol::Legacy,
+            None,
+        ),
+    };
+    let fetch_origin = fetch_origin.or_else(|| Some(origin.origin()));
     Config {
         servers: vec![ServerConfig {
             launch: Launch {
                 name: DEMO_SERVER.to_owned(),
+                transport: transport.unwrap_or_default(),
+                protocol,
                 command: program.display().to_string(),
-                args: vec!["serve-demo".to_owned()],
+                args: vec![
+                    "serve-demo".to_owned(),
+                    "--files-origin".to_owned(),
+                    origin.origin(),
+                ],
                 env: Default::default(),
                 cwd: None,
                 ..Launch::default()
             },
-            options: ServerOptions::default(),
+            options: ServerOptions {
+                fetch: FetchOptions {
+                    origin: fetch_origin,
+                    ..FetchOptions::default()
+                },
+                ..ServerOptions::default()
+            },
         }],
         fetch_dir: Some(spill_dir.join("refs")),
         spill_dir: Some(spill_dir),
@@ -154,23 +234,33 @@ pub fn demo_config(program: PathBuf, spill_dir: PathBuf) -> Config {
     }
 }
 
-/// Starts the demo server from `program` and plays the demo conversation on `route`, writing
-/// spill files and fetched references in `folder`.
-pub fn run_demo(program: PathBuf, route: &'static PricedRoute, folder: &DemoFolder) -> DemoRun {
-    let config = demo_config(program, folder.path().to_path_buf());
+/// Starts the demo server (from `program` over stdio, or in this process on a loopback origin
+/// over HTTP or a WebSocket) and plays the demo conversation on `route`, writing spill files
+/// and fetched references in `folder`.
+pub fn run_demo(
+    program: PathBuf,
+    route: &'static PricedRoute,
+    folder: &DemoFolder,
+    transport: DemoTransport,
+) -> std::io::Result<DemoRun> {
+    let origin = Remote::start(DemoOptions::default())?;
+    let config = demo_config(program, folder.path().to_path_buf(), transport, &origin);
     let mut options = HostOptions::new(route, &config);
     // The demo's results are large on purpose; a window that fits them shows them all.
     options.context_window = 1_000_000;
     let mut host = Host::start(&config, options);
     let mut model = DemoModel::new(demo_steps(&host));
     let outcome = host.run(&mut model, "Show me what each demo tool returns.", None);
-    DemoRun {
+    Ok(DemoRun {
+        origin: origin.origin(),
+        _remote: origin,
         host,
         outcome,
         fetches: model.fetched,
         folder: folder.path().to_path_buf(),
         at_exit: folder.at_exit(),
-    }
+        transport,
+    })
 }
 
 /// The tools the demo calls, in order.
@@ -208,7 +298,8 @@ pub struct PlannedFetch {
 }
 
 /// The stubs the demo fetches: a resource link the demo server reads back through
-/// `resources/read`, and an https link on a server with no address, which the fetcher refuses.
+/// `resources/read`, a link on the demo's own origin, and one it does not serve, which the
+/// fetcher refuses.
 pub const PLANNED_FETCHES: &[PlannedFetch] = &[
     PlannedFetch {
         name: "report.csv",
@@ -218,17 +309,23 @@ pub const PLANNED_FETCHES: &[PlannedFetch] = &[
     },
     PlannedFetch {
         name: "brief.pdf",
+        saved: true,
+        why: "brief.pdf is a link on the demo's own loopback origin, the origin the host dialed \
+              the demo server at (over stdio, the one its config names), so the fetcher \
+              downloads it and saves it in the demo's folder",
+    },
+    PlannedFetch {
+        name: "503.log",
         saved: false,
-        why: "brief.pdf is an https link, and the demo server runs over stdio, so the host \
-              dialed no address to check the link's origin against; the fetcher fetches a link \
-              only from the origin of its server's own connection",
+        why: "503.log is a link on the demo's own origin too, but one the origin does not \
+              serve: the fetcher reports the HTTP status it got",
     },
 ];
 
 impl PlannedFetch {
-    /// The words the fetcher refuses a planned refusal with: the demo server has no address.
-    pub fn refusal_words() -> String {
-        Refusal::UnknownServer(DEMO_SERVER.to_owned()).to_string()
+    /// The words the fetcher refuses the planned refusal with: the origin's 404.
+    pub fn refusal_words() -> &'static str {
+        "HTTP 404"
     }
 
     /// Whether a `fetch_reference` result is what was planned.
@@ -776,20 +873,20 @@ mod tests {
 
     #[test]
     fn a_fetch_that_goes_otherwise_than_planned_reads_as_a_bug() {
-        let [saved, refused] = PLANNED_FETCHES else {
-            panic!("two planned fetches");
+        let [saved, _, refused] = PLANNED_FETCHES else {
+            panic!("three planned fetches");
         };
         let words = PlannedFetch::refusal_words();
-        assert_eq!(words, "unknown server: demo");
+        assert_eq!(words, "HTTP 404");
         assert_eq!(
-            refused.verdict(&output(&words, true)),
+            refused.verdict(&output(words, true)),
             format!("refused, as intended: {}", refused.why)
         );
         assert_eq!(
-            refused.verdict(&output("HTTP 404", true)),
+            refused.verdict(&output("unknown server: demo", true)),
             format!(
-                "refused, NOT as intended (a bug): the demo expects brief.pdf refused with \
-                 \"unknown server: demo\", because {}",
+                "refused, NOT as intended (a bug): the demo expects 503.log refused with \
+                 \"HTTP 404\", because {}",
                 refused.why
             )
         );
@@ -805,7 +902,7 @@ mod tests {
         );
         assert!(
             saved
-                .verdict(&output(&words, true))
+                .verdict(&output(words, true))
                 .starts_with("refused, NOT as intended (a bug): the demo expects report.csv saved")
         );
     }

@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use mcpl_budget::PricedRoute;
 use mcpl_classify::{Limits, Summary, classify};
 use mcpl_cli::conformance::{ConformanceError, run_conformance};
-use mcpl_cli::demo::{DemoFolder, render_json, render_text, run_demo};
+use mcpl_cli::demo::{DemoFolder, DemoTransport, render_json, render_text, run_demo};
 use mcpl_cli::input::{InputError, content_blocks, describe_shape, read_document};
 use mcpl_cli::project::{Lane, Request, project};
 use mcpl_host::config::{Config, ConfigError};
@@ -70,6 +70,10 @@ enum Command {
         /// Keep the demo's temporary folder at exit, and say where it is.
         #[arg(long)]
         keep: bool,
+        /// How the host reaches the demo server: `stdio` (a child process), `http` (Streamable
+        /// HTTP on loopback) or `ws` (MCPL over a WebSocket on loopback).
+        #[arg(long, default_value = "stdio", value_parser = demo_transport())]
+        transport: DemoTransport,
     },
     /// Run the inference loop against the configured servers.
     Run {
@@ -107,6 +111,9 @@ enum Command {
         /// The size a misbehaviour uses (bytes, or a count of notifications).
         #[arg(long, requires = "hostile")]
         size: Option<u64>,
+        /// The origin serving the demo's reference files (`mcpl demo` gives its own).
+        #[arg(long, conflicts_with = "hostile")]
+        files_origin: Option<String>,
     },
 }
 
@@ -123,6 +130,18 @@ fn route_id() -> impl clap::builder::TypedValueParser<Value = RouteId> {
     use clap::builder::TypedValueParser as _;
     clap::builder::PossibleValuesParser::new(RouteId::ALL.map(RouteId::name))
         .try_map(|name| name.parse::<RouteId>())
+}
+
+fn demo_transport() -> impl clap::builder::TypedValueParser<Value = DemoTransport> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(DemoTransport::ALL.map(DemoTransport::name)).map(
+        |name| {
+            DemoTransport::ALL
+                .into_iter()
+                .find(|t| t.name() == name)
+                .unwrap_or_default()
+        },
+    )
 }
 
 fn lane_name(name: &str) -> Result<Lane, String> {
@@ -220,7 +239,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             json,
             spill_dir,
             keep,
-        } => demo_command(route, json, spill_dir, keep),
+            transport,
+        } => demo_command(route, json, spill_dir, keep, transport),
         Command::Run {
             config,
             model,
@@ -235,8 +255,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
             prompt,
         }),
         Command::Conformance { files } => conformance_command(&files),
-        Command::ServeDemo { hostile, size } => match hostile {
-            None => serve_demo(),
+        Command::ServeDemo {
+            hostile,
+            size,
+            files_origin,
+        } => match hostile {
+            None => serve_demo(files_origin),
             Some(mode) => serve_hostile(&mode, size),
         },
     }
@@ -247,6 +271,7 @@ fn demo_command(
     json: bool,
     spill_dir: Option<PathBuf>,
     keep: bool,
+    transport: DemoTransport,
 ) -> Result<(), Failure> {
     let route = PricedRoute::of(route);
     let program = std::env::current_exe().map_err(|error| Failure {
@@ -265,7 +290,10 @@ fn demo_command(
             ),
         })?,
     };
-    let run = run_demo(program, route, &folder);
+    let run = run_demo(program, route, &folder, transport).map_err(|error| Failure {
+        status: 1,
+        message: format!("cannot serve the demo's origin on loopback: {error}"),
+    })?;
     if let Some(error) = run.host.servers.iter().find_map(|s| s.error.as_ref())
         && run.host.calls.is_empty()
     {
@@ -474,14 +502,17 @@ fn serve_hostile(mode: &str, size: Option<u64>) -> Result<(), Failure> {
     })
 }
 
-fn serve_demo() -> Result<(), Failure> {
+fn serve_demo(files_origin: Option<String>) -> Result<(), Failure> {
     let stdin = std::io::stdin().lock();
     let stdout = std::io::stdout().lock();
-    let ending = mcpl_demo_server::serve(stdin, stdout, mcpl_demo_server::Options::default())
-        .map_err(|error| Failure {
-            status: 1,
-            message: format!("demo server: {error}"),
-        })?;
+    let options = mcpl_demo_server::Options {
+        files_origin,
+        ..mcpl_demo_server::Options::default()
+    };
+    let ending = mcpl_demo_server::serve(stdin, stdout, options).map_err(|error| Failure {
+        status: 1,
+        message: format!("demo server: {error}"),
+    })?;
     match ending.status() {
         0 => Ok(()),
         status => Err(Failure {
