@@ -398,10 +398,10 @@ fn sent_summary(sent: &[String]) -> String {
 
 /// The answer to `context/beforeInference`: an injection at each position.
 fn before_inference(files_origin: Option<&str>) -> Value {
-    let brief = format!(
-        "{}{BRIEF_PATH}?token=demo-secret",
-        files_origin.unwrap_or("https://files.demo.example")
-    );
+    let brief = match files_origin {
+        Some(origin) => format!("{origin}{BRIEF_PATH}?token=demo-secret"),
+        None => "https://files.demo.example/brief.pdf?token=demo-secret".to_owned(),
+    };
     json!({"contextInjections": [
         {
             "position": "system",
