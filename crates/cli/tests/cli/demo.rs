@@ -590,6 +590,13 @@ fn the_model_sees_the_same_over_stdio_http_and_ws() {
         assert!(stdio.contains("push-1"), "{stdio}");
         for transport in ["http", "ws"] {
             let other = over_transport(transport, json);
+            // Modern MCP over http, MCPL over ws: MCP's nested `resource` is read as the
+            // embedded text it holds, MCPL's flat one as a reference's stub, on both families.
+            assert!(other.contains("# Demo notes"), "{transport}: {other}");
+            assert!(
+                other.contains("q3-report.pdf — application/pdf"),
+                "{transport}: {other}"
+            );
             if other != stdio {
                 let (a, b) = stdio
                     .lines()
