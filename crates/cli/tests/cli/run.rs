@@ -857,3 +857,30 @@ fn a_missing_provider_key_exits_2_with_one_line_naming_the_variable() {
         assert!(output.stdout.is_empty());
     }
 }
+
+#[test]
+fn a_token_over_plain_http_to_a_remote_host_is_warned_of_once_per_server() {
+    let scratch = Scratch::new("cleartext");
+    // `.invalid` never resolves (RFC 6761): the warning comes before the dial fails.
+    let config = servers(
+        &scratch,
+        &["demo"],
+        &[
+            (
+                "remote",
+                json!({"type": "http", "url": "http://mcp.invalid/mcp", "mcpl": {"token": "t0k"}}),
+            ),
+            (
+                "secure",
+                json!({"type": "http", "url": "https://mcp.invalid/mcp", "mcpl": {"token": "t0k"}}),
+            ),
+        ],
+    );
+    let output = run_quietly(&config, None, &scratch.0.join("transcript.jsonl"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let warning = "server remote: a token or Authorization header goes to mcp.invalid over plain \
+                   http; anyone on the path can read it";
+    assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
+    assert!(!stderr.contains("server secure: a token"), "{stderr}");
+    assert!(!stderr.contains("t0k"), "{stderr}");
+}
