@@ -10,6 +10,9 @@
 //! with an injection at each position, and `crash`, `hang`, `garbage` and `slow` misbehave so
 //! a host's failure handling can be tested. `tools/list` describes every tool.
 //!
+//! [`Remote`] serves it dialed rather than spawned: over Streamable HTTP and over MCPL's
+//! WebSocket on one loopback origin, which also serves the demo's reference files.
+//!
 //! [`serve_hostile`] is another server, for tests only: it misbehaves in one of the ways a
 //! [`Misbehaviour`] names.
 //!
