@@ -19,12 +19,10 @@ use mcpl_classify::Payload;
 use mcpl_lanes::{RouteId, markers};
 use serde_json::{Value, json};
 
-use mcpl_client::{Dial, Launch, Protocol, Transport};
 use mcpl_demo_server::{Options as DemoOptions, Remote};
 use mcpl_encode::Encoder;
 use mcpl_encode::conversation::{Content, ToolCall, ToolOutput, model_tool_name};
-use mcpl_fetch::FetchOptions;
-use mcpl_host::config::{Config, ServerConfig, ServerOptions};
+use mcpl_host::config::{Config, ConfigError};
 use mcpl_host::host_loop::{CallReport, FETCH_REFERENCE, Host, HostOptions, LoopError, Outcome};
 use mcpl_host::model::{Model, ModelError, Turn};
 
@@ -169,69 +167,31 @@ impl DemoTransport {
     }
 }
 
-/// The configuration of the embedded demo server, reached over `transport`. The demo's origin
-/// (`origin`, a [`Remote`] on loopback) serves its reference files: a dialed server's fetch
-/// origin is the url it was dialed at, on that origin, and the stdio server's is set to it, so
-/// the reference binding holds alike on every transport (decision 0075).
+/// The configuration of the embedded demo server, reached over `transport`, written as a user
+/// would write it and read by the host's own config reader. The demo's origin (`origin`, a
+/// [`Remote`] on loopback) serves its reference files: a dialed server's fetch origin is the
+/// url it was dialed at, on that origin, and the stdio server's `mcpl.fetch.origin` is set to
+/// it, so the reference binding holds alike on every transport (decision 0075).
 pub fn demo_config(
-    program: PathBuf,
-    spill_dir: PathBuf,
+    program: &Path,
+    spill_dir: &Path,
     transport: DemoTransport,
     origin: &Remote,
-) -> Config {
-    let dial = |url: String| -> Option<Dial> {
-        Some(Dial {
-            url: url::Url::parse(&url).ok()?,
-            headers: Vec::new(),
-            authorizer: None,
-        })
+) -> Result<Config, ConfigError> {
+    let server = match transport {
+        DemoTransport::Stdio => json!({
+            "command": program,
+            "args": ["serve-demo", "--files-origin", origin.origin()],
+            "mcpl": {"fetch": {"origin": origin.origin()}},
+        }),
+        DemoTransport::Http => json!({"type": "http", "url": origin.http_url()}),
+        DemoTransport::Ws => json!({"type": "ws", "url": origin.ws_url()}),
     };
-    let (transport, protocol, fetch_origin) = match transport {
-        DemoTransport::Stdio => (
-            Some(Transport::Stdio),
-            Protocol::Legacy,
-            Some(origin.origin()),
-        ),
-        DemoTransport::Http => (
-            dial(origin.http_url()).map(Transport::Http),
-            Protocol::Modern,
-            None,
-        ),
-        DemoTransport::Ws => (
-            dial(origin.ws_url()).map(Transport::Ws),
-            Protocol::Legacy,
-            None,
-        ),
-    };
-    let fetch_origin = fetch_origin.or_else(|| Some(origin.origin()));
-    Config {
-        servers: vec![ServerConfig {
-            launch: Launch {
-                name: DEMO_SERVER.to_owned(),
-                transport: transport.unwrap_or_default(),
-                protocol,
-                command: program.display().to_string(),
-                args: vec![
-                    "serve-demo".to_owned(),
-                    "--files-origin".to_owned(),
-                    origin.origin(),
-                ],
-                env: Default::default(),
-                cwd: None,
-                ..Launch::default()
-            },
-            options: ServerOptions {
-                fetch: FetchOptions {
-                    origin: fetch_origin,
-                    ..FetchOptions::default()
-                },
-                ..ServerOptions::default()
-            },
-        }],
-        fetch_dir: Some(spill_dir.join("refs")),
-        spill_dir: Some(spill_dir),
-        context_window: mcpl_host::config::DEFAULT_CONTEXT_WINDOW,
-    }
+    let config = json!({
+        "mcpServers": {DEMO_SERVER: server},
+        "mcpl": {"spillDir": spill_dir, "fetchDir": spill_dir.join("refs")},
+    });
+    Config::from_slice("the demo's configuration", config.to_string().as_bytes())
 }
 
 /// Starts the demo server (from `program` over stdio, or in this process on a loopback origin
@@ -244,7 +204,8 @@ pub fn run_demo(
     transport: DemoTransport,
 ) -> std::io::Result<DemoRun> {
     let origin = Remote::start(DemoOptions::default())?;
-    let config = demo_config(program, folder.path().to_path_buf(), transport, &origin);
+    let config =
+        demo_config(&program, folder.path(), transport, &origin).map_err(std::io::Error::other)?;
     let mut options = HostOptions::new(route, &config);
     // The demo's results are large on purpose; a window that fits them shows them all.
     options.context_window = 1_000_000;
