@@ -150,6 +150,7 @@ pub fn demo_config(program: PathBuf, spill_dir: PathBuf) -> Config {
         fetch_dir: Some(spill_dir.join("refs")),
         spill_dir: Some(spill_dir),
         context_window: mcpl_host::config::DEFAULT_CONTEXT_WINDOW,
+        route: Default::default(),
     }
 }
 
