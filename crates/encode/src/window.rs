@@ -5,10 +5,13 @@
 
 use crate::conversation::{Content, Message, ToolOutput};
 
+/// How every cleared tool result's notice begins, so a result cleared once is not cleared again.
+const CLEARED: &str = "[tool result cleared to fit the context window; ";
+
 /// `[tool result cleared to fit the context window; the whole result is in <spill>]`: what a
 /// cleared tool result becomes in history. The one place the notice is worded.
 pub fn cleared_notice(spill: &str) -> String {
-    format!("[tool result cleared to fit the context window; the whole result is in {spill}]")
+    format!("{CLEARED}the whole result is in {spill}]")
 }
 
 /// What making room did.
@@ -24,9 +27,7 @@ pub struct Room {
 
 /// Whether a tool output was already cleared.
 fn is_cleared(output: &ToolOutput) -> bool {
-    output
-        .stored
-        .starts_with("[tool result cleared to fit the context window; ")
+    output.stored.starts_with(CLEARED)
 }
 
 /// The index of the latest tool results in `history`, which making room never touches.
