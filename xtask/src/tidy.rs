@@ -22,10 +22,11 @@ const INVARIANT: &str = "**Architecture Invariant:**";
 const LAYERS: &[(&str, &[&str])] = &[
     ("mcpl-classify", &[]),
     ("mcpl-lanes", &["mcpl-classify"]),
+    ("mcpl-scale", &["mcpl-classify", "mcpl-lanes"]),
     ("mcpl-budget", &["mcpl-classify", "mcpl-lanes"]),
     (
         "mcpl-encode",
-        &["mcpl-classify", "mcpl-lanes", "mcpl-budget"],
+        &["mcpl-classify", "mcpl-lanes", "mcpl-scale", "mcpl-budget"],
     ),
     (
         "mcpl-fetch",
@@ -40,6 +41,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "mcpl-classify",
             "mcpl-lanes",
+            "mcpl-scale",
             "mcpl-budget",
             "mcpl-encode",
             "mcpl-fetch",
@@ -52,6 +54,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "mcpl-classify",
             "mcpl-lanes",
+            "mcpl-scale",
             "mcpl-budget",
             "mcpl-encode",
             "mcpl-fetch",

@@ -107,5 +107,5 @@ pub use spill::{
 };
 #[cfg(feature = "exact")]
 pub use text::O200k;
-pub use text::{Heuristic, TokenEstimator};
-pub use window::{Round, project_round};
+pub use text::{CJK_SINGLES, HANGUL_SINGLES, Heuristic, O200K_SINGLE_TOKENS, TokenEstimator};
+pub use window::{Correction, Round, project_round};

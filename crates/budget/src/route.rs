@@ -24,7 +24,7 @@ pub struct PricedRoute {
 /// The bound on the text around one moved image (see [`PricedRoute::image_overhead`]): the
 /// host's encoders test that their pointer, label and header for a call id and a tool name of
 /// 64 characters each stay within it.
-pub const MOVED_IMAGE_OVERHEAD: u64 = 96;
+pub const MOVED_IMAGE_OVERHEAD: u64 = 128;
 
 impl PricedRoute {
     /// Anthropic's Messages API, standard tier (the high-resolution tier costs more per image;

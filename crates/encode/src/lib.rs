@@ -93,6 +93,7 @@
 
 pub mod conversation;
 pub mod decode;
+pub mod window;
 
 mod anthropic;
 mod gemini;
@@ -138,6 +139,7 @@ pub fn image_not_sent(media_type: &str, data: &str) -> String {
 pub struct Encoder {
     route: RouteId,
     limits: RequestLimits,
+    scaling: bool,
 }
 
 impl From<RouteId> for Encoder {
@@ -152,7 +154,14 @@ impl Encoder {
         Encoder {
             route,
             limits: route.request_limits(),
+            scaling: true,
         }
+    }
+
+    /// The same encoder with image scaling on or off (on by default): off, an image over a
+    /// per-image limit or the many-images side is left out with its notice instead of scaled.
+    pub const fn with_scaling(self, scaling: bool) -> Encoder {
+        Encoder { scaling, ..self }
     }
 
     /// The same encoder held to other request limits (a route setting: Anthropic's direct API
@@ -179,12 +188,14 @@ impl Encoder {
     /// The whole request body the route's API takes, within the route's [`RequestLimits`].
     /// Gemini's body has no `model`: its model goes in the URL path.
     ///
-    /// The whole request is checked as it is assembled: an image that would take it over a
-    /// limit (the latest message's images keep priority, then call order) goes as its stored
-    /// placeholder with [`request_limit_notice`] after it. A body still over the route's size
+    /// The whole request is checked as it is assembled: an image over the per-side cap, the
+    /// per-image base64 or the many-images side, or an animated GIF on a route that takes none,
+    /// is scaled to fit (`mcpl-scale`) and goes with a notice after it. An image that would
+    /// still take the request over a limit (the latest message's images keep priority, then
+    /// call order) goes as its stored placeholder with [`request_limit_notice`] after it. A body still over the route's size
     /// sheds its lowest-priority images until it fits or has none left.
     pub fn request(self, request: &ModelRequest<'_>) -> Value {
-        let mut decision = limits::decide(request.messages, self.route, &self.limits);
+        let mut decision = limits::decide(request.messages, self.route, &self.limits, self.scaling);
         loop {
             let messages = decision.apply(request.messages);
             let body = self.encode(&ModelRequest {

@@ -9,8 +9,9 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use mcpl_classify::{Payload, Sniffed};
+use mcpl_classify::{Dimensions, Payload, Sniffed};
 use mcpl_lanes::{RequestLimits, RouteId, markers};
+use mcpl_scale::{Fit, Scaler};
 
 use crate::conversation::{Content, Message, ToolOutput};
 use crate::{decoded_len, takes_audio, takes_image, takes_tool_image};
@@ -89,7 +90,38 @@ struct Candidate<'m> {
     sniffed: Sniffed,
     width: u32,
     height: u32,
-    data: &'m str,
+    /// The base64 as it will go: the message's own, or the image scaled to fit.
+    data: Cow<'m, str>,
+    /// The notice after an image that was scaled to fit.
+    notice: Option<String>,
+}
+
+impl Candidate<'_> {
+    /// The image scaled to fit `fit`, or why not; what it hit names the notice.
+    fn scale(&mut self, fit: Fit, hit: LimitHit) -> bool {
+        let from = Dimensions {
+            width: self.width,
+            height: self.height,
+        };
+        let Ok(scaled) = Scaler::default().scale(&self.data, self.sniffed, from, fit) else {
+            return false;
+        };
+        let why = hit.to_string();
+        self.notice = Some(
+            if scaled.dimensions == from && hit == LimitHit::AnimatedGif {
+                mcpl_scale::first_frame_notice(&why)
+            } else {
+                mcpl_scale::scaled_notice(&scaled, &why)
+            },
+        );
+        (self.sniffed, self.width, self.height) = (
+            scaled.sniffed,
+            scaled.dimensions.width,
+            scaled.dimensions.height,
+        );
+        self.data = Cow::Owned(scaled.data);
+        true
+    }
 }
 
 /// The images of a request that would go natively on `route`, in priority order.
@@ -144,7 +176,8 @@ fn push_images<'m>(
                         sniffed: *sniffed,
                         width: dimensions.width,
                         height: dimensions.height,
-                        data,
+                        data: Cow::Borrowed(data),
+                        notice: None,
                     });
                 }
             }
@@ -159,7 +192,8 @@ fn push_images<'m>(
                     sniffed: *sniffed,
                     width: 0,
                     height: 0,
-                    data,
+                    data: Cow::Borrowed(data),
+                    notice: None,
                 });
             }
             Content::Audio { .. } | Content::Text(_) => {}
@@ -167,21 +201,36 @@ fn push_images<'m>(
     }
 }
 
-/// What the check decided: the images that stay, in priority order, and those that do not.
+/// What the check decided: the images that stay, in priority order, those that go scaled, and
+/// those that do not go.
 pub(crate) struct Decision {
     /// The admitted images with their base64 length, lowest priority last.
     kept: Vec<(At, u64)>,
+    /// Admitted images scaled to fit: the image that goes and the notice after it.
+    scaled: Vec<(At, Content, String)>,
     dropped: Vec<(At, LimitHit)>,
 }
 
-/// Decides which of the request's native images stay within every limit but the body's.
-pub(crate) fn decide(messages: &[Message], route: RouteId, limits: &RequestLimits) -> Decision {
+/// Decides which of the request's native images stay within every limit but the body's. With
+/// `scaling`, an image over the per-side cap, the per-image base64 or the many-images side, or an
+/// animated GIF where the route takes none, is scaled to fit (its first frame) before it would
+/// be left out.
+pub(crate) fn decide(
+    messages: &[Message],
+    route: RouteId,
+    limits: &RequestLimits,
+    scaling: bool,
+) -> Decision {
     let candidates = candidates(messages, route);
     let mut dropped = Vec::new();
+    let fit = Fit {
+        max_side: limits.max_side,
+        max_base64: limits.image_base64.unwrap_or(u64::MAX),
+    };
     // Per image: pixels, sides, base64, animation.
-    let mut admitted: Vec<&Candidate<'_>> = Vec::new();
-    let mut audio: Vec<&Candidate<'_>> = Vec::new();
-    for image in &candidates {
+    let mut admitted: Vec<Candidate<'_>> = Vec::new();
+    let mut audio: Vec<Candidate<'_>> = Vec::new();
+    for mut image in candidates {
         if image.audio {
             audio.push(image);
             continue;
@@ -194,11 +243,20 @@ pub(crate) fn decide(messages: &[Message], route: RouteId, limits: &RequestLimit
             && image.data.len() as u64 > max
         {
             Some(LimitHit::ImageBase64(max))
-        } else if !limits.animated_gif && image.sniffed == Sniffed::Gif && is_animated(image.data) {
+        } else if !limits.animated_gif && image.sniffed == Sniffed::Gif && is_animated(&image.data)
+        {
             Some(LimitHit::AnimatedGif)
         } else {
             None
         };
+        match hit {
+            Some(LimitHit::NoPixels) | None => {}
+            Some(hit) if scaling && image.scale(fit, hit) => {
+                admitted.push(image);
+                continue;
+            }
+            Some(_) => {}
+        }
         match hit {
             Some(hit) => dropped.push((image.at, hit)),
             None => admitted.push(image),
@@ -212,8 +270,9 @@ pub(crate) fn decide(messages: &[Message], route: RouteId, limits: &RequestLimit
             dropped.push((image.at, LimitHit::Images(max)));
         }
     }
-    // Many images: the small ones always fit; a large one stays, in priority order, only while
-    // the request stays at the many-images threshold.
+    // Many images. With scaling, every large image is scaled to the smaller side, so all of
+    // them go; one that cannot be is left out. Without, the small ones always fit, and a large
+    // one stays, in priority order, only while the request stays at the threshold.
     if let Some(threshold) = limits.many_images
         && admitted.len() > threshold
     {
@@ -221,17 +280,28 @@ pub(crate) fn decide(messages: &[Message], route: RouteId, limits: &RequestLimit
         let large = |image: &Candidate<'_>| image.width.max(image.height) > side;
         let small = admitted.iter().filter(|image| !large(image)).count();
         let mut room = threshold.saturating_sub(small);
-        admitted.retain(|image| {
+        let hit = LimitHit::ManyImagesSide(threshold, side);
+        let many = Fit {
+            max_side: side,
+            ..fit
+        };
+        admitted.retain_mut(|image| {
             if !large(image) {
                 return true;
             }
-            if room > 0 {
+            if scaling {
+                if image.scale(many, hit) {
+                    return true;
+                }
+            } else if room > 0 {
                 room -= 1;
                 return true;
             }
-            dropped.push((image.at, LimitHit::ManyImagesSide(threshold, side)));
+            dropped.push((image.at, hit));
             false
         });
+        // Should scaling have failed for enough of them, the request may be back at the
+        // threshold with room for large images; it is simpler to hold the rule in any case.
     }
     // Totals: an image that would pass one is left out; a later, smaller one may still fit.
     // Inline audio takes its place among the images by priority.
@@ -251,7 +321,7 @@ pub(crate) fn decide(messages: &[Message], route: RouteId, limits: &RequestLimit
         let size = if image.audio {
             0
         } else {
-            decoded_len(image.data)
+            decoded_len(&image.data)
         };
         let chars = image.data.len() as u64;
         if let Some(max) = limits.image_bytes
@@ -270,11 +340,28 @@ pub(crate) fn decide(messages: &[Message], route: RouteId, limits: &RequestLimit
         inline += chars;
         true
     });
+    let kept = admitted
+        .iter()
+        .map(|image| (image.at, image.data.len() as u64))
+        .collect();
+    let scaled = admitted
+        .into_iter()
+        .filter_map(|image| {
+            let notice = image.notice?;
+            let content = Content::Image {
+                sniffed: image.sniffed,
+                dimensions: Dimensions {
+                    width: image.width,
+                    height: image.height,
+                },
+                data: image.data.into_owned(),
+            };
+            Some((image.at, content, notice))
+        })
+        .collect();
     Decision {
-        kept: admitted
-            .into_iter()
-            .map(|image| (image.at, image.data.len() as u64))
-            .collect(),
+        kept,
+        scaled,
         dropped,
     }
 }
@@ -299,7 +386,7 @@ impl Decision {
     /// The messages with every dropped image replaced by its placeholder and notice; borrowed
     /// when nothing was dropped.
     pub(crate) fn apply<'m>(&self, messages: &'m [Message]) -> Cow<'m, [Message]> {
-        if self.dropped.is_empty() {
+        if self.dropped.is_empty() && self.scaled.is_empty() {
             return Cow::Borrowed(messages);
         }
         let mut out = messages.to_vec();
@@ -323,6 +410,29 @@ impl Decision {
                     }
                 }
                 _ => {}
+            }
+        }
+        // Scaled images that stayed: the scaled image in its place, its notice after it, from
+        // the last place to the first so the places before stay where they are.
+        let mut scaled: Vec<&(At, Content, String)> = self
+            .scaled
+            .iter()
+            .filter(|(at, _, _)| !self.dropped.iter().any(|(gone, _)| gone == at))
+            .collect();
+        scaled.sort_by_key(|(at, _, _)| std::cmp::Reverse(*at));
+        for (at, image, notice) in scaled {
+            let parts = match (out.get_mut(at.message), at.output) {
+                (Some(Message::User(content)), None) => Some(content),
+                (Some(Message::ToolResults(outputs)), Some(index)) => {
+                    outputs.get_mut(index).and_then(|o| o.live.as_mut())
+                }
+                _ => None,
+            };
+            if let Some(parts) = parts
+                && at.part < parts.len()
+            {
+                parts[at.part] = image.clone();
+                parts.insert(at.part + 1, Content::Text(notice.clone()));
             }
         }
         Cow::Owned(out)

@@ -3,6 +3,8 @@
 
 mod cases;
 mod cut;
+#[cfg(feature = "exact")]
+mod estimate;
 mod failures;
 mod private;
 mod properties;

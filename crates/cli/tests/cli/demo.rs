@@ -139,9 +139,15 @@ fn the_json_demo_shows_what_each_route_takes() {
             call(&demo, "zip-labelled-png")["stored"],
             "[Image not shown: its bytes are not PNG, JPEG, GIF or WebP (application/zip, 122B).]"
         );
-        // Anthropic takes 5 MiB per image; the OpenAI and Gemini routes declare larger limits.
+        // Anthropic takes 5 MiB per image, so its 6 MiB image is re-encoded to fit; the OpenAI
+        // and Gemini routes declare larger limits, and text-only takes no image to scale.
         let huge = call(&demo, "huge-image")["stored"].as_str().unwrap();
-        if matches!(route, "anthropic" | "text-only") {
+        if route == "anthropic" {
+            assert!(
+                huge.contains("\n[image above scaled from 16×12 px, ~6.0MB to 16×12 px, "),
+                "{route}: {huge}"
+            );
+        } else if route == "text-only" {
             assert!(
                 huge.ends_with(
                     "[Image not shown: ~6.0MB is over the 5.0MB this host sends inline per image.]"

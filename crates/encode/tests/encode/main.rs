@@ -2,6 +2,7 @@
 //! each whatever the snapshot says.
 
 mod limits;
+mod scaling;
 
 use insta::assert_json_snapshot;
 use mcpl_classify::{Dimensions, Sniffed};

@@ -630,3 +630,62 @@ fn retries_are_bounded_in_count_and_in_total_wait() {
     assert_eq!(message, "HTTP 400: bad");
     assert_eq!(received(&recorded), 1);
 }
+
+/// Plays a conversation with no servers against a loopback Anthropic that asks for one
+/// `fetch_reference` and then answers, reporting `input_tokens` with each answer; returns the
+/// host after the run.
+fn session_reporting(input_tokens: u64) -> mcpl_host::host_loop::Host {
+    use mcpl_host::config::Config;
+    use mcpl_host::host_loop::{Host, HostOptions};
+    let first = json!({"id": "msg_1", "type": "message", "role": "assistant",
+        "stop_reason": "tool_use",
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": "fetch_reference",
+                     "input": {"ref_id": "ref_nothing_0000"}}],
+        "usage": {"input_tokens": input_tokens, "output_tokens": 5}});
+    let second = json!({"id": "msg_2", "type": "message", "role": "assistant",
+        "stop_reason": "end_turn", "content": [{"type": "text", "text": "done"}],
+        "usage": {"input_tokens": input_tokens, "output_tokens": 1}});
+    let (base, _recorded) = serve(vec![
+        (200, Vec::new(), first.to_string()),
+        (200, Vec::new(), second.to_string()),
+    ]);
+    let dir = std::env::temp_dir().join(format!(
+        "mcpl-http-correction-{}-{input_tokens}",
+        std::process::id()
+    ));
+    let config = Config {
+        servers: Vec::new(),
+        spill_dir: Some(dir.join("spill")),
+        fetch_dir: Some(dir.join("refs")),
+        context_window: 200_000,
+        route: Default::default(),
+    };
+    let options = HostOptions::new(&mcpl_budget::PricedRoute::ANTHROPIC, &config);
+    let mut host = Host::start(&config, options);
+    let mut model = AnthropicHttp::new(&base, KEY, "claude-test").with_retry(NO_RETRY);
+    let outcome = host.run(&mut model, "Fetch it.", None).unwrap();
+    assert_eq!(outcome.answer, "done");
+    let _ = std::fs::remove_dir_all(dir);
+    host
+}
+
+#[test]
+fn reported_usage_corrects_later_projections_within_one_to_two() {
+    // A provider that counts far more than the estimate: the correction stops at 2.0.
+    let high = session_reporting(1_000_000);
+    assert_eq!(high.correction(), mcpl_budget::Correction::MAX);
+    // One that counts fewer: never below 1.0, so the window is never loosened.
+    let low = session_reporting(1);
+    assert_eq!(low.correction(), mcpl_budget::Correction::NONE);
+    // The same conversation; its second request is projected at twice the estimate.
+    let answer = 4096;
+    let (high2, low2) = (
+        high.rounds[1].projected_tokens,
+        low.rounds[1].projected_tokens,
+    );
+    assert_eq!(high2 - answer, 2 * (low2 - answer), "{high2} {low2}");
+    assert_eq!(
+        high.rounds[0].projected_tokens,
+        low.rounds[0].projected_tokens
+    );
+}
