@@ -101,7 +101,10 @@ pub use fit::{CutError, DEFAULT_BUDGET, Fitted, cut, fit_tool_result, omission_n
 pub use image::{
     ANTHROPIC_TABLE, Detail, GEMINI_TABLE, ImageCalculator, OPENAI_TABLE, PricedModels,
 };
-pub use route::{MOVED_IMAGE_OVERHEAD, PricedRoute, Pricer, Unpriceable};
+pub use route::{
+    GEMINI_AUDIO_TOKENS_PER_SECOND, MOVED_IMAGE_OVERHEAD, OPENAI_AUDIO_TOKENS_PER_SECOND, PageRule,
+    PricedRoute, Pricer, Unpriceable,
+};
 pub use spill::{
     LocalSpillStore, Spill, SpillError, SpillStore, extension_for, private_dir, write_spill,
 };
