@@ -3,7 +3,9 @@
 use mcpl_budget::PricedRoute;
 use serde_json::{Map, Value, json};
 
-use super::{audio_description, image_not_sent, plain_text, takes_image};
+use super::{
+    audio_description, document_not_sent, image_not_sent, plain_text, takes_document, takes_image,
+};
 use crate::conversation::{Content, Message, ModelRequest, ToolOutput};
 
 /// Which of the two routes in this shape.
@@ -105,7 +107,7 @@ fn user_content(content: &[Content], flavor: Flavor) -> Value {
     }
 }
 
-/// Content blocks: text, and base64 image sources. Anthropic takes no audio, and the route says
+/// Content blocks: text, base64 image sources and base64 PDF `document`s. Anthropic takes no audio, and the route says
 /// so, so lanes never give it audio; should some arrive, it is described in text. Empty texts
 /// are left out: the API refuses an empty text block.
 pub(super) fn content_blocks(content: &[Content], route: &PricedRoute) -> Value {
@@ -124,6 +126,13 @@ pub(super) fn content_blocks(content: &[Content], route: &PricedRoute) -> Value 
                 }
                 Content::Audio { sniffed, data } => {
                     json!({"type": "text", "text": audio_description(sniffed.mime(), data)})
+                }
+                Content::Document { data, .. } if takes_document(route) => json!({
+                    "type": "document",
+                    "source": {"type": "base64", "media_type": "application/pdf", "data": data},
+                }),
+                Content::Document { data, .. } => {
+                    json!({"type": "text", "text": document_not_sent(data)})
                 }
             })
             .collect(),

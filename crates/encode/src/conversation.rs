@@ -32,6 +32,13 @@ pub enum Content {
         /// The base64 data.
         data: String,
     },
+    /// A native PDF: its pages as counted (`None` when they could not be), and its base64.
+    Document {
+        /// The pages `lopdf` counted.
+        pages: Option<u32>,
+        /// The base64 data.
+        data: String,
+    },
 }
 
 impl Content {
@@ -52,6 +59,10 @@ impl Content {
                 sniffed: *sniffed,
                 data: (*data).to_owned(),
             },
+            Part::Document { pages, data } => Content::Document {
+                pages: *pages,
+                data: (*data).to_owned(),
+            },
         }
     }
 
@@ -70,6 +81,10 @@ impl Content {
             },
             Content::Audio { sniffed, data } => Part::Audio {
                 sniffed: *sniffed,
+                data,
+            },
+            Content::Document { pages, data } => Part::Document {
+                pages: *pages,
                 data,
             },
         }

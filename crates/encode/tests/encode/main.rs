@@ -2,6 +2,7 @@
 //! each whatever the snapshot says.
 
 mod limits;
+mod media;
 
 use insta::assert_json_snapshot;
 use mcpl_classify::{Dimensions, Sniffed};
@@ -242,7 +243,7 @@ fn openai_responses_outputs_carry_input_images() {
         chart["output"],
         json!([
             {"type": "input_text", "text": "The May chart:"},
-            {"type": "input_image", "image_url": format!("data:image/png;base64,{}", png()), "detail": "auto"},
+            {"type": "input_image", "image_url": format!("data:image/png;base64,{}", png()), "detail": "low"},
         ])
     );
     assert_eq!(input[5]["output"], "notes are locked");
