@@ -571,6 +571,43 @@ fn a_429_is_retried_after_the_retry_after_it_names() {
 }
 
 #[test]
+fn a_retry_after_http_date_is_the_wait_until_then() {
+    let quota = |date: std::time::SystemTime| {
+        (
+            429,
+            vec![("retry-after", httpdate::fmt_http_date(date))],
+            r#"{"error": {"message": "quota"}}"#.to_owned(),
+        )
+    };
+    let ok = r#"{"content": [{"type": "text", "text": "ok"}]}"#;
+    let retry = Retry {
+        retries: 1,
+        backoff: Duration::from_millis(10),
+        max_wait: Duration::from_secs(5),
+    };
+    // An hour from now is beyond the total wait: not retried, where the backoff would be.
+    let later = std::time::SystemTime::now() + Duration::from_secs(3600);
+    let (base, recorded) = serve(vec![quota(later), (200, Vec::new(), ok.to_owned())]);
+    let (_, message) = provider_error(
+        AnthropicHttp::new(&base, KEY, "claude-test")
+            .with_retry(retry)
+            .complete(&json!({}))
+            .unwrap_err(),
+    );
+    assert_eq!(message, "HTTP 429: quota");
+    assert_eq!(received(&recorded), 1);
+    // A date that has passed is no wait: retried at once.
+    let earlier = std::time::SystemTime::now() - Duration::from_secs(60);
+    let (base, recorded) = serve(vec![quota(earlier), (200, Vec::new(), ok.to_owned())]);
+    let turn = AnthropicHttp::new(&base, KEY, "claude-test")
+        .with_retry(retry)
+        .complete(&json!({}))
+        .unwrap();
+    assert_eq!(turn.text, "ok");
+    assert_eq!(received(&recorded), 2);
+}
+
+#[test]
 fn retries_are_bounded_in_count_and_in_total_wait() {
     let busy = || {
         (
