@@ -23,10 +23,16 @@ pub(super) fn request(request: &ModelRequest<'_>, flavor: Flavor) -> Value {
     let mut body = Map::new();
     body.insert("model".to_owned(), json!(request.model));
     body.insert("max_tokens".to_owned(), json!(request.max_tokens));
+    let cache = flavor == Flavor::Native;
     if !request.system.is_empty() {
-        body.insert("system".to_owned(), json!(request.system));
+        let system = if cache {
+            json!([{"type": "text", "text": request.system, "cache_control": ephemeral()}])
+        } else {
+            json!(request.system)
+        };
+        body.insert("system".to_owned(), system);
     }
-    let messages: Vec<Value> = request
+    let mut messages: Vec<Value> = request
         .messages
         .iter()
         .map(|message| match message {
@@ -68,9 +74,19 @@ pub(super) fn request(request: &ModelRequest<'_>, flavor: Flavor) -> Value {
             }
         })
         .collect();
+    // The stable history ends with the last assistant turn: everything up to it reads the same
+    // in every later request (the results after it still carry their live copies).
+    if cache
+        && let Some(last) = request
+            .messages
+            .iter()
+            .rposition(|m| matches!(m, Message::Assistant { .. }))
+    {
+        mark(&mut messages[last]["content"]);
+    }
     body.insert("messages".to_owned(), Value::Array(messages));
     if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
+        let mut tools: Vec<Value> = request
             .tools
             .iter()
             .map(|tool| {
@@ -81,9 +97,27 @@ pub(super) fn request(request: &ModelRequest<'_>, flavor: Flavor) -> Value {
                 })
             })
             .collect();
+        if cache && let Some(last) = tools.last_mut() {
+            last["cache_control"] = ephemeral();
+        }
         body.insert("tools".to_owned(), Value::Array(tools));
     }
     Value::Object(body)
+}
+
+/// A prompt-cache breakpoint. The Messages API takes at most four; a request marks three: the
+/// last tool, the system prompt, and the last block of the stable history (decision 0052).
+fn ephemeral() -> Value {
+    json!({"type": "ephemeral"})
+}
+
+/// Marks the last block of a message's content as a cache breakpoint.
+fn mark(content: &mut Value) {
+    if let Some(block) = content.as_array_mut().and_then(|blocks| blocks.last_mut())
+        && let Some(block) = block.as_object_mut()
+    {
+        block.insert("cache_control".to_owned(), ephemeral());
+    }
 }
 
 /// A `tool_result` block's `content`: text and image blocks (the stored copy as one text block

@@ -31,7 +31,7 @@ use crate::model::{Model, ModelError};
 use mcpl_client::{Call, CallError, Connection, ServerRequests};
 use mcpl_encode::Encoder;
 use mcpl_encode::conversation::{
-    Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec, model_tool_name,
+    Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec, Usage, model_tool_name,
 };
 use mcpl_fetch::{Fetcher, ResourceReader};
 
@@ -269,6 +269,9 @@ pub struct Host {
     pub calls: Vec<CallReport>,
     /// Every round, in order.
     pub rounds: Vec<RoundReport>,
+    /// The tokens the provider reported, summed over the run's answers; `None` while no answer
+    /// reported any (a scripted model never does).
+    pub usage: Option<Usage>,
     history_tokens: u64,
 }
 
@@ -313,6 +316,7 @@ impl Host {
             tool_index: BTreeMap::new(),
             calls: Vec::new(),
             rounds: Vec::new(),
+            usage: None,
             history_tokens: 0,
         };
         for server in &config.servers {
@@ -454,6 +458,9 @@ impl Host {
             }
             self.rounds.push(report);
             let turn = model.complete(&body)?;
+            if let Some(usage) = turn.usage {
+                self.usage.get_or_insert_default().add(usage);
+            }
             // Live copies go once: from now on history carries the stored copies.
             settle(&mut history, &self.rounds[round - 1].messages);
             for message in &self.rounds[round - 1].messages {
