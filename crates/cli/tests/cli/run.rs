@@ -992,3 +992,125 @@ fn ten_anthropic_rounds_keep_their_cached_prefixes_and_report_the_cache_figures(
         }
     }
 }
+
+/// The Python with the official SDKs installed (`.ci/run` makes it from
+/// `e2e/sdk-validate/requirements.txt`); `None`, after saying why, when the test is to be
+/// skipped outside CI.
+fn sdk_python() -> Option<PathBuf> {
+    match std::env::var_os("MCPL_SDK_PYTHON") {
+        Some(python) => Some(PathBuf::from(python)),
+        None if std::env::var_os("CI").is_some() => {
+            panic!("MCPL_SDK_PYTHON is not set: .ci/run installs the SDK validation's venv")
+        }
+        None => {
+            eprintln!(
+                "skipped: MCPL_SDK_PYTHON is not set (a Python with anthropic, openai and google-genai)"
+            );
+            None
+        }
+    }
+}
+
+fn validate(python: &Path, args: &[&std::ffi::OsStr]) -> Output {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../e2e/sdk-validate/validate.py");
+    std::process::Command::new(python)
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("the SDK validation runs")
+}
+
+#[test]
+fn every_route_body_passes_the_official_sdk_types() {
+    let Some(python) = sdk_python() else {
+        return;
+    };
+    let scratch = Scratch::new("sdk");
+    let config = scratch.config();
+    let tools = [
+        "png",
+        "jpeg",
+        "gif",
+        "webp",
+        "audio",
+        "pdf",
+        "embedded-image",
+        "structured",
+        "error",
+    ];
+    let script = scratch.write(
+        "script.json",
+        &json!({
+            "steps": tools.iter().map(|t| json!({"tool_calls": [{"server": "demo", "name": t}]})).collect::<Vec<_>>(),
+            "final": "Done."
+        }),
+    );
+    // Every route's transcript and demo, validated in one run of the script.
+    let mut args: Vec<std::ffi::OsString> = Vec::new();
+    let mut demos: Vec<std::ffi::OsString> = Vec::new();
+    for (route, _) in ROUTES {
+        let transcript = scratch.0.join(format!("{route}.jsonl"));
+        let output = run(&config, &script, &transcript, &["--route", route]);
+        assert_eq!(output.status.code(), Some(0), "{route}");
+        let mut arg = std::ffi::OsString::from(format!("{route}="));
+        arg.push(&transcript);
+        args.push(arg);
+        let demo = mcpl(&["demo", "--json", "--route", route], b"");
+        assert_eq!(demo.status.code(), Some(0), "{route}");
+        let demo_file = scratch.0.join(format!("demo-{route}.json"));
+        std::fs::write(&demo_file, &demo.stdout).unwrap();
+        demos.push(demo_file.into());
+    }
+    let mut all: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    all.push("--demo".as_ref());
+    all.extend(demos.iter().map(|a| a.as_os_str()));
+    let output = validate(&python, &all);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    // Ten requests on each of five routes, and each demo's calls.
+    let checked = stdout
+        .lines()
+        .last()
+        .and_then(|line| line.strip_prefix("sdk-validate: "))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(0);
+    assert!(checked > 5 * (tools.len() + 1), "{stdout}");
+
+    // A body with a wrong block type fails, naming where it is.
+    let text = std::fs::read_to_string(scratch.0.join("anthropic.jsonl")).unwrap();
+    assert!(text.contains(r#""type":"document""#));
+    let broken = scratch.write_text(
+        "broken.jsonl",
+        &text.replace(r#""type":"document""#, r#""type":"pdf""#),
+    );
+    let output = validate(
+        &python,
+        &["--route".as_ref(), "anthropic".as_ref(), broken.as_os_str()],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("broken.jsonl:"), "{stdout}");
+    // And so does an unknown key.
+    let extra = scratch.write_text(
+        "extra.jsonl",
+        &text.replace(r#""tool_use_id""#, r#""colour":1,"tool_use_id""#),
+    );
+    let output = validate(
+        &python,
+        &["--route".as_ref(), "anthropic".as_ref(), extra.as_os_str()],
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    // The script's own check: a wrong block type fails on every route.
+    let output = validate(&python, &["--self-test".as_ref()]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+}
