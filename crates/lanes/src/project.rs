@@ -1245,4 +1245,77 @@ mod tests {
         assert_eq!(parts[0].media_type(), Some("image/png"));
         assert_eq!(parts[1].media_type(), None);
     }
+
+    fn b64(bytes: &[u8]) -> String {
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    /// Both copies of `result` on `route`.
+    fn copies_on(route: RouteId, result: &Value) -> (String, LiveCopy<'_>) {
+        let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
+        let server = ServerName::new("s");
+        let mut projector = Projector {
+            registry: &mut registry,
+            ledger: &mut ledger,
+            route: route.route(),
+            server: &server,
+            uri_policy: UriPolicy::Hidden,
+        };
+        let parsed = ToolResult::from_value(result);
+        let copies = projector.tool_result(&parsed);
+        (copies.stored, copies.live)
+    }
+
+    #[test]
+    fn tool_result_audio_is_native_where_the_route_takes_it_there() {
+        let wav = b64(&mcpl_testkit::fixture("tone.wav"));
+        let result = json!({"content": [{"type": "audio", "data": wav, "mimeType": "audio/wav"}]});
+        for route in RouteId::ALL {
+            let (stored, live) = copies_on(route, &result);
+            assert_eq!(stored, "[audio: audio/wav, ~4KB]", "{route}");
+            let native = matches!(&live, LiveCopy::Native(parts)
+                if matches!(parts[0], Part::Audio { sniffed: Sniffed::Wav, .. }));
+            assert_eq!(
+                native,
+                matches!(route, RouteId::OpenAiChat | RouteId::Gemini),
+                "{route}"
+            );
+        }
+        // Audio whose header says no duration keeps its line.
+        let cut = b64(&mcpl_testkit::fixture("tone.wav")[..20]);
+        let result = json!({"content": [{"type": "audio", "data": cut, "mimeType": "audio/wav"}]});
+        assert_eq!(copies_on(RouteId::Gemini, &result).1, LiveCopy::Stored);
+    }
+
+    #[test]
+    fn a_pdf_goes_natively_within_the_route_limits_and_keeps_its_marker_otherwise() {
+        let pdf = b64(&mcpl_testkit::fixture("three-pages.pdf"));
+        let blob = |data: &str| {
+            json!({"content": [{"type": "resource", "resource": {
+                "uri": "file:///r.pdf", "mimeType": "application/octet-stream", "blob": data}}]})
+        };
+        let result = blob(&pdf);
+        let (stored, live) = copies_on(RouteId::Gemini, &result);
+        assert!(
+            stored.starts_with("[document: application/pdf, ~4KB, ref doc_"),
+            "{stored}"
+        );
+        assert_eq!(
+            live,
+            LiveCopy::Native(vec![Part::Document {
+                pages: Some(3),
+                data: &pdf
+            }])
+        );
+        let marker = "[Resource not shown: this host can't display its data (application/octet-stream, ~4KB).]";
+        assert_eq!(
+            copies_on(RouteId::TextOnly, &result),
+            (marker.to_owned(), LiveCopy::Stored)
+        );
+        // Base64 that is not sound keeps the marker.
+        let broken = blob(&format!("{}!", &pdf[..pdf.len() - 4]));
+        let (stored, live) = copies_on(RouteId::Anthropic, &broken);
+        assert!(stored.starts_with("[Resource not shown"), "{stored}");
+        assert_eq!(live, LiveCopy::Stored);
+    }
 }
