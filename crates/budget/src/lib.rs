@@ -36,7 +36,7 @@
 //!         Part::Text(text) => json!({"type": "text", "text": text}),
 //!         image @ Part::Image { data, .. } => json!({"type": "image",
 //!             "source": {"type": "base64", "media_type": image.media_type(), "data": data}}),
-//!         Part::Audio { .. } => unreachable!("the anthropic route takes no audio"),
+//!         Part::Audio { .. } | Part::Document { .. } => unreachable!("the result has none"),
 //!     }).collect(),
 //!     LiveCopy::Stored => vec![json!({"type": "text", "text": fitted.copies.stored})],
 //! };
