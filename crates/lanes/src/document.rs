@@ -7,6 +7,10 @@ use mcpl_classify::Payload;
 /// cannot read) has no count, and whoever prices it uses a conservative bound instead.
 pub const PDF_COUNT_LIMIT: u64 = 8 * 1024 * 1024;
 
+/// The most bytes `lopdf` may inflate one object or cross-reference stream to while it reads
+/// the page tree (its own default is 256 MiB): a compressed stream cannot balloon the host.
+pub const PDF_STREAM_LIMIT: usize = 4 * 1024 * 1024;
+
 /// How many pages the PDF in `data` (base64) has, or `None` when it is over
 /// [`PDF_COUNT_LIMIT`], its base64 is not sound, or `lopdf` cannot read its page tree.
 pub fn pdf_pages(data: &str) -> Option<u32> {
@@ -19,7 +23,11 @@ pub fn pdf_pages(data: &str) -> Option<u32> {
     if !bytes.starts_with(b"%PDF-") {
         return None;
     }
-    let document = lopdf::Document::load_mem(&bytes).ok()?;
+    let options = lopdf::LoadOptions {
+        max_decompressed_size: Some(PDF_STREAM_LIMIT),
+        ..lopdf::LoadOptions::default()
+    };
+    let document = lopdf::Document::load_mem_with_options(&bytes, options).ok()?;
     u32::try_from(document.get_pages().len())
         .ok()
         .filter(|&n| n > 0)

@@ -108,7 +108,7 @@ mod registry;
 mod route;
 
 pub use claims::{CONTENT_BLOCK_TYPES, HiddenUris, UriPolicy, block_uris, is_content_block};
-pub use document::{PDF_COUNT_LIMIT, pdf_pages};
+pub use document::{PDF_COUNT_LIMIT, PDF_STREAM_LIMIT, pdf_pages};
 pub use ledger::{
     ImageLedger, ImageLookup, LEDGER_MAX_BASE64, LEDGER_MAX_IMAGES, LEDGER_REMEMBERED_REFS,
 };
