@@ -577,6 +577,7 @@ pub fn describe_part(part: &Content) -> String {
             format!("audio: {}, {}", sniffed.mime(), size_label(data))
         }
         Content::Document { pages, data } => match pages {
+            Some(1) => format!("document: application/pdf, 1 page, {}", size_label(data)),
             Some(pages) => format!(
                 "document: application/pdf, {pages} pages, {}",
                 size_label(data)

@@ -466,6 +466,7 @@ const COUNTED: &[&str] = &[
     "lines",
     "more lines",
     "more characters",
+    "pages",
     "tool calls",
     "tools",
     "requests",
@@ -498,6 +499,10 @@ fn every_count_the_demo_prints_reads_right_in_the_singular() {
         }
         assert!(text.contains(" 1 attachment)"), "{route}: {text}");
         if *route != "text-only" {
+            assert!(
+                text.contains("document: application/pdf, 1 page, "),
+                "{route}"
+            );
             // The over-budget result's one image is in the middle it cuts: the notice says so in
             // the spec's words.
             assert!(notice.contains(", 1 images);"), "{route}: {notice}");
