@@ -546,8 +546,8 @@ fn render_call(
             {
                 let _ = writeln!(
                     out,
-                    "  (on {route} tool results carry text only: the images go in a user message \
-                     right after them)"
+                    "  (on {route} tool results carry text only: images, documents and audio go in \
+                     a user message right after them)"
                 );
             }
             let _ = writeln!(out, "history keeps:");
@@ -635,6 +635,17 @@ pub fn describe_part(part: &Content) -> String {
         Content::Audio { sniffed, data } => {
             format!("audio: {}, {}", sniffed.mime(), size_label(data))
         }
+        Content::Document { pages, data } => match pages {
+            Some(1) => format!("document: application/pdf, 1 page, {}", size_label(data)),
+            Some(pages) => format!(
+                "document: application/pdf, {pages} pages, {}",
+                size_label(data)
+            ),
+            None => format!(
+                "document: application/pdf, pages not counted, {}",
+                size_label(data)
+            ),
+        },
     }
 }
 

@@ -394,6 +394,9 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
                 .unwrap_or_default()
         );
     }
+    if let Some(usage) = host.usage {
+        eprintln!("mcpl: {}", usage_line(&usage));
+    }
     let outcome = outcome.map_err(|error| Failure {
         status: 1,
         message: error.to_string(),
@@ -405,6 +408,15 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
             status: 1,
             message: format!("cannot write the output: {error}"),
         })
+}
+
+/// What the provider reported over the run: `usage: <n> input tokens (<r> read from the
+/// cache, <w> written to it), <m> output tokens`.
+fn usage_line(usage: &mcpl_encode::conversation::Usage) -> String {
+    format!(
+        "usage: {} input tokens ({} read from the cache, {} written to it), {} output tokens",
+        usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens, usage.output_tokens
+    )
 }
 
 /// A message on one line: each line break becomes a space.

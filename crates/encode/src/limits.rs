@@ -14,7 +14,9 @@ use mcpl_lanes::{RequestLimits, RouteId, markers};
 use mcpl_scale::{Fit, Scaler};
 
 use crate::conversation::{Content, Message, ToolOutput};
-use crate::{decoded_len, takes_audio, takes_image, takes_tool_image};
+use crate::{
+    decoded_len, takes_audio, takes_document, takes_image, takes_tool_audio, takes_tool_image,
+};
 
 /// Which request limit an image hit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +39,12 @@ pub enum LimitHit {
     InlineBase64(u64),
     /// The request body would pass this many bytes.
     Body(u64),
+    /// The document has more pages than the route takes in one.
+    DocumentPages(u32),
+    /// The document is over the route's bytes per document.
+    DocumentBytes(u64),
+    /// The request's documents together would pass this many pages.
+    RequestPages(u32),
 }
 
 impl fmt::Display for LimitHit {
@@ -60,6 +68,11 @@ impl fmt::Display for LimitHit {
                 write!(f, "the request's inline data would pass {max} bytes")
             }
             LimitHit::Body(max) => write!(f, "the request body would pass {max} bytes"),
+            LimitHit::DocumentPages(max) => write!(f, "it has more than {max} pages"),
+            LimitHit::DocumentBytes(max) => write!(f, "it is over {max} bytes per document"),
+            LimitHit::RequestPages(max) => {
+                write!(f, "the request's documents would pass {max} pages")
+            }
         }
     }
 }
@@ -74,6 +87,11 @@ pub fn audio_limit_notice(hit: LimitHit) -> String {
     format!("[audio not sent in this request: {hit}]")
 }
 
+/// `[document not sent in this request: <limit>]`: the notice after a document left out.
+pub fn document_limit_notice(hit: LimitHit) -> String {
+    format!("[document not sent in this request: {hit}]")
+}
+
 /// Where an image sits in the messages: message, tool output (none in a user message), part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct At {
@@ -85,8 +103,10 @@ struct At {
 /// One image (or inline audio) that would go natively, with what the limits read of it.
 struct Candidate<'m> {
     at: At,
-    /// Audio a user message carries inline: it counts toward the inline total and the body only.
+    /// Audio carried inline: it counts toward the inline total and the body only.
     audio: bool,
+    /// A PDF's pages (counted, else the route's bound per document), when this is one.
+    document: Option<u32>,
     sniffed: Sniffed,
     width: u32,
     height: u32,
@@ -173,6 +193,7 @@ fn push_images<'m>(
                     out.push(Candidate {
                         at,
                         audio: false,
+                        document: None,
                         sniffed: *sniffed,
                         width: dimensions.width,
                         height: dimensions.height,
@@ -181,14 +202,17 @@ fn push_images<'m>(
                     });
                 }
             }
-            // Audio goes natively in user messages only, and counts only where a route limits
-            // inline data.
+            // Audio counts only where a route limits inline data.
             Content::Audio { sniffed, data }
-                if output.is_none() && takes_audio(priced, *sniffed) =>
+                if match output {
+                    Some(_) => takes_tool_audio(priced, *sniffed),
+                    None => takes_audio(priced, *sniffed),
+                } =>
             {
                 out.push(Candidate {
                     at,
                     audio: true,
+                    document: None,
                     sniffed: *sniffed,
                     width: 0,
                     height: 0,
@@ -196,7 +220,20 @@ fn push_images<'m>(
                     notice: None,
                 });
             }
-            Content::Audio { .. } | Content::Text(_) => {}
+            Content::Document { pages, data } if output.is_some() && takes_document(priced) => {
+                let bound = route.request_limits().document_pages;
+                out.push(Candidate {
+                    at,
+                    audio: false,
+                    document: Some(pages.or(bound).unwrap_or(1)),
+                    sniffed: Sniffed::Pdf,
+                    width: 0,
+                    height: 0,
+                    data: Cow::Borrowed(data),
+                    notice: None,
+                });
+            }
+            Content::Audio { .. } | Content::Document { .. } | Content::Text(_) => {}
         }
     }
 }
@@ -231,6 +268,25 @@ pub(crate) fn decide(
     let mut admitted: Vec<Candidate<'_>> = Vec::new();
     let mut audio: Vec<Candidate<'_>> = Vec::new();
     for mut image in candidates {
+        if let Some(pages) = image.document {
+            let hit = if let Some(max) = limits.document_pages
+                && pages > max
+            {
+                Some(LimitHit::DocumentPages(max))
+            } else if let Some(max) = limits.document_bytes
+                && decoded_len(&image.data) > max
+            {
+                Some(LimitHit::DocumentBytes(max))
+            } else {
+                None
+            };
+            match hit {
+                Some(hit) => dropped.push((image.at, hit)),
+                // Documents join the totals with the audio, by priority.
+                None => audio.push(image),
+            }
+            continue;
+        }
         if image.audio {
             audio.push(image);
             continue;
@@ -317,13 +373,22 @@ pub(crate) fn decide(
     }
     let mut bytes = 0u64;
     let mut inline = 0u64;
+    let mut pages = 0u32;
     admitted.retain(|image| {
-        let size = if image.audio {
+        let size = if image.audio || image.document.is_some() {
             0
         } else {
             decoded_len(&image.data)
         };
         let chars = image.data.len() as u64;
+        let doc_pages = image.document.unwrap_or(0);
+        if let Some(max) = limits.request_pages
+            && image.document.is_some()
+            && pages + doc_pages > max
+        {
+            dropped.push((image.at, LimitHit::RequestPages(max)));
+            return false;
+        }
         if let Some(max) = limits.image_bytes
             && bytes + size > max
         {
@@ -338,6 +403,7 @@ pub(crate) fn decide(
         }
         bytes += size;
         inline += chars;
+        pages += doc_pages;
         true
     });
     let kept = admitted
@@ -458,6 +524,15 @@ fn placeholder(part: &Content, stored: Option<String>, hit: LimitHit) -> String 
             });
             format!("{line} {}", request_limit_notice(hit))
         }
+        Content::Document { data, .. } => {
+            let line = stored.unwrap_or_else(|| {
+                format!(
+                    "[document: application/pdf, {}]",
+                    markers::size_label(decoded_len(data))
+                )
+            });
+            format!("{line} {}", document_limit_notice(hit))
+        }
         Content::Text(text) => text.clone(),
     }
 }
@@ -473,15 +548,19 @@ fn stored_placeholder(output: &ToolOutput, index: usize) -> Option<String> {
                 let after = rest.strip_prefix(text.as_str())?;
                 (&rest[..text.len()], after)
             }
-            Content::Image { .. } | Content::Audio { .. } => {
+            Content::Image { .. } | Content::Audio { .. } | Content::Document { .. } => {
                 let end = rest.find('\n').unwrap_or(rest.len());
                 (&rest[..end], &rest[end..])
             }
         };
         if n == index {
-            return matches!(part, Content::Image { .. })
-                .then(|| piece.0.to_owned())
-                .filter(|line| line.starts_with("[image: "));
+            let prefix = match part {
+                Content::Image { .. } => "[image: ",
+                Content::Document { .. } => "[document: ",
+                Content::Audio { .. } => "[audio: ",
+                Content::Text(_) => return None,
+            };
+            return Some(piece.0.to_owned()).filter(|line| line.starts_with(prefix));
         }
         rest = piece.1.strip_prefix('\n').unwrap_or(piece.1);
     }

@@ -30,7 +30,7 @@ use crate::mcpl::{Injections, Lanes, Queued, unseen_events};
 use crate::model::{Model, ModelError};
 use mcpl_client::{Call, CallError, Connection, ServerRequests};
 use mcpl_encode::conversation::{
-    Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec, model_tool_name,
+    Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec, Usage, model_tool_name,
 };
 use mcpl_encode::{Encoder, window};
 use mcpl_fetch::{Fetcher, ResourceReader};
@@ -292,6 +292,9 @@ pub struct Host {
     pub calls: Vec<CallReport>,
     /// Every round, in order.
     pub rounds: Vec<RoundReport>,
+    /// The tokens the provider reported, summed over the run's answers; `None` while no answer
+    /// reported any (a scripted model never does).
+    pub usage: Option<Usage>,
     history_tokens: u64,
     correction: Correction,
 }
@@ -337,6 +340,7 @@ impl Host {
             tool_index: BTreeMap::new(),
             calls: Vec::new(),
             rounds: Vec::new(),
+            usage: None,
             history_tokens: 0,
             correction: Correction::NONE,
         };
@@ -476,6 +480,7 @@ impl Host {
                 self.correction.observe(estimated, usage.input_tokens);
                 tracing::info!(route = %route, estimated, reported = usage.input_tokens,
                     correction = self.correction.milli(), "input tokens reported");
+                self.usage.get_or_insert_default().add(usage);
             }
             // Live copies go once: from now on history carries the stored copies.
             settle(&mut history, &self.rounds[round - 1].messages);

@@ -124,6 +124,12 @@ pub(crate) fn render_parts(parts: &[Part<'_>]) -> String {
                     data.len()
                 )
             }
+            Part::Document { pages, data } => {
+                format!(
+                    "document: application/pdf, {pages:?} pages, {} characters of base64\n",
+                    data.len()
+                )
+            }
         })
         .collect()
 }

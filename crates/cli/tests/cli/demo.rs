@@ -186,6 +186,54 @@ fn the_json_demo_shows_what_each_route_takes() {
                 "{route}: {live}"
             ),
         }
+        // The PDF goes natively wherever a tool result takes a document (issue 17); its stored
+        // copy is a placeholder with a ref. Text-only keeps the marker.
+        let pdf = call(&demo, "pdf");
+        let sent = format!("{}{}", pdf["live"], pdf["follow_up"]);
+        let native = match route {
+            "anthropic" => {
+                r#""type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBERi0"#
+            }
+            "openai-responses" => {
+                r#""type":"input_file","filename":"document.pdf","file_data":"data:application/pdf;base64,JVBERi0"#
+            }
+            "openai-chat" => {
+                r#""type":"file","file":{"filename":"document.pdf","file_data":"data:application/pdf;base64,JVBERi0"#
+            }
+            "gemini" => r#""inline_data":{"mime_type":"application/pdf","data":"JVBERi0"#,
+            _ => "",
+        };
+        if route == "text-only" {
+            assert!(!sent.contains("JVBERi0"), "{sent}");
+            assert_eq!(
+                pdf["stored"],
+                "[Resource not shown: this host can't display its data (application/pdf, ~2KB).]"
+            );
+        } else {
+            assert!(sent.contains(native), "{route}: {sent}");
+            let stored = pdf["stored"].as_str().unwrap();
+            assert!(
+                stored.starts_with("[document: application/pdf, ~2KB, ref doc_"),
+                "{stored}"
+            );
+        }
+        // The WAV goes natively in a tool result on openai-chat and gemini only.
+        let audio = call(&demo, "audio");
+        let sent = format!("{}{}", audio["live"], audio["follow_up"]);
+        let wav = "UklGR";
+        match route {
+            "openai-chat" => assert!(
+                sent.contains(&format!(r#""input_audio":{{"data":"{wav}"#)),
+                "{sent}"
+            ),
+            "gemini" => assert!(
+                sent.contains(&format!(
+                    r#""inline_data":{{"mime_type":"audio/wav","data":"{wav}"#
+                )),
+                "{sent}"
+            ),
+            _ => assert!(!sent.contains(wav), "{route}: {sent}"),
+        }
     }
 }
 
@@ -426,6 +474,7 @@ const COUNTED: &[&str] = &[
     "lines",
     "more lines",
     "more characters",
+    "pages",
     "tool calls",
     "tools",
     "requests",
@@ -458,6 +507,10 @@ fn every_count_the_demo_prints_reads_right_in_the_singular() {
         }
         assert!(text.contains(" 1 attachment)"), "{route}: {text}");
         if *route != "text-only" {
+            assert!(
+                text.contains("document: application/pdf, 1 page, "),
+                "{route}"
+            );
             // The over-budget result's one image is in the middle it cuts: the notice says so in
             // the spec's words.
             assert!(notice.contains(", 1 images);"), "{route}: {notice}");

@@ -334,7 +334,8 @@ fn usage_is_read_from_anthropic_and_chat_answers() {
     let (base, _recorded) = serve_once(
         200,
         r#"{"content": [{"type": "text", "text": "ok"}],
-            "usage": {"input_tokens": 812, "output_tokens": 9}}"#,
+            "usage": {"input_tokens": 812, "output_tokens": 9,
+                "cache_creation_input_tokens": 2048, "cache_read_input_tokens": 4096}}"#,
     );
     let turn = AnthropicHttp::new(&base, KEY, "claude-test")
         .complete(&json!({}))
@@ -343,13 +344,16 @@ fn usage_is_read_from_anthropic_and_chat_answers() {
         turn.usage,
         Some(Usage {
             input_tokens: 812,
-            output_tokens: 9
+            output_tokens: 9,
+            cache_read_tokens: 4096,
+            cache_write_tokens: 2048,
         })
     );
     let (base, _recorded) = serve_once(
         200,
         r#"{"choices": [{"message": {"role": "assistant", "content": "ok"}}],
-            "usage": {"prompt_tokens": 40, "completion_tokens": 3, "total_tokens": 43}}"#,
+            "usage": {"prompt_tokens": 40, "completion_tokens": 3, "total_tokens": 43,
+                "prompt_tokens_details": {"cached_tokens": 32}}}"#,
     );
     let turn = OpenAiChatHttp::new(&base, KEY, "gpt-test")
         .complete(&json!({}))
@@ -358,7 +362,9 @@ fn usage_is_read_from_anthropic_and_chat_answers() {
         turn.usage,
         Some(Usage {
             input_tokens: 40,
-            output_tokens: 3
+            output_tokens: 3,
+            cache_read_tokens: 32,
+            cache_write_tokens: 0,
         })
     );
 }
@@ -374,7 +380,8 @@ fn openai_responses_posts_the_responses_body_and_reads_items() {
                "content": [{"type": "output_text", "text": "Checking June too.", "annotations": []}]},
               {"type": "function_call", "id": "fc_1", "call_id": "call_8", "name": "demo__chart",
                "arguments": "{\"month\":\"June\"}", "status": "completed"}],
-            "usage": {"input_tokens": 120, "output_tokens": 17, "total_tokens": 137}}"#,
+            "usage": {"input_tokens": 120, "output_tokens": 17, "total_tokens": 137,
+                "input_tokens_details": {"cached_tokens": 64}}}"#,
     );
     let mut model = OpenAiResponsesHttp::new(&format!("{base}/v1"), KEY, "gpt-test");
     assert_eq!(model.route(), Some(RouteId::OpenAiResponses));
@@ -398,7 +405,9 @@ fn openai_responses_posts_the_responses_body_and_reads_items() {
         turn.usage,
         Some(Usage {
             input_tokens: 120,
-            output_tokens: 17
+            output_tokens: 17,
+            cache_read_tokens: 64,
+            cache_write_tokens: 0,
         })
     );
 }
@@ -413,6 +422,7 @@ fn gemini_keeps_the_thought_signature_and_sends_it_back_with_the_call_id() {
              "thoughtSignature": SIGNATURE}]},
           "finishReason": "STOP", "index": 0}],
         "usageMetadata": {"promptTokenCount": 300, "candidatesTokenCount": 12,
+            "cachedContentTokenCount": 256,
                           "thoughtsTokenCount": 30, "totalTokenCount": 342},
         "modelVersion": "gemini-test"
     });
@@ -468,7 +478,9 @@ fn gemini_keeps_the_thought_signature_and_sends_it_back_with_the_call_id() {
         turn.usage,
         Some(Usage {
             input_tokens: 300,
-            output_tokens: 42
+            output_tokens: 42,
+            cache_read_tokens: 256,
+            cache_write_tokens: 0,
         })
     );
 
@@ -568,6 +580,43 @@ fn a_429_is_retried_after_the_retry_after_it_names() {
             .collect();
     assert_eq!(bodies.len(), 3);
     assert!(bodies.iter().all(|b| *b == bodies[0]));
+}
+
+#[test]
+fn a_retry_after_http_date_is_the_wait_until_then() {
+    let quota = |date: std::time::SystemTime| {
+        (
+            429,
+            vec![("retry-after", httpdate::fmt_http_date(date))],
+            r#"{"error": {"message": "quota"}}"#.to_owned(),
+        )
+    };
+    let ok = r#"{"content": [{"type": "text", "text": "ok"}]}"#;
+    let retry = Retry {
+        retries: 1,
+        backoff: Duration::from_millis(10),
+        max_wait: Duration::from_secs(5),
+    };
+    // An hour from now is beyond the total wait: not retried, where the backoff would be.
+    let later = std::time::SystemTime::now() + Duration::from_secs(3600);
+    let (base, recorded) = serve(vec![quota(later), (200, Vec::new(), ok.to_owned())]);
+    let (_, message) = provider_error(
+        AnthropicHttp::new(&base, KEY, "claude-test")
+            .with_retry(retry)
+            .complete(&json!({}))
+            .unwrap_err(),
+    );
+    assert_eq!(message, "HTTP 429: quota");
+    assert_eq!(received(&recorded), 1);
+    // A date that has passed is no wait: retried at once.
+    let earlier = std::time::SystemTime::now() - Duration::from_secs(60);
+    let (base, recorded) = serve(vec![quota(earlier), (200, Vec::new(), ok.to_owned())]);
+    let turn = AnthropicHttp::new(&base, KEY, "claude-test")
+        .with_retry(retry)
+        .complete(&json!({}))
+        .unwrap();
+    assert_eq!(turn.text, "ok");
+    assert_eq!(received(&recorded), 2);
 }
 
 #[test]
