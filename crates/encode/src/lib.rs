@@ -185,6 +185,7 @@ impl Encoder {
             route,
             limits: route.request_limits(),
             scaling: true,
+            detail: ImageDetail::Auto,
         }
     }
 
@@ -192,8 +193,6 @@ impl Encoder {
     /// per-image limit or the many-images side is left out with its notice instead of scaled.
     pub const fn with_scaling(self, scaling: bool) -> Encoder {
         Encoder { scaling, ..self }
-            detail: ImageDetail::Auto,
-        }
     }
 
     /// The same encoder sending OpenAI images at another `detail` (see [`ImageDetail`]).

@@ -126,7 +126,7 @@ fn message_price(message: &Message, price: &dyn Fn(&str) -> u64) -> u64 {
             .iter()
             .map(|part| match part {
                 Content::Text(text) => price(text),
-                Content::Image { .. } | Content::Audio { .. } => 0,
+                Content::Image { .. } | Content::Audio { .. } | Content::Document { .. } => 0,
             })
             .sum(),
         Message::Assistant { text, .. } => price(text),

@@ -2,8 +2,8 @@
 //! each whatever the snapshot says.
 
 mod limits;
-mod scaling;
 mod media;
+mod scaling;
 
 use insta::assert_json_snapshot;
 use mcpl_classify::{Dimensions, Sniffed};
