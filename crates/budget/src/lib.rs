@@ -92,18 +92,24 @@
 
 pub mod fit;
 pub mod image;
+pub mod read_back;
 pub mod route;
 pub mod spill;
 pub mod text;
 pub mod window;
 
-pub use fit::{CutError, DEFAULT_BUDGET, Fitted, cut, fit_tool_result, omission_notice};
+pub use fit::{
+    CutError, DEFAULT_BUDGET, Fitted, cut, fit_tool_result, omission_notice, read_back_notice,
+};
 pub use image::{
     ANTHROPIC_TABLE, Detail, GEMINI_TABLE, ImageCalculator, OPENAI_TABLE, PricedModels,
 };
+pub use read_back::{READ_BACK_LIMIT, ReadBack, ReadBackError, read_back};
 pub use route::{MOVED_IMAGE_OVERHEAD, PricedRoute, Pricer, Unpriceable};
 pub use spill::{
-    LocalSpillStore, Spill, SpillError, SpillStore, extension_for, private_dir, write_spill,
+    LocalSpillStore, Manifest, ManifestAttachment, SPILL_ID_LENGTH, SPILL_ID_PREFIX, Spill,
+    SpillError, SpillId, SpillNotice, SpillStore, extension_for, is_spill_name, private_dir,
+    write_spill,
 };
 #[cfg(feature = "exact")]
 pub use text::O200k;

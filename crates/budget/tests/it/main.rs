@@ -6,6 +6,7 @@ mod cut;
 mod failures;
 mod private;
 mod properties;
+mod read_back;
 mod stored;
 
 use std::path::PathBuf;
