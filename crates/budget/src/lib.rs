@@ -95,6 +95,7 @@ pub mod image;
 pub mod read_back;
 pub mod route;
 pub mod spill;
+pub mod store_config;
 pub mod text;
 pub mod window;
 
@@ -111,6 +112,7 @@ pub use spill::{
     SpillError, SpillId, SpillNotice, SpillStore, extension_for, is_spill_name, private_dir,
     write_spill,
 };
+pub use store_config::{S3Location, SpillStoreConfig};
 #[cfg(feature = "exact")]
 pub use text::O200k;
 pub use text::{Heuristic, TokenEstimator};

@@ -150,6 +150,10 @@ pub fn demo_config(program: PathBuf, spill_dir: PathBuf) -> Config {
         fetch_dir: Some(spill_dir.join("refs")),
         spill_dir: Some(spill_dir),
         context_window: mcpl_host::config::DEFAULT_CONTEXT_WINDOW,
+        // The demo shows the spill folder it made, so its notices name paths there.
+        spill_store: mcpl_host::config::SpillStoreConfig::Local,
+        spill_notice: mcpl_budget::SpillNotice::Path,
+        spill_ttl_hours: None,
     }
 }
 

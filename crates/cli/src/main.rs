@@ -6,12 +6,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use mcpl_budget::PricedRoute;
+use mcpl_budget::{SpillError, SpillStore};
 use mcpl_classify::{Limits, Summary, classify};
 use mcpl_cli::conformance::{ConformanceError, run_conformance};
 use mcpl_cli::demo::{DemoFolder, render_json, render_text, run_demo};
 use mcpl_cli::input::{InputError, content_blocks, describe_shape, read_document};
 use mcpl_cli::project::{Lane, Request, project};
-use mcpl_host::config::{Config, ConfigError};
+use mcpl_host::config::{Config, ConfigError, S3Location, SpillStoreConfig};
 use mcpl_host::host_loop::{Host, HostOptions};
 use mcpl_host::model::{Model, ModelError, Scripted};
 use mcpl_lanes::{RouteId, UriPolicy};
@@ -90,6 +91,10 @@ enum Command {
         /// The user's message that starts the conversation.
         #[arg(long, default_value = "Go ahead.")]
         prompt: String,
+        /// The conversation this run continues: `read_result` reads back only the spills of
+        /// the conversation that made them (default: a new random one).
+        #[arg(long, value_parser = conversation_id)]
+        conversation: Option<String>,
     },
     /// Run MCPL conformance vectors (format mcpl-bulk-references-1) against the fetcher and a
     /// real HTTP server on loopback: one line per case, then `N passed, M failed`.
@@ -227,12 +232,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
             route,
             transcript,
             prompt,
+            conversation,
         } => run_command(&RunArgs {
             config,
             model,
             route,
             transcript,
             prompt,
+            conversation,
         }),
         Command::Conformance { files } => conformance_command(&files),
         Command::ServeDemo { hostile, size } => match hostile {
@@ -297,6 +304,20 @@ struct RunArgs {
     route: Option<RouteId>,
     transcript: Option<PathBuf>,
     prompt: String,
+    conversation: Option<String>,
+}
+
+/// `--conversation`: 1 to 128 of `[A-Za-z0-9_.-]`.
+fn conversation_id(text: &str) -> Result<String, String> {
+    let fits = (1..=128).contains(&text.len())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+    if fits {
+        Ok(text.to_owned())
+    } else {
+        Err("a conversation id is 1 to 128 letters, digits, '_', '.' or '-'".to_owned())
+    }
 }
 
 fn run_command(args: &RunArgs) -> Result<(), Failure> {
@@ -325,7 +346,14 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
         // A provider's model name goes in its requests (and in the transcript).
         options.model = name.to_owned();
     }
+    if let Some(conversation) = &args.conversation {
+        options.conversation.clone_from(conversation);
+    }
+    let object_store = spill_store(&config, &options);
     let mut host = Host::start(&config, options);
+    if let Some(store) = object_store {
+        host.set_spill_store(store);
+    }
     let running = host.servers.iter().any(|s| s.connection.is_some());
     for server in &host.servers {
         match (&server.error, running) {
@@ -527,4 +555,26 @@ fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
             status: 1,
             message: format!("cannot write the output: {error}"),
         })
+}
+
+/// The object store `spillStore` names, when it names one; `None` keeps the local folder.
+fn spill_store(
+    config: &Config,
+    options: &HostOptions,
+) -> Option<Result<Box<dyn SpillStore>, SpillError>> {
+    match &config.spill_store {
+        SpillStoreConfig::Local => None,
+        SpillStoreConfig::S3(location) => Some(s3_store(location, options)),
+    }
+}
+
+#[cfg(not(feature = "s3"))]
+fn s3_store(
+    location: &S3Location,
+    _options: &HostOptions,
+) -> Result<Box<dyn SpillStore>, SpillError> {
+    Err(SpillError::Remote {
+        store: format!("s3://{}/{}", location.bucket, location.prefix),
+        message: "this mcpl was built without the s3 feature".to_owned(),
+    })
 }

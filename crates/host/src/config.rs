@@ -8,8 +8,13 @@
 //!                                    "fetch": {"origin": "https://files.example",
 //!                                              "token": "...", "maxBytes": 1048576}}}},
 //!  "mcpl": {"spillDir": "/var/tmp/mcpl/spill", "fetchDir": "/var/tmp/mcpl/refs",
-//!           "contextWindow": 200000}}
+//!           "contextWindow": 200000, "spillNotice": "read_result", "spillTtlHours": 24,
+//!           "spillStore": {"type": "s3", "bucket": "b", "prefix": "mcpl/", "endpoint": "..."}}}
 //! ```
+//!
+//! `spillStore` is `{"type": "local"}` (the default, in `spillDir`) or an S3-compatible bucket,
+//! whose credentials come from the usual AWS environment variables or profile: a credential
+//! key in the file is an error (`docs/spill-stores.md`).
 //!
 //! `withholdCredentialUrls` (default `true`) withholds credential-shaped urls no block claims
 //! from the server's strings (`docs/redaction.md`); set it `false` only for a server whose text
@@ -21,7 +26,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mcpl_budget::DEFAULT_BUDGET;
+use mcpl_budget::{DEFAULT_BUDGET, SpillNotice};
+pub use mcpl_budget::{S3Location, SpillStoreConfig};
 use mcpl_lanes::UriPolicy;
 use serde::Deserialize;
 use serde_json::Value;
@@ -50,6 +56,12 @@ pub struct Config {
     pub fetch_dir: Option<PathBuf>,
     /// The model's context window, in estimated tokens.
     pub context_window: u64,
+    /// Where spills go: the local folder, or an S3-compatible bucket.
+    pub spill_store: SpillStoreConfig,
+    /// How an omission notice names a spill (`spillNotice`: `read_result` or `path`).
+    pub spill_notice: SpillNotice,
+    /// How long spills are kept, in hours, for `cargo xtask spill-gc` (`spillTtlHours`).
+    pub spill_ttl_hours: Option<u64>,
 }
 
 /// One server and mcpl's options for it.
@@ -144,6 +156,16 @@ struct RawHost {
     spill_dir: Option<PathBuf>,
     fetch_dir: Option<PathBuf>,
     context_window: Option<u64>,
+    spill_store: Option<serde_json::Map<String, Value>>,
+    spill_notice: Option<RawNotice>,
+    spill_ttl_hours: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RawNotice {
+    ReadResult,
+    Path,
 }
 
 #[derive(Deserialize)]
@@ -300,6 +322,13 @@ impl Config {
             spill_dir: raw.mcpl.spill_dir,
             fetch_dir: raw.mcpl.fetch_dir,
             context_window: raw.mcpl.context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW),
+            spill_store: SpillStoreConfig::from_json(raw.mcpl.spill_store)
+                .map_err(|(key, message)| key_error(join_key("mcpl.spillStore", &key), message))?,
+            spill_notice: match raw.mcpl.spill_notice {
+                Some(RawNotice::Path) => SpillNotice::Path,
+                Some(RawNotice::ReadResult) | None => SpillNotice::ReadResult,
+            },
+            spill_ttl_hours: raw.mcpl.spill_ttl_hours,
         })
     }
 }

@@ -38,6 +38,9 @@ fn config(servers: Vec<ServerConfig>, spill: &tempdir::Dir) -> Config {
         fetch_dir: Some(spill.path().join("refs")),
         spill_dir: Some(spill.path().to_owned()),
         context_window: 1_000_000,
+        spill_store: mcpl_host::config::SpillStoreConfig::Local,
+        spill_notice: mcpl_budget::SpillNotice::ReadResult,
+        spill_ttl_hours: None,
     }
 }
 
