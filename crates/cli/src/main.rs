@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use mcpl_budget::PricedRoute;
-use mcpl_budget::{SpillError, SpillStore};
+use mcpl_budget::{SpillError, SpillNotice, SpillStore};
 use mcpl_classify::{Limits, Summary, classify};
 use mcpl_cli::conformance::{ConformanceError, run_conformance};
 use mcpl_cli::demo::{DemoFolder, render_json, render_text, run_demo};
@@ -95,6 +95,13 @@ enum Command {
         /// the conversation that made them (default: a new random one).
         #[arg(long, value_parser = conversation_id)]
         conversation: Option<String>,
+    },
+    /// Remove the spills older than the configuration's `spillTtlHours` from its spill store
+    /// (the local folder or the S3 bucket), and say how many went.
+    SpillGc {
+        /// The configuration: `{"mcpServers": {...}, "mcpl": {"spillTtlHours": N, ...}}`.
+        #[arg(long)]
+        config: PathBuf,
     },
     /// Run MCPL conformance vectors (format mcpl-bulk-references-1) against the fetcher and a
     /// real HTTP server on loopback: one line per case, then `N passed, M failed`.
@@ -241,6 +248,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             prompt,
             conversation,
         }),
+        Command::SpillGc { config } => spill_gc_command(&config),
         Command::Conformance { files } => conformance_command(&files),
         Command::ServeDemo { hostile, size } => match hostile {
             None => serve_demo(),
@@ -564,8 +572,23 @@ fn spill_store(
 ) -> Option<Result<Box<dyn SpillStore>, SpillError>> {
     match &config.spill_store {
         SpillStoreConfig::Local => None,
-        SpillStoreConfig::S3(location) => Some(s3_store(location, options)),
+        SpillStoreConfig::S3(location) => Some(s3_store(
+            location,
+            &options.conversation,
+            options.spill_notice,
+        )),
     }
+}
+
+#[cfg(feature = "s3")]
+fn s3_store(
+    location: &S3Location,
+    conversation: &str,
+    notice: SpillNotice,
+) -> Result<Box<dyn SpillStore>, SpillError> {
+    mcpl_spill_s3::S3SpillStore::new(location).map(|store| {
+        Box::new(store.with_conversation(conversation).with_notice(notice)) as Box<dyn SpillStore>
+    })
 }
 
 #[cfg(not(feature = "s3"))]
@@ -577,4 +600,52 @@ fn s3_store(
         store: format!("s3://{}/{}", location.bucket, location.prefix),
         message: "this mcpl was built without the s3 feature".to_owned(),
     })
+}
+
+/// `mcpl spill-gc`: the retention recipe for `spillTtlHours`.
+fn spill_gc_command(path: &std::path::Path) -> Result<(), Failure> {
+    let config = Config::from_file(path).map_err(|error| Failure {
+        status: match error {
+            ConfigError::Read { .. } => 1,
+            ConfigError::Key { .. } => 2,
+        },
+        message: error.to_string(),
+    })?;
+    let Some(hours) = config.spill_ttl_hours else {
+        return Err(Failure {
+            status: 2,
+            message: format!(
+                "{}: mcpl.spillTtlHours is not set: spills are kept",
+                path.display()
+            ),
+        });
+    };
+    let failed = |error: SpillError| Failure {
+        status: 1,
+        message: error.to_string(),
+    };
+    let (mut store, place): (Box<dyn SpillStore>, String) = match &config.spill_store {
+        SpillStoreConfig::Local => {
+            let Some(dir) = &config.spill_dir else {
+                return Err(Failure {
+                    status: 2,
+                    message: format!(
+                        "{}: mcpl.spillDir is not set: there is no spill folder to clean",
+                        path.display()
+                    ),
+                });
+            };
+            let store = mcpl_budget::LocalSpillStore::new(dir).map_err(failed)?;
+            (Box::new(store), dir.display().to_string())
+        }
+        SpillStoreConfig::S3(location) => {
+            let place = format!("s3://{}/{}", location.bucket, location.prefix);
+            let store = s3_store(location, "spill-gc", SpillNotice::Path).map_err(failed)?;
+            (store, place)
+        }
+    };
+    let age = std::time::Duration::from_secs(hours.saturating_mul(3600));
+    let removed = store.remove_older_than(age).map_err(failed)?;
+    println!("removed {removed} spill files older than {hours} hours from {place}");
+    Ok(())
 }

@@ -447,7 +447,7 @@ impl Host {
         tracing::warn!(server = %name, "tools/list gave more than {MAX_TOOL_PAGES} pages; listing stopped with the tools listed so far");
     }
 
-    /// The tools offered to the model: every server's, and `fetch_reference`.
+    /// The tools offered to the model: every server's, `fetch_reference` and `read_result`.
     pub fn tools(&self) -> &[ToolSpec] {
         &self.tools
     }

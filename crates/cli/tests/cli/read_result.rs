@@ -10,6 +10,31 @@ use serde_json::{Value, json};
 
 use crate::mcpl;
 
+/// A fresh bucket on the S3-compatible server, when there is one.
+fn s3(name: &str) -> Option<Store> {
+    let endpoint = mcpl_testkit::s3_endpoint()?;
+    let bucket = format!("mcpl-cli-{name}-{}", std::process::id());
+    mcpl_testkit::create_bucket(&endpoint, &bucket);
+    Some(Store::S3 { endpoint, bucket })
+}
+
+/// The text with every spill id in it made `spill_<id>`.
+fn without_ids(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("spill_") {
+        out.push_str(&rest[..at + 6]);
+        rest = &rest[at + 6..];
+        let id = rest.bytes().take_while(u8::is_ascii_lowercase).count();
+        if id == 28 {
+            out.push_str("<id>");
+            rest = &rest[id..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Where a test's spills go.
 #[derive(Clone)]
 pub(crate) enum Store {
@@ -86,7 +111,12 @@ pub(crate) fn run(
         "--conversation",
         conversation,
     ];
-    let output = mcpl(&args, b"");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_mcpl"))
+        .args(args)
+        .envs(mcpl_testkit::S3_TEST_ENV)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
     let bodies = std::fs::read_to_string(&transcript)
         .unwrap_or_default()
         .lines()
@@ -312,4 +342,90 @@ fn the_path_wording_stays_available() {
         "{notice}"
     );
     assert!(notice.ends_with(".txt]"), "{notice}");
+}
+
+#[test]
+fn a_scripted_model_reads_a_cut_result_back_from_the_object_store() {
+    let Some(store) = s3("read") else {
+        return;
+    };
+    let remote = reads_back_to_the_last_byte(&store, "s3");
+    // The local run's text is the spill file byte for byte; the object store's is the same.
+    let local = reads_back_to_the_last_byte(&Store::Local, "s3-local");
+    assert_eq!(without_ids(&remote), without_ids(&local));
+}
+
+#[test]
+fn a_spill_in_the_object_store_is_read_back_by_another_process_of_its_conversation_only() {
+    let Some(store) = s3("two") else {
+        return;
+    };
+    another_process_reads_the_spill(&store, "s3-two");
+}
+
+#[test]
+fn a_bucket_that_refuses_writes_keeps_the_result_whole_in_a_run() {
+    let Some(Store::S3 { endpoint, .. }) = s3("refuses") else {
+        return;
+    };
+    let store = Store::S3 {
+        endpoint,
+        bucket: "mcpl-cli-no-such-bucket".to_owned(),
+    };
+    let scratch = Scratch::new("refuses");
+    let config = scratch.config(&store, "read_result");
+    let script = json!({"steps": [{"tool_calls": [{"server": "demo", "name": "over-budget"}]}],
+                        "final": "whole"});
+    let (output, bodies) = run(&scratch, &config, &script, "refused");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("spilled to"), "{stderr}");
+    let text = part_text(tool_result(&bodies[1], "call_1").unwrap());
+    assert!(!text.contains(" tokens omitted ("), "not cut");
+    assert!(text.ends_with("End of log: 3600 lines, 0 errors."), "whole");
+}
+
+#[test]
+fn spill_gc_removes_the_spills_older_than_the_ttl() {
+    let scratch = Scratch::new("gc");
+    let config = scratch.config(&Store::Local, "read_result");
+    let script = json!({"steps": [{"tool_calls": [{"server": "demo", "name": "over-budget"}]}],
+                        "final": "cut"});
+    let (output, _) = run(&scratch, &config, &script, "gc");
+    assert_eq!(output.status.code(), Some(0));
+    let spill = scratch.0.join("spill");
+    assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 3);
+    let output = mcpl(&["spill-gc", "--config", config.to_str().unwrap()], b"");
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        format!(
+            "mcpl: {}: mcpl.spillTtlHours is not set: spills are kept\n",
+            config.display()
+        )
+    );
+    let mut with_ttl: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    with_ttl["mcpl"]["spillTtlHours"] = json!(1);
+    let config = scratch.write("config-ttl.json", &with_ttl);
+    let output = mcpl(&["spill-gc", "--config", config.to_str().unwrap()], b"");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        format!(
+            "removed 0 spill files older than 1 hours from {}\n",
+            spill.display()
+        )
+    );
+    with_ttl["mcpl"]["spillTtlHours"] = json!(0);
+    let config = scratch.write("config-ttl.json", &with_ttl);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let output = mcpl(&["spill-gc", "--config", config.to_str().unwrap()], b"");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        format!(
+            "removed 3 spill files older than 0 hours from {}\n",
+            spill.display()
+        )
+    );
+    assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0);
 }
