@@ -594,7 +594,8 @@ fn s3_store(
 #[cfg(not(feature = "s3"))]
 fn s3_store(
     location: &S3Location,
-    _options: &HostOptions,
+    _conversation: &str,
+    _notice: SpillNotice,
 ) -> Result<Box<dyn SpillStore>, SpillError> {
     Err(SpillError::Remote {
         store: format!("s3://{}/{}", location.bucket, location.prefix),
