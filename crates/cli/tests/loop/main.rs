@@ -40,6 +40,9 @@ fn config(servers: Vec<ServerConfig>, spill: &tempdir::Dir) -> Config {
         spill_dir: Some(spill.path().to_owned()),
         context_window: 1_000_000,
         route: Default::default(),
+        spill_store: mcpl_host::config::SpillStoreConfig::Local,
+        spill_notice: mcpl_budget::SpillNotice::ReadResult,
+        spill_ttl_hours: None,
     }
 }
 
