@@ -532,6 +532,15 @@ pub struct Spill {
 }
 
 impl Spill {
+    /// How a notice that replaces the whole result names this spill: `the whole result is in
+    /// <path>`, or `read it with read_result("<id>")`, as the spill's notice wording says.
+    pub fn reference(&self) -> String {
+        match self.notice {
+            SpillNotice::Path => format!("the whole result is in {}", self.path),
+            SpillNotice::ReadResult => format!("read it with read_result(\"{}\")", self.id),
+        }
+    }
+
     /// The omission notice for what a cut left out of this spill's result, worded as the
     /// store's [`SpillNotice`] says.
     pub fn omission_notice(&self, tokens: u64, characters: u64, images: u64) -> String {
@@ -628,22 +637,62 @@ pub fn write_spill(
     manifest.bytes = text.len() as u64;
     let written = match failure {
         Some(error) => Err(error),
-        None => store.put(&manifest.text, text.as_bytes()).and_then(|path| {
-            names.push(manifest.text.clone());
-            let json = serde_json::to_vec(&manifest).map_err(|e| SpillError::Write {
-                path: id.manifest_name(),
-                error: std::io::Error::other(e),
-            })?;
-            store.put(&id.manifest_name(), &json)?;
-            names.push(id.manifest_name());
-            store.commit().map(|()| path)
-        }),
+        None => put_text_and_manifest(store, &id, &manifest, &text, &mut names),
     };
     match written {
         Ok(path) => Ok(Spill {
             id,
             path,
             attachments,
+            notice,
+        }),
+        Err(error) => {
+            for name in &names {
+                store.remove(name);
+            }
+            Err(error)
+        }
+    }
+}
+
+/// Writes a spill's text, then its manifest, and commits them; returns where the text is. Each
+/// name written is added to `names`, for the caller to remove on failure.
+fn put_text_and_manifest(
+    store: &mut dyn SpillStore,
+    id: &SpillId,
+    manifest: &Manifest,
+    text: &str,
+    names: &mut Vec<String>,
+) -> Result<String, SpillError> {
+    let path = store.put(&manifest.text, text.as_bytes())?;
+    names.push(manifest.text.clone());
+    let json = serde_json::to_vec(manifest).map_err(|e| SpillError::Write {
+        path: id.manifest_name(),
+        error: std::io::Error::other(e),
+    })?;
+    store.put(&id.manifest_name(), &json)?;
+    names.push(id.manifest_name());
+    store.commit().map(|()| path)
+}
+
+/// Writes `text` alone as a spill, its manifest last, so `read_result` can read it: for a
+/// stored copy that was never spilled and is now cleared from history. On failure nothing is
+/// left.
+pub fn write_text_spill(text: &str, store: &mut dyn SpillStore) -> Result<Spill, SpillError> {
+    let id = SpillId::random()?;
+    let notice = store.notice();
+    let manifest = Manifest {
+        conversation: store.conversation().to_owned(),
+        text: format!("{id}.txt"),
+        bytes: text.len() as u64,
+        attachments: Vec::new(),
+    };
+    let mut names = Vec::new();
+    match put_text_and_manifest(store, &id, &manifest, text, &mut names) {
+        Ok(path) => Ok(Spill {
+            id,
+            path,
+            attachments: Vec::new(),
             notice,
         }),
         Err(error) => {

@@ -19,7 +19,7 @@ use std::time::Duration;
 use mcpl_budget::{
     Correction, DEFAULT_BUDGET, Fitted, Heuristic, LocalSpillStore, PricedRoute, Pricer, Round,
     Spill, SpillError, SpillId, SpillNotice, SpillStore, TokenEstimator, fit_tool_result,
-    project_round, read_back,
+    project_round, read_back, write_text_spill,
 };
 use mcpl_lanes::{
     ImageLedger, LiveCopy, RefId, Registry, RouteId, ServerName, ToolResult, ToolResultCopies,
@@ -705,11 +705,12 @@ impl Host {
                 .rev()
                 .find(|c| c.output.call_id == output.call_id && c.output.stored == output.stored);
             if let Some(written) = report.and_then(|c| c.spill.as_ref()) {
-                return Some(written.path.clone());
+                return Some(written.reference());
             }
-            let store = spill.as_mut().ok()?;
-            let path = store.put("txt", output.stored.as_bytes()).ok()?;
-            store.commit().ok().map(|()| path)
+            let store = spill.0.as_mut().ok()?;
+            write_text_spill(&output.stored, &mut **store)
+                .ok()
+                .map(|written| written.reference())
         };
         let mut room = window::clear_oldest_results(history, excess, &estimate, &mut spill_of);
         if room.freed < excess {

@@ -255,3 +255,29 @@ fn old_spill_files_are_removed_and_others_kept() {
         .collect();
     assert_eq!(left, ["notes.txt"]);
 }
+
+#[test]
+fn a_text_spill_made_when_a_result_is_cleared_reads_back_whole_and_is_named_by_its_wording() {
+    let dir = TempDir::new("text-spill");
+    let text = "a cleared result, ünïcödé, kept whole\n".repeat(50);
+    let mut store = LocalSpillStore::new(&dir.0)
+        .unwrap()
+        .with_notice(SpillNotice::ReadResult);
+    let spill = mcpl_budget::write_text_spill(&text, &mut store).unwrap();
+    assert_eq!(
+        spill.reference(),
+        format!("read it with read_result(\"{}\")", spill.id)
+    );
+    let parts = read_all(&mut store, spill.id.as_str(), 100_000);
+    let read: String = parts.iter().map(|part| part.text.as_str()).collect();
+    assert_eq!(read, text);
+    let mut store = LocalSpillStore::new(&dir.0)
+        .unwrap()
+        .with_notice(SpillNotice::Path);
+    let spill = mcpl_budget::write_text_spill(&text, &mut store).unwrap();
+    assert_eq!(
+        spill.reference(),
+        format!("the whole result is in {}", spill.path)
+    );
+    assert_eq!(std::fs::read_to_string(&spill.path).unwrap(), text);
+}
