@@ -591,6 +591,13 @@ mod tests {
     }
 
     #[test]
+    fn a_block_costs_little_besides_its_borrowed_strings() {
+        // Six inline slots and one box: a slot is a string's size, the rarer fields are boxed.
+        assert!(std::mem::size_of::<Slot<'_>>() <= 24);
+        assert!(std::mem::size_of::<BlockView<'_>>() <= 160);
+    }
+
+    #[test]
     fn lone_surrogates_are_mended_only_where_there_are_some() {
         let plain = br#"["\u00e9\ud83d\ude00"]"#;
         assert!(matches!(mend_lone_surrogates(plain), (Cow::Borrowed(_), 0)));
