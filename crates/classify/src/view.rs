@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
-use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Number, Value};
 
 use crate::block::{Block, Fields, classify_fields};
@@ -300,7 +300,7 @@ impl<'de> Visitor<'de> for ResultVisitor {
                     block = kind.as_str().is_some_and(|t| BLOCK_TYPES.contains(&t));
                 }
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value::<Skip>()?;
                 }
             }
         }
@@ -480,6 +480,36 @@ impl<'de> Visitor<'de> for ObjectVisitor {
             *slot = Some(map.next_value::<Slot<'de>>()?);
         }
         Ok(view)
+    }
+}
+
+/// A value read and dropped. Unlike serde's `IgnoredAny` it reads every string as a string, so
+/// bytes that are not UTF-8 fail here as they fail a `Value` (serde_json skips ignored strings
+/// without checking them).
+struct Skip;
+
+impl<'de> Deserialize<'de> for Skip {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct SkipVisitor;
+        impl<'de> Visitor<'de> for SkipVisitor {
+            type Value = Skip;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, _: &'de str) -> Result<Skip, E> {
+                Ok(Skip)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
+                while map.next_entry::<Skip, Skip>()?.is_some() {}
+                Ok(Skip)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
+                while seq.next_element::<Skip>()?.is_some() {}
+                Ok(Skip)
+            }
+            scalars_as!(|_| Skip);
+        }
+        deserializer.deserialize_any(SkipVisitor)
     }
 }
 
