@@ -815,9 +815,14 @@ mod tests {
     #[test]
     fn past_its_capacity_the_set_forgets_the_oldest() {
         let mut set = HiddenSet::new();
-        for n in 0..=HIDDEN_SET_CAPACITY {
-            set.hide_result(&[&format!("demo://resource/{n}")]);
-        }
+        // A full set, then one more in a later result.
+        let uris: Vec<String> = (0..=HIDDEN_SET_CAPACITY)
+            .map(|n| format!("demo://resource/{n}"))
+            .collect();
+        let uris: Vec<&str> = uris.iter().map(String::as_str).collect();
+        set.hide_result(&uris[..HIDDEN_SET_CAPACITY]);
+        assert!(set.contains("demo://resource/0"));
+        set.hide_result(&uris[HIDDEN_SET_CAPACITY..]);
         assert_eq!(set.len(), HIDDEN_SET_CAPACITY);
         assert!(!set.contains("demo://resource/0"));
         assert!(set.contains("demo://resource/1"));
