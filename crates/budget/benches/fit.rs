@@ -114,6 +114,9 @@ fn bench_fit(c: &mut Criterion) {
 fn bench_pipeline(c: &mut Criterion) {
     let route = PricedRoute::ANTHROPIC;
     for mcpl_testkit::Workload { name, bytes } in mcpl_testkit::workloads() {
+        // A baseline that failed would time an early error, not a parse.
+        let peer = serde_json::from_slice::<rmcp::model::CallToolResult>(&bytes);
+        assert!(peer.is_ok(), "rmcp reads {name}: {peer:?}");
         let mut group = c.benchmark_group(format!("pipeline/{name}"));
         group.throughput(Throughput::Bytes(bytes.len() as u64));
         group.sample_size(20);
