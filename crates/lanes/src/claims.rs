@@ -2,7 +2,6 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use mcpl_classify::{BlockView, ObjectView, Slot, classify};
@@ -10,8 +9,8 @@ use serde_json::Value;
 
 use crate::markers::WITHHELD_LINK;
 use crate::redact::{
-    Compiled, HiddenSet, View, canonical, is_control_or_format, is_credential_free,
-    is_credential_shaped, urls_in,
+    Compiled, FastMap, FastSet, HiddenSet, View, canonical, is_control_or_format,
+    is_credential_free, is_credential_shaped, urls_in,
 };
 
 /// Whether a server's uris may appear in what a model sees.
@@ -49,7 +48,7 @@ pub fn is_content_block(value: &Value) -> bool {
 #[derive(Debug)]
 pub struct HiddenUris {
     /// The canonical forms of the uris the result marks `never`.
-    never: HashSet<String>,
+    never: FastSet<String>,
     compiled: Arc<Compiled>,
     policy: UriPolicy,
     scan: bool,
@@ -101,7 +100,7 @@ impl HiddenUris {
                 BlockView::Other(value) => walk(value, true, &mut never_uris, &mut uris),
             }
         }
-        let never: HashSet<String> = never_uris
+        let never: FastSet<String> = never_uris
             .iter()
             .filter(|uri| !uri.is_empty())
             .map(|uri| canonical(uri))
@@ -253,7 +252,7 @@ pub(crate) enum Searcher {
     },
     ByTail {
         shift: Vec<u8>,
-        by_tail: HashMap<u64, Vec<usize>>,
+        by_tail: FastMap<u64, Vec<usize>>,
         patterns: Vec<String>,
     },
 }
@@ -295,10 +294,10 @@ impl Searcher {
     }
 
     fn by_tail(patterns: &[&str]) -> Searcher {
-        let patterns: HashSet<&str> = patterns.iter().copied().collect();
+        let patterns: FastSet<&str> = patterns.iter().copied().collect();
         let patterns: Vec<&str> = patterns.into_iter().collect();
         let mut shift = vec![Self::MAX_SHIFT; 1 << 16];
-        let mut by_tail: HashMap<u64, Vec<usize>> = HashMap::new();
+        let mut by_tail: FastMap<u64, Vec<usize>> = FastMap::default();
         for (index, pattern) in patterns.iter().enumerate() {
             let bytes = pattern.as_bytes();
             let tail = &bytes[bytes.len() - 8..];

@@ -7,11 +7,18 @@
 //! byte of the view the bytes of the original it came from. A match in the view replaces exactly
 //! those original bytes, so text outside a match is kept byte for byte.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
 use crate::claims::Searcher;
 use crate::registry::ServerName;
+
+/// The sets and maps of uris and patterns: a result may hold tens of thousands, each hashed
+/// several times, so they use foldhash (randomly seeded per process, as hashbrown's own default),
+/// not the standard library's SipHash.
+pub(crate) type FastSet<T> = HashSet<T, foldhash::fast::RandomState>;
+/// See [`FastSet`].
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// How many decoding layers a view peels: enough for every composition of percent-encoding,
 /// JSON escapes and HTML references, and one more.
@@ -575,7 +582,7 @@ pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize, bool)> {
 #[derive(Debug, Default)]
 pub struct HiddenSet {
     order: VecDeque<String>,
-    patterns: HashMap<String, Vec<String>>,
+    patterns: FastMap<String, Vec<String>>,
     unscanned: HashSet<ServerName>,
     compiled: Option<Arc<Compiled>>,
 }
@@ -583,8 +590,8 @@ pub struct HiddenSet {
 /// The patterns of a set of hidden uris, ready to search.
 #[derive(Debug, Default)]
 pub(crate) struct Compiled {
-    pub(crate) keys: HashSet<String>,
-    pub(crate) set: HashSet<String>,
+    pub(crate) keys: FastSet<String>,
+    pub(crate) set: FastSet<String>,
     pub(crate) searcher: Option<Searcher>,
 }
 
@@ -652,7 +659,7 @@ impl HiddenSet {
         // Entries queued before this call that are still queued; they are forgotten first.
         let mut old = self.order.len();
         // The result's uris that the set already held when they were met.
-        let mut present: HashSet<String> = HashSet::new();
+        let mut present: FastSet<String> = FastSet::default();
         let mut forgotten: Vec<(String, Vec<String>)> = Vec::new();
         let mut added = 0;
         for uri in uris {
