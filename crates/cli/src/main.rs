@@ -10,8 +10,11 @@ use mcpl_budget::{SpillError, SpillNotice, SpillStore};
 use mcpl_classify::{Limits, Summary, classify};
 use mcpl_cli::conformance::{ConformanceError, run_conformance};
 use mcpl_cli::demo::{DemoFolder, DemoTransport, render_json, render_text, run_demo};
-use mcpl_cli::input::{InputError, content_blocks, describe_shape, read_document};
-use mcpl_cli::project::{Lane, Request, project};
+use mcpl_cli::input::{
+    InputError, content_blocks, describe_shape, fingerprint, parse_document, read_document,
+    read_input,
+};
+use mcpl_cli::project::{Lane, Request, project, project_view, view_needs_scaling};
 use mcpl_host::config::{Config, ConfigError, S3Location, SpillStoreConfig};
 use mcpl_host::host_loop::{Host, HostOptions};
 use mcpl_host::model::{Model, ModelError, Scripted};
@@ -571,7 +574,34 @@ fn serve_demo(files_origin: Option<String>) -> Result<(), Failure> {
 }
 
 fn project_command(file: Option<PathBuf>, request: &Request) -> Result<(), Failure> {
-    let document = read_document(file.as_deref())?;
+    let (source_name, bytes) = read_input(file.as_deref())?;
+    // A plain tool result is read straight from its bytes, its blocks borrowing them; any other
+    // document (a JSON-RPC message, another lane's shape, input that is not JSON) is parsed into
+    // a `Value`, whose reading says what is wrong with it.
+    if request.lane == Lane::ToolResult
+        && matches!(
+            bytes.iter().find(|b| !b.is_ascii_whitespace()),
+            Some(b'{' | b'[')
+        )
+        && memchr::memmem::find(&bytes, b"\"jsonrpc\"").is_none()
+    {
+        let (mended, replaced) = mcpl_classify::mend_lone_surrogates(&bytes);
+        if let Ok(view) = mcpl_classify::ResultView::parse(&mended)
+            && view.content.is_some()
+            && !view_needs_scaling(&view, request)
+        {
+            let projection =
+                project_view(&view, fingerprint(&bytes), replaced, request).map_err(|error| {
+                    Failure {
+                        status: 2,
+                        message: error.to_string(),
+                    }
+                })?;
+            return print_json(&projection);
+        }
+    }
+    let document = parse_document(&source_name, &bytes)?;
+    drop(bytes);
     let projection = project(&document, request).map_err(|error| Failure {
         // Every projection error is input the command cannot use.
         status: 2,
