@@ -586,11 +586,18 @@ fn the_refused_fetch_is_marked_as_intended_with_its_reason() {
 }
 
 /// What changes from one run of the demo to the next whatever the transport: the folder, the
-/// loopback port, the random part of reference and image ids and spill names, and so the
+/// loopback port, the random part of reference, image and document ids and spill names, and so the
 /// estimated tokens of the strings that hold them. Each is replaced by `#`.
 fn run_independent(mut text: String, folder: &str) -> String {
     text = text.replace(folder, "FOLDER");
-    for prefix in ["http://127.0.0.1:", "ref_", "img_", "mcpl-"] {
+    for prefix in [
+        "http://127.0.0.1:",
+        "ref_",
+        "img_",
+        "doc_",
+        "spill_",
+        "mcpl-",
+    ] {
         let mut out = String::with_capacity(text.len());
         let mut rest = text.as_str();
         while let Some(at) = rest.find(prefix) {

@@ -472,7 +472,7 @@ fn uri_keys_keep_their_values_in_the_spill() {
 #[test]
 fn a_result_read_from_bytes_projects_as_its_value_does() {
     use mcpl_cli::input::{fingerprint, parse_document};
-    use mcpl_cli::project::{Lane, Request, project, project_view};
+    use mcpl_cli::project::{Lane, Request, project, project_view, view_needs_scaling};
     let cases = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../lanes/tests/cases");
     let mut inputs: Vec<Vec<u8>> = std::fs::read_dir(cases)
         .unwrap()
@@ -486,6 +486,7 @@ fn a_result_read_from_bytes_projects_as_its_value_does() {
     inputs.push(br#"{"content":[{"type":"text","text":"a\ud800b"}],"isError":true}"#.to_vec());
     inputs.push(image_result().to_string().into_bytes());
     let mut compared = 0;
+    let mut scaled = 0;
     for bytes in &inputs {
         let (mended, replaced) = mcpl_classify::mend_lone_surrogates(bytes);
         let Ok(view) = mcpl_classify::ResultView::parse(&mended) else {
@@ -506,6 +507,17 @@ fn a_result_read_from_bytes_projects_as_its_value_does() {
                     uri_policy: mcpl_lanes::UriPolicy::Hidden,
                 };
                 let from_value = project(&document, &request).unwrap();
+                if view_needs_scaling(&view, &request) {
+                    // `mcpl project` takes the `Value` path for a result it scales.
+                    assert!(
+                        serde_json::to_string(&from_value)
+                            .unwrap()
+                            .contains("[image above scaled from "),
+                        "{route:?}"
+                    );
+                    scaled += 1;
+                    continue;
+                }
                 let from_bytes =
                     project_view(&view, fingerprint(bytes), replaced, &request).unwrap();
                 assert_eq!(
@@ -517,4 +529,6 @@ fn a_result_read_from_bytes_projects_as_its_value_does() {
         }
     }
     assert!(compared > 100, "{compared}");
+    // The large image of `image_result` is scaled on every image route.
+    assert!(scaled > 0, "{scaled}");
 }
