@@ -38,6 +38,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("mcpl-client", &["mcpl-classify"]),
     // OAuth for remote servers stands alone: the transport reaches it through the host.
     ("mcpl-auth", &[]),
+    // The model side: a request body in, a turn out.
+    ("mcpl-model", &["mcpl-lanes", "mcpl-encode"]),
     (
         "mcpl-host",
         &[
@@ -49,6 +51,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "mcpl-fetch",
             "mcpl-client",
             "mcpl-auth",
+            "mcpl-model",
         ],
     ),
     (
@@ -62,6 +65,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "mcpl-fetch",
             "mcpl-client",
             "mcpl-auth",
+            "mcpl-model",
             "mcpl-host",
             "mcpl-demo-server",
             "mcpl-loopback",
@@ -81,7 +85,7 @@ const BINARY_CRATE: &str = "mcpl-cli";
 const RESTRICTED: &[(&str, &[&str])] = &[
     (
         "ureq",
-        &["mcpl-fetch", "mcpl-client", "mcpl-host", "mcpl-auth"],
+        &["mcpl-fetch", "mcpl-client", "mcpl-model", "mcpl-auth"],
     ),
     ("tungstenite", &["mcpl-client", "mcpl-demo-server"]),
     ("clap", &["mcpl-cli", "xtask"]),
@@ -846,7 +850,7 @@ fn a_restricted_dependency_fails() {
     assert_eq!(
         restricted_dependencies(&with_dependency("mcpl-encode", "ureq", Kind::Normal)),
         [
-            r#"mcpl-encode may not depend on ureq (only ["mcpl-fetch", "mcpl-client", "mcpl-host", "mcpl-auth"] may)"#
+            r#"mcpl-encode may not depend on ureq (only ["mcpl-fetch", "mcpl-client", "mcpl-model", "mcpl-auth"] may)"#
         ]
     );
     assert_eq!(

@@ -8,11 +8,14 @@
 //! spill is read back with the `read_result` tool, from any `mcpl_budget::SpillStore`.
 //!
 //! This crate knows processes only through `mcpl-client` and HTTP only through `mcpl-fetch` and
-//! its own provider backends (the `http` feature); it has no command line, logger or demo server.
+//! `mcpl-model`'s provider backends (the `http` feature); it has no command line, logger or demo
+//! server.
 
 pub mod config;
 pub mod host_loop;
-#[cfg(feature = "http")]
-pub mod http;
 pub mod mcpl;
-pub mod model;
+/// The `Model` trait, the scripted model and the HTTP backends: `mcpl-model`, re-exported.
+pub use mcpl_model as model;
+/// The provider HTTP backends (`mcpl_model::http`), behind the `http` feature.
+#[cfg(feature = "http")]
+pub use mcpl_model::http;

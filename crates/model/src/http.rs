@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::model::{Model, ModelError, Turn};
+use crate::{Model, ModelError, Turn};
 use mcpl_encode::decode::{anthropic_turn, gemini_turn, openai_chat_turn, openai_responses_turn};
 use mcpl_lanes::RouteId;
 

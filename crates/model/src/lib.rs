@@ -1,9 +1,10 @@
-//! The model side of the inference loop: a [`Model`] turns a provider request body into the
+//! The model side of an inference loop: a [`Model`] turns a provider request body into the
 //! next assistant turn.
 //!
 //! The embedded default is [`Scripted`]: a JSON file of the tool calls to make, one model turn
 //! per step, and the final answer, so everything runs offline. HTTP backends for real providers
-//! live behind the `http` feature.
+//! live behind the `http` feature, in [`http`]. `mcpl-host` re-exports this crate as
+//! `mcpl_host::model` (and the backends as `mcpl_host::http`).
 
 use std::path::Path;
 
@@ -13,6 +14,9 @@ use serde_json::Value;
 use mcpl_encode::conversation::{ToolCall, model_tool_name};
 pub use mcpl_encode::conversation::{Turn, Usage};
 use mcpl_lanes::RouteId;
+
+#[cfg(feature = "http")]
+pub mod http;
 
 /// Why a model could not answer.
 #[derive(Debug, thiserror::Error)]
