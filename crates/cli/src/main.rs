@@ -10,6 +10,7 @@ use mcpl_classify::{Limits, Summary, classify};
 use mcpl_cli::conformance::{ConformanceError, run_conformance};
 use mcpl_cli::demo::{DemoFolder, render_json, render_text, run_demo};
 use mcpl_cli::input::{InputError, content_blocks, describe_shape, read_document};
+use mcpl_cli::oauth::{Presenter, authorize};
 use mcpl_cli::project::{Lane, Request, project};
 use mcpl_host::config::{Config, ConfigError};
 use mcpl_host::host_loop::{Host, HostOptions};
@@ -90,6 +91,9 @@ enum Command {
         /// The user's message that starts the conversation.
         #[arg(long, default_value = "Go ahead.")]
         prompt: String,
+        /// Open a browser on a server's OAuth authorization url instead of printing it.
+        #[arg(long)]
+        open_browser: bool,
     },
     /// Run MCPL conformance vectors (format mcpl-bulk-references-1) against the fetcher and a
     /// real HTTP server on loopback: one line per case, then `N passed, M failed`.
@@ -227,12 +231,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
             route,
             transcript,
             prompt,
+            open_browser,
         } => run_command(&RunArgs {
             config,
             model,
             route,
             transcript,
             prompt,
+            open_browser,
         }),
         Command::Conformance { files } => conformance_command(&files),
         Command::ServeDemo { hostile, size } => match hostile {
@@ -297,15 +303,25 @@ struct RunArgs {
     route: Option<RouteId>,
     transcript: Option<PathBuf>,
     prompt: String,
+    open_browser: bool,
 }
 
 fn run_command(args: &RunArgs) -> Result<(), Failure> {
-    let config = Config::from_file(&args.config).map_err(|error| Failure {
+    let mut config = Config::from_file(&args.config).map_err(|error| Failure {
         status: match error {
             ConfigError::Read { .. } => 1,
             ConfigError::Key { .. } => 2,
         },
         message: error.to_string(),
+    })?;
+    let presenter = if args.open_browser {
+        Presenter::OpenBrowser
+    } else {
+        Presenter::Print
+    };
+    authorize(&mut config, presenter).map_err(|error| Failure {
+        status: 1,
+        message: format!("{}: {error}", args.config.display()),
     })?;
     let mut model = model_named(args.model.as_deref())?;
     let route = PricedRoute::of(args.route.or(model.route()).unwrap_or(RouteId::Anthropic));
