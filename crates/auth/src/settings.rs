@@ -26,7 +26,7 @@ pub enum OAuthSetting {
     /// `"oauth": false`: never authorize; a 401 fails the request.
     Off,
     /// `"oauth": true` or an object.
-    On(OAuthSettings),
+    On(Box<OAuthSettings>),
 }
 
 /// The keys of an `oauth` object, each optional; strings may hold `${NAME}`.
@@ -297,7 +297,7 @@ impl<'de> Deserialize<'de> for OAuthSetting {
             }
             fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<OAuthSetting, E> {
                 Ok(if on {
-                    OAuthSetting::On(OAuthSettings::default())
+                    OAuthSetting::On(Box::default())
                 } else {
                     OAuthSetting::Off
                 })
@@ -307,7 +307,7 @@ impl<'de> Deserialize<'de> for OAuthSetting {
                 map: A,
             ) -> Result<OAuthSetting, A::Error> {
                 OAuthSettings::deserialize(serde::de::value::MapAccessDeserializer::new(map))
-                    .map(OAuthSetting::On)
+                    .map(|settings| OAuthSetting::On(Box::new(settings)))
             }
         }
         deserializer.deserialize_any(Visitor)

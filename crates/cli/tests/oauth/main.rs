@@ -6,8 +6,12 @@
 #[path = "../../../auth/tests/flows/mock.rs"]
 mod mock;
 
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+
+use mcpl_cli::oauth::BROWSER_OPENER;
 
 use mock::{Iss, Options, Pair, TOOL_TEXT, lock};
 use serde_json::json;
@@ -25,15 +29,15 @@ fn files_under(dir: &Path, out: &mut Vec<(String, String)>) {
     }
 }
 
-/// Runs `mcpl run` on `pair`'s server with a headless redirect and a one-call script, in `dir`.
-fn run_mcpl(pair: &Pair, dir: &Path) -> std::process::Output {
+/// `mcpl run` on `pair`'s server with `oauth` as its settings and a one-call script, in `dir`.
+fn mcpl(pair: &Pair, dir: &Path, oauth: serde_json::Value) -> Command {
     let config = dir.join("mcpl.json");
     let script = dir.join("script.json");
     std::fs::write(
         &config,
         json!({
             "mcpServers": {"remote": {"type": "http", "url": pair.mcp().as_str(),
-                "mcpl": {"budget": 200, "oauth": {"redirect": "headless"}}}},
+                "mcpl": {"budget": 200, "oauth": oauth}}},
             "mcpl": {"spillDir": dir.join("spill"), "fetchDir": dir.join("refs")},
         })
         .to_string(),
@@ -46,17 +50,148 @@ fn run_mcpl(pair: &Pair, dir: &Path) -> std::process::Output {
         .to_string(),
     )
     .unwrap();
-    Command::new(env!("CARGO_BIN_EXE_mcpl"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mcpl"));
+    command
         .arg("run")
         .arg("--config")
         .arg(&config)
         .arg("--model")
         .arg(format!("scripted:{}", script.display()))
         .arg("--transcript")
-        .arg(dir.join("transcript.jsonl"))
+        .arg(dir.join("transcript.jsonl"));
+    command
+}
+
+/// `mcpl run` with a headless redirect and every log line, run to its end.
+fn run_mcpl(pair: &Pair, dir: &Path) -> std::process::Output {
+    mcpl(pair, dir, json!({"redirect": "headless"}))
         .env("MCPL_LOG", "trace")
         .output()
         .unwrap()
+}
+
+/// A GET over a plain socket, as a browser would send it; the answer's `Location`, if any.
+fn get(url: &str) -> Option<String> {
+    let url = url::Url::parse(url).unwrap();
+    let host = url.host_str().unwrap().to_owned();
+    let mut stream = TcpStream::connect((host.as_str(), url.port().unwrap())).unwrap();
+    let target = &url[url::Position::BeforePath..];
+    write!(
+        stream,
+        "GET {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer.lines().find_map(|line| {
+        let (name, value) = line.split_once(": ")?;
+        name.eq_ignore_ascii_case("location")
+            .then(|| value.to_owned())
+    })
+}
+
+/// The person: opens the authorization url, which the mock approves at once, and follows its
+/// redirect to mcpl's loopback port.
+fn approve(authorization_url: &str) {
+    let callback = get(authorization_url).expect("the authorization server redirects");
+    assert!(callback.starts_with("http://127.0.0.1:"), "{callback}");
+    get(&callback);
+}
+
+/// Runs `command` to its end with standard error read line by line; `on_line` sees each.
+fn run_watching(
+    mut command: Command,
+    on_line: impl Fn(&str) + Send + 'static,
+) -> (bool, String, String) {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines() {
+            let line = line.unwrap();
+            on_line(&line);
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let status = child.wait().unwrap();
+    (status.success(), stdout, reader.join().unwrap())
+}
+
+#[test]
+fn the_person_is_shown_the_url_and_answers_on_the_loopback_redirect() {
+    let pair = Pair::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    let command = mcpl(&pair, dir.path(), json!({"timeoutSeconds": 30}));
+    let prefix = "mcpl: authorize remote: ";
+    let (success, stdout, stderr) = run_watching(command, move |line| {
+        if let Some(url) = line.strip_prefix(prefix) {
+            approve(url);
+        }
+    });
+    assert!(success, "{stderr}");
+    assert_eq!(stdout.trim(), "done");
+    assert_eq!(stderr.matches(prefix).count(), 1, "{stderr}");
+    assert_eq!(pair.seen().violations, Vec::<String>::new());
+}
+
+#[test]
+fn open_browser_runs_the_opener_with_the_url_instead_of_printing_it() {
+    let pair = Pair::start(Options::default());
+    let dir = tempfile::tempdir().unwrap();
+    // A stand-in browser opener, first on PATH: it writes the url it was given to a file.
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let opened = dir.path().join("opened");
+    let opener = bin.join(BROWSER_OPENER);
+    std::fs::write(
+        &opener,
+        format!(
+            "#!/bin/sh\nprintf '%s' \"$1\" > {:?}.tmp && mv {:?}.tmp {:?}\n",
+            opened, opened, opened
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&opener, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    let mut command = mcpl(&pair, dir.path(), json!({"timeoutSeconds": 30}));
+    command.arg("--open-browser").env("PATH", path);
+    let watched = opened.clone();
+    let browser = std::thread::spawn(move || {
+        for _ in 0..600 {
+            if let Ok(url) = std::fs::read_to_string(&watched) {
+                approve(&url);
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        false
+    });
+    let (success, stdout, stderr) = run_watching(command, |_| {});
+    assert!(browser.join().unwrap(), "the opener was never run");
+    assert!(success, "{stderr}");
+    assert_eq!(stdout.trim(), "done");
+    assert!(!stderr.contains("mcpl: authorize"), "{stderr}");
+    let url = std::fs::read_to_string(&opened).unwrap();
+    assert!(
+        url.contains("/authorize?") && url.contains("code_challenge="),
+        "{url}"
+    );
 }
 
 #[test]
