@@ -22,10 +22,11 @@ const INVARIANT: &str = "**Architecture Invariant:**";
 const LAYERS: &[(&str, &[&str])] = &[
     ("mcpl-classify", &[]),
     ("mcpl-lanes", &["mcpl-classify"]),
+    ("mcpl-scale", &["mcpl-classify", "mcpl-lanes"]),
     ("mcpl-budget", &["mcpl-classify", "mcpl-lanes"]),
     (
         "mcpl-encode",
-        &["mcpl-classify", "mcpl-lanes", "mcpl-budget"],
+        &["mcpl-classify", "mcpl-lanes", "mcpl-scale", "mcpl-budget"],
     ),
     (
         "mcpl-fetch",
@@ -40,6 +41,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "mcpl-classify",
             "mcpl-lanes",
+            "mcpl-scale",
             "mcpl-budget",
             "mcpl-encode",
             "mcpl-fetch",
@@ -52,6 +54,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "mcpl-classify",
             "mcpl-lanes",
+            "mcpl-scale",
             "mcpl-budget",
             "mcpl-encode",
             "mcpl-fetch",
@@ -77,7 +80,7 @@ const RESTRICTED: &[(&str, &[&str])] = &[
         "ureq",
         &["mcpl-fetch", "mcpl-client", "mcpl-host", "mcpl-auth"],
     ),
-    ("tungstenite", &["mcpl-client"]),
+    ("tungstenite", &["mcpl-client", "mcpl-demo-server"]),
     ("clap", &["mcpl-cli", "xtask"]),
     ("tracing-subscriber", &["mcpl-cli", "xtask"]),
     ("anyhow", &["mcpl-cli", "xtask"]),
@@ -842,7 +845,9 @@ fn a_restricted_dependency_fails() {
     );
     assert_eq!(
         restricted_dependencies(&with_dependency("mcpl-host", "tungstenite", Kind::Normal)),
-        [r#"mcpl-host may not depend on tungstenite (only ["mcpl-client"] may)"#]
+        [
+            r#"mcpl-host may not depend on tungstenite (only ["mcpl-client", "mcpl-demo-server"] may)"#
+        ]
     );
     for name in ["clap", "tracing-subscriber", "anyhow"] {
         assert_eq!(

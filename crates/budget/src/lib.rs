@@ -36,7 +36,7 @@
 //!         Part::Text(text) => json!({"type": "text", "text": text}),
 //!         image @ Part::Image { data, .. } => json!({"type": "image",
 //!             "source": {"type": "base64", "media_type": image.media_type(), "data": data}}),
-//!         Part::Audio { .. } => unreachable!("the anthropic route takes no audio"),
+//!         Part::Audio { .. } | Part::Document { .. } => unreachable!("the result has none"),
 //!     }).collect(),
 //!     LiveCopy::Stored => vec![json!({"type": "text", "text": fitted.copies.stored})],
 //! };
@@ -101,11 +101,14 @@ pub use fit::{CutError, DEFAULT_BUDGET, Fitted, cut, fit_tool_result, omission_n
 pub use image::{
     ANTHROPIC_TABLE, Detail, GEMINI_TABLE, ImageCalculator, OPENAI_TABLE, PricedModels,
 };
-pub use route::{MOVED_IMAGE_OVERHEAD, PricedRoute, Pricer, Unpriceable};
+pub use route::{
+    GEMINI_AUDIO_TOKENS_PER_SECOND, MOVED_IMAGE_OVERHEAD, OPENAI_AUDIO_TOKENS_PER_SECOND, PageRule,
+    PricedRoute, Pricer, Unpriceable,
+};
 pub use spill::{
     LocalSpillStore, Spill, SpillError, SpillStore, extension_for, private_dir, write_spill,
 };
 #[cfg(feature = "exact")]
 pub use text::O200k;
-pub use text::{Heuristic, TokenEstimator};
-pub use window::{Round, project_round};
+pub use text::{CJK_SINGLES, HANGUL_SINGLES, Heuristic, O200K_SINGLE_TOKENS, TokenEstimator};
+pub use window::{Correction, Round, project_round};

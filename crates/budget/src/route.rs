@@ -1,6 +1,6 @@
 //! Routes with prices: the lanes' declaration of what a provider takes, plus how it bills.
 
-use mcpl_classify::Dimensions;
+use mcpl_classify::{Dimensions, Sniffed};
 use mcpl_lanes::{LiveCopy, Part, Route, RouteId};
 
 use crate::image::ImageCalculator;
@@ -19,12 +19,53 @@ pub struct PricedRoute {
     /// header, where the route moves images out of the tool result. Counted in each image's
     /// price, so a fitted result stays within budget as it is sent.
     pub image_overhead: u64,
+    /// How it prices one page of a PDF; `None` for a route that takes no document.
+    pub pages: Option<PageRule>,
+    /// The tokens one second of native audio costs; `None` for a route that takes no audio.
+    pub audio_tokens_per_second: Option<u64>,
 }
+
+/// How a route prices one page of a PDF (dated 2026-12-01; `docs/budget.md` has the table and
+/// its sources).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageRule {
+    /// The page's extracted text, at most this many tokens, plus the page as an image, priced by
+    /// the route's image calculator at [`PageRule::PAGE_WIDTH`] x [`PageRule::PAGE_HEIGHT`].
+    TextAndImage {
+        /// The most tokens of a page's text.
+        text: u64,
+    },
+    /// A flat price per page.
+    Flat(u64),
+}
+
+impl PageRule {
+    /// A US Letter page rendered at 150 dpi: the page image the text-and-image rule prices.
+    pub const PAGE_WIDTH: u32 = 1275;
+    /// See [`PageRule::PAGE_WIDTH`].
+    pub const PAGE_HEIGHT: u32 = 1650;
+    /// Anthropic's "1,500-3,000 tokens per page" of text, at its top, with the page's image
+    /// (<https://docs.claude.com/en/docs/build-with-claude/pdf-support>). OpenAI says its models
+    /// see "both the extracted text and an image of each page" and gives no figure, so it is
+    /// priced the same way with its own calculator
+    /// (<https://platform.openai.com/docs/guides/pdf-files>).
+    pub const TEXT_AND_IMAGE: PageRule = PageRule::TextAndImage { text: 3000 };
+    /// Gemini 3's default media resolution for PDFs, medium: 560 tokens a page
+    /// (<https://ai.google.dev/gemini-api/docs/media-resolution>; Gemini 2.x counted 258).
+    pub const GEMINI_3: PageRule = PageRule::Flat(560);
+}
+
+/// Gemini's "each second of audio as 32 tokens" (<https://ai.google.dev/gemini-api/docs/audio>).
+pub const GEMINI_AUDIO_TOKENS_PER_SECOND: u64 = 32;
+/// OpenAI's "1 token per 100 ms" of user audio: the only per-second figure OpenAI publishes, in
+/// its Realtime cost guide (<https://platform.openai.com/docs/guides/realtime-costs>); Chat
+/// Completions gives none.
+pub const OPENAI_AUDIO_TOKENS_PER_SECOND: u64 = 10;
 
 /// The bound on the text around one moved image (see [`PricedRoute::image_overhead`]): the
 /// host's encoders test that their pointer, label and header for a call id and a tool name of
 /// 64 characters each stay within it.
-pub const MOVED_IMAGE_OVERHEAD: u64 = 96;
+pub const MOVED_IMAGE_OVERHEAD: u64 = 128;
 
 impl PricedRoute {
     /// Anthropic's Messages API, standard tier (the high-resolution tier costs more per image;
@@ -33,6 +74,8 @@ impl PricedRoute {
         lanes: Route::ANTHROPIC,
         images: Some(ImageCalculator::ANTHROPIC_STANDARD),
         image_overhead: 0,
+        pages: Some(PageRule::TEXT_AND_IMAGE),
+        audio_tokens_per_second: None,
     };
 
     /// OpenAI's Chat Completions API, priced as the gpt-5.4 family at `detail: auto` (which is
@@ -42,6 +85,8 @@ impl PricedRoute {
         lanes: Route::OPENAI_CHAT,
         images: Some(ImageCalculator::OPENAI_GPT_5_4),
         image_overhead: MOVED_IMAGE_OVERHEAD,
+        pages: Some(PageRule::TEXT_AND_IMAGE),
+        audio_tokens_per_second: Some(OPENAI_AUDIO_TOKENS_PER_SECOND),
     };
 
     /// OpenAI's Responses API, priced as [`PricedRoute::OPENAI_CHAT`] is.
@@ -49,6 +94,8 @@ impl PricedRoute {
         lanes: Route::OPENAI_RESPONSES,
         images: Some(ImageCalculator::OPENAI_GPT_5_4),
         image_overhead: 0,
+        pages: Some(PageRule::TEXT_AND_IMAGE),
+        audio_tokens_per_second: None,
     };
 
     /// Gemini's `generateContent`, priced as Gemini 3 at its default media resolution for
@@ -58,6 +105,8 @@ impl PricedRoute {
         lanes: Route::GEMINI,
         images: Some(ImageCalculator::GEMINI_3_DEFAULT),
         image_overhead: MOVED_IMAGE_OVERHEAD,
+        pages: Some(PageRule::GEMINI_3),
+        audio_tokens_per_second: Some(GEMINI_AUDIO_TOKENS_PER_SECOND),
     };
 
     /// Text only: images never go native, so no image is ever priced.
@@ -65,6 +114,8 @@ impl PricedRoute {
         lanes: Route::TEXT_ONLY,
         images: None,
         image_overhead: 0,
+        pages: None,
+        audio_tokens_per_second: None,
     };
 
     /// The priced route of that id.
@@ -93,9 +144,15 @@ pub enum Unpriceable {
         /// The route.
         route: RouteId,
     },
-    /// The route declares no price for native audio.
+    /// The route declares no price for native audio, or the audio's header says no duration.
     #[error("route {route} cannot price audio")]
     Audio {
+        /// The route.
+        route: RouteId,
+    },
+    /// The route declares no price for a document.
+    #[error("route {route} cannot price documents")]
+    Document {
         /// The route.
         route: RouteId,
     },
@@ -124,10 +181,45 @@ impl Pricer<'_> {
         match part {
             Part::Text(text) => Ok(self.text.count(text)),
             Part::Image { dimensions, .. } => self.image(*dimensions),
-            Part::Audio { .. } => Err(Unpriceable::Audio {
-                route: self.route.id(),
-            }),
+            Part::Audio { sniffed, data } => self.audio(*sniffed, data),
+            Part::Document { pages, .. } => self.document(*pages),
         }
+    }
+
+    /// The price of audio: its duration, read from its header, at the route's tokens per
+    /// second, rounded up, plus the text around it where the route moves it.
+    pub fn audio(&self, sniffed: Sniffed, data: &str) -> Result<u64, Unpriceable> {
+        let unpriceable = Unpriceable::Audio {
+            route: self.route.id(),
+        };
+        let per_second = self
+            .route
+            .audio_tokens_per_second
+            .ok_or(unpriceable.clone())?;
+        let ms = mcpl_classify::audio_duration_ms(data, sniffed).ok_or(unpriceable)?;
+        Ok((ms * per_second).div_ceil(1000) + self.route.image_overhead)
+    }
+
+    /// The price of a PDF of `pages` pages by the route's [`PageRule`]; a PDF whose pages could
+    /// not be counted is priced at the most pages the route takes in one document, the
+    /// conservative bound.
+    pub fn document(&self, pages: Option<u32>) -> Result<u64, Unpriceable> {
+        let unpriceable = Unpriceable::Document {
+            route: self.route.id(),
+        };
+        let rule = self.route.pages.ok_or(unpriceable.clone())?;
+        let bound = self.route.id().request_limits().document_pages;
+        let pages = u64::from(pages.or(bound).ok_or(unpriceable)?);
+        let per_page = match rule {
+            PageRule::Flat(tokens) => tokens,
+            PageRule::TextAndImage { text } => {
+                let calculator = self.route.images.ok_or(Unpriceable::NoImageCalculator {
+                    route: self.route.id(),
+                })?;
+                text + calculator.tokens(PageRule::PAGE_WIDTH, PageRule::PAGE_HEIGHT)
+            }
+        };
+        Ok(pages * per_page + self.route.image_overhead)
     }
 
     /// The price of an image of these dimensions (as its part carries them: the header is read
@@ -206,6 +298,74 @@ mod tests {
     }
 
     #[test]
+    fn a_document_is_priced_per_page_and_an_uncounted_one_at_the_bound() {
+        let pricer = |id| Pricer {
+            text: &Heuristic,
+            route: PricedRoute::of(id),
+        };
+        let gemini = pricer(RouteId::Gemini);
+        assert_eq!(gemini.document(Some(3)), Ok(3 * 560 + MOVED_IMAGE_OVERHEAD));
+        assert_eq!(gemini.document(None), Ok(1000 * 560 + MOVED_IMAGE_OVERHEAD));
+        let anthropic = pricer(RouteId::Anthropic);
+        let page = 3000 + ImageCalculator::ANTHROPIC_STANDARD.tokens(1275, 1650);
+        assert_eq!(anthropic.document(Some(2)), Ok(2 * page));
+        assert_eq!(anthropic.document(None), Ok(100 * page));
+        let chat = pricer(RouteId::OpenAiChat);
+        let page = 3000 + ImageCalculator::OPENAI_GPT_5_4.tokens(1275, 1650);
+        assert_eq!(chat.document(Some(2)), Ok(2 * page + MOVED_IMAGE_OVERHEAD));
+        assert_eq!(
+            pricer(RouteId::TextOnly).document(Some(1)),
+            Err(Unpriceable::Document {
+                route: RouteId::TextOnly
+            })
+        );
+    }
+
+    #[test]
+    fn audio_is_priced_by_the_seconds_its_header_says() {
+        use base64::Engine as _;
+        // A 16-bit mono WAV at 8 kHz of 2.5 seconds.
+        let mut wav = b"RIFF\0\0\0\0WAVEfmt \x10\0\0\0\x01\0\x01\0".to_vec();
+        wav.extend_from_slice(&8000u32.to_le_bytes());
+        wav.extend_from_slice(&16_000u32.to_le_bytes());
+        wav.extend_from_slice(b"\x02\0\x10\0data");
+        wav.extend_from_slice(&40_000u32.to_le_bytes());
+        wav.resize(wav.len() + 40_000, 0);
+        let data = base64::engine::general_purpose::STANDARD.encode(&wav);
+        let part = Part::Audio {
+            sniffed: Sniffed::Wav,
+            data: &data,
+        };
+        let price = |id| {
+            Pricer {
+                text: &Heuristic,
+                route: PricedRoute::of(id),
+            }
+            .part(&part)
+        };
+        assert_eq!(price(RouteId::Gemini), Ok(80 + MOVED_IMAGE_OVERHEAD));
+        assert_eq!(price(RouteId::OpenAiChat), Ok(25 + MOVED_IMAGE_OVERHEAD));
+        assert_eq!(
+            price(RouteId::Anthropic),
+            Err(Unpriceable::Audio {
+                route: RouteId::Anthropic
+            })
+        );
+        let cut = Part::Audio {
+            sniffed: Sniffed::Wav,
+            data: "UklGRg==",
+        };
+        assert!(
+            Pricer {
+                text: &Heuristic,
+                route: &PricedRoute::GEMINI
+            }
+            .part(&cut)
+            .is_err()
+        );
+    }
+
+    #[test]
     fn every_route_is_priced_with_its_own_table() {
         for id in RouteId::ALL {
             let route = PricedRoute::of(id);
@@ -213,6 +373,11 @@ mod tests {
             assert_eq!(&route.lanes, id.route());
             // A route that sends images natively can price them; one that cannot sends none.
             assert_eq!(route.images.is_some(), route.lanes.images_in_messages);
+            assert_eq!(route.pages.is_some(), route.lanes.documents_in_tool_results);
+            assert_eq!(
+                route.audio_tokens_per_second.is_some(),
+                !route.lanes.audio_in_tool_results.is_empty()
+            );
         }
     }
 }

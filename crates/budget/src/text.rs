@@ -58,38 +58,97 @@ fn char_boundaries(text: &str) -> Vec<usize> {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Heuristic;
 
-/// The weights, in thousandths of a token, so sums stay exact integers.
+/// The weights, in thousandths of a token, so sums stay exact integers. Fitted to o200k by a
+/// linear program over every class of the corpus (`benches/corpus/`): each class between 1.0
+/// and 1.25 times o200k, each piece of 1,000 characters at least 1.0 times, close to the
+/// hand-fitted weights before them. An ASCII character weighs at most 1,000 (one byte is at most
+/// one token), and one outside ASCII at most its UTF-8 length in tokens.
 mod weight {
-    /// An ASCII letter or digit that starts a word.
-    pub(super) const WORD_START: u32 = 600;
-    /// A lowercase letter that continues a lowercase word.
-    pub(super) const LETTER: u32 = 125;
-    /// A capital after a lowercase letter, or a letter after a digit or a digit after a letter:
-    /// where o200k usually starts a new token (camelCase, base64, hex).
-    pub(super) const CASE_CHANGE: u32 = 450;
-    /// A capital after a capital (acronyms and base64 split more than words).
-    pub(super) const CAPITAL_RUN: u32 = 250;
-    /// A lowercase letter after a capital.
-    pub(super) const AFTER_CAPITAL: u32 = 250;
-    /// A digit that continues a number (o200k groups digits in threes).
-    pub(super) const DIGIT: u32 = 330;
+    /// An ASCII letter or digit after anything but a letter or digit: a new word.
+    pub(super) const WORD_START: u32 = 861;
+    /// A letter or digit after one letter or digit that follows something else:
+    /// `PAIR[previous][class]`, classes lower, upper, digit.
+    pub(super) const PAIR: [[u32; 3]; 3] = [
+        // After a lowercase letter: lower, upper (camelCase), digit.
+        [125, 450, 450],
+        // After a capital that starts a word: `The`.
+        [22, 250, 450],
+        // After a digit: letters start a new token, digits group in threes.
+        [450, 450, 330],
+    ];
+    /// A letter or digit after two letters or digits: `TRIPLE[before][previous][class]`. Runs of
+    /// one kind are cheap (words, numbers); runs that mix case and digits are where o200k splits
+    /// almost every character (base64, hex, ids).
+    pub(super) const TRIPLE: [[[u32; 3]; 3]; 3] = [
+        // before lower: LL*, LU*, LD*
+        [[80, 1000, 1000], [1000, 1000, 985], [1000, 1000, 408]],
+        // before upper: UL*, UU*, UD*
+        [[125, 1000, 1000], [1000, 237, 1000], [1000, 450, 330]],
+        // before digit: DL*, DU*, DD*
+        [[125, 1000, 1000], [250, 250, 450], [1000, 450, 401]],
+    ];
     /// The second space or tab of a run: a run of white space (indentation) is a token of its
     /// own.
     pub(super) const SPACE_RUN_START: u32 = 620;
     /// Each further space or tab of a run.
-    pub(super) const SPACE_RUN: u32 = 20;
+    pub(super) const SPACE_RUN: u32 = 36;
     /// A line break.
     pub(super) const NEWLINE: u32 = 450;
+    /// A line break after a line break: o200k merges runs of them.
+    pub(super) const NEWLINE_RUN: u32 = 123;
     /// ASCII punctuation and symbols.
-    pub(super) const PUNCT: u32 = 640;
-    /// A CJK ideograph, kana, or CJK punctuation.
-    pub(super) const CJK: u32 = 760;
-    /// A Hangul syllable.
-    pub(super) const HANGUL: u32 = 700;
+    pub(super) const PUNCT: u32 = 882;
+    /// Punctuation after punctuation (`"},{"`), which o200k merges.
+    pub(super) const PUNCT_RUN: u32 = 200;
+    /// A CJK ideograph that is one o200k token on its own (the common ones).
+    pub(super) const CJK_SINGLE: u32 = 739;
+    /// A CJK ideograph that o200k splits into two or three tokens.
+    pub(super) const CJK_SPLIT: u32 = 2637;
+    /// Kana, CJK punctuation, compatibility ideographs and full-width forms.
+    pub(super) const CJK_OTHER: u32 = 829;
+    /// CJK Extension A: two or three tokens each.
+    pub(super) const CJK_EXTENSION_A: u32 = 3000;
+    /// A Hangul syllable that is one o200k token on its own.
+    pub(super) const HANGUL_SINGLE: u32 = 700;
+    /// A Hangul syllable (or jamo) that o200k splits.
+    pub(super) const HANGUL_SPLIT: u32 = 2579;
+    /// Arabic letters and marks.
+    pub(super) const ARABIC: u32 = 328;
+    /// Thai.
+    pub(super) const THAI: u32 = 397;
+    /// Devanagari.
+    pub(super) const DEVANAGARI: u32 = 379;
+    /// A combining mark (U+0300-U+036F and the other combining blocks): one or two tokens.
+    pub(super) const MARK: u32 = 2000;
+    /// A zero-width joiner, non-joiner or space, or a variation selector.
+    pub(super) const JOINER: u32 = 1000;
+    /// An emoji or symbol of U+1F000-U+1FAFF.
+    pub(super) const EMOJI: u32 = 2505;
+    /// Any other character outside the Basic Multilingual Plane (CJK Extension B and later
+    /// among them): four bytes, at most four tokens.
+    pub(super) const SUPPLEMENTARY: u32 = 4000;
     /// Any other letter outside ASCII (accented Latin, Cyrillic, Greek, ...).
     pub(super) const OTHER_LETTER: u32 = 450;
-    /// Anything else (emoji, symbols): often more than one token each.
+    /// Anything else (symbols, punctuation outside ASCII).
     pub(super) const OTHER: u32 = 1200;
+}
+
+/// Which CJK ideographs (U+4E00-U+9FFF) and Hangul syllables (U+AC00-U+D7A3) o200k encodes
+/// as one token on its own, one bit each, in that order: the common ones. Made from
+/// `bpe-openai`'s o200k; the `exact` feature's tests check it still matches.
+pub const O200K_SINGLE_TOKENS: &[u8; 4021] = include_bytes!("o200k-single-tokens.bin");
+
+/// The first code point and count of the CJK ideographs the table covers.
+pub const CJK_SINGLES: (u32, u32) = (0x4E00, 0x9FFF - 0x4E00 + 1);
+/// The first code point and count of the Hangul syllables the table covers.
+pub const HANGUL_SINGLES: (u32, u32) = (0xAC00, 0xD7A3 - 0xAC00 + 1);
+
+/// Whether bit `index` of the table's part starting at byte `start` is set.
+fn single_token(start: usize, index: u32) -> bool {
+    let index = index as usize;
+    O200K_SINGLE_TOKENS
+        .get(start + index / 8)
+        .is_some_and(|byte| byte >> (index % 8) & 1 == 1)
 }
 
 /// What kind of character came before: a character's weight depends on the one before it,
@@ -118,38 +177,74 @@ const fn ascii_class(b: u8) -> Class {
     }
 }
 
-/// The weight of an ASCII character of class `c` after `previous`, with `before` blank or not.
-const fn ascii_weight(c: Class, previous: Class, before_blank: bool) -> u32 {
-    match (c, previous) {
-        (Class::Lower, Class::Lower) => weight::LETTER,
-        (Class::Lower, Class::Upper) => weight::AFTER_CAPITAL,
-        (Class::Upper, Class::Lower) => weight::CASE_CHANGE,
-        (Class::Upper, Class::Upper) => weight::CAPITAL_RUN,
-        (Class::Lower | Class::Upper, Class::Digit) => weight::CASE_CHANGE,
-        (Class::Digit, Class::Digit) => weight::DIGIT,
-        (Class::Digit, Class::Lower | Class::Upper) => weight::CASE_CHANGE,
-        (Class::Lower | Class::Upper | Class::Digit, _) => weight::WORD_START,
-        (Class::Blank, Class::Blank) if before_blank => weight::SPACE_RUN,
-        (Class::Blank, Class::Blank) => weight::SPACE_RUN_START,
-        // A single space is part of the next word's token.
-        (Class::Blank, _) => 0,
-        (Class::Newline, _) => weight::NEWLINE,
-        _ => weight::PUNCT,
+/// Whether a class is a letter or digit.
+const fn alnum(c: Class) -> bool {
+    matches!(c, Class::Lower | Class::Upper | Class::Digit)
+}
+
+/// The weight of an ASCII character of class `c` after characters of classes `previous` and,
+/// before it, `before`.
+const fn ascii_weight(c: Class, previous: Class, before: Class) -> u32 {
+    if alnum(c) {
+        if !alnum(previous) {
+            weight::WORD_START
+        } else if alnum(before) {
+            weight::TRIPLE[before as usize][previous as usize][c as usize]
+        } else {
+            weight::PAIR[previous as usize][c as usize]
+        }
+    } else {
+        match (c, previous) {
+            (Class::Blank, Class::Blank) if before as u8 == Class::Blank as u8 => weight::SPACE_RUN,
+            (Class::Blank, Class::Blank) => weight::SPACE_RUN_START,
+            // A single space is part of the next word's token.
+            (Class::Blank, _) => 0,
+            (Class::Newline, Class::Newline) => weight::NEWLINE_RUN,
+            (Class::Newline, _) => weight::NEWLINE,
+            (_, Class::Punct) => weight::PUNCT_RUN,
+            _ => weight::PUNCT,
+        }
     }
 }
 
 /// The weight of a character outside ASCII, whatever came before it.
 fn non_ascii_weight(c: char) -> u32 {
+    let code = u32::from(c);
     match c {
-        '\u{3000}'..='\u{30FF}'
-        | '\u{3400}'..='\u{4DBF}'
-        | '\u{4E00}'..='\u{9FFF}'
-        | '\u{F900}'..='\u{FAFF}'
-        | '\u{FF00}'..='\u{FFEF}'
-        | '\u{20000}'..='\u{2FFFF}' => weight::CJK,
-        '\u{AC00}'..='\u{D7AF}' | '\u{1100}'..='\u{11FF}' | '\u{3130}'..='\u{318F}' => {
-            weight::HANGUL
+        '\u{4E00}'..='\u{9FFF}' => {
+            if single_token(0, code - CJK_SINGLES.0) {
+                weight::CJK_SINGLE
+            } else {
+                weight::CJK_SPLIT
+            }
         }
+        '\u{AC00}'..='\u{D7A3}' => {
+            if single_token(CJK_SINGLES.1.div_ceil(8) as usize, code - HANGUL_SINGLES.0) {
+                weight::HANGUL_SINGLE
+            } else {
+                weight::HANGUL_SPLIT
+            }
+        }
+        '\u{3400}'..='\u{4DBF}' => weight::CJK_EXTENSION_A,
+        '\u{3000}'..='\u{30FF}' | '\u{F900}'..='\u{FAFF}' | '\u{FF00}'..='\u{FFEF}' => {
+            weight::CJK_OTHER
+        }
+        '\u{1100}'..='\u{11FF}' | '\u{3130}'..='\u{318F}' => weight::HANGUL_SPLIT,
+        '\u{0300}'..='\u{036F}'
+        | '\u{1AB0}'..='\u{1AFF}'
+        | '\u{1DC0}'..='\u{1DFF}'
+        | '\u{20D0}'..='\u{20FF}'
+        | '\u{FE20}'..='\u{FE2F}' => weight::MARK,
+        '\u{0600}'..='\u{06FF}'
+        | '\u{0750}'..='\u{077F}'
+        | '\u{08A0}'..='\u{08FF}'
+        | '\u{FB50}'..='\u{FDFF}'
+        | '\u{FE70}'..='\u{FEFF}' => weight::ARABIC,
+        '\u{0E00}'..='\u{0E7F}' => weight::THAI,
+        '\u{0900}'..='\u{097F}' => weight::DEVANAGARI,
+        '\u{200B}'..='\u{200D}' | '\u{FE0E}' | '\u{FE0F}' => weight::JOINER,
+        '\u{1F000}'..='\u{1FAFF}' => weight::EMOJI,
+        '\u{10000}'.. => weight::SUPPLEMENTARY,
         c if c.is_alphabetic() => weight::OTHER_LETTER,
         _ => weight::OTHER,
     }
@@ -254,7 +349,13 @@ const _: () = {
     let mut b = 0;
     while b < 128 {
         let c = ascii_class(b);
-        assert!(ascii_weight(c, Class::Start, false) == ascii_weight(c, Class::NonAscii, false));
+        let mut other = 0;
+        while other < 8 {
+            let o = CLASSES[other];
+            assert!(ascii_weight(c, Class::Start, o) == ascii_weight(c, Class::NonAscii, o));
+            assert!(ascii_weight(c, o, Class::Start) == ascii_weight(c, o, Class::NonAscii));
+            other += 1;
+        }
         b += 1;
     }
 };
@@ -279,8 +380,7 @@ const ASCII_WEIGHTS: [u32; 512] = {
     while i < 512 {
         let (before, previous, class) = (CLASSES[i >> 6], CLASSES[i >> 3 & 7], CLASSES[i & 7]);
         if !matches!(class, Class::NonAscii | Class::Start) {
-            let before_blank = before as u8 == Class::Blank as u8;
-            table[i] = ascii_weight(class, previous, before_blank);
+            table[i] = ascii_weight(class, previous, before);
         }
         i += 1;
     }
@@ -310,8 +410,9 @@ impl TokenEstimator for Heuristic {
     fn suffix_within(&self, text: &str, budget: u64) -> usize {
         // A character's weight depends on the two before it, so walk backwards pricing each
         // character as it stands in the whole text. The suffix's first two characters may be
-        // priced differently on their own, by at most a word start and a white-space run start.
-        let margin = u64::from(weight::WORD_START + weight::SPACE_RUN_START);
+        // priced differently on their own, by at most a token each (no ASCII character weighs
+        // more; one outside ASCII weighs the same in any place).
+        let margin = 2000;
         let limit = (budget * 1000).saturating_sub(margin);
         let class_of = |c: Option<char>| {
             c.map_or(Class::Start, |c| {

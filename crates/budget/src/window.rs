@@ -33,3 +33,71 @@ pub fn project_round(pricer: Pricer<'_>, round: &Round<'_, '_>) -> Result<u64, U
     }
     Ok(total)
 }
+
+/// A bounded correction of estimates from a provider's own counts, since provider usage is
+/// authoritative: the ratio of the input tokens a provider reported for a request to mcpl's
+/// estimate of it, kept between 1.0 and 2.0, by which later estimates of the window are
+/// multiplied. Never below 1.0, so a provider that counts fewer tokens never loosens the window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Correction {
+    milli: u64,
+}
+
+impl Default for Correction {
+    fn default() -> Correction {
+        Correction::NONE
+    }
+}
+
+impl Correction {
+    /// No correction: a factor of 1.0.
+    pub const NONE: Correction = Correction { milli: 1000 };
+    /// The largest correction: a factor of 2.0.
+    pub const MAX: Correction = Correction { milli: 2000 };
+
+    /// Takes a provider's report: `reported` input tokens for a request estimated at
+    /// `estimated`. The latest report sets the factor, within its bounds; a request estimated
+    /// at nothing says nothing.
+    pub fn observe(&mut self, estimated: u64, reported: u64) {
+        if estimated > 0 {
+            let ratio = reported.saturating_mul(1000).div_ceil(estimated);
+            self.milli = ratio.clamp(Correction::NONE.milli, Correction::MAX.milli);
+        }
+    }
+
+    /// An estimate corrected, rounded up.
+    pub fn apply(self, tokens: u64) -> u64 {
+        let corrected = (u128::from(tokens) * u128::from(self.milli)).div_ceil(1000);
+        u64::try_from(corrected).unwrap_or(u64::MAX)
+    }
+
+    /// The factor, in thousandths.
+    pub fn milli(self) -> u64 {
+        self.milli
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_correction_follows_the_provider_within_its_bounds() {
+        let mut correction = Correction::default();
+        assert_eq!(correction.apply(1_001), 1_001);
+        correction.observe(1_000, 1_300);
+        assert_eq!(
+            (correction.milli(), correction.apply(1_001)),
+            (1_300, 1_302)
+        );
+        correction.observe(1_000, 9_000);
+        assert_eq!(correction, Correction::MAX);
+        correction.observe(1_000, 400);
+        assert_eq!(correction, Correction::NONE);
+        correction.observe(0, 400);
+        assert_eq!(correction, Correction::NONE);
+        correction.observe(3, u64::MAX);
+        assert_eq!(correction, Correction::MAX);
+        assert_eq!(Correction::MAX.apply(u64::MAX), u64::MAX);
+    }
+}

@@ -37,6 +37,7 @@
 //! Classification never fails and does no I/O; it knows nothing about lanes, tokens or routes.
 
 mod block;
+mod duration;
 pub mod fuzz;
 mod lenient;
 mod media;
@@ -49,6 +50,7 @@ pub use block::{
     Block, Contradiction, ContradictionSource, EmbeddedBlob, EmbeddedText, EmbeddedUnreadable,
     Invalid, InvalidReason, Unreadable, classify,
 };
+pub use duration::audio_duration_ms;
 pub use lenient::{
     MAX_DEPTH, TOO_DEEP, json_string_end, parse_json_lenient, parse_json_repaired,
     replace_lone_surrogates,

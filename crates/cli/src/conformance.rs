@@ -381,6 +381,9 @@ fn parts_json(parts: &[Part<'_>]) -> String {
             Part::Audio { sniffed, data } => {
                 json!({"type": "audio", "mimeType": sniffed.mime(), "data": data})
             }
+            Part::Document { data, .. } => {
+                json!({"type": "document", "mimeType": "application/pdf", "data": data})
+            }
         })
         .collect();
     Value::Array(parts).to_string()

@@ -16,14 +16,13 @@ use std::path::{Path, PathBuf};
 
 use mcpl_budget::PricedRoute;
 use mcpl_classify::Payload;
-use mcpl_fetch::Refusal;
 use mcpl_lanes::{RouteId, markers};
 use serde_json::{Value, json};
 
-use mcpl_client::Launch;
+use mcpl_demo_server::{Options as DemoOptions, Remote};
 use mcpl_encode::Encoder;
 use mcpl_encode::conversation::{Content, ToolCall, ToolOutput, model_tool_name};
-use mcpl_host::config::{Config, ServerConfig, ServerOptions};
+use mcpl_host::config::{Config, ConfigError};
 use mcpl_host::host_loop::{CallReport, FETCH_REFERENCE, Host, HostOptions, LoopError, Outcome};
 use mcpl_host::model::{Model, ModelError, Turn};
 
@@ -50,6 +49,13 @@ pub struct DemoRun {
     pub folder: PathBuf,
     /// What becomes of that folder when the demo ends.
     pub at_exit: AtExit,
+    /// How the host reached the demo server.
+    pub transport: DemoTransport,
+    /// The demo's loopback origin (`http://127.0.0.1:PORT`), which serves its reference files.
+    pub origin: String,
+    /// What serves that origin, for as long as the run is kept: a dialed server's host ends
+    /// before it does, as fields drop in order.
+    pub _remote: Remote,
 }
 
 /// What becomes of the demo's folder when the demo ends.
@@ -134,43 +140,88 @@ impl Drop for DemoFolder {
     }
 }
 
-/// The configuration of the embedded demo server: `program serve-demo`.
-pub fn demo_config(program: PathBuf, spill_dir: PathBuf) -> Config {
-    Config {
-        servers: vec![ServerConfig {
-            launch: Launch {
-                name: DEMO_SERVER.to_owned(),
-                command: program.display().to_string(),
-                args: vec!["serve-demo".to_owned()],
-                env: Default::default(),
-                cwd: None,
-                ..Launch::default()
-            },
-            options: ServerOptions::default(),
-        }],
-        fetch_dir: Some(spill_dir.join("refs")),
-        spill_dir: Some(spill_dir),
-        context_window: mcpl_host::config::DEFAULT_CONTEXT_WINDOW,
+/// How the host reaches the demo server: `mcpl demo --transport`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DemoTransport {
+    /// `mcpl serve-demo`, started as a child process; MCPL's legacy family.
+    #[default]
+    Stdio,
+    /// Streamable HTTP on loopback: modern MCP.
+    Http,
+    /// A WebSocket on loopback: MCP 2024-11-05 plus MCPL.
+    Ws,
+}
+
+impl DemoTransport {
+    /// Every transport, in the order the command line lists them.
+    pub const ALL: [DemoTransport; 3] =
+        [DemoTransport::Stdio, DemoTransport::Http, DemoTransport::Ws];
+
+    /// The name the command line takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            DemoTransport::Stdio => "stdio",
+            DemoTransport::Http => "http",
+            DemoTransport::Ws => "ws",
+        }
     }
 }
 
-/// Starts the demo server from `program` and plays the demo conversation on `route`, writing
-/// spill files and fetched references in `folder`.
-pub fn run_demo(program: PathBuf, route: &'static PricedRoute, folder: &DemoFolder) -> DemoRun {
-    let config = demo_config(program, folder.path().to_path_buf());
+/// The configuration of the embedded demo server, reached over `transport`, written as a user
+/// would write it and read by the host's own config reader. The demo's origin (`origin`, a
+/// [`Remote`] on loopback) serves its reference files: a dialed server's fetch origin is the
+/// url it was dialed at, on that origin, and the stdio server's `mcpl.fetch.origin` is set to
+/// it, so the reference binding holds alike on every transport (decision 0075).
+pub fn demo_config(
+    program: &Path,
+    spill_dir: &Path,
+    transport: DemoTransport,
+    origin: &Remote,
+) -> Result<Config, ConfigError> {
+    let server = match transport {
+        DemoTransport::Stdio => json!({
+            "command": program,
+            "args": ["serve-demo", "--files-origin", origin.origin()],
+            "mcpl": {"fetch": {"origin": origin.origin()}},
+        }),
+        DemoTransport::Http => json!({"type": "http", "url": origin.http_url()}),
+        DemoTransport::Ws => json!({"type": "ws", "url": origin.ws_url()}),
+    };
+    let config = json!({
+        "mcpServers": {DEMO_SERVER: server},
+        "mcpl": {"spillDir": spill_dir, "fetchDir": spill_dir.join("refs")},
+    });
+    Config::from_slice("the demo's configuration", config.to_string().as_bytes())
+}
+
+/// Starts the demo server (from `program` over stdio, or in this process on a loopback origin
+/// over HTTP or a WebSocket) and plays the demo conversation on `route`, writing spill files
+/// and fetched references in `folder`.
+pub fn run_demo(
+    program: PathBuf,
+    route: &'static PricedRoute,
+    folder: &DemoFolder,
+    transport: DemoTransport,
+) -> std::io::Result<DemoRun> {
+    let origin = Remote::start(DemoOptions::default())?;
+    let config =
+        demo_config(&program, folder.path(), transport, &origin).map_err(std::io::Error::other)?;
     let mut options = HostOptions::new(route, &config);
     // The demo's results are large on purpose; a window that fits them shows them all.
     options.context_window = 1_000_000;
     let mut host = Host::start(&config, options);
     let mut model = DemoModel::new(demo_steps(&host));
     let outcome = host.run(&mut model, "Show me what each demo tool returns.", None);
-    DemoRun {
+    Ok(DemoRun {
+        origin: origin.origin(),
+        _remote: origin,
         host,
         outcome,
         fetches: model.fetched,
         folder: folder.path().to_path_buf(),
         at_exit: folder.at_exit(),
-    }
+        transport,
+    })
 }
 
 /// The tools the demo calls, in order.
@@ -208,7 +259,8 @@ pub struct PlannedFetch {
 }
 
 /// The stubs the demo fetches: a resource link the demo server reads back through
-/// `resources/read`, and an https link on a server with no address, which the fetcher refuses.
+/// `resources/read`, a link on the demo's own origin, and one it does not serve, which the
+/// fetcher refuses.
 pub const PLANNED_FETCHES: &[PlannedFetch] = &[
     PlannedFetch {
         name: "report.csv",
@@ -218,17 +270,23 @@ pub const PLANNED_FETCHES: &[PlannedFetch] = &[
     },
     PlannedFetch {
         name: "brief.pdf",
+        saved: true,
+        why: "brief.pdf is a link on the demo's own loopback origin, the origin the host dialed \
+              the demo server at (over stdio, the one its config names), so the fetcher \
+              downloads it and saves it in the demo's folder",
+    },
+    PlannedFetch {
+        name: "503.log",
         saved: false,
-        why: "brief.pdf is an https link, and the demo server runs over stdio, so the host \
-              dialed no address to check the link's origin against; the fetcher fetches a link \
-              only from the origin of its server's own connection",
+        why: "503.log is a link on the demo's own origin too, but one the origin does not \
+              serve: the fetcher reports the HTTP status it got",
     },
 ];
 
 impl PlannedFetch {
-    /// The words the fetcher refuses a planned refusal with: the demo server has no address.
-    pub fn refusal_words() -> String {
-        Refusal::UnknownServer(DEMO_SERVER.to_owned()).to_string()
+    /// The words the fetcher refuses the planned refusal with: the origin's 404.
+    pub fn refusal_words() -> &'static str {
+        "HTTP 404"
     }
 
     /// Whether a `fetch_reference` result is what was planned.
@@ -488,8 +546,8 @@ fn render_call(
             {
                 let _ = writeln!(
                     out,
-                    "  (on {route} tool results carry text only: the images go in a user message \
-                     right after them)"
+                    "  (on {route} tool results carry text only: images, documents and audio go in \
+                     a user message right after them)"
                 );
             }
             let _ = writeln!(out, "history keeps:");
@@ -577,6 +635,17 @@ pub fn describe_part(part: &Content) -> String {
         Content::Audio { sniffed, data } => {
             format!("audio: {}, {}", sniffed.mime(), size_label(data))
         }
+        Content::Document { pages, data } => match pages {
+            Some(1) => format!("document: application/pdf, 1 page, {}", size_label(data)),
+            Some(pages) => format!(
+                "document: application/pdf, {pages} pages, {}",
+                size_label(data)
+            ),
+            None => format!(
+                "document: application/pdf, pages not counted, {}",
+                size_label(data)
+            ),
+        },
     }
 }
 
@@ -776,20 +845,20 @@ mod tests {
 
     #[test]
     fn a_fetch_that_goes_otherwise_than_planned_reads_as_a_bug() {
-        let [saved, refused] = PLANNED_FETCHES else {
-            panic!("two planned fetches");
+        let [saved, _, refused] = PLANNED_FETCHES else {
+            panic!("three planned fetches");
         };
         let words = PlannedFetch::refusal_words();
-        assert_eq!(words, "unknown server: demo");
+        assert_eq!(words, "HTTP 404");
         assert_eq!(
-            refused.verdict(&output(&words, true)),
+            refused.verdict(&output(words, true)),
             format!("refused, as intended: {}", refused.why)
         );
         assert_eq!(
-            refused.verdict(&output("HTTP 404", true)),
+            refused.verdict(&output("unknown server: demo", true)),
             format!(
-                "refused, NOT as intended (a bug): the demo expects brief.pdf refused with \
-                 \"unknown server: demo\", because {}",
+                "refused, NOT as intended (a bug): the demo expects 503.log refused with \
+                 \"HTTP 404\", because {}",
                 refused.why
             )
         );
@@ -805,7 +874,7 @@ mod tests {
         );
         assert!(
             saved
-                .verdict(&output(&words, true))
+                .verdict(&output(words, true))
                 .starts_with("refused, NOT as intended (a bug): the demo expects report.csv saved")
         );
     }

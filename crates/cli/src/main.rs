@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use mcpl_budget::PricedRoute;
 use mcpl_classify::{Limits, Summary, classify};
 use mcpl_cli::conformance::{ConformanceError, run_conformance};
-use mcpl_cli::demo::{DemoFolder, render_json, render_text, run_demo};
+use mcpl_cli::demo::{DemoFolder, DemoTransport, render_json, render_text, run_demo};
 use mcpl_cli::input::{InputError, content_blocks, describe_shape, read_document};
 use mcpl_cli::oauth::{Presenter, authorize};
 use mcpl_cli::project::{Lane, Request, project};
@@ -71,6 +71,10 @@ enum Command {
         /// Keep the demo's temporary folder at exit, and say where it is.
         #[arg(long)]
         keep: bool,
+        /// How the host reaches the demo server: `stdio` (a child process), `http` (Streamable
+        /// HTTP on loopback) or `ws` (MCPL over a WebSocket on loopback).
+        #[arg(long, default_value = "stdio", value_parser = demo_transport())]
+        transport: DemoTransport,
     },
     /// Run the inference loop against the configured servers.
     Run {
@@ -111,6 +115,9 @@ enum Command {
         /// The size a misbehaviour uses (bytes, or a count of notifications).
         #[arg(long, requires = "hostile")]
         size: Option<u64>,
+        /// The origin serving the demo's reference files (`mcpl demo` gives its own).
+        #[arg(long, conflicts_with = "hostile")]
+        files_origin: Option<String>,
     },
 }
 
@@ -127,6 +134,18 @@ fn route_id() -> impl clap::builder::TypedValueParser<Value = RouteId> {
     use clap::builder::TypedValueParser as _;
     clap::builder::PossibleValuesParser::new(RouteId::ALL.map(RouteId::name))
         .try_map(|name| name.parse::<RouteId>())
+}
+
+fn demo_transport() -> impl clap::builder::TypedValueParser<Value = DemoTransport> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(DemoTransport::ALL.map(DemoTransport::name)).map(
+        |name| {
+            DemoTransport::ALL
+                .into_iter()
+                .find(|t| t.name() == name)
+                .unwrap_or_default()
+        },
+    )
 }
 
 fn lane_name(name: &str) -> Result<Lane, String> {
@@ -224,7 +243,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             json,
             spill_dir,
             keep,
-        } => demo_command(route, json, spill_dir, keep),
+            transport,
+        } => demo_command(route, json, spill_dir, keep, transport),
         Command::Run {
             config,
             model,
@@ -241,8 +261,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
             open_browser,
         }),
         Command::Conformance { files } => conformance_command(&files),
-        Command::ServeDemo { hostile, size } => match hostile {
-            None => serve_demo(),
+        Command::ServeDemo {
+            hostile,
+            size,
+            files_origin,
+        } => match hostile {
+            None => serve_demo(files_origin),
             Some(mode) => serve_hostile(&mode, size),
         },
     }
@@ -253,6 +277,7 @@ fn demo_command(
     json: bool,
     spill_dir: Option<PathBuf>,
     keep: bool,
+    transport: DemoTransport,
 ) -> Result<(), Failure> {
     let route = PricedRoute::of(route);
     let program = std::env::current_exe().map_err(|error| Failure {
@@ -271,7 +296,10 @@ fn demo_command(
             ),
         })?,
     };
-    let run = run_demo(program, route, &folder);
+    let run = run_demo(program, route, &folder, transport).map_err(|error| Failure {
+        status: 1,
+        message: format!("cannot serve the demo's origin on loopback: {error}"),
+    })?;
     if let Some(error) = run.host.servers.iter().find_map(|s| s.error.as_ref())
         && run.host.calls.is_empty()
     {
@@ -382,6 +410,9 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
                 .unwrap_or_default()
         );
     }
+    if let Some(usage) = host.usage {
+        eprintln!("mcpl: {}", usage_line(&usage));
+    }
     let outcome = outcome.map_err(|error| Failure {
         status: 1,
         message: error.to_string(),
@@ -393,6 +424,15 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
             status: 1,
             message: format!("cannot write the output: {error}"),
         })
+}
+
+/// What the provider reported over the run: `usage: <n> input tokens (<r> read from the
+/// cache, <w> written to it), <m> output tokens`.
+fn usage_line(usage: &mcpl_encode::conversation::Usage) -> String {
+    format!(
+        "usage: {} input tokens ({} read from the cache, {} written to it), {} output tokens",
+        usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens, usage.output_tokens
+    )
 }
 
 /// A message on one line: each line break becomes a space.
@@ -490,14 +530,17 @@ fn serve_hostile(mode: &str, size: Option<u64>) -> Result<(), Failure> {
     })
 }
 
-fn serve_demo() -> Result<(), Failure> {
+fn serve_demo(files_origin: Option<String>) -> Result<(), Failure> {
     let stdin = std::io::stdin().lock();
     let stdout = std::io::stdout().lock();
-    let ending = mcpl_demo_server::serve(stdin, stdout, mcpl_demo_server::Options::default())
-        .map_err(|error| Failure {
-            status: 1,
-            message: format!("demo server: {error}"),
-        })?;
+    let options = mcpl_demo_server::Options {
+        files_origin,
+        ..mcpl_demo_server::Options::default()
+    };
+    let ending = mcpl_demo_server::serve(stdin, stdout, options).map_err(|error| Failure {
+        status: 1,
+        message: format!("demo server: {error}"),
+    })?;
     match ending.status() {
         0 => Ok(()),
         status => Err(Failure {

@@ -149,6 +149,11 @@ pub fn project(document: &Document, request: &Request) -> Result<Projection, Pro
     let (live, stored, tokens) = match request.lane {
         Lane::ToolResult => {
             let result = tool_result_value(body).ok_or_else(|| unknown(Lane::ToolResult))?;
+            // Images over a per-image limit are scaled as `mcpl run` scales them by default.
+            let fit = mcpl_scale::Fit::for_route(route, &request.route.request_limits());
+            let scaled =
+                mcpl_scale::Scaler::default().scale_result(result, route, fit, &mut diagnostics);
+            let result = scaled.as_ref().unwrap_or(result);
             let mut store = match &request.spill_dir {
                 Some(dir) => match LocalSpillStore::new(dir) {
                     Ok(store) => Some(store),

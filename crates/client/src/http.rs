@@ -47,6 +47,32 @@ pub struct Dial {
     pub authorizer: Option<Arc<dyn Authorizer>>,
 }
 
+/// The warning for a credential that would travel in the clear: an `Authorization` header (or
+/// an authorizer that gives one) on a plain `http` or `ws` url to a host that is not loopback.
+/// `None` when nothing would: https and wss, loopback, or no credential.
+pub fn cleartext_credential_warning(server: &str, dial: &Dial) -> Option<String> {
+    let plain = matches!(dial.url.scheme(), "http" | "ws");
+    let loopback = match dial.url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        None => false,
+    };
+    let credential = dial.authorizer.is_some()
+        || dial
+            .headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
+    (plain && !loopback && credential).then(|| {
+        format!(
+            "server {server}: a token or Authorization header goes to {} over plain {}; \
+             anyone on the path can read it",
+            dial.url.host_str().unwrap_or_default(),
+            dial.url.scheme()
+        )
+    })
+}
+
 /// Shows the url and the header names only: values may hold credentials.
 impl std::fmt::Debug for Dial {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -37,7 +37,7 @@ mod ws;
 
 pub use answers::elicit_without_person;
 pub use auth::{Authorizer, BearerToken};
-pub use http::{DEFAULT_RETRY, Dial};
+pub use http::{DEFAULT_RETRY, Dial, cleartext_credential_warning};
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -541,6 +541,12 @@ impl Connection {
         let (sender, incoming) = sync_channel(INCOMING_QUEUE);
         let (outgoing, lines) = sync_channel(OUTGOING_QUEUE);
         let stderr_log = Arc::new(StderrLog::default());
+        if let Transport::Http(dial) | Transport::Ws(dial) = &launch.transport
+            && let Some(warning) = cleartext_credential_warning(&launch.name, dial)
+        {
+            // Once per server: a connection is started once per server.
+            tracing::warn!("{warning}");
+        }
         let peer = match &launch.transport {
             Transport::Stdio => {
                 let child = spawn_process(launch, limits, sender, lines, &stderr_log)
@@ -1557,6 +1563,52 @@ fn read_capped_line(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_credential_over_plain_http_to_a_remote_host_is_warned_of() {
+        use crate::{BearerToken, Dial, cleartext_credential_warning};
+        let dial = |url: &str, header: bool, token: bool| {
+            let url = url::Url::parse(url).unwrap();
+            Dial {
+                authorizer: token.then(|| {
+                    std::sync::Arc::new(BearerToken::new(&url, "t".to_owned()))
+                        as std::sync::Arc<dyn crate::Authorizer>
+                }),
+                headers: if header {
+                    vec![("Authorization".to_owned(), "Bearer t".to_owned())]
+                } else {
+                    Vec::new()
+                },
+                url,
+            }
+        };
+        assert_eq!(
+            cleartext_credential_warning("remote", &dial("http://mcp.example/mcp", false, true))
+                .as_deref(),
+            Some(
+                "server remote: a token or Authorization header goes to mcp.example over plain \
+                 http; anyone on the path can read it"
+            )
+        );
+        assert!(
+            cleartext_credential_warning("r", &dial("ws://10.0.0.5:80/", true, false))
+                .is_some_and(|w| w.ends_with("over plain ws; anyone on the path can read it"))
+        );
+        for (url, header, token) in [
+            ("https://mcp.example/mcp", true, true),
+            ("wss://mcp.example/mcp", true, false),
+            ("http://127.0.0.1:8000/mcp", true, true),
+            ("ws://[::1]:8000/mcp", false, true),
+            ("http://localhost/mcp", true, false),
+            ("http://mcp.example/mcp", false, false),
+        ] {
+            assert_eq!(
+                cleartext_credential_warning("r", &dial(url, header, token)),
+                None,
+                "{url}"
+            );
+        }
+    }
+
     use super::*;
 
     #[test]

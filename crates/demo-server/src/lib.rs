@@ -10,6 +10,9 @@
 //! with an injection at each position, and `crash`, `hang`, `garbage` and `slow` misbehave so
 //! a host's failure handling can be tested. `tools/list` describes every tool.
 //!
+//! [`Remote`] serves it dialed rather than spawned: over Streamable HTTP and over MCPL's
+//! WebSocket on one loopback origin, which also serves the demo's reference files.
+//!
 //! [`serve_hostile`] is another server, for tests only: it misbehaves in one of the ways a
 //! [`Misbehaviour`] names.
 //!
@@ -38,6 +41,7 @@
 mod hostile;
 mod media;
 mod push;
+mod remote;
 mod resources;
 mod tools;
 
@@ -50,6 +54,7 @@ pub use crate::hostile::{
     serve_hostile,
 };
 use crate::push::Outgoing;
+pub use crate::remote::{BRIEF_PATH, MCP_PATH, Remote};
 use crate::tools::{Effect, Tool};
 
 /// The protocol version answered to a client that names none.
@@ -71,12 +76,16 @@ const RESOURCE_NOT_FOUND: i64 = -32002;
 pub struct Options {
     /// The name in `serverInfo` and at the start of every log line.
     pub name: String,
+    /// The origin serving the demo's reference files (`http://127.0.0.1:PORT`, see
+    /// [`Remote`]); without one the brief links to `files.demo.example`, which no one serves.
+    pub files_origin: Option<String>,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             name: "mcpl-demo".to_owned(),
+            files_origin: None,
         }
     }
 }
@@ -238,7 +247,7 @@ impl<W: Write> Server<W> {
                     }
                 }
             }
-            "context/beforeInference" => before_inference(),
+            "context/beforeInference" => before_inference(self.options.files_origin.as_deref()),
             _ => {
                 self.log(&format!("unknown method {method}"));
                 let message = format!("method not found: {method}");
@@ -287,7 +296,7 @@ impl<W: Write> Server<W> {
         };
         let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
         self.log(&format!("tools/call {name}"));
-        match tool.call(&arguments) {
+        match tool.call(&arguments, self.options.files_origin.as_deref()) {
             Effect::Answer(result) => self.answer(id, result)?,
             Effect::Push => {
                 let sent = self.push_burst()?;
@@ -391,7 +400,11 @@ fn sent_summary(sent: &[String]) -> String {
 }
 
 /// The answer to `context/beforeInference`: an injection at each position.
-fn before_inference() -> Value {
+fn before_inference(files_origin: Option<&str>) -> Value {
+    let brief = match files_origin {
+        Some(origin) => format!("{origin}{BRIEF_PATH}?token=demo-secret"),
+        None => "https://files.demo.example/brief.pdf?token=demo-secret".to_owned(),
+    };
     json!({"contextInjections": [
         {
             "position": "system",
@@ -407,7 +420,7 @@ fn before_inference() -> Value {
                 tools::text("The project brief is attached as a reference."),
                 {
                     "type": "resource",
-                    "uri": "https://files.demo.example/brief.pdf?token=demo-secret",
+                    "uri": brief,
                     "name": "brief.pdf",
                     "mimeType": "application/pdf",
                     "sizeBytes": 20480,

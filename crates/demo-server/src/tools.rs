@@ -14,6 +14,8 @@ pub(crate) const NEVER_URI: &str = "https://files.demo.example/private/x.bin?sig
 /// The uri, with a token, the `reference-ref` tool refers to.
 pub(crate) const REF_URI: &str = "https://files.demo.example/reports/q3.pdf?token=demo-secret-123";
 /// The log the `error` tool's failed result refers to.
+/// The error's log on the demo's own origin, which does not serve it.
+pub(crate) const MISSING_LOG_PATH: &str = "/logs/503.txt";
 pub(crate) const ERROR_LOG_URI: &str =
     "https://files.demo.example/logs/503.txt?token=demo-secret-err";
 /// The lines of log the `over-budget` tool returns, about 300 KB.
@@ -290,7 +292,8 @@ impl Tool {
     }
 
     /// What calling it with `arguments` does.
-    pub(crate) fn call(self, arguments: &Value) -> Effect {
+    /// A link the demo's own origin serves (`files_origin`, see [`crate::Remote`]) goes there.
+    pub(crate) fn call(self, arguments: &Value, files_origin: Option<&str>) -> Effect {
         let answer = |content: Value| Effect::Answer(json!({"content": content}));
         match self {
             Tool::Text => answer(json!([text(
@@ -396,9 +399,12 @@ impl Tool {
                 Effect::Answer(json!({"content": [], "structuredContent": weather()}))
             }
             Tool::Error => {
+                // On the demo's own origin the log is a path it does not serve: a 404.
+                let served = files_origin.map(|origin| format!("{origin}{MISSING_LOG_PATH}"));
                 let log = arguments
                     .get("uri")
                     .and_then(Value::as_str)
+                    .or(served.as_deref())
                     .unwrap_or(ERROR_LOG_URI);
                 Effect::Answer(json!({
                 "content": [

@@ -3,7 +3,9 @@
 use mcpl_budget::PricedRoute;
 use serde_json::{Map, Value, json};
 
-use super::{audio_description, image_not_sent, plain_text, takes_image};
+use super::{
+    audio_description, document_not_sent, image_not_sent, plain_text, takes_document, takes_image,
+};
 use crate::conversation::{Content, Message, ModelRequest, ToolOutput};
 
 /// Which of the two routes in this shape.
@@ -21,10 +23,16 @@ pub(super) fn request(request: &ModelRequest<'_>, flavor: Flavor) -> Value {
     let mut body = Map::new();
     body.insert("model".to_owned(), json!(request.model));
     body.insert("max_tokens".to_owned(), json!(request.max_tokens));
+    let cache = flavor == Flavor::Native;
     if !request.system.is_empty() {
-        body.insert("system".to_owned(), json!(request.system));
+        let system = if cache {
+            json!([{"type": "text", "text": request.system, "cache_control": ephemeral()}])
+        } else {
+            json!(request.system)
+        };
+        body.insert("system".to_owned(), system);
     }
-    let messages: Vec<Value> = request
+    let mut messages: Vec<Value> = request
         .messages
         .iter()
         .map(|message| match message {
@@ -66,9 +74,19 @@ pub(super) fn request(request: &ModelRequest<'_>, flavor: Flavor) -> Value {
             }
         })
         .collect();
+    // The stable history ends with the last assistant turn: everything up to it reads the same
+    // in every later request (the results after it still carry their live copies).
+    if cache
+        && let Some(last) = request
+            .messages
+            .iter()
+            .rposition(|m| matches!(m, Message::Assistant { .. }))
+    {
+        mark(&mut messages[last]["content"]);
+    }
     body.insert("messages".to_owned(), Value::Array(messages));
     if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
+        let mut tools: Vec<Value> = request
             .tools
             .iter()
             .map(|tool| {
@@ -79,9 +97,27 @@ pub(super) fn request(request: &ModelRequest<'_>, flavor: Flavor) -> Value {
                 })
             })
             .collect();
+        if cache && let Some(last) = tools.last_mut() {
+            last["cache_control"] = ephemeral();
+        }
         body.insert("tools".to_owned(), Value::Array(tools));
     }
     Value::Object(body)
+}
+
+/// A prompt-cache breakpoint. The Messages API takes at most four; a request marks three: the
+/// last tool, the system prompt, and the last block of the stable history (decision 0052).
+fn ephemeral() -> Value {
+    json!({"type": "ephemeral"})
+}
+
+/// Marks the last block of a message's content as a cache breakpoint.
+fn mark(content: &mut Value) {
+    if let Some(block) = content.as_array_mut().and_then(|blocks| blocks.last_mut())
+        && let Some(block) = block.as_object_mut()
+    {
+        block.insert("cache_control".to_owned(), ephemeral());
+    }
 }
 
 /// A `tool_result` block's `content`: text and image blocks (the stored copy as one text block
@@ -105,7 +141,7 @@ fn user_content(content: &[Content], flavor: Flavor) -> Value {
     }
 }
 
-/// Content blocks: text, and base64 image sources. Anthropic takes no audio, and the route says
+/// Content blocks: text, base64 image sources and base64 PDF `document`s. Anthropic takes no audio, and the route says
 /// so, so lanes never give it audio; should some arrive, it is described in text. Empty texts
 /// are left out: the API refuses an empty text block.
 pub(super) fn content_blocks(content: &[Content], route: &PricedRoute) -> Value {
@@ -124,6 +160,13 @@ pub(super) fn content_blocks(content: &[Content], route: &PricedRoute) -> Value 
                 }
                 Content::Audio { sniffed, data } => {
                     json!({"type": "text", "text": audio_description(sniffed.mime(), data)})
+                }
+                Content::Document { data, .. } if takes_document(route) => json!({
+                    "type": "document",
+                    "source": {"type": "base64", "media_type": "application/pdf", "data": data},
+                }),
+                Content::Document { data, .. } => {
+                    json!({"type": "text", "text": document_not_sent(data)})
                 }
             })
             .collect(),

@@ -32,6 +32,13 @@ pub enum Content {
         /// The base64 data.
         data: String,
     },
+    /// A native PDF: its pages as counted (`None` when they could not be), and its base64.
+    Document {
+        /// The pages `lopdf` counted.
+        pages: Option<u32>,
+        /// The base64 data.
+        data: String,
+    },
 }
 
 impl Content {
@@ -52,6 +59,10 @@ impl Content {
                 sniffed: *sniffed,
                 data: (*data).to_owned(),
             },
+            Part::Document { pages, data } => Content::Document {
+                pages: *pages,
+                data: (*data).to_owned(),
+            },
         }
     }
 
@@ -70,6 +81,10 @@ impl Content {
             },
             Content::Audio { sniffed, data } => Part::Audio {
                 sniffed: *sniffed,
+                data,
+            },
+            Content::Document { pages, data } => Part::Document {
+                pages: *pages,
                 data,
             },
         }
@@ -212,8 +227,29 @@ pub struct Turn {
 /// The token counts a provider reports with an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Usage {
-    /// The request's tokens, as the provider counted them.
+    /// The request's tokens, as the provider counted them (Anthropic counts the cached ones
+    /// apart, in the two fields below; OpenAI and Gemini count them here too).
     pub input_tokens: u64,
     /// The answer's tokens.
     pub output_tokens: u64,
+    /// The request's tokens read from the provider's prompt cache: Anthropic's
+    /// `cache_read_input_tokens`, OpenAI's `cached_tokens`, Gemini's `cachedContentTokenCount`.
+    pub cache_read_tokens: u64,
+    /// The request's tokens written to the prompt cache: Anthropic's
+    /// `cache_creation_input_tokens` (OpenAI and Gemini cache implicitly and report none).
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    /// Adds another answer's counts to these.
+    pub fn add(&mut self, other: Usage) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_read_tokens = self
+            .cache_read_tokens
+            .saturating_add(other.cache_read_tokens);
+        self.cache_write_tokens = self
+            .cache_write_tokens
+            .saturating_add(other.cache_write_tokens);
+    }
 }

@@ -97,7 +97,11 @@ pub fn anthropic_turn(answer: &Value) -> Result<Turn, AnswerError> {
     Ok(Turn {
         text: texts.join("\n"),
         tool_calls,
-        usage: usage(answer, "/usage/input_tokens", "/usage/output_tokens"),
+        usage: usage(answer, "/usage/input_tokens", "/usage/output_tokens").map(|usage| Usage {
+            cache_read_tokens: count(answer, "/usage/cache_read_input_tokens"),
+            cache_write_tokens: count(answer, "/usage/cache_creation_input_tokens"),
+            ..usage
+        }),
     })
 }
 
@@ -141,7 +145,12 @@ pub fn openai_chat_turn(answer: &Value) -> Result<Turn, AnswerError> {
     Ok(Turn {
         text,
         tool_calls,
-        usage: usage(answer, "/usage/prompt_tokens", "/usage/completion_tokens"),
+        usage: usage(answer, "/usage/prompt_tokens", "/usage/completion_tokens").map(|usage| {
+            Usage {
+                cache_read_tokens: count(answer, "/usage/prompt_tokens_details/cached_tokens"),
+                ..usage
+            }
+        }),
     })
 }
 
@@ -162,7 +171,13 @@ fn usage(answer: &Value, input: &str, output: &str) -> Option<Usage> {
     Some(Usage {
         input_tokens: answer.pointer(input)?.as_u64()?,
         output_tokens: answer.pointer(output)?.as_u64()?,
+        ..Usage::default()
     })
+}
+
+/// The count at a pointer; 0 when there is none.
+fn count(answer: &Value, pointer: &str) -> u64 {
+    answer.pointer(pointer).and_then(Value::as_u64).unwrap_or(0)
 }
 
 /// A Responses API answer: the `output_text` parts of its `message` items joined with `\n`, its
@@ -211,7 +226,10 @@ pub fn openai_responses_turn(answer: &Value) -> Result<Turn, AnswerError> {
     Ok(Turn {
         text: texts.join("\n"),
         tool_calls,
-        usage: usage(answer, "/usage/input_tokens", "/usage/output_tokens"),
+        usage: usage(answer, "/usage/input_tokens", "/usage/output_tokens").map(|usage| Usage {
+            cache_read_tokens: count(answer, "/usage/input_tokens_details/cached_tokens"),
+            ..usage
+        }),
     })
 }
 
@@ -267,6 +285,8 @@ pub fn gemini_turn(answer: &Value, calls: &mut usize) -> Result<Turn, AnswerErro
         Usage {
             input_tokens: count("promptTokenCount"),
             output_tokens: count("candidatesTokenCount").saturating_add(thoughts),
+            cache_read_tokens: count("cachedContentTokenCount"),
+            cache_write_tokens: 0,
         }
     });
     Ok(Turn {

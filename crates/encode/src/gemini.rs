@@ -14,7 +14,8 @@ use mcpl_budget::PricedRoute;
 use serde_json::{Map, Value, json};
 
 use super::{
-    MovedImages, audio_description, image_not_sent, takes_audio, takes_image, takes_tool_image,
+    MovedImage, MovedImages, Moves, audio_description, document_not_sent, image_not_sent,
+    takes_audio, takes_document, takes_image,
 };
 use crate::conversation::{Content, Message, ModelRequest, ToolCall, ToolOutput};
 
@@ -95,7 +96,7 @@ pub(super) fn tool_results_parts(outputs: &[ToolOutput]) -> Vec<Value> {
         .iter()
         .map(|output| {
             let text = moved
-                .text_of(output, |sniffed| takes_tool_image(ROUTE, sniffed))
+                .text_of(output, Moves::media(ROUTE))
                 .unwrap_or_else(|| output.stored.clone());
             let key = if output.is_error { "error" } else { "output" };
             json!({"functionResponse": {
@@ -105,7 +106,10 @@ pub(super) fn tool_results_parts(outputs: &[ToolOutput]) -> Vec<Value> {
             }})
         })
         .collect();
-    out.extend(moved.encode(|text| json!({"text": text}), inline_data));
+    out.extend(moved.encode(
+        |text| json!({"text": text}),
+        |item: &MovedImage<'_>| inline_data(gemini_audio_type(item.media_type), item.data),
+    ));
     out
 }
 
@@ -127,6 +131,10 @@ pub(super) fn parts(content: &[Content]) -> Vec<Value> {
             Content::Audio { sniffed, data } => {
                 json!({"text": audio_description(sniffed.mime(), data)})
             }
+            Content::Document { data, .. } if takes_document(ROUTE) => {
+                inline_data("application/pdf", data)
+            }
+            Content::Document { data, .. } => json!({"text": document_not_sent(data)}),
         })
         .collect()
 }

@@ -93,6 +93,7 @@
 
 pub mod conversation;
 pub mod decode;
+pub mod window;
 
 mod anthropic;
 mod gemini;
@@ -105,12 +106,41 @@ use mcpl_classify::Sniffed;
 use mcpl_lanes::{LiveCopy, Part, RequestLimits, RouteId, ToolResultCopies, markers};
 use serde_json::Value;
 
-pub use limits::{LimitHit, audio_limit_notice, is_animated, request_limit_notice};
+pub use limits::{
+    LimitHit, audio_limit_notice, document_limit_notice, is_animated, request_limit_notice,
+};
 
 use crate::conversation::{Content, ModelRequest, ToolOutput};
 
 /// The text that opens the content a route moves a tool result's images into.
 pub const MOVED_IMAGES_HEADER: &str = "Images from the tool results above:";
+
+/// The text that opens that content when it carries documents or audio too.
+pub const MOVED_MEDIA_HEADER: &str = "Images, documents and audio from the tool results above:";
+
+/// The file name a native PDF goes under where a route's shape asks for one.
+pub const DOCUMENT_FILENAME: &str = "document.pdf";
+
+/// The line a tool result's text carries where its `n`th document or audio (`kind`) was moved
+/// out.
+pub fn moved_media_pointer(kind: &str, n: usize) -> String {
+    format!("[{kind} {n} of this result is shown after the tool results]")
+}
+
+/// The label before a moved document or audio, naming the call it came from.
+pub fn moved_media_label(kind: &str, n: usize, call_id: &str, tool: &str) -> String {
+    let mut label = format!("{kind} {n} of the result of call {call_id} ({tool}):");
+    label[..1].make_ascii_uppercase();
+    label
+}
+
+/// A PDF a route does not take at that place, described in text.
+pub fn document_not_sent(data: &str) -> String {
+    format!(
+        "[document: application/pdf, {}; not sent: this route does not take it here]",
+        markers::size_label(decoded_len(data))
+    )
+}
 
 /// The line a tool result's text carries where one of its images was moved out: `n` counts the
 /// result's moved images from 1.
@@ -138,6 +168,8 @@ pub fn image_not_sent(media_type: &str, data: &str) -> String {
 pub struct Encoder {
     route: RouteId,
     limits: RequestLimits,
+    scaling: bool,
+    detail: ImageDetail,
 }
 
 impl From<RouteId> for Encoder {
@@ -152,7 +184,20 @@ impl Encoder {
         Encoder {
             route,
             limits: route.request_limits(),
+            scaling: true,
+            detail: ImageDetail::Auto,
         }
+    }
+
+    /// The same encoder with image scaling on or off (on by default): off, an image over a
+    /// per-image limit or the many-images side is left out with its notice instead of scaled.
+    pub const fn with_scaling(self, scaling: bool) -> Encoder {
+        Encoder { scaling, ..self }
+    }
+
+    /// The same encoder sending OpenAI images at another `detail` (see [`ImageDetail`]).
+    pub const fn with_image_detail(self, detail: ImageDetail) -> Encoder {
+        Encoder { detail, ..self }
     }
 
     /// The same encoder held to other request limits (a route setting: Anthropic's direct API
@@ -179,12 +224,14 @@ impl Encoder {
     /// The whole request body the route's API takes, within the route's [`RequestLimits`].
     /// Gemini's body has no `model`: its model goes in the URL path.
     ///
-    /// The whole request is checked as it is assembled: an image that would take it over a
-    /// limit (the latest message's images keep priority, then call order) goes as its stored
-    /// placeholder with [`request_limit_notice`] after it. A body still over the route's size
+    /// The whole request is checked as it is assembled: an image over the per-side cap, the
+    /// per-image base64 or the many-images side, or an animated GIF on a route that takes none,
+    /// is scaled to fit (`mcpl-scale`) and goes with a notice after it. An image that would
+    /// still take the request over a limit (the latest message's images keep priority, then
+    /// call order) goes as its stored placeholder with [`request_limit_notice`] after it. A body still over the route's size
     /// sheds its lowest-priority images until it fits or has none left.
     pub fn request(self, request: &ModelRequest<'_>) -> Value {
-        let mut decision = limits::decide(request.messages, self.route, &self.limits);
+        let mut decision = limits::decide(request.messages, self.route, &self.limits, self.scaling);
         loop {
             let messages = decision.apply(request.messages);
             let body = self.encode(&ModelRequest {
@@ -204,8 +251,8 @@ impl Encoder {
     fn encode(self, request: &ModelRequest<'_>) -> Value {
         match self.route {
             RouteId::Anthropic => anthropic::request(request, anthropic::Flavor::Native),
-            RouteId::OpenAiChat => openai_chat::request(request),
-            RouteId::OpenAiResponses => openai_responses::request(request),
+            RouteId::OpenAiChat => openai_chat::request(request, self.detail),
+            RouteId::OpenAiResponses => openai_responses::request(request, self.detail),
             RouteId::Gemini => gemini::request(request),
             RouteId::TextOnly => anthropic::request(request, anthropic::Flavor::TextOnly),
         }
@@ -224,7 +271,7 @@ impl Encoder {
             RouteId::OpenAiChat => {
                 openai_chat::tool_message_content(output, &mut MovedImages::default())
             }
-            RouteId::OpenAiResponses => openai_responses::output(output),
+            RouteId::OpenAiResponses => openai_responses::output(output, self.detail),
             RouteId::Gemini => {
                 Value::Array(gemini::tool_results_parts(std::slice::from_ref(output)))
             }
@@ -235,7 +282,9 @@ impl Encoder {
     /// their images (`openai-chat` only); `Null` where the route adds none.
     pub fn follow_up(self, outputs: &[ToolOutput]) -> Value {
         match self.route {
-            RouteId::OpenAiChat => openai_chat::follow_up(outputs).unwrap_or(Value::Null),
+            RouteId::OpenAiChat => {
+                openai_chat::follow_up(outputs, self.detail).unwrap_or(Value::Null)
+            }
             RouteId::Anthropic | RouteId::OpenAiResponses | RouteId::Gemini | RouteId::TextOnly => {
                 Value::Null
             }
@@ -247,8 +296,8 @@ impl Encoder {
     pub fn message_content(self, content: &[Content]) -> Value {
         match self.route {
             RouteId::Anthropic => anthropic::content_blocks(content, self.route()),
-            RouteId::OpenAiChat => openai_chat::user_content(content),
-            RouteId::OpenAiResponses => openai_responses::user_content(content),
+            RouteId::OpenAiChat => openai_chat::user_content(content, self.detail),
+            RouteId::OpenAiResponses => openai_responses::user_content(content, self.detail),
             RouteId::Gemini => Value::Array(gemini::parts(content)),
             RouteId::TextOnly => Value::String(plain_text(content)),
         }
@@ -311,6 +360,16 @@ fn takes_audio(route: &PricedRoute, sniffed: Sniffed) -> bool {
     route.lanes.takes_audio(Some(sniffed))
 }
 
+/// Whether a tool result on the route takes audio of this type natively (moved after it).
+fn takes_tool_audio(route: &PricedRoute, sniffed: Sniffed) -> bool {
+    route.lanes.takes_tool_audio(Some(sniffed))
+}
+
+/// Whether a tool result on the route takes a PDF natively.
+fn takes_document(route: &PricedRoute) -> bool {
+    route.lanes.documents_in_tool_results
+}
+
 /// A base64 image as a data URL.
 fn data_url(media_type: &str, data: &str) -> String {
     format!("data:{media_type};base64,{data}")
@@ -324,6 +383,7 @@ fn plain_text(content: &[Content]) -> String {
             Content::Text(text) => text.clone(),
             Content::Image { sniffed, data, .. } => image_not_sent(sniffed.mime(), data),
             Content::Audio { sniffed, data } => audio_description(sniffed.mime(), data),
+            Content::Document { data, .. } => document_not_sent(data),
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -339,7 +399,26 @@ fn decoded_len(data: &str) -> u64 {
         .map_or(data.len() as u64 / 4 * 3, |payload| payload.decoded_len())
 }
 
-/// A tool result's images moved out of it, in order, with what their labels name.
+/// What a route moves out of a tool result into the content after the turn's results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MovedKind {
+    Image,
+    Document,
+    Audio,
+}
+
+impl MovedKind {
+    fn word(self) -> &'static str {
+        match self {
+            MovedKind::Image => "image",
+            MovedKind::Document => "document",
+            MovedKind::Audio => "audio",
+        }
+    }
+}
+
+/// A tool result's images (and documents and audio, where the route moves them) moved out of
+/// it, in order, with what their labels name.
 #[derive(Debug, Default)]
 struct MovedImages<'o> {
     images: Vec<MovedImage<'o>>,
@@ -347,59 +426,148 @@ struct MovedImages<'o> {
 
 #[derive(Debug)]
 struct MovedImage<'o> {
+    kind: MovedKind,
     n: usize,
     call_id: &'o str,
     tool: &'o str,
     media_type: &'static str,
     data: &'o str,
+    /// The image's size, for the detail it goes at.
+    dimensions: Option<mcpl_classify::Dimensions>,
+}
+
+/// Which parts of a tool result a route moves out of it: the images, documents and audio it
+/// takes in a tool result.
+#[derive(Clone, Copy)]
+struct Moves<'r> {
+    route: &'r PricedRoute,
+}
+
+impl Moves<'_> {
+    fn media(route: &PricedRoute) -> Moves<'_> {
+        Moves { route }
+    }
+
+    fn kind(self, part: &Content) -> Option<MovedKind> {
+        match part {
+            Content::Image { sniffed, .. } if takes_tool_image(self.route, *sniffed) => {
+                Some(MovedKind::Image)
+            }
+            Content::Document { .. } if takes_document(self.route) => Some(MovedKind::Document),
+            Content::Audio { sniffed, .. } if takes_tool_audio(self.route, *sniffed) => {
+                Some(MovedKind::Audio)
+            }
+            Content::Text(_)
+            | Content::Image { .. }
+            | Content::Audio { .. }
+            | Content::Document { .. } => None,
+        }
+    }
+}
+
+/// The `detail` an OpenAI image goes at: a route option. [`ImageDetail::Auto`] (the default)
+/// sends `low` for an image no side of which is over [`ImageDetail::LOW_DETAIL_SIDE`], which
+/// low detail shows whole, and `auto` otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ImageDetail {
+    /// `low` for a small image, else `auto`.
+    #[default]
+    Auto,
+    /// Always `low`.
+    Low,
+    /// Always `high`.
+    High,
+}
+
+impl ImageDetail {
+    /// OpenAI's low detail: the image at 512 x 512 px
+    /// (<https://platform.openai.com/docs/guides/images-vision>).
+    pub const LOW_DETAIL_SIDE: u32 = 512;
+
+    /// The `detail` value for an image of these dimensions.
+    pub fn of(self, dimensions: Option<mcpl_classify::Dimensions>) -> &'static str {
+        match self {
+            ImageDetail::Low => "low",
+            ImageDetail::High => "high",
+            ImageDetail::Auto => match dimensions {
+                Some(d) if d.width.max(d.height) <= ImageDetail::LOW_DETAIL_SIDE => "low",
+                _ => "auto",
+            },
+        }
+    }
 }
 
 impl<'o> MovedImages<'o> {
-    /// The result's text with each moved image replaced by its pointer line; `take` says which
-    /// images the route moves.
-    fn text_of(
-        &mut self,
-        output: &'o ToolOutput,
-        mut take: impl FnMut(Sniffed) -> bool,
-    ) -> Option<String> {
+    /// The result's text with each moved part replaced by its pointer line; `moves` says which
+    /// parts the route moves.
+    fn text_of(&mut self, output: &'o ToolOutput, moves: Moves<'_>) -> Option<String> {
         let parts = output.live.as_ref()?;
-        let mut n = 0;
+        let mut counts = [0usize; 3];
         let lines: Vec<String> = parts
             .iter()
-            .map(|part| match part {
-                Content::Text(text) => text.clone(),
-                Content::Image { sniffed, data, .. } if take(*sniffed) => {
-                    n += 1;
-                    self.images.push(MovedImage {
-                        n,
-                        call_id: &output.call_id,
-                        tool: &output.name,
-                        media_type: sniffed.mime(),
+            .map(|part| {
+                let Some(kind) = moves.kind(part) else {
+                    return match part {
+                        Content::Text(text) => text.clone(),
+                        Content::Image { sniffed, data, .. } => {
+                            image_not_sent(sniffed.mime(), data)
+                        }
+                        Content::Audio { sniffed, data } => audio_description(sniffed.mime(), data),
+                        Content::Document { data, .. } => document_not_sent(data),
+                    };
+                };
+                let n = &mut counts[kind as usize];
+                *n += 1;
+                let (media_type, data, dimensions) = match part {
+                    Content::Image {
+                        sniffed,
                         data,
-                    });
-                    moved_image_pointer(n)
+                        dimensions,
+                    } => (sniffed.mime(), data.as_str(), Some(*dimensions)),
+                    Content::Audio { sniffed, data } => (sniffed.mime(), data.as_str(), None),
+                    Content::Document { data, .. } => (Sniffed::Pdf.mime(), data.as_str(), None),
+                    Content::Text(_) => return String::new(),
+                };
+                self.images.push(MovedImage {
+                    kind,
+                    n: *n,
+                    call_id: &output.call_id,
+                    tool: &output.name,
+                    media_type,
+                    data,
+                    dimensions,
+                });
+                match kind {
+                    MovedKind::Image => moved_image_pointer(*n),
+                    other => moved_media_pointer(other.word(), *n),
                 }
-                Content::Image { sniffed, data, .. } => image_not_sent(sniffed.mime(), data),
-                Content::Audio { sniffed, data } => audio_description(sniffed.mime(), data),
             })
             .collect();
         Some(lines.join("\n"))
     }
 
-    /// The header, then each image after its label, each as the route encodes a text and an
-    /// image; nothing when no image moved.
+    /// The header, then each moved part after its label, each as the route encodes a text and
+    /// that part; nothing when nothing moved.
     fn encode(
         &self,
         text: impl Fn(String) -> Value,
-        image: impl Fn(&str, &str) -> Value,
+        item: impl Fn(&MovedImage<'_>) -> Value,
     ) -> Vec<Value> {
         if self.images.is_empty() {
             return Vec::new();
         }
-        let mut out = vec![text(MOVED_IMAGES_HEADER.to_owned())];
+        let header = if self.images.iter().all(|m| m.kind == MovedKind::Image) {
+            MOVED_IMAGES_HEADER
+        } else {
+            MOVED_MEDIA_HEADER
+        };
+        let mut out = vec![text(header.to_owned())];
         for moved in &self.images {
-            out.push(text(moved_image_label(moved.n, moved.call_id, moved.tool)));
-            out.push(image(moved.media_type, moved.data));
+            out.push(text(match moved.kind {
+                MovedKind::Image => moved_image_label(moved.n, moved.call_id, moved.tool),
+                other => moved_media_label(other.word(), moved.n, moved.call_id, moved.tool),
+            }));
+            out.push(item(moved));
         }
         out
     }

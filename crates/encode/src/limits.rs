@@ -9,11 +9,14 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use mcpl_classify::{Payload, Sniffed};
+use mcpl_classify::{Dimensions, Payload, Sniffed};
 use mcpl_lanes::{RequestLimits, RouteId, markers};
+use mcpl_scale::{Fit, Scaler};
 
 use crate::conversation::{Content, Message, ToolOutput};
-use crate::{decoded_len, takes_audio, takes_image, takes_tool_image};
+use crate::{
+    decoded_len, takes_audio, takes_document, takes_image, takes_tool_audio, takes_tool_image,
+};
 
 /// Which request limit an image hit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +39,12 @@ pub enum LimitHit {
     InlineBase64(u64),
     /// The request body would pass this many bytes.
     Body(u64),
+    /// The document has more pages than the route takes in one.
+    DocumentPages(u32),
+    /// The document is over the route's bytes per document.
+    DocumentBytes(u64),
+    /// The request's documents together would pass this many pages.
+    RequestPages(u32),
 }
 
 impl fmt::Display for LimitHit {
@@ -59,6 +68,11 @@ impl fmt::Display for LimitHit {
                 write!(f, "the request's inline data would pass {max} bytes")
             }
             LimitHit::Body(max) => write!(f, "the request body would pass {max} bytes"),
+            LimitHit::DocumentPages(max) => write!(f, "it has more than {max} pages"),
+            LimitHit::DocumentBytes(max) => write!(f, "it is over {max} bytes per document"),
+            LimitHit::RequestPages(max) => {
+                write!(f, "the request's documents would pass {max} pages")
+            }
         }
     }
 }
@@ -73,6 +87,11 @@ pub fn audio_limit_notice(hit: LimitHit) -> String {
     format!("[audio not sent in this request: {hit}]")
 }
 
+/// `[document not sent in this request: <limit>]`: the notice after a document left out.
+pub fn document_limit_notice(hit: LimitHit) -> String {
+    format!("[document not sent in this request: {hit}]")
+}
+
 /// Where an image sits in the messages: message, tool output (none in a user message), part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct At {
@@ -84,12 +103,45 @@ struct At {
 /// One image (or inline audio) that would go natively, with what the limits read of it.
 struct Candidate<'m> {
     at: At,
-    /// Audio a user message carries inline: it counts toward the inline total and the body only.
+    /// Audio carried inline: it counts toward the inline total and the body only.
     audio: bool,
+    /// A PDF's pages (counted, else the route's bound per document), when this is one.
+    document: Option<u32>,
     sniffed: Sniffed,
     width: u32,
     height: u32,
-    data: &'m str,
+    /// The base64 as it will go: the message's own, or the image scaled to fit.
+    data: Cow<'m, str>,
+    /// The notice after an image that was scaled to fit.
+    notice: Option<String>,
+}
+
+impl Candidate<'_> {
+    /// The image scaled to fit `fit`, or why not; what it hit names the notice.
+    fn scale(&mut self, fit: Fit, hit: LimitHit) -> bool {
+        let from = Dimensions {
+            width: self.width,
+            height: self.height,
+        };
+        let Ok(scaled) = Scaler::default().scale(&self.data, self.sniffed, from, fit) else {
+            return false;
+        };
+        let why = hit.to_string();
+        self.notice = Some(
+            if scaled.dimensions == from && hit == LimitHit::AnimatedGif {
+                mcpl_scale::first_frame_notice(&why)
+            } else {
+                mcpl_scale::scaled_notice(&scaled, &why)
+            },
+        );
+        (self.sniffed, self.width, self.height) = (
+            scaled.sniffed,
+            scaled.dimensions.width,
+            scaled.dimensions.height,
+        );
+        self.data = Cow::Owned(scaled.data);
+        true
+    }
 }
 
 /// The images of a request that would go natively on `route`, in priority order.
@@ -141,47 +193,100 @@ fn push_images<'m>(
                     out.push(Candidate {
                         at,
                         audio: false,
+                        document: None,
                         sniffed: *sniffed,
                         width: dimensions.width,
                         height: dimensions.height,
-                        data,
+                        data: Cow::Borrowed(data),
+                        notice: None,
                     });
                 }
             }
-            // Audio goes natively in user messages only, and counts only where a route limits
-            // inline data.
+            // Audio counts only where a route limits inline data.
             Content::Audio { sniffed, data }
-                if output.is_none() && takes_audio(priced, *sniffed) =>
+                if match output {
+                    Some(_) => takes_tool_audio(priced, *sniffed),
+                    None => takes_audio(priced, *sniffed),
+                } =>
             {
                 out.push(Candidate {
                     at,
                     audio: true,
+                    document: None,
                     sniffed: *sniffed,
                     width: 0,
                     height: 0,
-                    data,
+                    data: Cow::Borrowed(data),
+                    notice: None,
                 });
             }
-            Content::Audio { .. } | Content::Text(_) => {}
+            Content::Document { pages, data } if output.is_some() && takes_document(priced) => {
+                let bound = route.request_limits().document_pages;
+                out.push(Candidate {
+                    at,
+                    audio: false,
+                    document: Some(pages.or(bound).unwrap_or(1)),
+                    sniffed: Sniffed::Pdf,
+                    width: 0,
+                    height: 0,
+                    data: Cow::Borrowed(data),
+                    notice: None,
+                });
+            }
+            Content::Audio { .. } | Content::Document { .. } | Content::Text(_) => {}
         }
     }
 }
 
-/// What the check decided: the images that stay, in priority order, and those that do not.
+/// What the check decided: the images that stay, in priority order, those that go scaled, and
+/// those that do not go.
 pub(crate) struct Decision {
     /// The admitted images with their base64 length, lowest priority last.
     kept: Vec<(At, u64)>,
+    /// Admitted images scaled to fit: the image that goes and the notice after it.
+    scaled: Vec<(At, Content, String)>,
     dropped: Vec<(At, LimitHit)>,
 }
 
-/// Decides which of the request's native images stay within every limit but the body's.
-pub(crate) fn decide(messages: &[Message], route: RouteId, limits: &RequestLimits) -> Decision {
+/// Decides which of the request's native images stay within every limit but the body's. With
+/// `scaling`, an image over the per-side cap, the per-image base64 or the many-images side, or an
+/// animated GIF where the route takes none, is scaled to fit (its first frame) before it would
+/// be left out.
+pub(crate) fn decide(
+    messages: &[Message],
+    route: RouteId,
+    limits: &RequestLimits,
+    scaling: bool,
+) -> Decision {
     let candidates = candidates(messages, route);
     let mut dropped = Vec::new();
+    let fit = Fit {
+        max_side: limits.max_side,
+        max_base64: limits.image_base64.unwrap_or(u64::MAX),
+    };
     // Per image: pixels, sides, base64, animation.
-    let mut admitted: Vec<&Candidate<'_>> = Vec::new();
-    let mut audio: Vec<&Candidate<'_>> = Vec::new();
-    for image in &candidates {
+    let mut admitted: Vec<Candidate<'_>> = Vec::new();
+    let mut audio: Vec<Candidate<'_>> = Vec::new();
+    for mut image in candidates {
+        if let Some(pages) = image.document {
+            let hit = if let Some(max) = limits.document_pages
+                && pages > max
+            {
+                Some(LimitHit::DocumentPages(max))
+            } else if let Some(max) = limits.document_bytes
+                && decoded_len(&image.data) > max
+            {
+                Some(LimitHit::DocumentBytes(max))
+            } else {
+                None
+            };
+            match hit {
+                Some(hit) => dropped.push((image.at, hit)),
+                // Documents join the totals with the audio, by priority.
+                None => audio.push(image),
+            }
+            continue;
+        }
         if image.audio {
             audio.push(image);
             continue;
@@ -194,11 +299,20 @@ pub(crate) fn decide(messages: &[Message], route: RouteId, limits: &RequestLimit
             && image.data.len() as u64 > max
         {
             Some(LimitHit::ImageBase64(max))
-        } else if !limits.animated_gif && image.sniffed == Sniffed::Gif && is_animated(image.data) {
+        } else if !limits.animated_gif && image.sniffed == Sniffed::Gif && is_animated(&image.data)
+        {
             Some(LimitHit::AnimatedGif)
         } else {
             None
         };
+        match hit {
+            Some(LimitHit::NoPixels) | None => {}
+            Some(hit) if scaling && image.scale(fit, hit) => {
+                admitted.push(image);
+                continue;
+            }
+            Some(_) => {}
+        }
         match hit {
             Some(hit) => dropped.push((image.at, hit)),
             None => admitted.push(image),
@@ -212,8 +326,9 @@ pub(crate) fn decide(messages: &[Message], route: RouteId, limits: &RequestLimit
             dropped.push((image.at, LimitHit::Images(max)));
         }
     }
-    // Many images: the small ones always fit; a large one stays, in priority order, only while
-    // the request stays at the many-images threshold.
+    // Many images. With scaling, every large image is scaled to the smaller side, so all of
+    // them go; one that cannot be is left out. Without, the small ones always fit, and a large
+    // one stays, in priority order, only while the request stays at the threshold.
     if let Some(threshold) = limits.many_images
         && admitted.len() > threshold
     {
@@ -221,17 +336,28 @@ pub(crate) fn decide(messages: &[Message], route: RouteId, limits: &RequestLimit
         let large = |image: &Candidate<'_>| image.width.max(image.height) > side;
         let small = admitted.iter().filter(|image| !large(image)).count();
         let mut room = threshold.saturating_sub(small);
-        admitted.retain(|image| {
+        let hit = LimitHit::ManyImagesSide(threshold, side);
+        let many = Fit {
+            max_side: side,
+            ..fit
+        };
+        admitted.retain_mut(|image| {
             if !large(image) {
                 return true;
             }
-            if room > 0 {
+            if scaling {
+                if image.scale(many, hit) {
+                    return true;
+                }
+            } else if room > 0 {
                 room -= 1;
                 return true;
             }
-            dropped.push((image.at, LimitHit::ManyImagesSide(threshold, side)));
+            dropped.push((image.at, hit));
             false
         });
+        // Should scaling have failed for enough of them, the request may be back at the
+        // threshold with room for large images; it is simpler to hold the rule in any case.
     }
     // Totals: an image that would pass one is left out; a later, smaller one may still fit.
     // Inline audio takes its place among the images by priority.
@@ -247,13 +373,22 @@ pub(crate) fn decide(messages: &[Message], route: RouteId, limits: &RequestLimit
     }
     let mut bytes = 0u64;
     let mut inline = 0u64;
+    let mut pages = 0u32;
     admitted.retain(|image| {
-        let size = if image.audio {
+        let size = if image.audio || image.document.is_some() {
             0
         } else {
-            decoded_len(image.data)
+            decoded_len(&image.data)
         };
         let chars = image.data.len() as u64;
+        let doc_pages = image.document.unwrap_or(0);
+        if let Some(max) = limits.request_pages
+            && image.document.is_some()
+            && pages + doc_pages > max
+        {
+            dropped.push((image.at, LimitHit::RequestPages(max)));
+            return false;
+        }
         if let Some(max) = limits.image_bytes
             && bytes + size > max
         {
@@ -268,13 +403,31 @@ pub(crate) fn decide(messages: &[Message], route: RouteId, limits: &RequestLimit
         }
         bytes += size;
         inline += chars;
+        pages += doc_pages;
         true
     });
+    let kept = admitted
+        .iter()
+        .map(|image| (image.at, image.data.len() as u64))
+        .collect();
+    let scaled = admitted
+        .into_iter()
+        .filter_map(|image| {
+            let notice = image.notice?;
+            let content = Content::Image {
+                sniffed: image.sniffed,
+                dimensions: Dimensions {
+                    width: image.width,
+                    height: image.height,
+                },
+                data: image.data.into_owned(),
+            };
+            Some((image.at, content, notice))
+        })
+        .collect();
     Decision {
-        kept: admitted
-            .into_iter()
-            .map(|image| (image.at, image.data.len() as u64))
-            .collect(),
+        kept,
+        scaled,
         dropped,
     }
 }
@@ -299,7 +452,7 @@ impl Decision {
     /// The messages with every dropped image replaced by its placeholder and notice; borrowed
     /// when nothing was dropped.
     pub(crate) fn apply<'m>(&self, messages: &'m [Message]) -> Cow<'m, [Message]> {
-        if self.dropped.is_empty() {
+        if self.dropped.is_empty() && self.scaled.is_empty() {
             return Cow::Borrowed(messages);
         }
         let mut out = messages.to_vec();
@@ -325,6 +478,29 @@ impl Decision {
                 _ => {}
             }
         }
+        // Scaled images that stayed: the scaled image in its place, its notice after it, from
+        // the last place to the first so the places before stay where they are.
+        let mut scaled: Vec<&(At, Content, String)> = self
+            .scaled
+            .iter()
+            .filter(|(at, _, _)| !self.dropped.iter().any(|(gone, _)| gone == at))
+            .collect();
+        scaled.sort_by_key(|(at, _, _)| std::cmp::Reverse(*at));
+        for (at, image, notice) in scaled {
+            let parts = match (out.get_mut(at.message), at.output) {
+                (Some(Message::User(content)), None) => Some(content),
+                (Some(Message::ToolResults(outputs)), Some(index)) => {
+                    outputs.get_mut(index).and_then(|o| o.live.as_mut())
+                }
+                _ => None,
+            };
+            if let Some(parts) = parts
+                && at.part < parts.len()
+            {
+                parts[at.part] = image.clone();
+                parts.insert(at.part + 1, Content::Text(notice.clone()));
+            }
+        }
         Cow::Owned(out)
     }
 }
@@ -348,6 +524,15 @@ fn placeholder(part: &Content, stored: Option<String>, hit: LimitHit) -> String 
             });
             format!("{line} {}", request_limit_notice(hit))
         }
+        Content::Document { data, .. } => {
+            let line = stored.unwrap_or_else(|| {
+                format!(
+                    "[document: application/pdf, {}]",
+                    markers::size_label(decoded_len(data))
+                )
+            });
+            format!("{line} {}", document_limit_notice(hit))
+        }
         Content::Text(text) => text.clone(),
     }
 }
@@ -363,15 +548,19 @@ fn stored_placeholder(output: &ToolOutput, index: usize) -> Option<String> {
                 let after = rest.strip_prefix(text.as_str())?;
                 (&rest[..text.len()], after)
             }
-            Content::Image { .. } | Content::Audio { .. } => {
+            Content::Image { .. } | Content::Audio { .. } | Content::Document { .. } => {
                 let end = rest.find('\n').unwrap_or(rest.len());
                 (&rest[..end], &rest[end..])
             }
         };
         if n == index {
-            return matches!(part, Content::Image { .. })
-                .then(|| piece.0.to_owned())
-                .filter(|line| line.starts_with("[image: "));
+            let prefix = match part {
+                Content::Image { .. } => "[image: ",
+                Content::Document { .. } => "[document: ",
+                Content::Audio { .. } => "[audio: ",
+                Content::Text(_) => return None,
+            };
+            return Some(piece.0.to_owned()).filter(|line| line.starts_with(prefix));
         }
         rest = piece.1.strip_prefix('\n').unwrap_or(piece.1);
     }

@@ -8,7 +8,10 @@ use mcpl_budget::PricedRoute;
 use mcpl_classify::Sniffed;
 use serde_json::{Map, Value, json};
 
-use super::{audio_description, data_url, image_not_sent, takes_image, takes_tool_image};
+use super::{
+    DOCUMENT_FILENAME, ImageDetail, audio_description, data_url, document_not_sent, image_not_sent,
+    takes_document, takes_image, takes_tool_image,
+};
 use crate::conversation::{Content, Message, ModelRequest, ToolOutput};
 
 const ROUTE: &PricedRoute = &PricedRoute::OPENAI_RESPONSES;
@@ -16,12 +19,12 @@ const ROUTE: &PricedRoute = &PricedRoute::OPENAI_RESPONSES;
 /// `{model, instructions, input, tools, max_output_tokens}`; `instructions` and `tools` only
 /// when there are any. Function tools are sent with `strict: false`: the API's default is
 /// strict, which refuses the optional properties most MCP tools' schemas have.
-pub(super) fn request(request: &ModelRequest<'_>) -> Value {
+pub(super) fn request(request: &ModelRequest<'_>, detail: ImageDetail) -> Value {
     let mut input = Vec::new();
     for message in request.messages {
         match message {
             Message::User(content) => {
-                input.push(json!({"role": "user", "content": user_content(content)}));
+                input.push(json!({"role": "user", "content": user_content(content, detail)}));
             }
             Message::Assistant { text, tool_calls } => {
                 if !text.is_empty() {
@@ -41,7 +44,7 @@ pub(super) fn request(request: &ModelRequest<'_>) -> Value {
                     json!({
                         "type": "function_call_output",
                         "call_id": result.call_id,
-                        "output": output(result),
+                        "output": output(result, detail),
                     })
                 }));
             }
@@ -74,20 +77,20 @@ pub(super) fn request(request: &ModelRequest<'_>) -> Value {
 }
 
 /// A `function_call_output`'s `output`: the stored copy as a string, or the live parts as
-/// `input_text` and `input_image` items.
-pub(super) fn output(output: &ToolOutput) -> Value {
+/// `input_text`, `input_image` and `input_file` (a PDF) items.
+pub(super) fn output(output: &ToolOutput, detail: ImageDetail) -> Value {
     match &output.live {
         None => Value::String(output.stored.clone()),
-        Some(parts) => items(parts, |sniffed| takes_tool_image(ROUTE, sniffed)),
+        Some(parts) => items(parts, detail, |sniffed| takes_tool_image(ROUTE, sniffed)),
     }
 }
 
 /// A user message's content: `input_text` and `input_image` items.
-pub(super) fn user_content(content: &[Content]) -> Value {
-    items(content, |sniffed| takes_image(ROUTE, sniffed))
+pub(super) fn user_content(content: &[Content], detail: ImageDetail) -> Value {
+    items(content, detail, |sniffed| takes_image(ROUTE, sniffed))
 }
 
-fn items(content: &[Content], takes: impl Fn(Sniffed) -> bool) -> Value {
+fn items(content: &[Content], detail: ImageDetail, takes: impl Fn(Sniffed) -> bool) -> Value {
     Value::Array(
         content
             .iter()
@@ -95,10 +98,14 @@ fn items(content: &[Content], takes: impl Fn(Sniffed) -> bool) -> Value {
                 Content::Text(text) => input_text(text),
                 // `detail` defaults to `auto`; it is sent because some of the API's own type
                 // definitions mark it required.
-                Content::Image { sniffed, data, .. } if takes(*sniffed) => json!({
+                Content::Image {
+                    sniffed,
+                    data,
+                    dimensions,
+                } if takes(*sniffed) => json!({
                     "type": "input_image",
                     "image_url": data_url(sniffed.mime(), data),
-                    "detail": "auto",
+                    "detail": detail.of(Some(*dimensions)),
                 }),
                 Content::Image { sniffed, data, .. } => {
                     input_text(&image_not_sent(sniffed.mime(), data))
@@ -106,6 +113,12 @@ fn items(content: &[Content], takes: impl Fn(Sniffed) -> bool) -> Value {
                 Content::Audio { sniffed, data } => {
                     input_text(&audio_description(sniffed.mime(), data))
                 }
+                Content::Document { data, .. } if takes_document(ROUTE) => json!({
+                    "type": "input_file",
+                    "filename": DOCUMENT_FILENAME,
+                    "file_data": data_url("application/pdf", data),
+                }),
+                Content::Document { data, .. } => input_text(&document_not_sent(data)),
             })
             .collect(),
     )

@@ -10,7 +10,8 @@
 //!                                    "fetch": {"origin": "https://files.example",
 //!                                              "token": "...", "maxBytes": 1048576}}}},
 //!  "mcpl": {"spillDir": "/var/tmp/mcpl/spill", "fetchDir": "/var/tmp/mcpl/refs",
-//!           "contextWindow": 200000}}
+//!           "contextWindow": 200000, "scaleImages": true, "imageBase64": 10485760,
+//!           "maxImages": 600, "maxBodyBytes": 32000000}}
 //! ```
 //!
 //! `withholdCredentialUrls` (default `true`) withholds credential-shaped urls no block claims
@@ -55,6 +56,53 @@ pub struct Config {
     pub fetch_dir: Option<PathBuf>,
     /// The model's context window, in estimated tokens.
     pub context_window: u64,
+    /// The route settings: request limits the platform and model raise, and image scaling.
+    pub route: RouteSettings,
+}
+
+/// What the configuration says of the route beyond its name (`mcpl.scaleImages`,
+/// `mcpl.imageBase64`, `mcpl.maxImages`, `mcpl.maxBodyBytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouteSettings {
+    /// Whether an image over a per-image limit or the many-images side is scaled to fit (on by
+    /// default) rather than left out.
+    pub scale_images: bool,
+    /// The most base64 characters of one image, in place of the route's (Anthropic's direct API
+    /// takes 10,485,760).
+    pub image_base64: Option<u64>,
+    /// The most images in one request, in place of the route's (600 on Anthropic's larger-window
+    /// models).
+    pub max_images: Option<usize>,
+    /// The largest request body in bytes, in place of the route's (32,000,000 on Anthropic).
+    pub body_bytes: Option<u64>,
+}
+
+impl Default for RouteSettings {
+    fn default() -> RouteSettings {
+        RouteSettings {
+            scale_images: true,
+            image_base64: None,
+            max_images: None,
+            body_bytes: None,
+        }
+    }
+}
+
+impl RouteSettings {
+    /// The route's request limits with these settings applied.
+    pub fn limits(&self, route: mcpl_lanes::RouteId) -> mcpl_lanes::RequestLimits {
+        let mut limits = route.request_limits();
+        if let Some(chars) = self.image_base64 {
+            limits = limits.with_image_base64(chars);
+        }
+        if let Some(images) = self.max_images {
+            limits = limits.with_max_images(images);
+        }
+        if let Some(bytes) = self.body_bytes {
+            limits.body_bytes = Some(bytes);
+        }
+        limits
+    }
 }
 
 /// One server and mcpl's options for it.
@@ -152,6 +200,10 @@ struct RawHost {
     spill_dir: Option<PathBuf>,
     fetch_dir: Option<PathBuf>,
     context_window: Option<u64>,
+    scale_images: Option<bool>,
+    image_base64: Option<u64>,
+    max_images: Option<usize>,
+    max_body_bytes: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -359,6 +411,12 @@ impl Config {
             spill_dir: raw.mcpl.spill_dir,
             fetch_dir: raw.mcpl.fetch_dir,
             context_window: raw.mcpl.context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW),
+            route: RouteSettings {
+                scale_images: raw.mcpl.scale_images.unwrap_or(true),
+                image_base64: raw.mcpl.image_base64,
+                max_images: raw.mcpl.max_images,
+                body_bytes: raw.mcpl.max_body_bytes,
+            },
         })
     }
 }

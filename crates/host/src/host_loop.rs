@@ -17,8 +17,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use mcpl_budget::{
-    Heuristic, LocalSpillStore, PricedRoute, Pricer, Round, Spill, SpillStore, TokenEstimator,
-    fit_tool_result, project_round,
+    Correction, Heuristic, LocalSpillStore, PricedRoute, Pricer, Round, Spill, SpillStore,
+    TokenEstimator, fit_tool_result, project_round,
 };
 use mcpl_lanes::{
     ImageLedger, LiveCopy, RefId, Registry, RouteId, ServerName, ToolResult, ToolResultCopies,
@@ -29,10 +29,10 @@ use crate::config::{Config, ServerConfig};
 use crate::mcpl::{Injections, Lanes, Queued, unseen_events};
 use crate::model::{Model, ModelError};
 use mcpl_client::{Call, CallError, Connection, ServerRequests};
-use mcpl_encode::Encoder;
 use mcpl_encode::conversation::{
-    Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec, model_tool_name,
+    Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec, Usage, model_tool_name,
 };
+use mcpl_encode::{Encoder, window};
 use mcpl_fetch::{Fetcher, ResourceReader};
 
 /// The host tool every conversation offers.
@@ -76,6 +76,8 @@ pub struct HostOptions {
     pub fetch_dir: PathBuf,
     /// The most rounds one conversation may take.
     pub max_rounds: usize,
+    /// The route settings: raised request limits, image scaling.
+    pub settings: crate::config::RouteSettings,
 }
 
 impl HostOptions {
@@ -98,7 +100,16 @@ impl HostOptions {
                 .clone()
                 .unwrap_or_else(|| fresh_private_dir("mcpl-refs-")),
             max_rounds: 64,
+            settings: config.route,
         }
+    }
+
+    /// The encoder every request goes through: the route's, held to the settings' limits.
+    pub fn encoder(&self) -> Encoder {
+        let id = self.route.id();
+        Encoder::new(id)
+            .with_limits(self.settings.limits(id))
+            .with_scaling(self.settings.scale_images)
     }
 }
 
@@ -202,6 +213,18 @@ pub enum LoopError {
         /// The window.
         window: u64,
     },
+    /// The request body would pass the route's limit with nothing left to clear.
+    #[error(
+        "the next request's body would be {bytes} bytes; the route takes at most {max} (round {round})"
+    )]
+    Body {
+        /// The round.
+        round: usize,
+        /// The body's size.
+        bytes: u64,
+        /// The limit.
+        max: u64,
+    },
     /// The transcript could not be written.
     #[error("writing the transcript: {0}")]
     Transcript(std::io::Error),
@@ -269,7 +292,11 @@ pub struct Host {
     pub calls: Vec<CallReport>,
     /// Every round, in order.
     pub rounds: Vec<RoundReport>,
+    /// The tokens the provider reported, summed over the run's answers; `None` while no answer
+    /// reported any (a scripted model never does).
+    pub usage: Option<Usage>,
     history_tokens: u64,
+    correction: Correction,
 }
 
 impl Host {
@@ -313,7 +340,9 @@ impl Host {
             tool_index: BTreeMap::new(),
             calls: Vec::new(),
             rounds: Vec::new(),
+            usage: None,
             history_tokens: 0,
+            correction: Correction::NONE,
         };
         for server in &config.servers {
             let started = host.start_server(server);
@@ -438,22 +467,21 @@ impl Host {
         let mut history = vec![Message::User(vec![Content::Text(prompt.to_owned())])];
         self.history_tokens += estimate(prompt);
         for round in 1..=self.options.max_rounds {
-            let report = self.prepare_round(round, &mut history)?;
-            let request_messages = place_injections(&history, &report.injections);
-            let system = system_prompt(&self.options.system, &report.injections);
-            let request = ModelRequest {
-                model: &self.options.model,
-                system: &system,
-                messages: &request_messages,
-                tools: &self.tools,
-                max_tokens: self.options.max_tokens,
-            };
-            let body = Encoder::new(route).request(&request);
+            let mut report = self.prepare_round(round, &mut history)?;
+            let body = self.request_body(round, &mut history, &mut report)?;
+            let estimated = self.history_tokens + report.appended_tokens + self.fixed_tokens();
             if let Some(out) = transcript.as_mut() {
                 write_line(&mut **out, &body).map_err(LoopError::Transcript)?;
             }
             self.rounds.push(report);
             let turn = model.complete(&body)?;
+            if let Some(usage) = turn.usage {
+                // Provider usage is authoritative: later projections follow it, within 1.0-2.0.
+                self.correction.observe(estimated, usage.input_tokens);
+                tracing::info!(route = %route, estimated, reported = usage.input_tokens,
+                    correction = self.correction.milli(), "input tokens reported");
+                self.usage.get_or_insert_default().add(usage);
+            }
             // Live copies go once: from now on history carries the stored copies.
             settle(&mut history, &self.rounds[round - 1].messages);
             for message in &self.rounds[round - 1].messages {
@@ -541,13 +569,25 @@ impl Host {
         let appended = self.appended_tokens(history, &report);
         // Every request also carries the system prompt and the tools' definitions, and leaves
         // room for the answer.
-        let reserve = u64::from(self.options.max_tokens) + self.fixed_tokens();
-        let mut projected = self.history_tokens + appended + reserve;
+        let fixed = self.fixed_tokens();
+        let mut projected = self.projected(appended, fixed);
         report.appended_tokens = appended;
+        if projected > self.options.context_window {
+            // Old tool results go first, then old rounds; the latest round stays whole.
+            let room = self.make_room(history, projected - self.options.context_window);
+            self.history_tokens = self.history_tokens.saturating_sub(room.freed);
+            projected = self.projected(appended, fixed);
+            if room.cleared + room.rounds_removed > 0 {
+                report.diagnostics.push(format!(
+                    "{} earlier tool results cleared and {} earlier rounds removed to fit the context window of {}",
+                    room.cleared, room.rounds_removed, self.options.context_window
+                ));
+            }
+        }
         if projected > self.options.context_window && drop_live_copies(history) {
             // Native parts cost more than their stored text; send the text instead.
             let appended = self.appended_tokens(history, &report);
-            projected = self.history_tokens + appended + reserve;
+            projected = self.projected(appended, fixed);
             report.appended_tokens = appended;
             report.diagnostics.push(format!(
                 "native tool-result parts sent as their stored copies to fit the context window of {}",
@@ -563,6 +603,87 @@ impl Host {
             });
         }
         Ok(report)
+    }
+
+    /// The projected tokens of a request: history, what the round appends and the `fixed`
+    /// system prompt and tools, corrected by what the provider reported, and the room for the
+    /// answer.
+    fn projected(&self, appended: u64, fixed: u64) -> u64 {
+        self.correction
+            .apply(self.history_tokens + appended + fixed)
+            + u64::from(self.options.max_tokens)
+    }
+
+    /// The correction the provider's reported usage set (1.0 until it reports any).
+    pub fn correction(&self) -> Correction {
+        self.correction
+    }
+
+    /// The round's request body, held to the route's body limit: while it is over, old results
+    /// are cleared and old rounds removed as for the window; a body the latest round alone takes
+    /// over the limit is not sent.
+    fn request_body(
+        &mut self,
+        round: usize,
+        history: &mut Vec<Message>,
+        report: &mut RoundReport,
+    ) -> Result<Value, LoopError> {
+        let encoder = self.options.encoder();
+        loop {
+            let messages = place_injections(history, &report.injections);
+            let system = system_prompt(&self.options.system, &report.injections);
+            let body = encoder.request(&ModelRequest {
+                model: &self.options.model,
+                system: &system,
+                messages: &messages,
+                tools: &self.tools,
+                max_tokens: self.options.max_tokens,
+            });
+            let Some(max) = encoder.limits().body_bytes else {
+                return Ok(body);
+            };
+            let bytes = serde_json::to_string(&body).map_or(0, |text| text.len()) as u64;
+            if bytes <= max {
+                return Ok(body);
+            }
+            // A token is several bytes; clear about an eighth of the excess's bytes in tokens,
+            // and measure again.
+            let room = self.make_room(history, (bytes - max) / 8 + 1);
+            if room.freed == 0 {
+                return Err(LoopError::Body { round, bytes, max });
+            }
+            self.history_tokens = self.history_tokens.saturating_sub(room.freed);
+            report.diagnostics.push(format!(
+                "{} earlier tool results cleared and {} earlier rounds removed to keep the request body within {max} bytes",
+                room.cleared, room.rounds_removed
+            ));
+        }
+    }
+
+    /// Frees `excess` estimated tokens of history: the oldest tool results cleared, each to a
+    /// notice naming its spill file (written now if the result was never spilled), then the
+    /// oldest whole rounds removed.
+    fn make_room(&mut self, history: &mut Vec<Message>, excess: u64) -> window::Room {
+        let Host { calls, spill, .. } = self;
+        let mut spill_of = |output: &ToolOutput| -> Option<String> {
+            let report = calls
+                .iter()
+                .rev()
+                .find(|c| c.output.call_id == output.call_id && c.output.stored == output.stored);
+            if let Some(written) = report.and_then(|c| c.spill.as_ref()) {
+                return Some(written.path.clone());
+            }
+            let store = spill.as_mut().ok()?;
+            let path = store.put("txt", output.stored.as_bytes()).ok()?;
+            store.commit().ok().map(|()| path)
+        };
+        let mut room = window::clear_oldest_results(history, excess, &estimate, &mut spill_of);
+        if room.freed < excess {
+            let more = window::remove_oldest_rounds(history, excess - room.freed, &estimate);
+            room.freed += more.freed;
+            room.rounds_removed = more.rounds_removed;
+        }
+        room
     }
 
     /// The window projection of what this round appends: the latest tool results as their live
@@ -858,6 +979,12 @@ impl Host {
             }
         };
         let server_name = ServerName::new(name.clone());
+        let mut diagnostics = Vec::new();
+        // Images over a per-image limit are scaled before anything reads the result, so the
+        // lanes, the price and both copies see what is sent.
+        let result = self
+            .scale_images(&result, &mut diagnostics)
+            .unwrap_or(result);
         // The result's blocks are classified once, here, for the eager fetch and the lanes.
         let parsed = ToolResult::from_value(&result);
         if result.is_object() {
@@ -873,7 +1000,7 @@ impl Host {
             options.budget,
             store.as_mut().map(|s| *s as &mut dyn SpillStore),
         );
-        let mut diagnostics = fitted.diagnostics.clone();
+        diagnostics.extend(fitted.diagnostics.iter().cloned());
         if let Err(error) = &self.spill {
             diagnostics.push(format!("spill folder unavailable: {error}"));
         }
@@ -899,6 +1026,18 @@ impl Host {
             spill: fitted.spill,
             diagnostics,
         }
+    }
+
+    /// The result with its images over the route's per-image limits scaled to fit, or `None`
+    /// when scaling is off or no image needed it.
+    fn scale_images(&self, result: &Value, diagnostics: &mut Vec<String>) -> Option<Value> {
+        let settings = &self.options.settings;
+        let route = &self.options.route.lanes;
+        let fit = mcpl_scale::Fit::for_route(route, &settings.limits(route.id));
+        settings
+            .scale_images
+            .then(|| mcpl_scale::Scaler::default().scale_result(result, route, fit, diagnostics))
+            .flatten()
     }
 
     /// `fetch_reference`: the fetcher saves the reference's payload in the host's folder and

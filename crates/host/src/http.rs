@@ -9,7 +9,7 @@
 //! through the environment's proxy otherwise. Plain `http://` is always built; `https://`
 //! needs the `https` feature (rustls with the webpki roots). A provider's error answer becomes
 //! [`ModelError::Provider`] with its status and message, and the key is never in any error.
-//! A 429 or 5xx answer is retried ([`Retry`]): after the `retry-after` the provider asked for,
+//! A 429 or 5xx answer is retried ([`Retry`]): after the `retry-after` the provider asked for (seconds or an HTTP date),
 //! else after an exponential backoff, a bounded number of times within a bounded total wait.
 //! Each answer's reported token usage is read into [`Turn::usage`].
 //!
@@ -477,15 +477,20 @@ impl Endpoint {
     }
 }
 
-/// A `retry-after` value in seconds (`2`, `1.5`); an HTTP date is not honoured (the backoff
-/// stands in for it).
+/// A `retry-after` value: seconds (`2`, `1.5`), or an HTTP date (`Wed, 21 Oct 2026 07:28:00
+/// GMT`), which is the wait until then (none when it has passed).
 fn retry_after(value: &str) -> Option<Duration> {
-    value
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|seconds| seconds.is_finite() && *seconds >= 0.0)
-        .map(|seconds| Duration::from_secs_f64(seconds.min(3600.0)))
+    let value = value.trim();
+    let wait = match value.parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => Duration::from_secs_f64(seconds),
+        Ok(_) => return None,
+        Err(_) => {
+            let at = httpdate::parse_http_date(value).ok()?;
+            at.duration_since(std::time::SystemTime::now())
+                .unwrap_or(Duration::ZERO)
+        }
+    };
+    Some(wait.min(Duration::from_secs(3600)))
 }
 
 /// Whether a base URL's host is this machine (no proxy should stand between).

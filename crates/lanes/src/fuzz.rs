@@ -94,6 +94,7 @@ fn part_text(part: &crate::Part<'_>) -> String {
         crate::Part::Image { sniffed, .. } | crate::Part::Audio { sniffed, .. } => {
             sniffed.mime().to_owned()
         }
+        crate::Part::Document { .. } => "application/pdf".to_owned(),
     }
 }
 

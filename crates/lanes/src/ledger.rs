@@ -120,10 +120,21 @@ impl ImageLedger {
         self.image_ref(number)
     }
 
-    /// What the ledger knows of a ref.
+    /// Keeps a document's bytes and returns its ref, `doc_<nonce>_<n>`: the same store, and
+    /// the same bounds, as images.
+    pub fn retain_document(&mut self, data: &str, media_type: &'static str) -> String {
+        let image_ref = self.retain(data, media_type);
+        format!(
+            "doc_{}",
+            image_ref.strip_prefix("img_").unwrap_or(&image_ref)
+        )
+    }
+
+    /// What the ledger knows of a ref (`img_...` or `doc_...`).
     pub fn lookup(&self, image_ref: &str) -> ImageLookup {
         let Some(number) = image_ref
             .strip_prefix("img_")
+            .or_else(|| image_ref.strip_prefix("doc_"))
             .and_then(|rest| rest.strip_prefix(self.nonce.as_str()))
             .and_then(|rest| rest.strip_prefix('_'))
             .and_then(|n| n.parse::<u64>().ok())
@@ -185,6 +196,21 @@ mod tests {
                 data: Arc::from("AAAA")
             }
         );
+    }
+
+    #[test]
+    fn a_document_ref_names_the_same_store() {
+        let mut ledger = ImageLedger::with_seed(4);
+        let doc = ledger.retain_document("JVBERi0x", "application/pdf");
+        assert!(doc.starts_with("doc_") && doc.ends_with("_1"), "{doc}");
+        assert_eq!(
+            ledger.lookup(&doc),
+            ImageLookup::Retained {
+                media_type: "application/pdf",
+                data: Arc::from("JVBERi0x")
+            }
+        );
+        assert_eq!(ledger.lookup("doc_x"), ImageLookup::Unknown);
     }
 
     #[test]

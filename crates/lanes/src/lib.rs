@@ -36,7 +36,7 @@
 //!         Part::Text(text) => json!({"type": "text", "text": text}),
 //!         image @ Part::Image { data, .. } => json!({"type": "image",
 //!             "source": {"type": "base64", "media_type": image.media_type(), "data": data}}),
-//!         Part::Audio { .. } => unreachable!("the anthropic route takes no audio"),
+//!         Part::Audio { .. } | Part::Document { .. } => unreachable!("the result has none"),
 //!     }).collect(),
 //!     LiveCopy::Stored => vec![json!({"type": "text", "text": copies.stored})],
 //! };
@@ -98,6 +98,7 @@
 //! `mcpl-budget`'s.
 
 mod claims;
+mod document;
 pub mod fuzz;
 mod ledger;
 pub mod markers;
@@ -107,6 +108,7 @@ mod registry;
 mod route;
 
 pub use claims::{CONTENT_BLOCK_TYPES, HiddenUris, UriPolicy, block_uris, is_content_block};
+pub use document::{PDF_COUNT_LIMIT, PDF_STREAM_LIMIT, pdf_pages};
 pub use ledger::{
     ImageLedger, ImageLookup, LEDGER_MAX_BASE64, LEDGER_MAX_IMAGES, LEDGER_REMEMBERED_REFS,
 };

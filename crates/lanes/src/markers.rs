@@ -37,6 +37,11 @@ pub fn image_placeholder(mime: &str, size: u64, image_ref: &str) -> String {
     format!("[image: {mime}, {}, ref {image_ref}]", size_label(size))
 }
 
+/// `[document: <mime>, <size>, ref <doc_ref>]`: a native document's line in the stored copy.
+pub fn document_placeholder(mime: &str, size: u64, doc_ref: &str) -> String {
+    format!("[document: {mime}, {}, ref {doc_ref}]", size_label(size))
+}
+
 /// `[Image not shown: its bytes are not PNG, JPEG, GIF or WebP (<type>, <size>).]`
 pub fn image_not_renderable(what: &str, size: u64) -> String {
     format!(

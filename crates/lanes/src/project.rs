@@ -71,6 +71,14 @@ pub enum Part<'a> {
         /// The base64 data.
         data: &'a str,
     },
+    /// A native document: a PDF, as its magic bytes say, where the route takes one.
+    Document {
+        /// Its pages as `lopdf` counted them; `None` when they could not be counted (pricing
+        /// then uses a conservative bound).
+        pages: Option<u32>,
+        /// The base64 data.
+        data: &'a str,
+    },
 }
 
 impl Part<'_> {
@@ -79,6 +87,7 @@ impl Part<'_> {
         match self {
             Part::Text(_) => None,
             Part::Image { sniffed, .. } | Part::Audio { sniffed, .. } => Some(sniffed.mime()),
+            Part::Document { .. } => Some(Sniffed::Pdf.mime()),
         }
     }
 }
@@ -281,6 +290,8 @@ impl<'a> MessageBlocks<'a> {
 enum BlobAs<'m, 'a> {
     Image(&'m Media<'a>),
     Audio(&'m Media<'a>),
+    /// A PDF by its magic bytes, and the marker it shows where it does not go natively.
+    Document(&'m Media<'a>, String),
     Text(String),
 }
 
@@ -392,8 +403,8 @@ impl<'h> Projector<'h> {
             .map(|p| p.text.as_str())
             .collect::<Vec<_>>()
             .join("\n");
-        let goes_native =
-            self.route.images_in_tool_results && pieces.iter().any(|p| p.native.is_some());
+        // A piece is native only where the route takes it (a text-only route takes nothing).
+        let goes_native = pieces.iter().any(|p| p.native.is_some());
         // The pieces' texts move into whichever copy needs them; only a native live copy needs
         // them twice.
         let (live, stored_parts) = if goes_native {
@@ -436,7 +447,7 @@ impl<'h> Projector<'h> {
         match block {
             Block::Text(text) => Piece::text(hidden.redact(text)),
             Block::InlineImage(media) => self.image_piece(media, hidden),
-            Block::InlineAudio(media) => Piece::text(audio_text(media, hidden)),
+            Block::InlineAudio(media) => self.audio_piece(media, hidden),
             Block::InlineContradiction(_) => Piece::text(markers::WITHHELD),
             Block::Reference(reference) => {
                 Piece::text(self.stub(reference, Provenance::ToolResult, hidden))
@@ -444,7 +455,8 @@ impl<'h> Projector<'h> {
             Block::EmbeddedText(embedded) => Piece::text(hidden.redact(embedded.text)),
             Block::EmbeddedBlob(blob) => match self.blob_as(blob, hidden) {
                 BlobAs::Image(media) => self.image_piece(media, hidden),
-                BlobAs::Audio(media) => Piece::text(audio_text(media, hidden)),
+                BlobAs::Audio(media) => self.audio_piece(media, hidden),
+                BlobAs::Document(media, marker) => self.document_piece(media, marker),
                 BlobAs::Text(text) => Piece::text(text),
             },
             Block::EmbeddedUnreadable(_) => Piece::text(markers::RESOURCE_UNREADABLE),
@@ -468,6 +480,56 @@ impl<'h> Projector<'h> {
                 }),
             },
             Err(marker) => Piece::text(marker),
+        }
+    }
+
+    /// Audio in a tool result: native where the route takes its type there, its base64 is
+    /// sound, it is within the per-payload limit and its header says how long it plays (its
+    /// price); else its line. The stored copy keeps the line.
+    fn audio_piece<'a>(&mut self, media: &Media<'a>, hidden: &HiddenUris) -> Piece<'a> {
+        let line = audio_text(media, hidden);
+        let native = match media.sniffed {
+            Some(sniffed)
+                if !media.is_empty()
+                    && media.base64.is_none()
+                    && media.within(self.limits().native_image_bytes)
+                    && self.route.takes_tool_audio(Some(sniffed))
+                    && mcpl_classify::audio_duration_ms(media.data, sniffed).is_some() =>
+            {
+                Some(Part::Audio {
+                    sniffed,
+                    data: media.data,
+                })
+            }
+            _ => None,
+        };
+        Piece { text: line, native }
+    }
+
+    /// A PDF in a tool result: native where the route takes documents there, its base64 is
+    /// sound and it is within the route's bytes and pages per document; its stored copy is a
+    /// placeholder naming the ledger's `doc_` ref. A PDF that fails a check is `marker`.
+    fn document_piece<'a>(&mut self, media: &Media<'a>, marker: String) -> Piece<'a> {
+        let limits = self.route.id.request_limits();
+        let sound = !media.is_empty() && media.base64.is_none();
+        let within = limits.document_bytes.is_none_or(|max| media.within(max));
+        if !(self.route.documents_in_tool_results && sound && within) {
+            return Piece::text(marker);
+        }
+        let pages = crate::document::pdf_pages(media.data);
+        if let (Some(pages), Some(max)) = (pages, limits.document_pages)
+            && pages > max
+        {
+            return Piece::text(marker);
+        }
+        let mime = Sniffed::Pdf.mime();
+        let doc_ref = self.ledger.retain_document(media.data, mime);
+        Piece {
+            text: markers::document_placeholder(mime, size_of(media), &doc_ref),
+            native: Some(Part::Document {
+                pages,
+                data: media.data,
+            }),
         }
     }
 
@@ -633,7 +695,7 @@ impl<'h> Projector<'h> {
             Block::EmbeddedBlob(blob) => match self.blob_as(blob, hidden) {
                 BlobAs::Image(media) => self.message_image(media, hidden),
                 BlobAs::Audio(media) => self.message_audio(media, hidden),
-                BlobAs::Text(t) => text(t),
+                BlobAs::Document(_, t) | BlobAs::Text(t) => text(t),
             },
             Block::EmbeddedUnreadable(_) => text(markers::RESOURCE_UNREADABLE.to_owned()),
             Block::Invalid(invalid) => text(invalid_text(invalid, hidden)),
@@ -710,7 +772,7 @@ impl<'h> Projector<'h> {
                 Block::EmbeddedBlob(blob) => match self.blob_as(&blob, &hidden) {
                     BlobAs::Image(_) => markers::SYSTEM_IMAGE.to_owned(),
                     BlobAs::Audio(_) => markers::SYSTEM_AUDIO.to_owned(),
-                    BlobAs::Text(text) => text,
+                    BlobAs::Document(_, text) | BlobAs::Text(text) => text,
                 },
                 Block::EmbeddedUnreadable(_) => markers::RESOURCE_UNREADABLE.to_owned(),
                 Block::Invalid(invalid) => invalid_text(&invalid, &hidden),
@@ -832,7 +894,7 @@ impl<'h> Projector<'h> {
             Block::EmbeddedBlob(blob) => match self.blob_as(blob, hidden) {
                 BlobAs::Image(media) => script_media("image", media, raw, hidden),
                 BlobAs::Audio(media) => script_media("audio", media, raw, hidden),
-                BlobAs::Text(t) => text(&t),
+                BlobAs::Document(_, t) | BlobAs::Text(t) => text(&t),
             },
             Block::EmbeddedUnreadable(_) => text(markers::RESOURCE_UNREADABLE),
             Block::Invalid(invalid) => text(&invalid_text(invalid, hidden)),
@@ -896,7 +958,8 @@ impl<'h> Projector<'h> {
     }
 
     /// What an embedded blob is shown as, by its claimed type: an image or audio type makes the
-    /// inline block; SVG is its text within the opaque limit; anything else is a marker.
+    /// inline block; SVG is its text within the opaque limit; PDF bytes are a document where
+    /// the lane takes one; anything else is a marker.
     fn blob_as<'m, 'a>(
         &mut self,
         blob: &'m EmbeddedBlob<'a>,
@@ -921,6 +984,16 @@ impl<'h> Projector<'h> {
             BlobAs::Image(media)
         } else if claimed.is_under("audio") {
             BlobAs::Audio(media)
+        } else if media.sniffed == Some(Sniffed::Pdf) {
+            // A PDF by its magic bytes, whatever else its label says; the marker is what it
+            // shows where it cannot go natively.
+            BlobAs::Document(
+                media,
+                markers::resource_other_type(
+                    &hidden.redact(essence.unwrap_or(claimed.raw)),
+                    size_of(media),
+                ),
+            )
         } else {
             BlobAs::Text(markers::resource_other_type(
                 &hidden.redact(essence.unwrap_or(claimed.raw)),
@@ -1171,5 +1244,78 @@ mod tests {
         // The bytes are a PNG whatever the label says.
         assert_eq!(parts[0].media_type(), Some("image/png"));
         assert_eq!(parts[1].media_type(), None);
+    }
+
+    fn b64(bytes: &[u8]) -> String {
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    /// Both copies of `result` on `route`.
+    fn copies_on(route: RouteId, result: &Value) -> (String, LiveCopy<'_>) {
+        let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
+        let server = ServerName::new("s");
+        let mut projector = Projector {
+            registry: &mut registry,
+            ledger: &mut ledger,
+            route: route.route(),
+            server: &server,
+            uri_policy: UriPolicy::Hidden,
+        };
+        let parsed = ToolResult::from_value(result);
+        let copies = projector.tool_result(&parsed);
+        (copies.stored, copies.live)
+    }
+
+    #[test]
+    fn tool_result_audio_is_native_where_the_route_takes_it_there() {
+        let wav = b64(&mcpl_testkit::fixture("tone.wav"));
+        let result = json!({"content": [{"type": "audio", "data": wav, "mimeType": "audio/wav"}]});
+        for route in RouteId::ALL {
+            let (stored, live) = copies_on(route, &result);
+            assert_eq!(stored, "[audio: audio/wav, ~4KB]", "{route}");
+            let native = matches!(&live, LiveCopy::Native(parts)
+                if matches!(parts[0], Part::Audio { sniffed: Sniffed::Wav, .. }));
+            assert_eq!(
+                native,
+                matches!(route, RouteId::OpenAiChat | RouteId::Gemini),
+                "{route}"
+            );
+        }
+        // Audio whose header says no duration keeps its line.
+        let cut = b64(&mcpl_testkit::fixture("tone.wav")[..20]);
+        let result = json!({"content": [{"type": "audio", "data": cut, "mimeType": "audio/wav"}]});
+        assert_eq!(copies_on(RouteId::Gemini, &result).1, LiveCopy::Stored);
+    }
+
+    #[test]
+    fn a_pdf_goes_natively_within_the_route_limits_and_keeps_its_marker_otherwise() {
+        let pdf = b64(&mcpl_testkit::fixture("three-pages.pdf"));
+        let blob = |data: &str| {
+            json!({"content": [{"type": "resource", "resource": {
+                "uri": "file:///r.pdf", "mimeType": "application/octet-stream", "blob": data}}]})
+        };
+        let result = blob(&pdf);
+        let (stored, live) = copies_on(RouteId::Gemini, &result);
+        assert!(
+            stored.starts_with("[document: application/pdf, ~4KB, ref doc_"),
+            "{stored}"
+        );
+        assert_eq!(
+            live,
+            LiveCopy::Native(vec![Part::Document {
+                pages: Some(3),
+                data: &pdf
+            }])
+        );
+        let marker = "[Resource not shown: this host can't display its data (application/octet-stream, ~4KB).]";
+        assert_eq!(
+            copies_on(RouteId::TextOnly, &result),
+            (marker.to_owned(), LiveCopy::Stored)
+        );
+        // Base64 that is not sound keeps the marker.
+        let broken = blob(&format!("{}!", &pdf[..pdf.len() - 4]));
+        let (stored, live) = copies_on(RouteId::Anthropic, &broken);
+        assert!(stored.starts_with("[Resource not shown"), "{stored}");
+        assert_eq!(live, LiveCopy::Stored);
     }
 }

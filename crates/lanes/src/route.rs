@@ -115,6 +115,11 @@ pub struct Route {
     pub image_types: &'static [Sniffed],
     /// The audio types a user message takes natively, by what the bytes are; empty for none.
     pub audio_in_messages: &'static [Sniffed],
+    /// The audio types a tool result takes natively (moved by the encoder into the message after
+    /// it), by what the bytes are; empty for none.
+    pub audio_in_tool_results: &'static [Sniffed],
+    /// Whether a PDF may go natively in a tool result (directly, or moved after it).
+    pub documents_in_tool_results: bool,
     /// The per-image and opaque limits on this route.
     pub limits: Limits,
 }
@@ -123,7 +128,8 @@ pub struct Route {
 const WEB_IMAGES: &[Sniffed] = &[Sniffed::Png, Sniffed::Jpeg, Sniffed::Gif, Sniffed::Webp];
 
 impl Route {
-    /// Anthropic's Messages API: images in tool results and user messages, no audio; 5 MiB per
+    /// Anthropic's Messages API: images in tool results and user messages, PDFs as `document`
+    /// blocks in tool results, no audio; 5 MiB per
     /// image (the API takes 10 MB of base64 per image, Bedrock and Vertex 5 MB).
     pub const ANTHROPIC: Route = Route {
         id: RouteId::Anthropic,
@@ -131,6 +137,8 @@ impl Route {
         images_in_messages: true,
         image_types: WEB_IMAGES,
         audio_in_messages: &[],
+        audio_in_tool_results: &[],
+        documents_in_tool_results: true,
         limits: Limits::DEFAULT,
     };
 
@@ -144,22 +152,27 @@ impl Route {
         images_in_messages: true,
         image_types: WEB_IMAGES,
         audio_in_messages: &[Sniffed::Wav, Sniffed::Mp3],
+        audio_in_tool_results: &[Sniffed::Wav, Sniffed::Mp3],
+        documents_in_tool_results: true,
         limits: OPENAI_LIMITS,
     };
 
-    /// OpenAI's Responses API: `input_image` in user messages and in a `function_call_output`;
-    /// no audio (its input content types are text, image and file).
+    /// OpenAI's Responses API: `input_image` in user messages and in a `function_call_output`,
+    /// `input_file` for a PDF there; no audio (its input content types are text, image and file).
     pub const OPENAI_RESPONSES: Route = Route {
         id: RouteId::OpenAiResponses,
         images_in_tool_results: true,
         images_in_messages: true,
         image_types: WEB_IMAGES,
         audio_in_messages: &[],
+        audio_in_tool_results: &[],
+        documents_in_tool_results: true,
         limits: OPENAI_LIMITS,
     };
 
     /// Google's Gemini `generateContent`: a tool result is a `functionResponse` whose images
-    /// follow it as `inline_data` parts of the same user turn; user messages take WAV, MP3, AAC,
+    /// follow it as `inline_data` parts of the same user turn, and so do its PDFs, WAV and MP3
+    /// audio; user messages take WAV, MP3, AAC,
     /// Ogg Vorbis and FLAC audio. Gemini lists PNG, JPEG and WebP images (not GIF). 7 MB per
     /// image (Vertex's inline limit), so several fit the 20 MB a request may carry inline.
     pub const GEMINI: Route = Route {
@@ -174,6 +187,8 @@ impl Route {
             Sniffed::Ogg,
             Sniffed::Flac,
         ],
+        audio_in_tool_results: &[Sniffed::Wav, Sniffed::Mp3],
+        documents_in_tool_results: true,
         limits: Limits {
             native_image_bytes: 7_000_000,
             ..Limits::DEFAULT
@@ -187,6 +202,8 @@ impl Route {
         images_in_messages: false,
         image_types: &[],
         audio_in_messages: &[],
+        audio_in_tool_results: &[],
+        documents_in_tool_results: false,
         limits: Limits::DEFAULT,
     };
 
@@ -198,6 +215,11 @@ impl Route {
     /// Whether a user message on this route takes audio whose bytes are `sniffed`.
     pub fn takes_audio(&self, sniffed: Option<Sniffed>) -> bool {
         sniffed.is_some_and(|s| self.audio_in_messages.contains(&s))
+    }
+
+    /// Whether a tool result on this route takes audio whose bytes are `sniffed` natively.
+    pub fn takes_tool_audio(&self, sniffed: Option<Sniffed>) -> bool {
+        sniffed.is_some_and(|s| self.audio_in_tool_results.contains(&s))
     }
 
     /// Whether the route's API takes an image whose bytes are `sniffed` natively.
@@ -254,6 +276,12 @@ pub struct RequestLimits {
     pub body_bytes: Option<u64>,
     /// Whether an animated GIF may go natively.
     pub animated_gif: bool,
+    /// The most pages of one native document.
+    pub document_pages: Option<u32>,
+    /// The most decoded bytes of one native document.
+    pub document_bytes: Option<u64>,
+    /// The most pages of native documents in one request, all together.
+    pub request_pages: Option<u32>,
 }
 
 impl RequestLimits {
@@ -271,6 +299,9 @@ impl RequestLimits {
         inline_base64: None,
         body_bytes: Some(32 * 1000 * 1000),
         animated_gif: true,
+        document_pages: Some(100),
+        document_bytes: Some(24 * 1000 * 1000),
+        request_pages: Some(100),
     };
 
     /// The direct Claude API's per-image limit: 10 MB of base64.
@@ -287,6 +318,9 @@ impl RequestLimits {
         inline_base64: None,
         body_bytes: None,
         animated_gif: false,
+        document_pages: Some(100),
+        document_bytes: Some(32 * 1000 * 1000),
+        request_pages: Some(100),
     };
 
     /// Gemini's `generateContent`.
@@ -300,6 +334,9 @@ impl RequestLimits {
         inline_base64: Some(20 * 1000 * 1000),
         body_bytes: None,
         animated_gif: true,
+        document_pages: Some(1000),
+        document_bytes: Some(50 * 1000 * 1000),
+        request_pages: None,
     };
 
     /// The same limits with another per-image base64 cap (the route setting that raises
@@ -365,6 +402,18 @@ mod tests {
         assert!(!Route::GEMINI.takes_image_type(Some(Sniffed::Gif)));
         assert!(Route::ANTHROPIC.takes_image_type(Some(Sniffed::Gif)));
         assert!(!Route::TEXT_ONLY.takes_image_type(Some(Sniffed::Png)));
+        assert!(Route::OPENAI_CHAT.takes_tool_audio(Some(Sniffed::Wav)));
+        assert!(Route::GEMINI.takes_tool_audio(Some(Sniffed::Mp3)));
+        assert!(!Route::GEMINI.takes_tool_audio(Some(Sniffed::Flac)));
+        assert!(!Route::ANTHROPIC.takes_tool_audio(Some(Sniffed::Wav)));
+        assert!(!Route::OPENAI_RESPONSES.takes_tool_audio(Some(Sniffed::Wav)));
+        for route in RouteId::ALL.map(RouteId::route) {
+            // Documents go natively wherever images do in a tool result.
+            assert_eq!(
+                route.documents_in_tool_results,
+                route.images_in_tool_results
+            );
+        }
         for route in RouteId::ALL.map(RouteId::route) {
             assert_eq!(route.images_in_messages, !route.image_types.is_empty());
         }
@@ -400,5 +449,13 @@ mod tests {
         for id in RouteId::ALL {
             assert_eq!(id.request_limits().max_side, 8000);
         }
+        assert_eq!(anthropic.document_pages, Some(100));
+        assert_eq!(anthropic.document_bytes, Some(24_000_000));
+        assert_eq!(
+            RouteId::OpenAiChat.request_limits().request_pages,
+            Some(100)
+        );
+        assert_eq!(RouteId::Gemini.request_limits().document_pages, Some(1000));
+        assert_eq!(RouteId::Gemini.request_limits().request_pages, None);
     }
 }

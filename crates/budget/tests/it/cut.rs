@@ -49,7 +49,7 @@ fn without_images() -> PricedRoute {
 // 29 tokens: the heuristic's price of the longest notice naming `SPILL_PATH`, and its separators.
 #[rstest]
 #[case::fits(false, PricedRoute::ANTHROPIC, 100_000, Ok(None))]
-#[case::notice_over_budget(false, PricedRoute::ANTHROPIC, 10, Err(CutError::NoticeOverBudget { reserve: 29 }))]
+#[case::notice_over_budget(false, PricedRoute::ANTHROPIC, 10, Err(CutError::NoticeOverBudget { reserve: 33 }))]
 #[case::image_unpriceable(true, without_images(), 100, Err(CutError::Unpriceable(Unpriceable::NoImageCalculator { route: RouteId::Anthropic })))]
 fn cut_says_why_it_cannot_cut(
     #[case] image: bool,

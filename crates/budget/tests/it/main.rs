@@ -3,6 +3,8 @@
 
 mod cases;
 mod cut;
+#[cfg(feature = "exact")]
+mod estimate;
 mod failures;
 mod private;
 mod properties;
@@ -119,6 +121,12 @@ pub(crate) fn render_parts(parts: &[Part<'_>]) -> String {
                 format!(
                     "audio: {}, {} characters of base64\n",
                     sniffed.mime(),
+                    data.len()
+                )
+            }
+            Part::Document { pages, data } => {
+                format!(
+                    "document: application/pdf, {pages:?} pages, {} characters of base64\n",
                     data.len()
                 )
             }

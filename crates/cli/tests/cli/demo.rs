@@ -5,7 +5,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 use mcpl_budget::{DEFAULT_BUDGET, PricedRoute};
-use mcpl_cli::demo::{DemoFolder, render_json, render_text, run_demo};
+use mcpl_cli::demo::{DemoFolder, DemoTransport, render_json, render_text, run_demo};
 use serde_json::Value;
 
 use crate::mcpl;
@@ -139,9 +139,15 @@ fn the_json_demo_shows_what_each_route_takes() {
             call(&demo, "zip-labelled-png")["stored"],
             "[Image not shown: its bytes are not PNG, JPEG, GIF or WebP (application/zip, 122B).]"
         );
-        // Anthropic takes 5 MiB per image; the OpenAI and Gemini routes declare larger limits.
+        // Anthropic takes 5 MiB per image, so its 6 MiB image is re-encoded to fit; the OpenAI
+        // and Gemini routes declare larger limits, and text-only takes no image to scale.
         let huge = call(&demo, "huge-image")["stored"].as_str().unwrap();
-        if matches!(route, "anthropic" | "text-only") {
+        if route == "anthropic" {
+            assert!(
+                huge.contains("\n[image above scaled from 16×12 px, ~6.0MB to 16×12 px, "),
+                "{route}: {huge}"
+            );
+        } else if route == "text-only" {
             assert!(
                 huge.ends_with(
                     "[Image not shown: ~6.0MB is over the 5.0MB this host sends inline per image.]"
@@ -179,6 +185,54 @@ fn the_json_demo_shows_what_each_route_takes() {
                 live.contains("image/png") && live.contains("iVBORw0KGgo"),
                 "{route}: {live}"
             ),
+        }
+        // The PDF goes natively wherever a tool result takes a document (issue 17); its stored
+        // copy is a placeholder with a ref. Text-only keeps the marker.
+        let pdf = call(&demo, "pdf");
+        let sent = format!("{}{}", pdf["live"], pdf["follow_up"]);
+        let native = match route {
+            "anthropic" => {
+                r#""type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBERi0"#
+            }
+            "openai-responses" => {
+                r#""type":"input_file","filename":"document.pdf","file_data":"data:application/pdf;base64,JVBERi0"#
+            }
+            "openai-chat" => {
+                r#""type":"file","file":{"filename":"document.pdf","file_data":"data:application/pdf;base64,JVBERi0"#
+            }
+            "gemini" => r#""inline_data":{"mime_type":"application/pdf","data":"JVBERi0"#,
+            _ => "",
+        };
+        if route == "text-only" {
+            assert!(!sent.contains("JVBERi0"), "{sent}");
+            assert_eq!(
+                pdf["stored"],
+                "[Resource not shown: this host can't display its data (application/pdf, ~2KB).]"
+            );
+        } else {
+            assert!(sent.contains(native), "{route}: {sent}");
+            let stored = pdf["stored"].as_str().unwrap();
+            assert!(
+                stored.starts_with("[document: application/pdf, ~2KB, ref doc_"),
+                "{stored}"
+            );
+        }
+        // The WAV goes natively in a tool result on openai-chat and gemini only.
+        let audio = call(&demo, "audio");
+        let sent = format!("{}{}", audio["live"], audio["follow_up"]);
+        let wav = "UklGR";
+        match route {
+            "openai-chat" => assert!(
+                sent.contains(&format!(r#""input_audio":{{"data":"{wav}"#)),
+                "{sent}"
+            ),
+            "gemini" => assert!(
+                sent.contains(&format!(
+                    r#""inline_data":{{"mime_type":"audio/wav","data":"{wav}"#
+                )),
+                "{sent}"
+            ),
+            _ => assert!(!sent.contains(wav), "{route}: {sent}"),
         }
     }
 }
@@ -264,7 +318,7 @@ fn with_keep_the_folder_stays_and_the_demo_says_where() {
             .unwrap_or_else(|| panic!("{last}")),
     );
     assert_eq!(tmp.entries(), std::slice::from_ref(&folder));
-    // The spill file the over-budget result points at, and the reference the fetcher saved.
+    // The spill file the over-budget result points at, and the two references the fetcher saved.
     let spilled = text
         .lines()
         .find_map(|line| line.strip_prefix("the whole result is in "))
@@ -272,7 +326,7 @@ fn with_keep_the_folder_stays_and_the_demo_says_where() {
     let spilled = spilled.split(" (with").next().unwrap();
     assert!(Path::new(spilled).starts_with(&folder), "{spilled}");
     assert!(Path::new(spilled).is_file(), "{spilled}");
-    assert_eq!(std::fs::read_dir(folder.join("refs")).unwrap().count(), 1);
+    assert_eq!(std::fs::read_dir(folder.join("refs")).unwrap().count(), 2);
 
     let output = tmp.mcpl(&["demo", "--keep", "--json"]);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
@@ -334,7 +388,9 @@ fn rendered() -> &'static [Rendered] {
                     PathBuf::from(env!("CARGO_BIN_EXE_mcpl")),
                     PricedRoute::of(route.parse().unwrap()),
                     &folder,
-                );
+                    DemoTransport::Stdio,
+                )
+                .unwrap();
                 assert!(run.outcome.is_ok(), "{:?}", run.outcome.as_ref().err());
                 let call = run
                     .host
@@ -418,6 +474,7 @@ const COUNTED: &[&str] = &[
     "lines",
     "more lines",
     "more characters",
+    "pages",
     "tool calls",
     "tools",
     "requests",
@@ -450,6 +507,10 @@ fn every_count_the_demo_prints_reads_right_in_the_singular() {
         }
         assert!(text.contains(" 1 attachment)"), "{route}: {text}");
         if *route != "text-only" {
+            assert!(
+                text.contains("document: application/pdf, 1 page, "),
+                "{route}"
+            );
             // The over-budget result's one image is in the middle it cuts: the notice says so in
             // the spec's words.
             assert!(notice.contains(", 1 images);"), "{route}: {notice}");
@@ -467,30 +528,26 @@ fn the_refused_fetch_is_marked_as_intended_with_its_reason() {
         route, text, json, ..
     } in rendered()
     {
-        let refused = text
-            .split("\n== fetch_reference ")
-            .skip(1)
-            .find(|section| section.contains("brief.pdf"))
-            .unwrap();
+        let section = |name: &str| {
+            text.split("\n== fetch_reference ")
+                .skip(1)
+                .find(|section| section.contains(name))
+                .unwrap()
+        };
+        let refused = section("503.log");
         assert!(
             refused.contains(
-                "\nrefused, as intended: brief.pdf is an https link, and the demo server runs \
-                 over stdio, so the host dialed no address to check the link's origin against; \
-                 the fetcher fetches a link only from the origin of its server's own connection\n"
+                "\nrefused, as intended: 503.log is a link on the demo's own origin too, but one \
+                 the origin does not serve: the fetcher reports the HTTP status it got\n"
             ),
             "{route}: {refused}"
         );
         // What the model reads is still shown, verbatim.
-        assert!(
-            refused.contains("\n  | unknown server: demo\n"),
-            "{route}: {refused}"
-        );
-        let saved = text
-            .split("\n== fetch_reference ")
-            .skip(1)
-            .find(|section| section.contains("report.csv"))
-            .unwrap();
-        assert!(saved.contains("\nsaved, as intended: "), "{route}: {saved}");
+        assert!(refused.contains("\n  | HTTP 404\n"), "{route}: {refused}");
+        for saved in ["report.csv", "brief.pdf"] {
+            let saved = section(saved);
+            assert!(saved.contains("\nsaved, as intended: "), "{route}: {saved}");
+        }
 
         let fetches: Vec<&Value> = json["calls"]
             .as_array()
@@ -498,22 +555,133 @@ fn the_refused_fetch_is_marked_as_intended_with_its_reason() {
             .iter()
             .filter(|c| c["tool"] == "fetch_reference")
             .collect();
-        assert_eq!(fetches[0]["expected"]["reference"], "report.csv");
-        assert_eq!(fetches[0]["expected"]["outcome"], "saved");
-        assert_eq!(fetches[0]["expected"]["as_intended"], true);
-        assert_eq!(fetches[1]["expected"]["reference"], "brief.pdf");
-        assert_eq!(fetches[1]["expected"]["outcome"], "refused");
-        assert_eq!(fetches[1]["expected"]["as_intended"], true);
+        let expected: Vec<(&str, &str)> = fetches
+            .iter()
+            .map(|f| {
+                assert_eq!(f["expected"]["as_intended"], true, "{route}: {f}");
+                (
+                    f["expected"]["reference"].as_str().unwrap(),
+                    f["expected"]["outcome"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            expected,
+            [
+                ("report.csv", "saved"),
+                ("brief.pdf", "saved"),
+                ("503.log", "refused")
+            ]
+        );
         assert!(
             fetches[1]["expected"]["why"]
                 .as_str()
                 .unwrap()
-                .starts_with("brief.pdf is an https link"),
+                .starts_with("brief.pdf is a link on the demo's own loopback origin"),
             "{}",
             fetches[1]
         );
         assert_eq!(call(json, "png")["expected"], Value::Null);
     }
+}
+
+/// What changes from one run of the demo to the next whatever the transport: the folder, the
+/// loopback port, the random part of reference and image ids and spill names, and so the
+/// estimated tokens of the strings that hold them. Each is replaced by `#`.
+fn run_independent(mut text: String, folder: &str) -> String {
+    text = text.replace(folder, "FOLDER");
+    for prefix in ["http://127.0.0.1:", "ref_", "img_", "mcpl-"] {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find(prefix) {
+            out.push_str(&rest[..at + prefix.len()]);
+            rest = &rest[at + prefix.len()..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+                .unwrap_or(rest.len());
+            out.push('#');
+            rest = &rest[end..];
+        }
+        out.push_str(rest);
+        text = out;
+    }
+    text.lines()
+        .filter(|line| !line.contains("estimated tokens") && !line.contains("\"estimated_tokens\""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `mcpl demo --transport T` for each transport, JSON and text, with what changes from run to
+/// run masked.
+fn over_transport(transport: &str, json: bool) -> String {
+    let spill = std::env::temp_dir().join(format!(
+        "mcpl-cli-demo-{transport}-{json}-{}",
+        std::process::id()
+    ));
+    let mut args = vec!["demo", "--route", "anthropic", "--transport", transport];
+    if json {
+        args.push("--json");
+    }
+    args.extend(["--spill-dir", spill.to_str().unwrap()]);
+    let output = mcpl(&args, b"");
+    let _ = std::fs::remove_dir_all(&spill);
+    assert_eq!(output.status.code(), Some(0), "{transport}: {output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    for hidden in HIDDEN {
+        assert!(
+            !text.contains(hidden),
+            "{transport}: the output shows {hidden}"
+        );
+    }
+    let text = if json {
+        serde_json::to_string_pretty(&serde_json::from_str::<Value>(&text).unwrap()).unwrap()
+    } else {
+        text
+    };
+    run_independent(text, spill.to_str().unwrap())
+}
+
+#[test]
+fn the_model_sees_the_same_over_stdio_http_and_ws() {
+    for json in [true, false] {
+        let stdio = over_transport("stdio", json);
+        assert!(stdio.contains("HTTP 404"), "{stdio}");
+        assert!(stdio.contains("push-1"), "{stdio}");
+        for transport in ["http", "ws"] {
+            let other = over_transport(transport, json);
+            // Modern MCP over http, MCPL over ws: MCP's nested `resource` is read as the
+            // embedded text it holds, MCPL's flat one as a reference's stub, on both families.
+            assert!(other.contains("# Demo notes"), "{transport}: {other}");
+            assert!(
+                other.contains("q3-report.pdf — application/pdf"),
+                "{transport}: {other}"
+            );
+            if other != stdio {
+                let (a, b) = stdio
+                    .lines()
+                    .zip(other.lines())
+                    .find(|(a, b)| a != b)
+                    .unwrap_or_default();
+                panic!(
+                    "{transport} differs from stdio (json: {json}):\n  stdio: {a}\n  {transport}: {b}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_masking_keeps_what_the_model_reads() {
+    // The comparison would pass on anything if the masking ate the content; it does not.
+    assert_eq!(
+        run_independent(
+            "[ref_2_ab9z] brief.pdf at http://127.0.0.1:4123/x in /tmp/d/mcpl-17-2.txt\n\
+             (49 estimated tokens)\nHTTP 404"
+                .to_owned(),
+            "/tmp/d"
+        ),
+        "[ref_#] brief.pdf at http://127.0.0.1:#/x in FOLDER/mcpl-#.txt\nHTTP 404"
+    );
 }
 
 #[test]

@@ -108,7 +108,7 @@ fn every_route_projects_a_tool_result_in_its_own_shape() {
                     json!([
                         {"type": "text", "text": header},
                         {"type": "text", "text": label},
-                        {"type": "image_url", "image_url": {"url": data_url}},
+                        {"type": "image_url", "image_url": {"url": data_url, "detail": "low"}},
                     ])
                 );
             }
@@ -117,7 +117,7 @@ fn every_route_projects_a_tool_result_in_its_own_shape() {
                     live,
                     &json!([
                         {"type": "input_text", "text": "A chart:"},
-                        {"type": "input_image", "image_url": data_url, "detail": "auto"},
+                        {"type": "input_image", "image_url": data_url, "detail": "low"},
                         {"type": "input_text", "text": stub},
                     ])
                 );

@@ -862,3 +862,287 @@ fn a_missing_provider_key_exits_2_with_one_line_naming_the_variable() {
         assert!(output.stdout.is_empty());
     }
 }
+
+#[test]
+fn a_token_over_plain_http_to_a_remote_host_is_warned_of_once_per_server() {
+    let scratch = Scratch::new("cleartext");
+    // `.invalid` never resolves (RFC 6761): the warning comes before the dial fails.
+    let config = servers(
+        &scratch,
+        &["demo"],
+        &[
+            (
+                "remote",
+                json!({"type": "http", "url": "http://mcp.invalid/mcp", "mcpl": {"token": "t0k"}}),
+            ),
+            (
+                "secure",
+                json!({"type": "http", "url": "https://mcp.invalid/mcp", "mcpl": {"token": "t0k"}}),
+            ),
+        ],
+    );
+    let output = run_quietly(&config, None, &scratch.0.join("transcript.jsonl"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let warning = "server remote: a token or Authorization header goes to mcp.invalid over plain \
+                   http; anyone on the path can read it";
+    assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
+    assert!(!stderr.contains("server secure: a token"), "{stderr}");
+    assert!(!stderr.contains("t0k"), "{stderr}");
+}
+
+/// Removes every `cache_control` key, at any depth.
+fn without_breakpoints(value: &Value) -> Value {
+    match value {
+        Value::Object(object) => Value::Object(
+            object
+                .iter()
+                .filter(|(key, _)| *key != "cache_control")
+                .map(|(key, value)| (key.clone(), without_breakpoints(value)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_breakpoints).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The paths of a body's `cache_control` breakpoints.
+fn breakpoints(value: &Value, path: &str, out: &mut Vec<String>) {
+    match value {
+        Value::Object(object) => {
+            for (key, value) in object {
+                if key == "cache_control" {
+                    assert_eq!(*value, json!({"type": "ephemeral"}));
+                    out.push(path.to_owned());
+                } else {
+                    breakpoints(value, &format!("{path}/{key}"), out);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (n, item) in items.iter().enumerate() {
+                breakpoints(item, &format!("{path}/{n}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn ten_anthropic_rounds_keep_their_cached_prefixes_and_report_the_cache_figures() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    let scratch = Scratch::new("cache");
+    let config = scratch.config();
+    let seen = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&seen);
+    // Round n reports n input tokens, 100n written to the cache, 1000n read from it and 2n
+    // output tokens; rounds 1 to 9 call a tool, round 10 answers.
+    let server = mcpl_loopback::Loopback::start(move |_request| {
+        let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
+        let usage = json!({"input_tokens": n, "output_tokens": 2 * n,
+            "cache_creation_input_tokens": 100 * n, "cache_read_input_tokens": 1000 * n});
+        let content = if n < 10 {
+            json!([{"type": "text", "text": format!("Round {n}.")},
+                {"type": "tool_use", "id": format!("toolu_{n}"), "name": "demo__text", "input": {}}])
+        } else {
+            json!([{"type": "text", "text": "Done after ten rounds."}])
+        };
+        let body = json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant",
+            "stop_reason": if n < 10 { "tool_use" } else { "end_turn" },
+            "usage": usage, "content": content});
+        mcpl_loopback::Answer::bytes("application/json", body.to_string().into_bytes())
+    })
+    .unwrap();
+    let output = run_live(
+        &config,
+        "anthropic:test-model",
+        &[
+            ("ANTHROPIC_API_KEY", LIVE_KEY.to_owned()),
+            ("ANTHROPIC_BASE_URL", server.origin().to_owned()),
+        ],
+    );
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        "Done after ten rounds.\n"
+    );
+    // The figures are the provider's, summed: n = 1..=10 adds to 55.
+    assert!(
+        stderr.lines().any(|line| line
+            == "mcpl: usage: 55 input tokens (55000 read from the cache, 5500 written to it), 110 output tokens"),
+        "{stderr}"
+    );
+    let bodies: Vec<Value> = server
+        .requests()
+        .iter()
+        .map(|request| serde_json::from_slice(&request.body).unwrap())
+        .collect();
+    assert_eq!(bodies.len(), 10);
+    let mut marked = Vec::new();
+    for (n, body) in bodies.iter().enumerate() {
+        let mut found = Vec::new();
+        breakpoints(body, "", &mut found);
+        assert!(found.len() <= 4, "{found:?}");
+        let last_tool = body["tools"].as_array().unwrap().len() - 1;
+        assert!(found.contains(&format!("/tools/{last_tool}")), "{found:?}");
+        assert!(found.contains(&"/system/0".to_owned()), "{found:?}");
+        // From the second request on, the stable history ends with the last assistant turn,
+        // whose last block is the third breakpoint.
+        let message = found
+            .iter()
+            .find_map(|path| path.strip_prefix("/messages/"))
+            .map(|rest| rest.split('/').next().unwrap().parse::<usize>().unwrap());
+        if n == 0 {
+            assert_eq!(found.len(), 2, "{found:?}");
+        } else {
+            let at = message.expect("a breakpoint in the messages");
+            assert_eq!(body["messages"][at]["role"], "assistant");
+            assert_eq!(at, 2 * n - 1);
+        }
+        marked.push(message);
+    }
+    // Every earlier request's prefix, up to its last breakpoint, is byte for byte the start of
+    // every later request (the breakpoints themselves aside).
+    let plain: Vec<Value> = bodies.iter().map(without_breakpoints).collect();
+    for (i, earlier) in plain.iter().enumerate() {
+        for later in &plain[i + 1..] {
+            assert_eq!(earlier["system"], later["system"]);
+            assert_eq!(earlier["tools"], later["tools"]);
+            if let Some(at) = marked[i] {
+                let prefix = |body: &Value| -> String {
+                    serde_json::to_string(&body["messages"].as_array().unwrap()[..=at]).unwrap()
+                };
+                assert_eq!(
+                    prefix(earlier),
+                    prefix(later),
+                    "request {} against a later one",
+                    i + 1
+                );
+            }
+        }
+    }
+}
+
+/// The Python with the official SDKs installed (`.ci/run` makes it from
+/// `e2e/sdk-validate/requirements.txt`); `None`, after saying why, when the test is to be
+/// skipped outside CI.
+fn sdk_python() -> Option<PathBuf> {
+    match std::env::var_os("MCPL_SDK_PYTHON") {
+        Some(python) => Some(PathBuf::from(python)),
+        None if std::env::var_os("CI").is_some() => {
+            panic!("MCPL_SDK_PYTHON is not set: .ci/run installs the SDK validation's venv")
+        }
+        None => {
+            eprintln!(
+                "skipped: MCPL_SDK_PYTHON is not set (a Python with anthropic, openai and google-genai)"
+            );
+            None
+        }
+    }
+}
+
+fn validate(python: &Path, args: &[&std::ffi::OsStr]) -> Output {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../e2e/sdk-validate/validate.py");
+    std::process::Command::new(python)
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("the SDK validation runs")
+}
+
+#[test]
+fn every_route_body_passes_the_official_sdk_types() {
+    let Some(python) = sdk_python() else {
+        return;
+    };
+    let scratch = Scratch::new("sdk");
+    let config = scratch.config();
+    let tools = [
+        "png",
+        "jpeg",
+        "gif",
+        "webp",
+        "audio",
+        "pdf",
+        "embedded-image",
+        "structured",
+        "error",
+    ];
+    let script = scratch.write(
+        "script.json",
+        &json!({
+            "steps": tools.iter().map(|t| json!({"tool_calls": [{"server": "demo", "name": t}]})).collect::<Vec<_>>(),
+            "final": "Done."
+        }),
+    );
+    // Every route's transcript and demo, validated in one run of the script.
+    let mut args: Vec<std::ffi::OsString> = Vec::new();
+    let mut demos: Vec<std::ffi::OsString> = Vec::new();
+    for (route, _) in ROUTES {
+        let transcript = scratch.0.join(format!("{route}.jsonl"));
+        let output = run(&config, &script, &transcript, &["--route", route]);
+        assert_eq!(output.status.code(), Some(0), "{route}");
+        let mut arg = std::ffi::OsString::from(format!("{route}="));
+        arg.push(&transcript);
+        args.push(arg);
+        let demo = mcpl(&["demo", "--json", "--route", route], b"");
+        assert_eq!(demo.status.code(), Some(0), "{route}");
+        let demo_file = scratch.0.join(format!("demo-{route}.json"));
+        std::fs::write(&demo_file, &demo.stdout).unwrap();
+        demos.push(demo_file.into());
+    }
+    let mut all: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    all.push("--demo".as_ref());
+    all.extend(demos.iter().map(|a| a.as_os_str()));
+    let output = validate(&python, &all);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    // Ten requests on each of five routes, and each demo's calls.
+    let checked = stdout
+        .lines()
+        .last()
+        .and_then(|line| line.strip_prefix("sdk-validate: "))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(0);
+    assert!(checked > 5 * (tools.len() + 1), "{stdout}");
+
+    // A body with a wrong block type fails, naming where it is.
+    let text = std::fs::read_to_string(scratch.0.join("anthropic.jsonl")).unwrap();
+    assert!(text.contains(r#""type":"document""#));
+    let broken = scratch.write_text(
+        "broken.jsonl",
+        &text.replace(r#""type":"document""#, r#""type":"pdf""#),
+    );
+    let output = validate(
+        &python,
+        &["--route".as_ref(), "anthropic".as_ref(), broken.as_os_str()],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("broken.jsonl:"), "{stdout}");
+    // And so does an unknown key.
+    let extra = scratch.write_text(
+        "extra.jsonl",
+        &text.replace(r#""tool_use_id""#, r#""colour":1,"tool_use_id""#),
+    );
+    let output = validate(
+        &python,
+        &["--route".as_ref(), "anthropic".as_ref(), extra.as_os_str()],
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    // The script's own check: a wrong block type fails on every route.
+    let output = validate(&python, &["--self-test".as_ref()]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+}

@@ -39,6 +39,7 @@ fn config(servers: Vec<ServerConfig>, spill: &tempdir::Dir) -> Config {
         fetch_dir: Some(spill.path().join("refs")),
         spill_dir: Some(spill.path().to_owned()),
         context_window: 1_000_000,
+        route: Default::default(),
     }
 }
 
@@ -639,4 +640,182 @@ fn every_route_runs_the_same_conversation_without_a_secret() {
             }
         }
     }
+}
+
+#[test]
+fn a_200_round_session_in_a_small_window_clears_old_results_and_runs_to_its_end() {
+    let spill = tempdir::Dir::new("long-session");
+    let options = ServerOptions {
+        budget: 1_500,
+        ..ServerOptions::default()
+    };
+    let mut config = config(vec![demo_server("demo", options)], &spill);
+    config.context_window = 16_000;
+    // Over-budget results (cut and spilled when they land) every tenth round, an image and
+    // small texts (never spilled) in the others, two calls a round.
+    let steps: Vec<Value> = (0..200)
+        .map(|n| {
+            let tool = match n % 10 {
+                0 => "over-budget",
+                5 => "png",
+                _ => "text",
+            };
+            json!({"tool_calls": [{"server": "demo", "name": tool}, {"server": "demo", "name": "text"}]})
+        })
+        .collect();
+    let script = json!({"steps": steps, "final": "done"});
+    let mut model = Scripted::from_slice(script.to_string().as_bytes()).unwrap();
+    let mut options = HostOptions::new(&PricedRoute::ANTHROPIC, &config);
+    options.max_rounds = 250;
+    let mut host = Host::start(&config, options);
+    let mut transcript = Vec::new();
+    let outcome = host.run(&mut model, "Call the tools.", Some(&mut transcript));
+    assert_eq!(outcome.unwrap().rounds, 201, "the session runs to its end");
+    // Every request stayed within the window by the loop's own projection.
+    assert!(host.rounds.iter().all(|r| r.projected_tokens <= 16_000));
+    let cleared: Vec<&String> = host
+        .rounds
+        .iter()
+        .flat_map(|r| &r.diagnostics)
+        .filter(|d| d.contains("earlier tool results cleared"))
+        .collect();
+    assert!(!cleared.is_empty());
+    // The last request: older results are notices naming a spill file that exists and holds
+    // the result; the latest round's results are whole.
+    let last: Value = serde_json::from_slice(
+        transcript
+            .split(|&b| b == b'\n')
+            .rfind(|line| !line.is_empty())
+            .unwrap(),
+    )
+    .unwrap();
+    let messages = last["messages"].as_array().unwrap();
+    let prefix = "[tool result cleared to fit the context window; the whole result is in ";
+    let mut notices = 0;
+    for message in messages {
+        for block in message["content"].as_array().into_iter().flatten() {
+            let text = match &block["content"] {
+                Value::String(text) => text.clone(),
+                Value::Array(parts) => parts
+                    .iter()
+                    .filter_map(|p| p["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                _ => continue,
+            };
+            if let Some(path) = text.strip_prefix(prefix) {
+                let path = path.trim_end_matches(']');
+                let kept = std::fs::read_to_string(path).unwrap();
+                assert!(!kept.is_empty(), "{path}");
+                notices += 1;
+            }
+        }
+    }
+    assert!(
+        notices > 0,
+        "the last request names cleared results' spill files"
+    );
+    let latest = messages.last().unwrap()["content"].as_array().unwrap();
+    assert_eq!(latest.len(), 2);
+    assert!(
+        latest.iter().all(|block| block["type"] == "tool_result"
+            && !block["content"].to_string().contains(prefix))
+    );
+}
+
+#[test]
+fn a_never_spilled_result_is_spilled_when_cleared() {
+    let spill = tempdir::Dir::new("clear-spills");
+    // A budget the over-budget tool's 300 KB fit, so nothing is cut or spilled when it lands.
+    let options = ServerOptions {
+        budget: 1_000_000,
+        ..ServerOptions::default()
+    };
+    let mut config = config(vec![demo_server("demo", options)], &spill);
+    config.context_window = 10_000_000;
+    let call = || json!({"tool_calls": [{"server": "demo", "name": "over-budget"}]});
+    // A request carrying one result, then a window with no room for two.
+    let (probe, _) = play_calls(&config, json!([call()]));
+    config.context_window = probe.rounds[1].projected_tokens + 1_000;
+    let (host, bodies) = play_calls(&config, json!([call(), call(), call()]));
+    assert!(
+        host.calls.iter().all(|c| c.spill.is_none()),
+        "no result was cut"
+    );
+    let last = bodies.last().unwrap().to_string();
+    let prefix = "[tool result cleared to fit the context window; the whole result is in ";
+    let at = last
+        .find(prefix)
+        .expect("a cleared result in the last request");
+    let path: String = last[at + prefix.len()..]
+        .chars()
+        .take_while(|c| *c != ']')
+        .collect();
+    let text = host.calls[0].output.stored.clone();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+}
+
+#[test]
+fn no_request_body_passes_the_route_limit() {
+    let spill = tempdir::Dir::new("body-limit");
+    // Results of about 300 KB that fit their budget, so only the body limit holds them.
+    let options = ServerOptions {
+        budget: 1_000_000,
+        ..ServerOptions::default()
+    };
+    let mut config = config(vec![demo_server("demo", options)], &spill);
+    config.context_window = 10_000_000;
+    config.route.body_bytes = Some(1_000_000);
+    let call = || json!({"tool_calls": [{"server": "demo", "name": "over-budget"}]});
+    for route in [
+        &PricedRoute::ANTHROPIC,
+        &PricedRoute::TEXT_ONLY,
+        &PricedRoute::OPENAI_CHAT,
+    ] {
+        let script =
+            json!({"steps": [call(), call(), call(), call(), call(), call()], "final": "done"});
+        let mut model = Scripted::from_slice(script.to_string().as_bytes()).unwrap();
+        let mut host = Host::start(&config, HostOptions::new(route, &config));
+        let mut transcript = Vec::new();
+        let outcome = host.run(&mut model, "Call.", Some(&mut transcript));
+        assert_eq!(outcome.unwrap().rounds, 7, "{}", route.id());
+        let lines: Vec<&[u8]> = transcript
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert_eq!(lines.len(), 7);
+        assert!(
+            lines.iter().all(|line| line.len() <= 1_000_000),
+            "{}",
+            route.id()
+        );
+        // Without the limit the last body would carry all six results.
+        assert!(lines.last().unwrap().len() > 300_000);
+        assert!(
+            host.rounds
+                .iter()
+                .flat_map(|r| &r.diagnostics)
+                .any(|d| d.ends_with("to keep the request body within 1000000 bytes")),
+            "{}",
+            route.id()
+        );
+    }
+    // The latest round alone over the limit: the request is not sent.
+    config.route.body_bytes = Some(100_000);
+    let (host, outcome, bodies) = play(
+        &config,
+        &PricedRoute::ANTHROPIC,
+        &[&[("demo", "over-budget")]],
+    );
+    let error = outcome.unwrap_err().to_string();
+    assert!(
+        error.starts_with("the next request's body would be "),
+        "{error}"
+    );
+    assert!(
+        error.ends_with("bytes; the route takes at most 100000 (round 2)"),
+        "{error}"
+    );
+    assert_eq!(bodies.len(), 1);
+    assert_eq!(host.rounds.len(), 1);
 }

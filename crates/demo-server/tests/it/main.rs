@@ -4,4 +4,5 @@ mod client;
 mod failures;
 mod protocol;
 mod push;
+mod remote;
 mod tools;

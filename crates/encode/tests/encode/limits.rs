@@ -120,9 +120,10 @@ fn over_twenty_images_each_side_is_at_most_2000_px_on_anthropic() {
         notice,
         "[image not sent in this request: a side is over 2000 px in a request of more than 20 images]"
     );
+    // With scaling off (the scaling module tests it on).
     let outputs: Vec<ToolOutput> = (1..=21).map(|n| output(n, vec![image(&big)])).collect();
     let body = request(
-        Encoder::new(RouteId::Anthropic),
+        Encoder::new(RouteId::Anthropic).with_scaling(false),
         &[Message::ToolResults(outputs)],
     );
     assert_eq!(native(&body).len(), 20);
@@ -137,7 +138,7 @@ fn over_twenty_images_each_side_is_at_most_2000_px_on_anthropic() {
     let earlier: Vec<Content> = (0..10).map(|_| image(&big)).collect();
     let later: Vec<Content> = (0..15).map(|_| image(&small)).collect();
     let body = request(
-        Encoder::new(RouteId::Anthropic),
+        Encoder::new(RouteId::Anthropic).with_scaling(false),
         &[Message::User(earlier), Message::User(later)],
     );
     let sent = native(&body);
@@ -151,7 +152,7 @@ fn over_twenty_images_each_side_is_at_most_2000_px_on_anthropic() {
     let twenty: Vec<Content> = (0..20).map(|_| image(&big)).collect();
     assert_eq!(
         native(&request(
-            Encoder::new(RouteId::Anthropic),
+            Encoder::new(RouteId::Anthropic).with_scaling(false),
             &[Message::User(twenty)]
         ))
         .len(),
@@ -229,9 +230,10 @@ fn openai_takes_at_most_50_mb_of_images_per_request() {
     let sent = native(&body);
     assert_eq!(sent.len(), 8);
     assert_eq!(sent.last(), Some(&small));
-    // Anthropic has no such total, but its per-image base64 cap turns each away.
+    // Anthropic has no such total, but with scaling off its per-image base64 cap turns each
+    // away.
     let body = request(
-        Encoder::new(RouteId::Anthropic),
+        Encoder::new(RouteId::Anthropic).with_scaling(false),
         &[Message::User(vec![image(&big)])],
     );
     assert!(native(&body).is_empty());
@@ -251,15 +253,17 @@ fn anthropic_takes_5_242_880_base64_characters_per_image_unless_raised() {
     let over = png_of(3_932_161);
     assert_eq!(at.len(), 5_242_880);
     let body = request(
-        Encoder::new(RouteId::Anthropic),
+        Encoder::new(RouteId::Anthropic).with_scaling(false),
         &[Message::User(vec![image(&at), image(&over)])],
     );
     assert_eq!(native(&body), vec![at.clone()]);
-    let direct = Encoder::new(RouteId::Anthropic).with_limits(
-        RouteId::Anthropic
-            .request_limits()
-            .with_image_base64(mcpl_lanes::RequestLimits::ANTHROPIC_DIRECT_IMAGE_BASE64),
-    );
+    let direct = Encoder::new(RouteId::Anthropic)
+        .with_scaling(false)
+        .with_limits(
+            RouteId::Anthropic
+                .request_limits()
+                .with_image_base64(mcpl_lanes::RequestLimits::ANTHROPIC_DIRECT_IMAGE_BASE64),
+        );
     let body = request(direct, &[Message::User(vec![image(&at), image(&over)])]);
     assert_eq!(native(&body).len(), 2);
 }
@@ -360,7 +364,7 @@ fn openai_takes_no_animated_gif() {
     let notice = request_limit_notice(LimitHit::AnimatedGif);
     for route in [RouteId::OpenAiChat, RouteId::OpenAiResponses] {
         let body = request(
-            Encoder::new(route),
+            Encoder::new(route).with_scaling(false),
             &[Message::User(vec![image(&animated), image(&still)])],
         );
         assert_eq!(native(&body), vec![still.clone()], "{route}");

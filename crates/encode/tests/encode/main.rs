@@ -2,6 +2,8 @@
 //! each whatever the snapshot says.
 
 mod limits;
+mod media;
+mod scaling;
 
 use insta::assert_json_snapshot;
 use mcpl_classify::{Dimensions, Sniffed};
@@ -118,7 +120,28 @@ fn every_route_snapshot() {
 #[test]
 fn anthropic_tool_results_hold_their_images() {
     let body = body(Encoder::new(RouteId::Anthropic));
-    assert_eq!(body["system"], "Answer from the tools.");
+    // The system prompt is a block, so that it can carry a cache breakpoint; so do the last
+    // tool and the last assistant turn's last block (decision 0052).
+    let ephemeral = json!({"type": "ephemeral"});
+    assert_eq!(
+        body["system"],
+        json!([{"type": "text", "text": "Answer from the tools.", "cache_control": ephemeral}])
+    );
+    assert_eq!(body["messages"][1]["role"], "assistant");
+    let last_call = body["messages"][1]["content"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap();
+    assert_eq!(last_call["cache_control"], ephemeral);
+    assert_eq!(
+        body["tools"].as_array().unwrap().last().unwrap()["cache_control"],
+        ephemeral
+    );
+    assert_eq!(body.to_string().matches("cache_control").count(), 3);
+    // Text-only marks none.
+    let text_only = self::body(Encoder::new(RouteId::TextOnly));
+    assert!(!text_only.to_string().contains("cache_control"));
     let results = &body["messages"][2];
     assert_eq!(results["role"], "user");
     let chart = &results["content"][0];
@@ -242,7 +265,7 @@ fn openai_responses_outputs_carry_input_images() {
         chart["output"],
         json!([
             {"type": "input_text", "text": "The May chart:"},
-            {"type": "input_image", "image_url": format!("data:image/png;base64,{}", png()), "detail": "auto"},
+            {"type": "input_image", "image_url": format!("data:image/png;base64,{}", png()), "detail": "low"},
         ])
     );
     assert_eq!(input[5]["output"], "notes are locked");

@@ -334,7 +334,8 @@ fn usage_is_read_from_anthropic_and_chat_answers() {
     let (base, _recorded) = serve_once(
         200,
         r#"{"content": [{"type": "text", "text": "ok"}],
-            "usage": {"input_tokens": 812, "output_tokens": 9}}"#,
+            "usage": {"input_tokens": 812, "output_tokens": 9,
+                "cache_creation_input_tokens": 2048, "cache_read_input_tokens": 4096}}"#,
     );
     let turn = AnthropicHttp::new(&base, KEY, "claude-test")
         .complete(&json!({}))
@@ -343,13 +344,16 @@ fn usage_is_read_from_anthropic_and_chat_answers() {
         turn.usage,
         Some(Usage {
             input_tokens: 812,
-            output_tokens: 9
+            output_tokens: 9,
+            cache_read_tokens: 4096,
+            cache_write_tokens: 2048,
         })
     );
     let (base, _recorded) = serve_once(
         200,
         r#"{"choices": [{"message": {"role": "assistant", "content": "ok"}}],
-            "usage": {"prompt_tokens": 40, "completion_tokens": 3, "total_tokens": 43}}"#,
+            "usage": {"prompt_tokens": 40, "completion_tokens": 3, "total_tokens": 43,
+                "prompt_tokens_details": {"cached_tokens": 32}}}"#,
     );
     let turn = OpenAiChatHttp::new(&base, KEY, "gpt-test")
         .complete(&json!({}))
@@ -358,7 +362,9 @@ fn usage_is_read_from_anthropic_and_chat_answers() {
         turn.usage,
         Some(Usage {
             input_tokens: 40,
-            output_tokens: 3
+            output_tokens: 3,
+            cache_read_tokens: 32,
+            cache_write_tokens: 0,
         })
     );
 }
@@ -374,7 +380,8 @@ fn openai_responses_posts_the_responses_body_and_reads_items() {
                "content": [{"type": "output_text", "text": "Checking June too.", "annotations": []}]},
               {"type": "function_call", "id": "fc_1", "call_id": "call_8", "name": "demo__chart",
                "arguments": "{\"month\":\"June\"}", "status": "completed"}],
-            "usage": {"input_tokens": 120, "output_tokens": 17, "total_tokens": 137}}"#,
+            "usage": {"input_tokens": 120, "output_tokens": 17, "total_tokens": 137,
+                "input_tokens_details": {"cached_tokens": 64}}}"#,
     );
     let mut model = OpenAiResponsesHttp::new(&format!("{base}/v1"), KEY, "gpt-test");
     assert_eq!(model.route(), Some(RouteId::OpenAiResponses));
@@ -398,7 +405,9 @@ fn openai_responses_posts_the_responses_body_and_reads_items() {
         turn.usage,
         Some(Usage {
             input_tokens: 120,
-            output_tokens: 17
+            output_tokens: 17,
+            cache_read_tokens: 64,
+            cache_write_tokens: 0,
         })
     );
 }
@@ -413,6 +422,7 @@ fn gemini_keeps_the_thought_signature_and_sends_it_back_with_the_call_id() {
              "thoughtSignature": SIGNATURE}]},
           "finishReason": "STOP", "index": 0}],
         "usageMetadata": {"promptTokenCount": 300, "candidatesTokenCount": 12,
+            "cachedContentTokenCount": 256,
                           "thoughtsTokenCount": 30, "totalTokenCount": 342},
         "modelVersion": "gemini-test"
     });
@@ -468,7 +478,9 @@ fn gemini_keeps_the_thought_signature_and_sends_it_back_with_the_call_id() {
         turn.usage,
         Some(Usage {
             input_tokens: 300,
-            output_tokens: 42
+            output_tokens: 42,
+            cache_read_tokens: 256,
+            cache_write_tokens: 0,
         })
     );
 
@@ -571,6 +583,43 @@ fn a_429_is_retried_after_the_retry_after_it_names() {
 }
 
 #[test]
+fn a_retry_after_http_date_is_the_wait_until_then() {
+    let quota = |date: std::time::SystemTime| {
+        (
+            429,
+            vec![("retry-after", httpdate::fmt_http_date(date))],
+            r#"{"error": {"message": "quota"}}"#.to_owned(),
+        )
+    };
+    let ok = r#"{"content": [{"type": "text", "text": "ok"}]}"#;
+    let retry = Retry {
+        retries: 1,
+        backoff: Duration::from_millis(10),
+        max_wait: Duration::from_secs(5),
+    };
+    // An hour from now is beyond the total wait: not retried, where the backoff would be.
+    let later = std::time::SystemTime::now() + Duration::from_secs(3600);
+    let (base, recorded) = serve(vec![quota(later), (200, Vec::new(), ok.to_owned())]);
+    let (_, message) = provider_error(
+        AnthropicHttp::new(&base, KEY, "claude-test")
+            .with_retry(retry)
+            .complete(&json!({}))
+            .unwrap_err(),
+    );
+    assert_eq!(message, "HTTP 429: quota");
+    assert_eq!(received(&recorded), 1);
+    // A date that has passed is no wait: retried at once.
+    let earlier = std::time::SystemTime::now() - Duration::from_secs(60);
+    let (base, recorded) = serve(vec![quota(earlier), (200, Vec::new(), ok.to_owned())]);
+    let turn = AnthropicHttp::new(&base, KEY, "claude-test")
+        .with_retry(retry)
+        .complete(&json!({}))
+        .unwrap();
+    assert_eq!(turn.text, "ok");
+    assert_eq!(received(&recorded), 2);
+}
+
+#[test]
 fn retries_are_bounded_in_count_and_in_total_wait() {
     let busy = || {
         (
@@ -629,4 +678,63 @@ fn retries_are_bounded_in_count_and_in_total_wait() {
     );
     assert_eq!(message, "HTTP 400: bad");
     assert_eq!(received(&recorded), 1);
+}
+
+/// Plays a conversation with no servers against a loopback Anthropic that asks for one
+/// `fetch_reference` and then answers, reporting `input_tokens` with each answer; returns the
+/// host after the run.
+fn session_reporting(input_tokens: u64) -> mcpl_host::host_loop::Host {
+    use mcpl_host::config::Config;
+    use mcpl_host::host_loop::{Host, HostOptions};
+    let first = json!({"id": "msg_1", "type": "message", "role": "assistant",
+        "stop_reason": "tool_use",
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": "fetch_reference",
+                     "input": {"ref_id": "ref_nothing_0000"}}],
+        "usage": {"input_tokens": input_tokens, "output_tokens": 5}});
+    let second = json!({"id": "msg_2", "type": "message", "role": "assistant",
+        "stop_reason": "end_turn", "content": [{"type": "text", "text": "done"}],
+        "usage": {"input_tokens": input_tokens, "output_tokens": 1}});
+    let (base, _recorded) = serve(vec![
+        (200, Vec::new(), first.to_string()),
+        (200, Vec::new(), second.to_string()),
+    ]);
+    let dir = std::env::temp_dir().join(format!(
+        "mcpl-http-correction-{}-{input_tokens}",
+        std::process::id()
+    ));
+    let config = Config {
+        servers: Vec::new(),
+        spill_dir: Some(dir.join("spill")),
+        fetch_dir: Some(dir.join("refs")),
+        context_window: 200_000,
+        route: Default::default(),
+    };
+    let options = HostOptions::new(&mcpl_budget::PricedRoute::ANTHROPIC, &config);
+    let mut host = Host::start(&config, options);
+    let mut model = AnthropicHttp::new(&base, KEY, "claude-test").with_retry(NO_RETRY);
+    let outcome = host.run(&mut model, "Fetch it.", None).unwrap();
+    assert_eq!(outcome.answer, "done");
+    let _ = std::fs::remove_dir_all(dir);
+    host
+}
+
+#[test]
+fn reported_usage_corrects_later_projections_within_one_to_two() {
+    // A provider that counts far more than the estimate: the correction stops at 2.0.
+    let high = session_reporting(1_000_000);
+    assert_eq!(high.correction(), mcpl_budget::Correction::MAX);
+    // One that counts fewer: never below 1.0, so the window is never loosened.
+    let low = session_reporting(1);
+    assert_eq!(low.correction(), mcpl_budget::Correction::NONE);
+    // The same conversation; its second request is projected at twice the estimate.
+    let answer = 4096;
+    let (high2, low2) = (
+        high.rounds[1].projected_tokens,
+        low.rounds[1].projected_tokens,
+    );
+    assert_eq!(high2 - answer, 2 * (low2 - answer), "{high2} {low2}");
+    assert_eq!(
+        high.rounds[0].projected_tokens,
+        low.rounds[0].projected_tokens
+    );
 }

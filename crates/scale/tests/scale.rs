@@ -1,0 +1,334 @@
+//! Images scaled to fit: each case the limits name, each format, the decoding limits, and what
+//! stays as it was.
+
+use std::io::Cursor;
+
+use base64::Engine as _;
+use image::{DynamicImage, ImageFormat, RgbImage, RgbaImage};
+use mcpl_classify::{Dimensions, Media, Sniffed};
+use mcpl_lanes::markers::size_label;
+use mcpl_lanes::{RequestLimits, Route, RouteId};
+use mcpl_scale::{Fit, ScaleError, Scaler};
+use serde_json::json;
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Pixels that do not compress: a xorshift stream.
+fn noise(width: u32, height: u32) -> RgbImage {
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    RgbImage::from_fn(width, height, |_, _| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        image::Rgb([seed as u8, (seed >> 8) as u8, (seed >> 16) as u8])
+    })
+}
+
+fn encoded(image: DynamicImage, format: ImageFormat) -> String {
+    let mut out = Cursor::new(Vec::new());
+    image.write_to(&mut out, format).unwrap();
+    b64(&out.into_inner())
+}
+
+fn png(width: u32, height: u32) -> String {
+    encoded(
+        DynamicImage::ImageRgb8(RgbImage::new(width, height)),
+        ImageFormat::Png,
+    )
+}
+
+/// What classification reads of a base64 image: its type and dimensions from the header.
+fn read(data: &str) -> (Sniffed, Dimensions) {
+    let media = Media::inspect(data, None);
+    (media.sniffed.unwrap(), media.dimensions.unwrap())
+}
+
+/// The decoded bytes of a base64 text.
+fn decoded(data: &str) -> u64 {
+    base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .unwrap()
+        .len() as u64
+}
+
+fn dims(width: u32, height: u32) -> Dimensions {
+    Dimensions { width, height }
+}
+
+#[test]
+fn a_side_over_the_cap_is_scaled_to_the_cap_keeping_the_aspect_ratio() {
+    let data = png(9000, 90);
+    let fit = Fit {
+        max_side: 8000,
+        max_base64: 5_242_880,
+    };
+    assert!(fit.needs(dims(9000, 90), data.len()));
+    let scaled = Scaler::default()
+        .scale(&data, Sniffed::Png, dims(9000, 90), fit)
+        .unwrap();
+    assert_eq!(
+        (scaled.dimensions, scaled.from),
+        (dims(8000, 80), dims(9000, 90))
+    );
+    assert_eq!(scaled.sniffed, Sniffed::Png);
+    // The header of what goes says what was priced.
+    assert_eq!(read(&scaled.data), (Sniffed::Png, dims(8000, 80)));
+}
+
+#[test]
+fn an_image_over_the_base64_cap_is_scaled_until_it_fits() {
+    // 1200×1200 of noise: about 5.8 MB of base64 as PNG, over Anthropic's 5,242,880.
+    let data = encoded(DynamicImage::ImageRgb8(noise(1200, 1200)), ImageFormat::Png);
+    let fit = Fit::for_route(&Route::ANTHROPIC, &RouteId::Anthropic.request_limits());
+    assert_eq!(
+        fit,
+        Fit {
+            max_side: 8000,
+            max_base64: 5_242_880
+        }
+    );
+    assert!(data.len() as u64 > fit.max_base64, "{}", data.len());
+    let scaled = Scaler::default()
+        .scale(&data, Sniffed::Png, dims(1200, 1200), fit)
+        .unwrap();
+    assert!(scaled.data.len() as u64 <= fit.max_base64);
+    assert!(scaled.dimensions.width < 1200 && scaled.dimensions.width == scaled.dimensions.height);
+    assert_eq!(read(&scaled.data), (Sniffed::Png, scaled.dimensions));
+}
+
+#[test]
+fn the_many_images_side_scales_to_2000_px() {
+    let data = png(2100, 100);
+    let fit = Fit {
+        max_side: 2000,
+        max_base64: 5_242_880,
+    };
+    let scaled = Scaler::default()
+        .scale(&data, Sniffed::Png, dims(2100, 100), fit)
+        .unwrap();
+    assert_eq!(scaled.dimensions, dims(2000, 95));
+}
+
+#[test]
+fn jpeg_stays_jpeg_and_gif_webp_become_png() {
+    let fit = Fit {
+        max_side: 100,
+        max_base64: 1_000_000,
+    };
+    let cases = [
+        (ImageFormat::Jpeg, Sniffed::Jpeg, Sniffed::Jpeg),
+        (ImageFormat::Gif, Sniffed::Gif, Sniffed::Png),
+        (ImageFormat::WebP, Sniffed::Webp, Sniffed::Png),
+        (ImageFormat::Png, Sniffed::Png, Sniffed::Png),
+    ];
+    for (format, sniffed, out) in cases {
+        let image = match format {
+            ImageFormat::Jpeg => DynamicImage::ImageRgb8(noise(400, 200)),
+            _ => DynamicImage::ImageRgba8(RgbaImage::new(400, 200)),
+        };
+        let data = encoded(image, format);
+        assert_eq!(read(&data), (sniffed, dims(400, 200)), "{format:?}");
+        let scaled = Scaler::default()
+            .scale(&data, sniffed, dims(400, 200), fit)
+            .unwrap();
+        assert_eq!(
+            (scaled.sniffed, scaled.dimensions),
+            (out, dims(100, 50)),
+            "{format:?}"
+        );
+        assert_eq!(read(&scaled.data), (out, dims(100, 50)), "{format:?}");
+    }
+}
+
+#[test]
+fn an_animated_gif_gives_its_first_frame() {
+    use image::codecs::gif::GifEncoder;
+    use image::{Delay, Frame};
+    let mut bytes = Vec::new();
+    {
+        let mut encoder = GifEncoder::new(&mut bytes);
+        for shade in [255u8, 0] {
+            let frame = RgbaImage::from_pixel(300, 300, image::Rgba([shade, shade, shade, 255]));
+            encoder
+                .encode_frame(Frame::from_parts(
+                    frame,
+                    0,
+                    0,
+                    Delay::from_numer_denom_ms(100, 1),
+                ))
+                .unwrap();
+        }
+    }
+    let data = b64(&bytes);
+    assert!(mcpl_encode_is_animated(&data));
+    let fit = Fit {
+        max_side: 150,
+        max_base64: 1_000_000,
+    };
+    let scaled = Scaler::default()
+        .scale(&data, Sniffed::Gif, dims(300, 300), fit)
+        .unwrap();
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(&scaled.data)
+        .unwrap();
+    let first = image::load_from_memory(&png).unwrap().to_rgba8();
+    assert_eq!(first.dimensions(), (150, 150));
+    assert_eq!(
+        first.get_pixel(75, 75).0,
+        [255, 255, 255, 255],
+        "the first frame is white"
+    );
+}
+
+/// Two image descriptors: what the encoder's check reads as animated.
+fn mcpl_encode_is_animated(data: &str) -> bool {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .unwrap();
+    bytes.windows(2).filter(|w| w == b"\x00\x2c").count() >= 2
+}
+
+#[test]
+fn decoding_stops_at_the_allocation_ceiling() {
+    // 2000×2000 RGB is 12 MB decoded; a ceiling of 4 MiB refuses it, whatever the file's size.
+    let data = png(2000, 2000);
+    assert!(data.len() < 100_000, "a small file that decodes large");
+    let tight = Scaler {
+        max_alloc: 4 * 1024 * 1024,
+        ..Scaler::default()
+    };
+    let fit = Fit {
+        max_side: 1000,
+        max_base64: 5_242_880,
+    };
+    assert_eq!(
+        tight.scale(&data, Sniffed::Png, dims(2000, 2000), fit),
+        Err(ScaleError::Limits)
+    );
+    // Under the default ceiling the same image scales.
+    assert!(
+        Scaler::default()
+            .scale(&data, Sniffed::Png, dims(2000, 2000), fit)
+            .is_ok()
+    );
+}
+
+#[test]
+fn a_header_over_the_decoded_side_is_refused_without_decoding() {
+    // A PNG header that claims 100000×100000, and no pixel data at all.
+    let mut bytes = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR".to_vec();
+    bytes.extend_from_slice(&100_000u32.to_be_bytes());
+    bytes.extend_from_slice(&100_000u32.to_be_bytes());
+    bytes.extend_from_slice(b"\x08\x02\x00\x00\x00\x00\x00\x00\x00");
+    let data = b64(&bytes);
+    let fit = Fit {
+        max_side: 8000,
+        max_base64: 5_242_880,
+    };
+    assert_eq!(
+        Scaler::default().scale(&data, Sniffed::Png, dims(100_000, 100_000), fit),
+        Err(ScaleError::Limits)
+    );
+    // Between the cap and the decoder's side limit, the missing pixels fail to decode.
+    bytes[16..20].copy_from_slice(&9_000u32.to_be_bytes());
+    bytes[20..24].copy_from_slice(&10u32.to_be_bytes());
+    assert!(matches!(
+        Scaler::default().scale(&b64(&bytes), Sniffed::Png, dims(9_000, 10), fit),
+        Err(ScaleError::Decode(_))
+    ));
+}
+
+#[test]
+fn no_pixels_is_never_scaled_and_an_image_within_the_fit_is_not_decoded() {
+    let fit = Fit {
+        max_side: 8000,
+        max_base64: 100,
+    };
+    assert!(!fit.needs(dims(0, 0), 1_000));
+    assert!(!fit.needs(dims(0, 9000), 1_000));
+    assert!(!fit.needs(dims(10, 10), 100));
+    assert!(fit.needs(dims(10, 10), 101));
+    // Fit::for_route takes the smaller of the base64 cap and the decoded bytes per image.
+    let gemini = Fit::for_route(&Route::GEMINI, &RouteId::Gemini.request_limits());
+    assert_eq!(gemini.max_base64, 7_000_000 / 3 * 4);
+    let direct = RouteId::Anthropic
+        .request_limits()
+        .with_image_base64(RequestLimits::ANTHROPIC_DIRECT_IMAGE_BASE64);
+    // The lanes' 5 MiB decoded per image is the lower of the two on the direct API.
+    assert_eq!(
+        Fit::for_route(&Route::ANTHROPIC, &direct).max_base64,
+        5 * 1024 * 1024 / 3 * 4
+    );
+}
+
+#[test]
+fn a_tool_result_gets_its_scaled_image_and_a_notice_after_it() {
+    let small = png(10, 10);
+    let wide = png(9000, 90);
+    let result = json!({"content": [
+        {"type": "text", "text": "before"},
+        {"type": "image", "data": wide, "mimeType": "image/png"},
+        {"type": "image", "data": small, "mimeType": "image/png"},
+        {"type": "text", "text": "after"},
+    ]});
+    let fit = Fit::for_route(&Route::ANTHROPIC, &RouteId::Anthropic.request_limits());
+    let mut diagnostics = Vec::new();
+    let scaled = Scaler::default()
+        .scale_result(&result, &Route::ANTHROPIC, fit, &mut diagnostics)
+        .unwrap();
+    let content = scaled["content"].as_array().unwrap();
+    assert_eq!(content.len(), 5);
+    assert_eq!(content[0], result["content"][0]);
+    assert_eq!(
+        read(content[1]["data"].as_str().unwrap()),
+        (Sniffed::Png, dims(8000, 80))
+    );
+    assert_eq!(
+        content[2],
+        json!({"type": "text", "text": format!(
+            "[image above scaled from 9000×90 px, {} to 8000×80 px, {}: a side was over 8000 px]",
+            size_label(decoded(&wide)),
+            size_label(decoded(content[1]["data"].as_str().unwrap())),
+        )})
+    );
+    assert_eq!(content[3], result["content"][2]);
+    assert_eq!(content[4], result["content"][3]);
+    assert!(diagnostics.is_empty());
+    // Nothing over the fit, or a route that takes no image there: nothing changes.
+    let plain = json!({"content": [{"type": "image", "data": small, "mimeType": "image/png"}]});
+    assert!(
+        Scaler::default()
+            .scale_result(&plain, &Route::ANTHROPIC, fit, &mut diagnostics)
+            .is_none()
+    );
+    assert!(
+        Scaler::default()
+            .scale_result(&result, &Route::TEXT_ONLY, fit, &mut diagnostics)
+            .is_none()
+    );
+}
+
+#[test]
+fn an_image_that_cannot_be_decoded_stays_as_it_was_with_a_diagnostic() {
+    // A valid header over the cap with no pixels: classification takes it, decoding does not.
+    let mut bytes = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR".to_vec();
+    bytes.extend_from_slice(&9_000u32.to_be_bytes());
+    bytes.extend_from_slice(&10u32.to_be_bytes());
+    bytes.extend_from_slice(b"\x08\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00IEND\xaeB`\x82");
+    let result =
+        json!({"content": [{"type": "image", "data": b64(&bytes), "mimeType": "image/png"}]});
+    let fit = Fit::for_route(&Route::ANTHROPIC, &RouteId::Anthropic.request_limits());
+    let mut diagnostics = Vec::new();
+    assert!(
+        Scaler::default()
+            .scale_result(&result, &Route::ANTHROPIC, fit, &mut diagnostics)
+            .is_none()
+    );
+    assert_eq!(diagnostics.len(), 1);
+    assert!(
+        diagnostics[0].starts_with("image 1 not scaled: the image could not be decoded"),
+        "{diagnostics:?}"
+    );
+}
