@@ -14,6 +14,9 @@
 //!   (see the `hostile` module).
 //! - `memory`: the peak resident memory of `mcpl project` on the standard workloads, a million
 //!   tiny blocks and a 200 MB text, beside each input's size (see the `memory` module).
+//! - `spill-gc --config FILE`: removes the spills older than the configuration's
+//!   `spillTtlHours` from its spill store, local or S3 (runs `mcpl spill-gc`; see
+//!   `docs/spill-stores.md`).
 //! - `readme-commands`: the README's two commands, one a line, exactly as written; `.ci/run`
 //!   runs them in a clean clone (see the `standalone` module).
 //!
@@ -34,7 +37,7 @@ mod standalone;
 #[cfg(test)]
 mod tidy;
 
-const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | changelog | e2e | conformance-suite | hostile-memory | memory | readme-commands>";
+const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | changelog | e2e | conformance-suite | hostile-memory | memory | readme-commands | spill-gc --config FILE>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -49,6 +52,11 @@ fn main() -> ExitCode {
         Some("hostile-memory") => hostile::hostile_memory(&root),
         Some("memory") => memory::memory(&root),
         Some("readme-commands") => standalone::print_readme_commands(&root),
+        Some("spill-gc") => {
+            let mut command = vec!["run", "-q", "-p", "mcpl-cli", "--", "spill-gc"];
+            command.extend(args[1..].iter().map(String::as_str));
+            cargo(&root, &command)
+        }
         _ => Err(USAGE.to_owned()),
     };
     match result {

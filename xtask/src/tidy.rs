@@ -24,6 +24,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("mcpl-lanes", &["mcpl-classify"]),
     ("mcpl-scale", &["mcpl-classify", "mcpl-lanes"]),
     ("mcpl-budget", &["mcpl-classify", "mcpl-lanes"]),
+    // An object store behind mcpl-budget's `SpillStore`, and nothing else of mcpl.
+    ("mcpl-spill-s3", &["mcpl-budget"]),
     (
         "mcpl-encode",
         &["mcpl-classify", "mcpl-lanes", "mcpl-scale", "mcpl-budget"],
@@ -63,6 +65,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "mcpl-host",
             "mcpl-demo-server",
             "mcpl-loopback",
+            "mcpl-spill-s3",
         ],
     ),
     ("mcpl-loopback", &[]),
@@ -84,6 +87,9 @@ const RESTRICTED: &[(&str, &[&str])] = &[
     ("clap", &["mcpl-cli", "xtask"]),
     ("tracing-subscriber", &["mcpl-cli", "xtask"]),
     ("anyhow", &["mcpl-cli", "xtask"]),
+    // The object store and its async runtime stay in the one crate that needs them.
+    ("object_store", &["mcpl-spill-s3"]),
+    ("tokio", &["mcpl-spill-s3"]),
 ];
 
 /// The members whose sources may spawn processes.

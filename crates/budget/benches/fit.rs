@@ -5,7 +5,9 @@
 //! reads image dimensions from headers and never decodes an image.
 //!
 //! `pipeline`: bytes in, parse, classify, the tool-result lanes, fit to the default budget on the
-//! anthropic route (the cut, no spill writes), beside two baselines of the same bytes: a plain
+//! anthropic route (the cut, no spill writes), the result read straight from the bytes
+//! (`mcpl_pipeline`, `ResultView`) and, for comparison, parsed into a `Value` first
+//! (`mcpl_pipeline_from_value`), beside two baselines of the same bytes: a plain
 //! `serde_json::from_slice` into a `Value`, and the parse a Rust host built on rmcp pays first,
 //! into rmcp's typed `CallToolResult` (`rmcp_parse`), on the three standard workloads `mcpl_testkit::workloads` makes in memory
 //! (`w1-mixed-10mb`, `w2-100k-blocks`, `w3-one-big-image`), the same bytes on every run.
@@ -14,13 +16,14 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use mcpl_budget::{DEFAULT_BUDGET, Heuristic, PricedRoute, Pricer, cut};
+use mcpl_classify::ResultView;
 use mcpl_lanes::{ImageLedger, Projector, Registry, ServerName, ToolResult, UriPolicy};
 use serde_json::{Value, json};
 
 const SPILL_PATH: &str = "/tmp/mcpl-bench/spill.txt";
 
 /// Projects and fits one result as a host would, without writing a spill.
-fn pipeline_fit(result: &Value, route: &PricedRoute) -> usize {
+fn pipeline_fit(result: &ToolResult<'_>, route: &PricedRoute) -> usize {
     let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
     let server = ServerName::new("bench");
     let mut projector = Projector {
@@ -34,7 +37,7 @@ fn pipeline_fit(result: &Value, route: &PricedRoute) -> usize {
         text: &Heuristic,
         route,
     };
-    let copies = projector.tool_result(&ToolResult::from_value(result));
+    let copies = projector.tool_result(result);
     match cut(&copies, pricer, DEFAULT_BUDGET, SPILL_PATH) {
         Ok(Some((fitted, _))) => fitted.stored.len(),
         _ => copies.stored.len(),
@@ -111,6 +114,9 @@ fn bench_fit(c: &mut Criterion) {
 fn bench_pipeline(c: &mut Criterion) {
     let route = PricedRoute::ANTHROPIC;
     for mcpl_testkit::Workload { name, bytes } in mcpl_testkit::workloads() {
+        // A baseline that failed would time an early error, not a parse.
+        let peer = serde_json::from_slice::<rmcp::model::CallToolResult>(&bytes);
+        assert!(peer.is_ok(), "rmcp reads {name}: {peer:?}");
         let mut group = c.benchmark_group(format!("pipeline/{name}"));
         group.throughput(Throughput::Bytes(bytes.len() as u64));
         group.sample_size(20);
@@ -138,9 +144,20 @@ fn bench_pipeline(c: &mut Criterion) {
             &bytes,
             |b, bytes| {
                 b.iter(|| {
+                    let (bytes, _) = mcpl_classify::mend_lone_surrogates(bytes);
+                    let view = ResultView::parse(&bytes).expect("a workload parses");
+                    pipeline_fit(&ToolResult::from_view(&view), &route)
+                })
+            },
+        );
+        group.bench_with_input(
+            BenchmarkId::from_parameter("mcpl_pipeline_from_value"),
+            &bytes,
+            |b, bytes| {
+                b.iter(|| {
                     let (value, _) =
                         mcpl_classify::parse_json_lenient(bytes).expect("a workload parses");
-                    pipeline_fit(&value, &route)
+                    pipeline_fit(&ToolResult::from_value(&value), &route)
                 })
             },
         );

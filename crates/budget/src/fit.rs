@@ -4,7 +4,7 @@
 use mcpl_lanes::{LiveCopy, Part, Projector, ToolResult, ToolResultCopies};
 
 use crate::route::{Pricer, Unpriceable};
-use crate::spill::{Spill, SpillStore, write_spill};
+use crate::spill::{Spill, SpillId, SpillStore, write_spill};
 
 /// The default tool-result budget, in estimated tokens.
 pub const DEFAULT_BUDGET: u64 = 12_500;
@@ -19,6 +19,17 @@ pub fn omission_notice(tokens: u64, characters: u64, images: u64, path: &str) ->
         "[… {tokens} tokens omitted ({characters} characters, {images} images); the full result is in {path}]"
     )
 }
+
+/// `[… <n> tokens omitted (<c> characters, <i> images); read the rest with read_result("<id>")]`:
+/// the notice for a model whose host offers `read_result`.
+pub fn read_back_notice(tokens: u64, characters: u64, images: u64, id: &SpillId) -> String {
+    format!(
+        "[… {tokens} tokens omitted ({characters} characters, {images} images); read the rest with read_result(\"{id}\")]"
+    )
+}
+
+/// Words an omission notice from what was left out: tokens, characters, images.
+type NoticeOf<'n> = &'n dyn Fn(u64, u64, u64) -> String;
 
 /// Why a result over its budget could not be cut to fit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -116,8 +127,9 @@ pub fn fit_tool_result<'a>(
         }
     };
     let original = fitted.copies.clone();
+    let notice = |tokens, characters, images| spill.omission_notice(tokens, characters, images);
     if price > budget {
-        match cut_items(&original, &items, pricer, budget, &spill.path) {
+        match cut_items(&original, &items, pricer, budget, &notice) {
             Ok((copies, price)) => {
                 fitted.copies = copies;
                 fitted.price = Some(price);
@@ -138,7 +150,7 @@ pub fn fit_tool_result<'a>(
             live: LiveCopy::Stored,
             ..original.clone()
         };
-        match cut_items(&text_only, &stored_items, pricer, budget, &spill.path) {
+        match cut_items(&text_only, &stored_items, pricer, budget, &notice) {
             Ok((copies, stored_price)) => {
                 fitted.copies.stored = copies.stored;
                 fitted.copies.stored_parts = copies.stored_parts;
@@ -240,7 +252,9 @@ pub fn cut<'a>(
     if items.iter().map(|i| i.price).sum::<u64>() <= budget {
         return Ok(None);
     }
-    cut_items(copies, &items, pricer, budget, spill_path).map(Some)
+    let notice =
+        |tokens, characters, images| omission_notice(tokens, characters, images, spill_path);
+    cut_items(copies, &items, pricer, budget, &notice).map(Some)
 }
 
 /// Every shown thing of a result's copies, priced once.
@@ -275,16 +289,13 @@ fn cut_items<'a>(
     items: &[Item<'_, 'a>],
     pricer: Pricer<'_>,
     budget: u64,
-    spill_path: &str,
+    notice: NoticeOf<'_>,
 ) -> Result<(ToolResultCopies<'a>, u64), CutError> {
     let whole = Totals::of(items);
     let (total, characters, images) = (whole.tokens, whole.characters, whole.images);
     // The notice's numbers can only be smaller than these, so this prices the longest notice;
     // the separators around it cost the rest of the reserve.
-    let reserve = pricer
-        .text
-        .count(&omission_notice(total, characters, images, spill_path))
-        + pricer.text.count("\n\n");
+    let reserve = pricer.text.count(&notice(total, characters, images)) + pricer.text.count("\n\n");
     if reserve >= budget {
         return Err(CutError::NoticeOverBudget { reserve });
     }
@@ -292,7 +303,7 @@ fn cut_items<'a>(
     for _ in 0..8 {
         let head_budget = available / 2;
         let cut = find_cut(items, pricer, head_budget, available - head_budget);
-        let fitted = assemble(copies, items, &whole, cut, pricer, spill_path);
+        let fitted = assemble(copies, items, &whole, cut, pricer, notice);
         let price = pricer.live(&fitted.live, &fitted.stored)?;
         if price <= budget {
             return Ok((fitted, price));
@@ -384,7 +395,7 @@ fn assemble<'a>(
     whole: &Totals,
     cut: Cut,
     pricer: Pricer<'_>,
-    spill_path: &str,
+    notice_of: NoticeOf<'_>,
 ) -> ToolResultCopies<'a> {
     let n = items.len();
     let tail_start = n - cut.tail_items;
@@ -431,11 +442,10 @@ fn assemble<'a>(
         keep(item, None, &mut tail);
     }
     let (total, characters, images) = (whole.tokens, whole.characters, whole.images);
-    let notice = omission_notice(
+    let notice = notice_of(
         total.saturating_sub(kept_price),
         characters.saturating_sub(kept_characters),
         images - kept_images,
-        spill_path,
     );
     let native = items.first().is_some_and(|i| i.live.is_some());
     let pieces: Vec<(Option<Part<'a>>, String)> = head

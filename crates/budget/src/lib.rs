@@ -59,6 +59,8 @@
 //! - [`fit_tool_result`] projects a tool result and, when its live copy is over budget, writes
 //!   the whole result through a [`SpillStore`] ([`LocalSpillStore`] by default) and cuts the
 //!   middle of both copies, leaving the [`omission_notice`] in its place.
+//! - [`read_back`] reads a spill of the store's conversation back by its [`SpillId`], a part
+//!   within a token budget at a time, for the host's `read_result` tool.
 //! - [`project_round`] is the window projection: what a round appends, as it will be sent.
 //!
 //! A result over its budget is spilled whole, then cut:
@@ -92,22 +94,30 @@
 
 pub mod fit;
 pub mod image;
+pub mod read_back;
 pub mod route;
 pub mod spill;
+pub mod store_config;
 pub mod text;
 pub mod window;
 
-pub use fit::{CutError, DEFAULT_BUDGET, Fitted, cut, fit_tool_result, omission_notice};
+pub use fit::{
+    CutError, DEFAULT_BUDGET, Fitted, cut, fit_tool_result, omission_notice, read_back_notice,
+};
 pub use image::{
     ANTHROPIC_TABLE, Detail, GEMINI_TABLE, ImageCalculator, OPENAI_TABLE, PricedModels,
 };
+pub use read_back::{READ_BACK_LIMIT, ReadBack, ReadBackError, read_back};
 pub use route::{
     GEMINI_AUDIO_TOKENS_PER_SECOND, MOVED_IMAGE_OVERHEAD, OPENAI_AUDIO_TOKENS_PER_SECOND, PageRule,
     PricedRoute, Pricer, Unpriceable,
 };
 pub use spill::{
-    LocalSpillStore, Spill, SpillError, SpillStore, extension_for, private_dir, write_spill,
+    LocalSpillStore, Manifest, ManifestAttachment, SPILL_ID_LENGTH, SPILL_ID_PREFIX, Spill,
+    SpillError, SpillId, SpillNotice, SpillStore, extension_for, is_spill_name, private_dir,
+    write_spill, write_text_spill,
 };
+pub use store_config::{S3Location, SpillStoreConfig};
 #[cfg(feature = "exact")]
 pub use text::O200k;
 pub use text::{CJK_SINGLES, HANGUL_SINGLES, Heuristic, O200K_SINGLE_TOKENS, TokenEstimator};

@@ -29,41 +29,188 @@ pub enum SpillError {
         /// The I/O error.
         error: std::io::Error,
     },
+    /// A file could not be read back.
+    #[error("spill file {path}: {error}")]
+    Read {
+        /// The file being read.
+        path: String,
+        /// The I/O error (`NotFound` when there is no such file).
+        error: std::io::Error,
+    },
+    /// A file is larger than the reader will hold.
+    #[error("spill file {path} is over {limit} bytes")]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// The most bytes the reader takes.
+        limit: u64,
+    },
+    /// A name the store does not make (only `[a-z0-9_.-]`, no leading dot).
+    #[error("{0:?} is not a spill file name")]
+    Name(String),
+    /// The operating system's random source failed.
+    #[error("no randomness for a spill id: {0}")]
+    Random(String),
+    /// A remote store (an object store, say) failed.
+    #[error("spill store {store}: {message}")]
+    Remote {
+        /// The store, as its configuration names it (`s3://bucket/prefix`).
+        store: String,
+        /// What failed, in one line.
+        message: String,
+    },
+}
+
+impl SpillError {
+    /// Whether the file asked for does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, SpillError::Read { error, .. } if error.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
+/// How an omission notice tells the model where the whole result is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SpillNotice {
+    /// `read the rest with read_result("spill_…")`: for models whose host offers `read_result`.
+    ReadResult,
+    /// `the full result is in <path>`: for agents with file tools on the host's machine.
+    #[default]
+    Path,
+}
+
+/// A spill's id: `spill_` and 28 lowercase letters from the operating system's random source
+/// (131 bits), so that no one can guess another conversation's spill. Letters only, so that a
+/// notice naming it costs the same tokens every time.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SpillId(String);
+
+impl SpillId {
+    /// A new random id.
+    pub fn random() -> Result<SpillId, SpillError> {
+        let mut id = String::with_capacity(SPILL_ID_PREFIX.len() + SPILL_ID_LENGTH);
+        id.push_str(SPILL_ID_PREFIX);
+        let mut bytes = [0u8; 48];
+        while id.len() < SPILL_ID_PREFIX.len() + SPILL_ID_LENGTH {
+            getrandom::fill(&mut bytes).map_err(|e| SpillError::Random(e.to_string()))?;
+            // 234 is 9 × 26: the bytes below it give every letter equally often.
+            for byte in bytes.iter().filter(|&&b| b < 234) {
+                if id.len() == SPILL_ID_PREFIX.len() + SPILL_ID_LENGTH {
+                    break;
+                }
+                id.push(char::from(b'a' + byte % 26));
+            }
+        }
+        Ok(SpillId(id))
+    }
+
+    /// Reads an id as a model sent it; `None` unless it has the shape [`SpillId::random`] makes.
+    pub fn parse(text: &str) -> Option<SpillId> {
+        let rest = text.strip_prefix(SPILL_ID_PREFIX)?;
+        (rest.len() == SPILL_ID_LENGTH && rest.bytes().all(|b| b.is_ascii_lowercase()))
+            .then(|| SpillId(text.to_owned()))
+    }
+
+    /// The id as the notice shows it.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The name of the spill's manifest, written last: a spill without one is not there.
+    pub fn manifest_name(&self) -> String {
+        format!("{}.json", self.0)
+    }
+}
+
+impl std::fmt::Display for SpillId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What every spill id begins with.
+pub const SPILL_ID_PREFIX: &str = "spill_";
+/// How many letters follow the prefix.
+pub const SPILL_ID_LENGTH: usize = 28;
+
+/// Whether `name` is one a store may be asked for: `[a-z0-9_.-]`, at most 128 bytes, not
+/// starting with a dot. Names are made by mcpl, never taken from a server string; the check keeps
+/// a manifest from another writer from reaching outside the store.
+pub fn is_spill_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_.-".contains(&b))
 }
 
 /// Where spill files go. Every file is written whole or not at all.
 pub trait SpillStore {
-    /// Writes one file with a name the store makes (never from a server string) and the given
-    /// extension; returns the path it has once [`SpillStore::commit`] returns. A store may stage
-    /// the file until then.
-    fn put(&mut self, extension: &str, bytes: &[u8]) -> Result<String, SpillError>;
+    /// Writes one file under `name`, which mcpl makes (never from a server string; see
+    /// [`is_spill_name`]); returns where it is once [`SpillStore::commit`] returns, as a notice
+    /// in path wording names it (a path, or `s3://bucket/key`). A store may stage the file until
+    /// then.
+    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<String, SpillError>;
 
-    /// Removes a file this store wrote or staged, when the spill it belongs to failed part-way.
-    fn remove(&mut self, path: &str);
+    /// Removes a file this store wrote or staged, by its name, when the spill it belongs to
+    /// failed part-way.
+    fn remove(&mut self, name: &str);
 
-    /// Makes every file put since the last commit durable and visible under its path; on an
+    /// Makes every file put since the last commit durable and visible under its name; on an
     /// error none of them is left. A store that writes each file in place has nothing to do.
     fn commit(&mut self) -> Result<(), SpillError> {
         Ok(())
     }
+
+    /// Reads a committed file back whole, by its name, by this process or any other using the
+    /// same place; a file over `limit` bytes is refused, not read. A store that cannot read
+    /// back answers that there is no such file.
+    fn get(&mut self, name: &str, limit: u64) -> Result<Vec<u8>, SpillError> {
+        let _ = limit;
+        Err(SpillError::Read {
+            path: name.to_owned(),
+            error: std::io::ErrorKind::NotFound.into(),
+        })
+    }
+
+    /// Removes every spill file older than `age`; returns how many went. The retention recipe
+    /// (`spillTtlHours`) calls it. A store that keeps nothing has nothing to remove.
+    fn remove_older_than(&mut self, age: std::time::Duration) -> Result<u64, SpillError> {
+        let _ = age;
+        Ok(0)
+    }
+
+    /// The conversation whose spills this store writes and reads back: a spill made in another
+    /// conversation is not read back.
+    fn conversation(&self) -> &str {
+        ""
+    }
+
+    /// How a notice names a spill this store wrote.
+    fn notice(&self) -> SpillNotice {
+        SpillNotice::Path
+    }
 }
 
-/// The default store: secure local files in one folder. Names are `mcpl-<12 digits>-<n>.<ext>`,
-/// files are created owner-only (0600) and written under a temporary name; [`SpillStore::commit`]
-/// syncs them all at once, renames them into place, and syncs the folder, so a crash or a full
-/// disk leaves no half file under a real name (decision 0032).
+/// The default store: secure local files in one folder, named by their spill
+/// (`spill_<id>.txt`, `spill_<id>-<n>.<ext>`, `spill_<id>.json`). Files are created owner-only
+/// (0600) and written under a temporary name; [`SpillStore::commit`] syncs them all at once,
+/// renames them into place, and syncs the folder, so a crash or a full disk leaves no half file
+/// under a real name (decision 0032).
 #[derive(Debug)]
 pub struct LocalSpillStore {
     dir: PathBuf,
-    nonce: String,
-    written: u64,
+    conversation: String,
+    notice: SpillNotice,
     /// Files written but not yet committed: their temporary and real paths.
     staged: Vec<(PathBuf, PathBuf)>,
 }
 
 impl LocalSpillStore {
     /// A store writing into `dir`, made (owner-only) if missing; an existing folder must be
-    /// private ([`private_dir`]).
+    /// private ([`private_dir`]). Its conversation is a new random one and its notices name
+    /// paths, until [`LocalSpillStore::with_conversation`] and
+    /// [`LocalSpillStore::with_notice`] say otherwise.
     pub fn new(dir: impl Into<PathBuf>) -> Result<LocalSpillStore, SpillError> {
         let dir = dir.into();
         private_dir(&dir).map_err(|error| SpillError::Folder {
@@ -72,23 +219,41 @@ impl LocalSpillStore {
         })?;
         Ok(LocalSpillStore {
             dir,
-            nonce: nonce(),
-            written: 0,
+            conversation: SpillId::random()?.0,
+            notice: SpillNotice::Path,
             staged: Vec::new(),
         })
+    }
+
+    /// The same store for the spills of `conversation`.
+    pub fn with_conversation(mut self, conversation: impl Into<String>) -> LocalSpillStore {
+        self.conversation = conversation.into();
+        self
+    }
+
+    /// The same store, its notices worded as `notice` says.
+    pub fn with_notice(mut self, notice: SpillNotice) -> LocalSpillStore {
+        self.notice = notice;
+        self
     }
 
     /// The folder the store writes into.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+
+    fn path_of(&self, name: &str) -> Result<PathBuf, SpillError> {
+        if is_spill_name(name) {
+            Ok(self.dir.join(name))
+        } else {
+            Err(SpillError::Name(name.to_owned()))
+        }
+    }
 }
 
 impl SpillStore for LocalSpillStore {
-    fn put(&mut self, extension: &str, bytes: &[u8]) -> Result<String, SpillError> {
-        self.written += 1;
-        let name = format!("mcpl-{}-{}.{extension}", self.nonce, self.written);
-        let path = self.dir.join(&name);
+    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<String, SpillError> {
+        let path = self.path_of(name)?;
         let temporary = self.dir.join(format!(".{name}.partial"));
         let fail = |error| SpillError::Write {
             path: path.display().to_string(),
@@ -106,12 +271,11 @@ impl SpillStore for LocalSpillStore {
         Ok(shown)
     }
 
-    fn remove(&mut self, path: &str) {
-        if let Some(at) = self
-            .staged
-            .iter()
-            .position(|(_, real)| real.as_os_str() == path)
-        {
+    fn remove(&mut self, name: &str) {
+        let Ok(path) = self.path_of(name) else {
+            return;
+        };
+        if let Some(at) = self.staged.iter().position(|(_, real)| *real == path) {
             let (temporary, _) = self.staged.remove(at);
             let _ = fs::remove_file(temporary);
         }
@@ -153,6 +317,87 @@ impl SpillStore for LocalSpillStore {
         }
         result
     }
+
+    fn get(&mut self, name: &str, limit: u64) -> Result<Vec<u8>, SpillError> {
+        use std::io::Read as _;
+        let path = self.path_of(name)?;
+        let fail = |error| SpillError::Read {
+            path: path.display().to_string(),
+            error,
+        };
+        let file = open_regular(&path).map_err(fail)?;
+        let mut bytes = Vec::new();
+        file.take(limit.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(fail)?;
+        if bytes.len() as u64 > limit {
+            return Err(SpillError::TooLarge {
+                path: path.display().to_string(),
+                limit,
+            });
+        }
+        Ok(bytes)
+    }
+
+    fn remove_older_than(&mut self, age: std::time::Duration) -> Result<u64, SpillError> {
+        let folder = |error| SpillError::Folder {
+            path: self.dir.display().to_string(),
+            error,
+        };
+        let now = std::time::SystemTime::now();
+        let mut removed = 0;
+        for entry in fs::read_dir(&self.dir).map_err(folder)? {
+            let entry = entry.map_err(folder)?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            // Spill files and the temporaries of a crashed writer; nothing else in the folder.
+            let ours = name.starts_with(SPILL_ID_PREFIX)
+                || (name.starts_with(".spill_") && name.ends_with(".partial"));
+            let Ok(metadata) = entry.metadata() else {
+                continue;
+            };
+            let old = metadata
+                .modified()
+                .ok()
+                .and_then(|modified| now.duration_since(modified).ok())
+                .is_some_and(|elapsed| elapsed > age);
+            if ours && old && metadata.is_file() && fs::remove_file(entry.path()).is_ok() {
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
+    fn conversation(&self) -> &str {
+        &self.conversation
+    }
+
+    fn notice(&self) -> SpillNotice {
+        self.notice
+    }
+}
+
+/// Opens a regular file for reading, never through a symbolic link.
+#[cfg(unix)]
+fn open_regular(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)?;
+    if file.metadata()?.is_file() {
+        Ok(file)
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "is not a regular file",
+        ))
+    }
+}
+
+#[cfg(not(unix))]
+fn open_regular(path: &Path) -> std::io::Result<File> {
+    File::open(path)
 }
 
 /// Syncs the written files: on Linux one `syncfs` of the folder's file system, elsewhere one
@@ -273,49 +518,113 @@ fn check_private(metadata: &fs::Metadata) -> std::io::Result<()> {
     Ok(())
 }
 
-/// A name part no two stores share, from the standard library's per-process randomness and the
-/// clock: twelve decimal digits, so that a notice naming the file costs the same every time.
-fn nonce() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    format!("{:012}", hasher.finish() % 1_000_000_000_000)
-}
-
 /// A written spill: the whole result's text and its attachments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spill {
-    /// The spill text's path.
+    /// The id `read_result` takes.
+    pub id: SpillId,
+    /// Where the spill text is (a path for the local store).
     pub path: String,
-    /// Each payload's file, in the order the text names them.
+    /// Where each payload is, in the order the text names them.
     pub attachments: Vec<String>,
+    /// How notices name this spill.
+    pub notice: SpillNotice,
+}
+
+impl Spill {
+    /// How a notice that replaces the whole result names this spill: `the whole result is in
+    /// <path>`, or `read it with read_result("<id>")`, as the spill's notice wording says.
+    pub fn reference(&self) -> String {
+        match self.notice {
+            SpillNotice::Path => format!("the whole result is in {}", self.path),
+            SpillNotice::ReadResult => format!("read it with read_result(\"{}\")", self.id),
+        }
+    }
+
+    /// The omission notice for what a cut left out of this spill's result, worded as the
+    /// store's [`SpillNotice`] says.
+    pub fn omission_notice(&self, tokens: u64, characters: u64, images: u64) -> String {
+        match self.notice {
+            SpillNotice::Path => {
+                crate::fit::omission_notice(tokens, characters, images, &self.path)
+            }
+            SpillNotice::ReadResult => {
+                crate::fit::read_back_notice(tokens, characters, images, &self.id)
+            }
+        }
+    }
+}
+
+/// One attachment as the manifest records it, for `read_result` to send it natively.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ManifestAttachment {
+    /// Its file's name in the store.
+    pub name: String,
+    /// The line standing in its place in the spill text.
+    pub line: String,
+    /// Its media type, when its bytes are a known type.
+    pub media_type: Option<String>,
+}
+
+/// What a spill holds, written last under [`SpillId::manifest_name`]: a spill whose manifest
+/// is missing is not there.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Manifest {
+    /// The conversation that made it.
+    pub conversation: String,
+    /// The spill text's file name.
+    pub text: String,
+    /// The spill text's length in bytes.
+    pub bytes: u64,
+    /// The attachments, in the order the text names them.
+    pub attachments: Vec<ManifestAttachment>,
 }
 
 /// Writes the whole of a result: first each payload as an attachment (decoded bytes, an
-/// extension for their type), then the text with each payload's attachment line in its place.
-/// On any failure every file already written is removed and the error returned.
+/// extension for their type), then the text with each payload's attachment line in its place,
+/// then the manifest that makes it readable by id. On any failure every file already written is
+/// removed and the error returned.
 pub fn write_spill(
     projector: &mut Projector<'_>,
     result: &ToolResult<'_>,
     store: &mut dyn SpillStore,
 ) -> Result<Spill, SpillError> {
+    let id = SpillId::random()?;
+    let notice = store.notice();
+    let mut names: Vec<String> = Vec::new();
     let mut attachments = Vec::new();
+    let mut manifest = Manifest {
+        conversation: store.conversation().to_owned(),
+        text: format!("{id}.txt"),
+        bytes: 0,
+        attachments: Vec::new(),
+    };
     let mut failure = None;
     let text = projector.tool_result_spill(result, &mut |media: &Media<'_>, shown: &str| {
         if failure.is_some() {
             return shown.to_owned();
         }
         let (bytes, extension, what) = attachment_of(media);
-        match store.put(extension, &bytes) {
+        let name = format!("{id}-{}.{extension}", names.len() + 1);
+        match store.put(&name, &bytes) {
             Ok(path) => {
+                let place = match notice {
+                    SpillNotice::Path => path.as_str(),
+                    SpillNotice::ReadResult => name.as_str(),
+                };
                 let line = format!(
-                    "[attachment: {path} ({what}, {})]",
+                    "[attachment: {place} ({what}, {})]",
                     markers::size_label(bytes.len() as u64)
                 );
+                manifest.attachments.push(ManifestAttachment {
+                    name: name.clone(),
+                    line: line.clone(),
+                    media_type: media
+                        .sniffed
+                        .and_then(|_| media.best_type())
+                        .map(str::to_owned),
+                });
+                names.push(name);
                 attachments.push(path);
                 line
             }
@@ -325,17 +634,70 @@ pub fn write_spill(
             }
         }
     });
+    manifest.bytes = text.len() as u64;
     let written = match failure {
         Some(error) => Err(error),
-        None => store
-            .put("txt", text.as_bytes())
-            .and_then(|path| store.commit().map(|()| path)),
+        None => put_text_and_manifest(store, &id, &manifest, &text, &mut names),
     };
     match written {
-        Ok(path) => Ok(Spill { path, attachments }),
+        Ok(path) => Ok(Spill {
+            id,
+            path,
+            attachments,
+            notice,
+        }),
         Err(error) => {
-            for path in &attachments {
-                store.remove(path);
+            for name in &names {
+                store.remove(name);
+            }
+            Err(error)
+        }
+    }
+}
+
+/// Writes a spill's text, then its manifest, and commits them; returns where the text is. Each
+/// name written is added to `names`, for the caller to remove on failure.
+fn put_text_and_manifest(
+    store: &mut dyn SpillStore,
+    id: &SpillId,
+    manifest: &Manifest,
+    text: &str,
+    names: &mut Vec<String>,
+) -> Result<String, SpillError> {
+    let path = store.put(&manifest.text, text.as_bytes())?;
+    names.push(manifest.text.clone());
+    let json = serde_json::to_vec(manifest).map_err(|e| SpillError::Write {
+        path: id.manifest_name(),
+        error: std::io::Error::other(e),
+    })?;
+    store.put(&id.manifest_name(), &json)?;
+    names.push(id.manifest_name());
+    store.commit().map(|()| path)
+}
+
+/// Writes `text` alone as a spill, its manifest last, so `read_result` can read it: for a
+/// stored copy that was never spilled and is now cleared from history. On failure nothing is
+/// left.
+pub fn write_text_spill(text: &str, store: &mut dyn SpillStore) -> Result<Spill, SpillError> {
+    let id = SpillId::random()?;
+    let notice = store.notice();
+    let manifest = Manifest {
+        conversation: store.conversation().to_owned(),
+        text: format!("{id}.txt"),
+        bytes: text.len() as u64,
+        attachments: Vec::new(),
+    };
+    let mut names = Vec::new();
+    match put_text_and_manifest(store, &id, &manifest, text, &mut names) {
+        Ok(path) => Ok(Spill {
+            id,
+            path,
+            attachments: Vec::new(),
+            notice,
+        }),
+        Err(error) => {
+            for name in &names {
+                store.remove(name);
             }
             Err(error)
         }

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::media::{ClaimedType, Media};
 use crate::reference::{Disposition, Reference, ReferenceError, ReferenceForm, read_reference};
+use crate::view::{ObjectView, ResourceSlot, Slot};
 
 /// What a content block is. Every lane matches on this exhaustively.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -191,23 +192,83 @@ impl<'a> Block<'a> {
 ///
 /// Reads only the first bytes of any payload, so a 5 MiB image costs about what a 5 KiB one does.
 pub fn classify(block: &Value) -> Block<'_> {
-    let Some(object) = block.as_object() else {
+    match block.as_object() {
+        Some(object) => classify_fields(&Fields::of(object)),
+        None => invalid(InvalidReason::NotAContentBlock),
+    }
+}
+
+/// [`classify`] on the fields of an object, however they were read.
+pub(crate) fn classify_fields<'a>(fields: &Fields<'a>) -> Block<'a> {
+    let Some(block_type) = string(fields.kind) else {
         return invalid(InvalidReason::NotAContentBlock);
     };
-    let fields = Fields::of(object);
-    let Some(Value::String(block_type)) = fields.kind else {
-        return invalid(InvalidReason::NotAContentBlock);
-    };
-    match block_type.as_str() {
-        "text" => match fields.text {
-            Some(Value::String(text)) => Block::Text(text),
-            _ => invalid(InvalidReason::TextWithoutString),
+    match block_type {
+        "text" => match string(fields.text) {
+            Some(text) => Block::Text(text),
+            None => invalid(InvalidReason::TextWithoutString),
         },
-        "image" => inline_or_reference(&fields, block_type, false),
-        "audio" => inline_or_reference(&fields, block_type, true),
-        "resource" => resource(&fields, block_type),
-        "resource_link" => reference(&fields, block_type, ReferenceForm::ResourceLink),
+        "image" => inline_or_reference(fields, block_type, false),
+        "audio" => inline_or_reference(fields, block_type, true),
+        "resource" => resource(fields, block_type),
+        "resource_link" => reference(fields, block_type, ReferenceForm::ResourceLink),
         other => invalid(InvalidReason::UnknownType(other)),
+    }
+}
+
+/// One field's value as classification reads it, from a `Value` tree or from a block read
+/// straight from bytes ([`ObjectView`]): a string, an object whose fields can be read, or any
+/// other JSON.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Field<'a> {
+    /// A string.
+    Str(&'a str),
+    /// Any JSON that is not a string.
+    Json(&'a Value),
+    /// An object read from bytes.
+    View(&'a ObjectView<'a>),
+}
+
+impl<'a> Field<'a> {
+    pub(crate) fn of_value(value: &'a Value) -> Field<'a> {
+        match value {
+            Value::String(s) => Field::Str(s),
+            other => Field::Json(other),
+        }
+    }
+
+    pub(crate) fn of_slot(slot: &'a Slot<'_>) -> Field<'a> {
+        match slot {
+            Slot::Str(s) => Field::Str(s),
+            Slot::Json(value) => Field::of_value(value),
+        }
+    }
+
+    pub(crate) fn of_resource(slot: &'a ResourceSlot<'_>) -> Field<'a> {
+        match slot {
+            ResourceSlot::Object(view) => Field::View(view),
+            ResourceSlot::Other(slot) => Field::of_slot(slot),
+        }
+    }
+
+    pub(crate) fn as_str(self) -> Option<&'a str> {
+        match self {
+            Field::Str(s) => Some(s),
+            Field::Json(_) | Field::View(_) => None,
+        }
+    }
+
+    fn is_null(self) -> bool {
+        matches!(self, Field::Json(Value::Null))
+    }
+
+    /// The fields of an object.
+    fn fields(self) -> Option<Fields<'a>> {
+        match self {
+            Field::Json(Value::Object(object)) => Some(Fields::of(object)),
+            Field::View(view) => Some(Fields::of_view(view)),
+            Field::Str(_) | Field::Json(_) => None,
+        }
     }
 }
 
@@ -215,19 +276,19 @@ pub fn classify(block: &Value) -> Block<'_> {
 /// lookup by key hashes the key, and classification runs on every block of every result.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Fields<'a> {
-    pub(crate) kind: Option<&'a Value>,
-    pub(crate) text: Option<&'a Value>,
-    pub(crate) data: Option<&'a Value>,
-    pub(crate) blob: Option<&'a Value>,
-    pub(crate) uri: Option<&'a Value>,
-    pub(crate) resource: Option<&'a Value>,
-    pub(crate) disposition: Option<&'a Value>,
-    pub(crate) mime_type: Option<&'a Value>,
-    pub(crate) name: Option<&'a Value>,
-    pub(crate) expires_at: Option<&'a Value>,
-    pub(crate) size: Option<&'a Value>,
-    pub(crate) size_bytes: Option<&'a Value>,
-    pub(crate) digest: Option<&'a Value>,
+    pub(crate) kind: Option<Field<'a>>,
+    pub(crate) text: Option<Field<'a>>,
+    pub(crate) data: Option<Field<'a>>,
+    pub(crate) blob: Option<Field<'a>>,
+    pub(crate) uri: Option<Field<'a>>,
+    pub(crate) resource: Option<Field<'a>>,
+    pub(crate) disposition: Option<Field<'a>>,
+    pub(crate) mime_type: Option<Field<'a>>,
+    pub(crate) name: Option<Field<'a>>,
+    pub(crate) expires_at: Option<Field<'a>>,
+    pub(crate) size: Option<Field<'a>>,
+    pub(crate) size_bytes: Option<Field<'a>>,
+    pub(crate) digest: Option<Field<'a>>,
 }
 
 impl<'a> Fields<'a> {
@@ -250,9 +311,30 @@ impl<'a> Fields<'a> {
                 "digest" => &mut fields.digest,
                 _ => continue,
             };
-            *field = Some(value);
+            *field = Some(Field::of_value(value));
         }
         fields
+    }
+
+    /// The same fields of an object read from bytes, which kept just these.
+    pub(crate) fn of_view(view: &'a ObjectView<'_>) -> Fields<'a> {
+        let slot = |slot: &'a Option<Slot<'_>>| slot.as_ref().map(Field::of_slot);
+        let more = view.more_fields();
+        Fields {
+            kind: slot(&view.kind),
+            text: slot(&view.text),
+            data: slot(&view.data),
+            blob: slot(&more.blob),
+            uri: slot(&view.uri),
+            resource: more.resource.as_ref().map(Field::of_resource),
+            disposition: slot(&more.disposition),
+            mime_type: slot(&view.mime_type),
+            name: slot(&view.name),
+            expires_at: slot(&more.expires_at),
+            size: slot(&more.size),
+            size_bytes: slot(&more.size_bytes),
+            digest: slot(&more.digest),
+        }
     }
 }
 
@@ -269,8 +351,8 @@ fn invalid(reason: InvalidReason<'_>) -> Block<'_> {
     })
 }
 
-fn string(field: Option<&Value>) -> Option<&str> {
-    field.and_then(Value::as_str)
+fn string(field: Option<Field<'_>>) -> Option<&str> {
+    field.and_then(Field::as_str)
 }
 
 fn claims_never(fields: &Fields<'_>) -> bool {
@@ -327,15 +409,14 @@ fn reference<'a>(fields: &Fields<'a>, block_type: &'a str, form: ReferenceForm) 
 /// empty) and its `resource` is an object with a string `uri`; otherwise it is MCPL's reference.
 fn resource<'a>(fields: &Fields<'a>, block_type: &'a str) -> Block<'a> {
     let own_uri_absent = match fields.uri {
-        None | Some(Value::Null) => true,
-        Some(Value::String(uri)) => uri.is_empty(),
-        Some(_) => false,
+        None => true,
+        Some(Field::Str(uri)) => uri.is_empty(),
+        Some(field) => field.is_null(),
     };
     let embedded = fields
         .resource
-        .and_then(Value::as_object)
-        .map(Fields::of)
-        .filter(|inner| matches!(inner.uri, Some(Value::String(_))));
+        .and_then(Field::fields)
+        .filter(|inner| matches!(inner.uri, Some(Field::Str(_))));
     match embedded {
         Some(inner) if own_uri_absent => embedded_resource(fields, &inner),
         _ => reference(fields, block_type, ReferenceForm::Resource),

@@ -7,14 +7,90 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
-use crate::{Block, Limits, Media, Summary, classify, sniff};
+use crate::{Block, BlockView, ContentView, Limits, Media, ResultView, Summary, classify, sniff};
 
 /// Parses `bytes` as JSON and classifies every object and array at any depth, checking what
-/// must hold of each answer.
+/// must hold of each answer, and reads the same bytes as a tool result straight from bytes
+/// ([`view_matches_value`]).
 pub fn classify_json_bytes(bytes: &[u8]) {
+    view_matches_value(bytes);
     if let Ok(value) = serde_json::from_slice::<Value>(bytes) {
         classify_everywhere(&value);
     }
+}
+
+/// Checks that a tool result read from bytes ([`ResultView`]) is what the same bytes parsed into
+/// a `Value` give: both fail or neither does, the same content (each block classified the
+/// same, the same data), the same structured content and error flag, and for every element of
+/// the content array the same fields' JSON kept for the uri walk.
+pub fn view_matches_value(bytes: &[u8]) {
+    let value = serde_json::from_slice::<Value>(bytes);
+    let view = ResultView::parse(bytes);
+    let (value, view) = match (value, view) {
+        (Ok(value), Ok(view)) => (value, view),
+        (Err(_), Err(_)) => return,
+        (value, view) => panic!("the value reads {value:?}, the view {view:?}"),
+    };
+    let (content, structured, is_error) = match &value {
+        Value::Object(object) if !is_block(&value) => (
+            object.get("content"),
+            object.get("structuredContent"),
+            object.get("isError") == Some(&Value::Bool(true)),
+        ),
+        other => (Some(other), None, false),
+    };
+    assert_eq!(view.structured.as_ref(), structured, "structured content");
+    assert_eq!(view.is_error, is_error, "error flag");
+    match (&view.content, content) {
+        (None, None) => {}
+        (Some(ContentView::Blocks(views)), Some(Value::Array(blocks))) => {
+            assert_eq!(views.len(), blocks.len());
+            for (view, block) in views.iter().zip(blocks) {
+                assert_eq!(view.classify(), classify(block), "{block}");
+                if let (BlockView::Object(view), Value::Object(object)) = (view, block) {
+                    let mut kept: Vec<&Value> = view.json_values().collect();
+                    let mut expected: Vec<&Value> = object
+                        .iter()
+                        .filter(|(key, v)| {
+                            !v.is_string()
+                                && (key.as_str() != "resource" || !v.is_object())
+                                && (KNOWN.contains(&key.as_str()) || v.is_object() || v.is_array())
+                        })
+                        .map(|(_, v)| v)
+                        .collect();
+                    kept.sort_by_key(|v| v.to_string());
+                    expected.sort_by_key(|v| v.to_string());
+                    assert_eq!(kept, expected, "values kept for the uri walk");
+                }
+            }
+        }
+        (Some(ContentView::Data(data)), Some(value)) => assert_eq!(data, value),
+        (view, value) => panic!("content read as {view:?}, in the value {value:?}"),
+    }
+}
+
+/// The fields an [`ObjectView`](crate::ObjectView) keeps by name.
+const KNOWN: &[&str] = &[
+    "type",
+    "text",
+    "data",
+    "blob",
+    "uri",
+    "disposition",
+    "mimeType",
+    "name",
+    "expiresAt",
+    "size",
+    "sizeBytes",
+    "digest",
+    "resource",
+];
+
+fn is_block(value: &Value) -> bool {
+    value
+        .get("type")
+        .and_then(Value::as_str)
+        .is_some_and(|t| ["text", "image", "audio", "resource", "resource_link"].contains(&t))
 }
 
 fn classify_everywhere(value: &Value) {

@@ -45,6 +45,7 @@ mod payload;
 mod reference;
 mod sniff;
 mod summary;
+mod view;
 
 pub use block::{
     Block, Contradiction, ContradictionSource, EmbeddedBlob, EmbeddedText, EmbeddedUnreadable,
@@ -63,3 +64,7 @@ pub use reference::{
 };
 pub use sniff::{SNIFF_LEN, Sniffed, sniff};
 pub use summary::Summary;
+pub use view::{
+    BlockView, ContentView, MoreFields, ObjectView, ResourceSlot, ResultView, Slot,
+    mend_lone_surrogates,
+};

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::block::Fields;
+use crate::block::{Field, Fields};
 
 /// The longest uri a reference may carry, in code points. A longer one makes the block invalid.
 pub const URI_MAX_CHARS: usize = 4096;
@@ -110,7 +110,7 @@ pub(crate) fn read_reference<'a>(
 ) -> Result<Reference<'a>, (ReferenceError, Option<&'a str>)> {
     let block: Fields<'a> = block.into();
     let uri = match block.uri {
-        Some(Value::String(uri)) if !uri.is_empty() => uri.as_str(),
+        Some(Field::Str(uri)) if !uri.is_empty() => uri,
         _ => return Err((ReferenceError::NoUri, None)),
     };
     let mut dropped = Vec::new();
@@ -173,11 +173,14 @@ pub(crate) fn says_never(disposition: &str) -> bool {
 
 /// Reads `disposition`: `"never"` (in any case, see [`says_never`]) or exactly `"ref"`, else
 /// dropped.
-fn read_disposition(value: Option<&Value>, dropped: &mut Vec<DroppedField>) -> Option<Disposition> {
+fn read_disposition(
+    value: Option<Field<'_>>,
+    dropped: &mut Vec<DroppedField>,
+) -> Option<Disposition> {
     let rule = match value? {
-        Value::String(s) if says_never(s) => return Some(Disposition::Never),
-        Value::String(s) if s == "ref" => return Some(Disposition::Ref),
-        Value::String(_) => FieldRule::Malformed,
+        Field::Str(s) if says_never(s) => return Some(Disposition::Never),
+        Field::Str("ref") => return Some(Disposition::Ref),
+        Field::Str(_) => FieldRule::Malformed,
         _ => FieldRule::WrongType,
     };
     dropped.push(DroppedField {
@@ -188,14 +191,14 @@ fn read_disposition(value: Option<&Value>, dropped: &mut Vec<DroppedField>) -> O
 }
 
 fn read_string<'a>(
-    value: Option<&'a Value>,
+    value: Option<Field<'a>>,
     field: &'static str,
     max_chars: usize,
     dropped: &mut Vec<DroppedField>,
 ) -> Option<&'a str> {
     let rule = match value? {
-        Value::String(s) if s.chars().count() <= max_chars => return Some(s),
-        Value::String(_) => FieldRule::TooLong,
+        Field::Str(s) if s.chars().count() <= max_chars => return Some(s),
+        Field::Str(_) => FieldRule::TooLong,
         _ => FieldRule::WrongType,
     };
     dropped.push(DroppedField { field, rule });
@@ -203,12 +206,12 @@ fn read_string<'a>(
 }
 
 fn read_size(
-    value: Option<&Value>,
+    value: Option<Field<'_>>,
     field: &'static str,
     dropped: &mut Vec<DroppedField>,
 ) -> Option<u64> {
     let rule = match value? {
-        Value::Number(n) => {
+        Field::Json(Value::Number(n)) => {
             let whole = n.as_u64().or_else(|| {
                 // JSON Schema's `integer` admits 3.0; it does not admit 3.5 or -1.
                 n.as_f64()
@@ -226,10 +229,10 @@ fn read_size(
     None
 }
 
-fn read_digest<'a>(value: Option<&'a Value>, dropped: &mut Vec<DroppedField>) -> Option<&'a str> {
+fn read_digest<'a>(value: Option<Field<'a>>, dropped: &mut Vec<DroppedField>) -> Option<&'a str> {
     let rule = match value? {
-        Value::String(s) if is_sha256_digest(s) => return Some(s),
-        Value::String(_) => FieldRule::Malformed,
+        Field::Str(s) if is_sha256_digest(s) => return Some(s),
+        Field::Str(_) => FieldRule::Malformed,
         _ => FieldRule::WrongType,
     };
     dropped.push(DroppedField {

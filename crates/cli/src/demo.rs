@@ -189,7 +189,8 @@ pub fn demo_config(
     };
     let config = json!({
         "mcpServers": {DEMO_SERVER: server},
-        "mcpl": {"spillDir": spill_dir, "fetchDir": spill_dir.join("refs")},
+        // The demo shows the spill folder it made, so its notices name paths there.
+        "mcpl": {"spillDir": spill_dir, "fetchDir": spill_dir.join("refs"), "spillNotice": "path"},
     });
     Config::from_slice("the demo's configuration", config.to_string().as_bytes())
 }

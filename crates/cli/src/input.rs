@@ -77,6 +77,12 @@ pub struct Document {
 
 /// Reads a whole file, or standard input for `None` or `-`, and parses it as one JSON document.
 pub fn read_document(file: Option<&Path>) -> Result<Document, InputError> {
+    let (source_name, bytes) = read_input(file)?;
+    parse_document(&source_name, &bytes)
+}
+
+/// Reads a whole file, or standard input for `None` or `-`: where it came from, and its bytes.
+pub fn read_input(file: Option<&Path>) -> Result<(String, Vec<u8>), InputError> {
     let (source_name, bytes) = match file.filter(|path| path.as_os_str() != "-") {
         Some(path) => {
             let source_name = path.display().to_string();
@@ -96,7 +102,7 @@ pub fn read_document(file: Option<&Path>) -> Result<Document, InputError> {
             ("stdin".to_owned(), bytes)
         }
     };
-    parse_document(&source_name, &bytes)
+    Ok((source_name, bytes))
 }
 
 /// Parses one JSON document, telling empty, too deep and malformed input apart. Lone UTF-16
@@ -121,7 +127,7 @@ pub fn parse_document(source_name: &str, bytes: &[u8]) -> Result<Document, Input
 }
 
 /// FNV-1a over the input: stable across runs and platforms, unlike the standard hasher.
-fn fingerprint(bytes: &[u8]) -> u64 {
+pub fn fingerprint(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
         (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
     })

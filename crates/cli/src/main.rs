@@ -6,13 +6,17 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use mcpl_budget::PricedRoute;
+use mcpl_budget::{SpillError, SpillNotice, SpillStore};
 use mcpl_classify::{Limits, Summary, classify};
 use mcpl_cli::conformance::{ConformanceError, run_conformance};
 use mcpl_cli::demo::{DemoFolder, DemoTransport, render_json, render_text, run_demo};
-use mcpl_cli::input::{InputError, content_blocks, describe_shape, read_document};
+use mcpl_cli::input::{
+    InputError, content_blocks, describe_shape, fingerprint, parse_document, read_document,
+    read_input,
+};
 use mcpl_cli::oauth::{Presenter, authorize};
-use mcpl_cli::project::{Lane, Request, project};
-use mcpl_host::config::{Config, ConfigError};
+use mcpl_cli::project::{Lane, Request, project, project_view, view_needs_scaling};
+use mcpl_host::config::{Config, ConfigError, S3Location, SpillStoreConfig};
 use mcpl_host::host_loop::{Host, HostOptions};
 use mcpl_host::model::{Model, ModelError, Scripted};
 use mcpl_lanes::{RouteId, UriPolicy};
@@ -95,9 +99,20 @@ enum Command {
         /// The user's message that starts the conversation.
         #[arg(long, default_value = "Go ahead.")]
         prompt: String,
+        /// The conversation this run continues: `read_result` reads back only the spills of
+        /// the conversation that made them (default: a new random one).
+        #[arg(long, value_parser = conversation_id)]
+        conversation: Option<String>,
         /// Open a browser on a server's OAuth authorization url instead of printing it.
         #[arg(long)]
         open_browser: bool,
+    },
+    /// Remove the spills older than the configuration's `spillTtlHours` from its spill store
+    /// (the local folder or the S3 bucket), and say how many went.
+    SpillGc {
+        /// The configuration: `{"mcpServers": {...}, "mcpl": {"spillTtlHours": N, ...}}`.
+        #[arg(long)]
+        config: PathBuf,
     },
     /// Run MCPL conformance vectors (format mcpl-bulk-references-1) against the fetcher and a
     /// real HTTP server on loopback: one line per case, then `N passed, M failed`.
@@ -252,6 +267,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             transcript,
             prompt,
             open_browser,
+            conversation,
         } => run_command(&RunArgs {
             config,
             model,
@@ -259,7 +275,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             transcript,
             prompt,
             open_browser,
+            conversation,
         }),
+        Command::SpillGc { config } => spill_gc_command(&config),
         Command::Conformance { files } => conformance_command(&files),
         Command::ServeDemo {
             hostile,
@@ -332,6 +350,20 @@ struct RunArgs {
     transcript: Option<PathBuf>,
     prompt: String,
     open_browser: bool,
+    conversation: Option<String>,
+}
+
+/// `--conversation`: 1 to 128 of `[A-Za-z0-9_.-]`.
+fn conversation_id(text: &str) -> Result<String, String> {
+    let fits = (1..=128).contains(&text.len())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+    if fits {
+        Ok(text.to_owned())
+    } else {
+        Err("a conversation id is 1 to 128 letters, digits, '_', '.' or '-'".to_owned())
+    }
 }
 
 fn run_command(args: &RunArgs) -> Result<(), Failure> {
@@ -369,7 +401,14 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
         // A provider's model name goes in its requests (and in the transcript).
         options.model = name.to_owned();
     }
+    if let Some(conversation) = &args.conversation {
+        options.conversation.clone_from(conversation);
+    }
+    let object_store = spill_store(&config, &options);
     let mut host = Host::start(&config, options);
+    if let Some(store) = object_store {
+        host.set_spill_store(store);
+    }
     let running = host.servers.iter().any(|s| s.connection.is_some());
     for server in &host.servers {
         match (&server.error, running) {
@@ -551,7 +590,34 @@ fn serve_demo(files_origin: Option<String>) -> Result<(), Failure> {
 }
 
 fn project_command(file: Option<PathBuf>, request: &Request) -> Result<(), Failure> {
-    let document = read_document(file.as_deref())?;
+    let (source_name, bytes) = read_input(file.as_deref())?;
+    // A plain tool result is read straight from its bytes, its blocks borrowing them; any other
+    // document (a JSON-RPC message, another lane's shape, input that is not JSON) is parsed into
+    // a `Value`, whose reading says what is wrong with it.
+    if request.lane == Lane::ToolResult
+        && matches!(
+            bytes.iter().find(|b| !b.is_ascii_whitespace()),
+            Some(b'{' | b'[')
+        )
+        && memchr::memmem::find(&bytes, b"\"jsonrpc\"").is_none()
+    {
+        let (mended, replaced) = mcpl_classify::mend_lone_surrogates(&bytes);
+        if let Ok(view) = mcpl_classify::ResultView::parse(&mended)
+            && view.content.is_some()
+            && !view_needs_scaling(&view, request)
+        {
+            let projection =
+                project_view(&view, fingerprint(&bytes), replaced, request).map_err(|error| {
+                    Failure {
+                        status: 2,
+                        message: error.to_string(),
+                    }
+                })?;
+            return print_json(&projection);
+        }
+    }
+    let document = parse_document(&source_name, &bytes)?;
+    drop(bytes);
     let projection = project(&document, request).map_err(|error| Failure {
         // Every projection error is input the command cannot use.
         status: 2,
@@ -586,4 +652,90 @@ fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
             status: 1,
             message: format!("cannot write the output: {error}"),
         })
+}
+
+/// The object store `spillStore` names, when it names one; `None` keeps the local folder.
+fn spill_store(
+    config: &Config,
+    options: &HostOptions,
+) -> Option<Result<Box<dyn SpillStore>, SpillError>> {
+    match &config.spill_store {
+        SpillStoreConfig::Local => None,
+        SpillStoreConfig::S3(location) => Some(s3_store(
+            location,
+            &options.conversation,
+            options.spill_notice,
+        )),
+    }
+}
+
+#[cfg(feature = "s3")]
+fn s3_store(
+    location: &S3Location,
+    conversation: &str,
+    notice: SpillNotice,
+) -> Result<Box<dyn SpillStore>, SpillError> {
+    mcpl_spill_s3::S3SpillStore::new(location).map(|store| {
+        Box::new(store.with_conversation(conversation).with_notice(notice)) as Box<dyn SpillStore>
+    })
+}
+
+#[cfg(not(feature = "s3"))]
+fn s3_store(
+    location: &S3Location,
+    _conversation: &str,
+    _notice: SpillNotice,
+) -> Result<Box<dyn SpillStore>, SpillError> {
+    Err(SpillError::Remote {
+        store: format!("s3://{}/{}", location.bucket, location.prefix),
+        message: "this mcpl was built without the s3 feature".to_owned(),
+    })
+}
+
+/// `mcpl spill-gc`: the retention recipe for `spillTtlHours`.
+fn spill_gc_command(path: &std::path::Path) -> Result<(), Failure> {
+    let config = Config::from_file(path).map_err(|error| Failure {
+        status: match error {
+            ConfigError::Read { .. } => 1,
+            ConfigError::Key { .. } => 2,
+        },
+        message: error.to_string(),
+    })?;
+    let Some(hours) = config.spill_ttl_hours else {
+        return Err(Failure {
+            status: 2,
+            message: format!(
+                "{}: mcpl.spillTtlHours is not set: spills are kept",
+                path.display()
+            ),
+        });
+    };
+    let failed = |error: SpillError| Failure {
+        status: 1,
+        message: error.to_string(),
+    };
+    let (mut store, place): (Box<dyn SpillStore>, String) = match &config.spill_store {
+        SpillStoreConfig::Local => {
+            let Some(dir) = &config.spill_dir else {
+                return Err(Failure {
+                    status: 2,
+                    message: format!(
+                        "{}: mcpl.spillDir is not set: there is no spill folder to clean",
+                        path.display()
+                    ),
+                });
+            };
+            let store = mcpl_budget::LocalSpillStore::new(dir).map_err(failed)?;
+            (Box::new(store), dir.display().to_string())
+        }
+        SpillStoreConfig::S3(location) => {
+            let place = format!("s3://{}/{}", location.bucket, location.prefix);
+            let store = s3_store(location, "spill-gc", SpillNotice::Path).map_err(failed)?;
+            (store, place)
+        }
+    };
+    let age = std::time::Duration::from_secs(hours.saturating_mul(3600));
+    let removed = store.remove_older_than(age).map_err(failed)?;
+    println!("removed {removed} spill files older than {hours} hours from {place}");
+    Ok(())
 }

@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 
 use mcpl_budget::{Heuristic, LocalSpillStore, PricedRoute, Pricer, SpillStore, fit_tool_result};
+use mcpl_classify::ResultView;
 use mcpl_encode::Encoder;
 use mcpl_host::mcpl::{INVALID_PARAMS, PUSH_CONTENT_FIELD, push_refusal_error};
 use mcpl_lanes::{
@@ -112,16 +113,105 @@ pub enum ProjectError {
 
 /// Projects a document on the requested lane and route.
 pub fn project(document: &Document, request: &Request) -> Result<Projection, ProjectError> {
+    let source = Source {
+        fingerprint: document.fingerprint,
+        lone_surrogates_replaced: document.lone_surrogates_replaced,
+    };
+    project_with(&source, request, |projector, pricer, diagnostics| {
+        let unknown = |lane: Lane| ProjectError::UnknownShape {
+            source_name: document.source_name.clone(),
+            lane: lane.name(),
+            found: crate::input::describe_shape(&document.value),
+        };
+        lane_output(
+            &document.value,
+            request,
+            projector,
+            pricer,
+            diagnostics,
+            unknown,
+        )
+    })
+}
+
+/// Projects a tool result read straight from the input's bytes ([`ResultView`]) on the
+/// tool-result lane: the same output as [`project`] on the same bytes parsed into a `Value`,
+/// without a `Value` tree for the blocks. `fingerprint` and `lone_surrogates_replaced` are the
+/// input's, as [`Document`] has them.
+pub fn project_view(
+    view: &ResultView<'_>,
+    fingerprint: u64,
+    lone_surrogates_replaced: usize,
+    request: &Request,
+) -> Result<Projection, ProjectError> {
+    let source = Source {
+        fingerprint,
+        lone_surrogates_replaced,
+    };
+    let project =
+        |projector: &mut Projector<'_>, pricer: Pricer<'_>, diagnostics: &mut Vec<String>| {
+            let result = ToolResult::from_view(view);
+            Ok::<_, ProjectError>(tool_result_output(
+                &result,
+                request,
+                projector,
+                pricer,
+                diagnostics,
+            ))
+        };
+    project_with(&source, request, project)
+}
+
+/// Whether a tool result read from bytes holds an image `mcpl run` would scale on the request's
+/// route: such a result takes [`project`]'s `Value` path, where the scaler works.
+pub fn view_needs_scaling(view: &ResultView<'_>, request: &Request) -> bool {
+    let priced = PricedRoute::of(request.route);
+    let fit = mcpl_scale::Fit::for_route(&priced.lanes, &request.route.request_limits());
+    match &view.content {
+        Some(mcpl_classify::ContentView::Blocks(blocks)) => blocks
+            .iter()
+            .any(|block| mcpl_scale::would_scale(&block.classify(), &priced.lanes, fit)),
+        _ => false,
+    }
+}
+
+/// What the input a projection is made from contributes besides its content.
+struct Source {
+    fingerprint: u64,
+    lone_surrogates_replaced: usize,
+}
+
+/// What a lane made: the live copy, the stored copy, the live copy's price, the spill and the
+/// follow-up message.
+struct LaneOutput {
+    live: Value,
+    stored: String,
+    tokens: u64,
+    spill: Value,
+    follow_up: Value,
+    refusal: Option<Value>,
+}
+
+type Lane3 = (Value, String, u64);
+
+fn project_with(
+    source: &Source,
+    request: &Request,
+    lane: impl FnOnce(
+        &mut Projector<'_>,
+        Pricer<'_>,
+        &mut Vec<String>,
+    ) -> Result<LaneOutput, ProjectError>,
+) -> Result<Projection, ProjectError> {
     let priced = PricedRoute::of(request.route);
     let route = &priced.lanes;
-    let encoder = Encoder::new(request.route);
     let pricer = Pricer {
         text: &Heuristic,
         route: priced,
     };
     // The same input gives the same ids and refs, so the command's output repeats exactly.
-    let mut registry = Registry::with_seed(document.fingerprint);
-    let mut ledger = ImageLedger::with_seed(document.fingerprint.rotate_left(17));
+    let mut registry = Registry::with_seed(source.fingerprint);
+    let mut ledger = ImageLedger::with_seed(source.fingerprint.rotate_left(17));
     let server = ServerName::new(request.server.clone());
     let mut projector = Projector {
         registry: &mut registry,
@@ -131,60 +221,110 @@ pub fn project(document: &Document, request: &Request) -> Result<Projection, Pro
         uri_policy: request.uri_policy,
     };
     let mut diagnostics = Vec::new();
-    if document.lone_surrogates_replaced > 0 {
+    if source.lone_surrogates_replaced > 0 {
         diagnostics.push(format!(
             "{} lone UTF-16 surrogate escape(s) in the input became U+FFFD",
-            document.lone_surrogates_replaced
+            source.lone_surrogates_replaced
         ));
     }
-    let unknown = |lane: Lane| ProjectError::UnknownShape {
-        source_name: document.source_name.clone(),
-        lane: lane.name(),
-        found: crate::input::describe_shape(&document.value),
+    let output = lane(&mut projector, pricer, &mut diagnostics)?;
+    let stored_tokens = text_tokens(pricer, &output.stored);
+    Ok(Projection {
+        lane: request.lane.name(),
+        route: route.name(),
+        live: output.live,
+        follow_up: output.follow_up,
+        stored: output.stored,
+        estimated_tokens: output.tokens,
+        stored_estimated_tokens: stored_tokens,
+        spill: output.spill,
+        diagnostics,
+        refusal: output.refusal,
+    })
+}
+
+/// A tool result fitted to the budget (spilled first when a folder is given), both copies
+/// encoded for the route.
+fn tool_result_output(
+    result: &ToolResult<'_>,
+    request: &Request,
+    projector: &mut Projector<'_>,
+    pricer: Pricer<'_>,
+    diagnostics: &mut Vec<String>,
+) -> LaneOutput {
+    let encoder = Encoder::new(request.route);
+    let mut store = match &request.spill_dir {
+        Some(dir) => match LocalSpillStore::new(dir) {
+            Ok(store) => Some(store),
+            Err(error) => {
+                diagnostics.push(error.to_string());
+                None
+            }
+        },
+        None => None,
     };
-    let body = unwrap_jsonrpc(&document.value);
+    let fitted = fit_tool_result(
+        projector,
+        result,
+        pricer,
+        request.budget,
+        store.as_mut().map(|s| s as &mut dyn SpillStore),
+    );
+    diagnostics.extend(fitted.diagnostics.iter().cloned());
+    if fitted.copies.is_error {
+        diagnostics.push("the server marked this result an error (isError)".to_owned());
+    }
+    let spill = fitted.spill.as_ref().map_or(
+        Value::Null,
+        |s| json!({"path": s.path, "attachments": s.attachments}),
+    );
+    let tokens = fitted
+        .price
+        .unwrap_or_else(|| text_tokens(pricer, &fitted.copies.stored));
+    LaneOutput {
+        live: encoder.tool_result_copies(&fitted.copies),
+        follow_up: encoder.follow_up_copies(&fitted.copies),
+        stored: fitted.copies.stored,
+        tokens,
+        spill,
+        refusal: None,
+    }
+}
+
+fn lane_output(
+    document: &Value,
+    request: &Request,
+    projector: &mut Projector<'_>,
+    pricer: Pricer<'_>,
+    diagnostics: &mut Vec<String>,
+    unknown: impl Fn(Lane) -> ProjectError,
+) -> Result<LaneOutput, ProjectError> {
+    let body = unwrap_jsonrpc(document);
     let mut refusal = None;
-    let mut spill = Value::Null;
-    let mut follow_up = Value::Null;
-    let (live, stored, tokens) = match request.lane {
+    let plain = |(live, stored, tokens): Lane3, refusal| LaneOutput {
+        live,
+        stored,
+        tokens,
+        spill: Value::Null,
+        follow_up: Value::Null,
+        refusal,
+    };
+    let output: Lane3 = match request.lane {
         Lane::ToolResult => {
             let result = tool_result_value(body).ok_or_else(|| unknown(Lane::ToolResult))?;
             // Images over a per-image limit are scaled as `mcpl run` scales them by default.
-            let fit = mcpl_scale::Fit::for_route(route, &request.route.request_limits());
+            let priced = PricedRoute::of(request.route);
+            let fit = mcpl_scale::Fit::for_route(&priced.lanes, &request.route.request_limits());
             let scaled =
-                mcpl_scale::Scaler::default().scale_result(result, route, fit, &mut diagnostics);
+                mcpl_scale::Scaler::default().scale_result(result, &priced.lanes, fit, diagnostics);
             let result = scaled.as_ref().unwrap_or(result);
-            let mut store = match &request.spill_dir {
-                Some(dir) => match LocalSpillStore::new(dir) {
-                    Ok(store) => Some(store),
-                    Err(error) => {
-                        diagnostics.push(error.to_string());
-                        None
-                    }
-                },
-                None => None,
-            };
-            let fitted = fit_tool_result(
-                &mut projector,
+            return Ok(tool_result_output(
                 &ToolResult::from_value(result),
+                request,
+                projector,
                 pricer,
-                request.budget,
-                store.as_mut().map(|s| s as &mut dyn SpillStore),
-            );
-            diagnostics.extend(fitted.diagnostics.iter().cloned());
-            if fitted.copies.is_error {
-                diagnostics.push("the server marked this result an error (isError)".to_owned());
-            }
-            spill = fitted.spill.as_ref().map_or(
-                Value::Null,
-                |s| json!({"path": s.path, "attachments": s.attachments}),
-            );
-            let tokens = fitted
-                .price
-                .unwrap_or_else(|| text_tokens(pricer, &fitted.copies.stored));
-            let live = encoder.tool_result_copies(&fitted.copies);
-            follow_up = encoder.follow_up_copies(&fitted.copies);
-            (live, fitted.copies.stored, tokens)
+                diagnostics,
+            ));
         }
         Lane::Push => {
             let content = push_content(body).ok_or_else(|| unknown(Lane::Push))?;
@@ -239,19 +379,7 @@ pub fn project(document: &Document, request: &Request) -> Result<Projection, Pro
             (view, text, tokens)
         }
     };
-    let stored_tokens = text_tokens(pricer, &stored);
-    Ok(Projection {
-        lane: request.lane.name(),
-        route: route.name(),
-        live,
-        follow_up,
-        stored,
-        estimated_tokens: tokens,
-        stored_estimated_tokens: stored_tokens,
-        spill,
-        diagnostics,
-        refusal,
-    })
+    Ok(plain(output, refusal))
 }
 
 fn message_output(pricer: Pricer<'_>, view: MessageView<'_>) -> (Value, String, u64) {

@@ -8,10 +8,12 @@ use crate::conversation::{Content, Message, ToolOutput};
 /// How every cleared tool result's notice begins, so a result cleared once is not cleared again.
 const CLEARED: &str = "[tool result cleared to fit the context window; ";
 
-/// `[tool result cleared to fit the context window; the whole result is in <spill>]`: what a
-/// cleared tool result becomes in history. The one place the notice is worded.
-pub fn cleared_notice(spill: &str) -> String {
-    format!("{CLEARED}the whole result is in {spill}]")
+/// `[tool result cleared to fit the context window; <reference>]`: what a cleared tool result
+/// becomes in history, where `reference` names its spill as the host's notice wording does
+/// (`the whole result is in <path>`, or `read it with read_result("<id>")`). The one place the
+/// notice is worded.
+pub fn cleared_notice(reference: &str) -> String {
+    format!("{CLEARED}{reference}]")
 }
 
 /// What making room did.
@@ -39,8 +41,8 @@ fn latest_results(history: &[Message]) -> Option<usize> {
 
 /// Clears the oldest tool results (every one before the latest round's), oldest first and in
 /// call order, until `excess` estimated tokens are freed. Each is replaced by
-/// [`cleared_notice`] naming the spill `spill` gives for it (the file it was spilled to, or one
-/// written now); one for which `spill` gives none is kept, so nothing is lost.
+/// [`cleared_notice`] with the reference `spill` gives for it (to the spill it was written to,
+/// or one written now); one for which `spill` gives none is kept, so nothing is lost.
 pub fn clear_oldest_results(
     history: &mut [Message],
     excess: u64,
@@ -173,7 +175,7 @@ mod tests {
         let mut spilled = Vec::new();
         let room = clear_oldest_results(&mut h, 150, &price, &mut |o| {
             spilled.push(o.call_id.clone());
-            Some(format!("/spill/{}.txt", o.call_id))
+            Some(format!("the whole result is in /spill/{}.txt", o.call_id))
         });
         assert_eq!(spilled, ["c0", "c1"]);
         assert_eq!(room.cleared, 2);

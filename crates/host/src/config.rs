@@ -11,8 +11,14 @@
 //!                                              "token": "...", "maxBytes": 1048576}}}},
 //!  "mcpl": {"spillDir": "/var/tmp/mcpl/spill", "fetchDir": "/var/tmp/mcpl/refs",
 //!           "contextWindow": 200000, "scaleImages": true, "imageBase64": 10485760,
-//!           "maxImages": 600, "maxBodyBytes": 32000000}}
+//!           "maxImages": 600, "maxBodyBytes": 32000000, "spillNotice": "read_result",
+//!           "spillTtlHours": 24,
+//!           "spillStore": {"type": "s3", "bucket": "b", "prefix": "mcpl/", "endpoint": "..."}}}
 //! ```
+//!
+//! `spillStore` is `{"type": "local"}` (the default, in `spillDir`) or an S3-compatible bucket,
+//! whose credentials come from the usual AWS environment variables or profile: a credential
+//! key in the file is an error (`docs/spill-stores.md`).
 //!
 //! `withholdCredentialUrls` (default `true`) withholds credential-shaped urls no block claims
 //! from the server's strings (`docs/redaction.md`); set it `false` only for a server whose text
@@ -24,7 +30,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mcpl_budget::DEFAULT_BUDGET;
+use mcpl_budget::{DEFAULT_BUDGET, SpillNotice};
+pub use mcpl_budget::{S3Location, SpillStoreConfig};
 use mcpl_lanes::UriPolicy;
 use serde::Deserialize;
 use serde_json::Value;
@@ -58,6 +65,12 @@ pub struct Config {
     pub context_window: u64,
     /// The route settings: request limits the platform and model raise, and image scaling.
     pub route: RouteSettings,
+    /// Where spills go: the local folder, or an S3-compatible bucket.
+    pub spill_store: SpillStoreConfig,
+    /// How an omission notice names a spill (`spillNotice`: `read_result` or `path`).
+    pub spill_notice: SpillNotice,
+    /// How long spills are kept, in hours, for `cargo xtask spill-gc` (`spillTtlHours`).
+    pub spill_ttl_hours: Option<u64>,
 }
 
 /// What the configuration says of the route beyond its name (`mcpl.scaleImages`,
@@ -204,6 +217,16 @@ struct RawHost {
     image_base64: Option<u64>,
     max_images: Option<usize>,
     max_body_bytes: Option<u64>,
+    spill_store: Option<serde_json::Map<String, Value>>,
+    spill_notice: Option<RawNotice>,
+    spill_ttl_hours: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RawNotice {
+    ReadResult,
+    Path,
 }
 
 #[derive(Deserialize)]
@@ -417,6 +440,13 @@ impl Config {
                 max_images: raw.mcpl.max_images,
                 body_bytes: raw.mcpl.max_body_bytes,
             },
+            spill_store: SpillStoreConfig::from_json(raw.mcpl.spill_store)
+                .map_err(|(key, message)| key_error(join_key("mcpl.spillStore", &key), message))?,
+            spill_notice: match raw.mcpl.spill_notice {
+                Some(RawNotice::Path) => SpillNotice::Path,
+                Some(RawNotice::ReadResult) | None => SpillNotice::ReadResult,
+            },
+            spill_ttl_hours: raw.mcpl.spill_ttl_hours,
         })
     }
 }

@@ -8,7 +8,7 @@
 //! go to their servers; each result passes classify, lanes and budget (fitted to the server's
 //! budget, spilled whole first when cut, its small references fetched first), its live copy
 //! goes into the next request and its stored copy into history. `fetch_reference` goes to the
-//! reference fetcher.
+//! reference fetcher, and `read_result` reads a cut result's spill back, a part at a time.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -17,8 +17,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use mcpl_budget::{
-    Correction, Heuristic, LocalSpillStore, PricedRoute, Pricer, Round, Spill, SpillStore,
-    TokenEstimator, fit_tool_result, project_round,
+    Correction, DEFAULT_BUDGET, Fitted, Heuristic, LocalSpillStore, PricedRoute, Pricer, Round,
+    Spill, SpillError, SpillId, SpillNotice, SpillStore, TokenEstimator, fit_tool_result,
+    project_round, read_back, write_text_spill,
 };
 use mcpl_lanes::{
     ImageLedger, LiveCopy, RefId, Registry, RouteId, ServerName, ToolResult, ToolResultCopies,
@@ -46,6 +47,18 @@ pub const FETCH_REFERENCE_DESCRIPTION: &str = "Fetch a referenced payload (a [re
     digest-verified when the reference carries one. Returns the path plus verified size/type. \
     Small payloads may already be fetched automatically — their stubs show a saved path instead.";
 
+/// The host tool that reads a cut result's spill back.
+pub const READ_RESULT: &str = "read_result";
+
+/// What the model reads about `read_result`.
+pub const READ_RESULT_DESCRIPTION: &str = "Read the rest of a tool result that was cut: pass the \
+    spill_… id its omission notice names. Returns the next part of the whole result within \
+    max_tokens, images as images where this conversation takes them, and ends with the offset \
+    the following part starts at.";
+
+/// The fewest tokens one `read_result` part may be given: room for its footer and some text.
+const READ_RESULT_MIN_TOKENS: u64 = 100;
+
 /// How long a server may take to answer `context/beforeInference` before the round goes on
 /// without it.
 const INJECTION_TIMEOUT: Duration = Duration::from_secs(5);
@@ -72,6 +85,11 @@ pub struct HostOptions {
     pub context_window: u64,
     /// Where spill files go.
     pub spill_dir: PathBuf,
+    /// How an omission notice names a spill.
+    pub spill_notice: SpillNotice,
+    /// The conversation spills are bound to: `read_result` reads only this one's. A new random
+    /// one unless the host continues a conversation (`mcpl run --conversation`).
+    pub conversation: String,
     /// Where fetched references go.
     pub fetch_dir: PathBuf,
     /// The most rounds one conversation may take.
@@ -87,7 +105,8 @@ impl HostOptions {
             route,
             model: "mcpl-scripted".to_owned(),
             system: "You are an agent. Tool results are shown as the host's policy allows; \
-                     fetch a reference with fetch_reference."
+                     fetch a reference with fetch_reference, and read the rest of a cut result \
+                     with read_result."
                 .to_owned(),
             max_tokens: 4096,
             context_window: config.context_window,
@@ -95,6 +114,9 @@ impl HostOptions {
                 .spill_dir
                 .clone()
                 .unwrap_or_else(|| fresh_private_dir("mcpl-spill-")),
+            spill_notice: config.spill_notice,
+            conversation: SpillId::random()
+                .map_or_else(|_| "default".to_owned(), |id| id.to_string()),
             fetch_dir: config
                 .fetch_dir
                 .clone()
@@ -283,7 +305,7 @@ pub struct Host {
     pub lanes: Lanes,
     /// What the loop was set up with.
     pub options: HostOptions,
-    spill: Result<LocalSpillStore, mcpl_budget::SpillError>,
+    spill: Spills,
     fetcher: Result<Fetcher, mcpl_fetch::FolderError>,
     tools: Vec<ToolSpec>,
     /// Model-facing tool name to (server index, tool name).
@@ -323,7 +345,13 @@ impl Host {
                 server.options.withhold_credential_urls,
             );
         }
-        let spill = LocalSpillStore::new(&options.spill_dir);
+        let spill = Spills(LocalSpillStore::new(&options.spill_dir).map(|store| {
+            Box::new(
+                store
+                    .with_conversation(options.conversation.as_str())
+                    .with_notice(options.spill_notice),
+            ) as Box<dyn SpillStore>
+        }));
         let mut fetcher = Fetcher::new(&options.fetch_dir);
         if let Ok(fetcher) = &mut fetcher {
             for server in &config.servers {
@@ -336,7 +364,7 @@ impl Host {
             options,
             spill,
             fetcher,
-            tools: vec![fetch_reference_spec()],
+            tools: vec![fetch_reference_spec(), read_result_spec()],
             tool_index: BTreeMap::new(),
             calls: Vec::new(),
             rounds: Vec::new(),
@@ -349,6 +377,12 @@ impl Host {
             host.servers.push(started);
         }
         host
+    }
+
+    /// Spills go to `store` from now on (an object store, say), or, when it could not be set
+    /// up, nowhere: results over budget are then kept whole, with the error as a diagnostic.
+    pub fn set_spill_store(&mut self, store: Result<Box<dyn SpillStore>, SpillError>) {
+        self.spill = Spills(store);
     }
 
     fn start_server(&mut self, config: &ServerConfig) -> Server {
@@ -442,7 +476,7 @@ impl Host {
         tracing::warn!(server = %name, "tools/list gave more than {MAX_TOOL_PAGES} pages; listing stopped with the tools listed so far");
     }
 
-    /// The tools offered to the model: every server's, and `fetch_reference`.
+    /// The tools offered to the model: every server's, `fetch_reference` and `read_result`.
     pub fn tools(&self) -> &[ToolSpec] {
         &self.tools
     }
@@ -671,11 +705,12 @@ impl Host {
                 .rev()
                 .find(|c| c.output.call_id == output.call_id && c.output.stored == output.stored);
             if let Some(written) = report.and_then(|c| c.spill.as_ref()) {
-                return Some(written.path.clone());
+                return Some(written.reference());
             }
-            let store = spill.as_mut().ok()?;
-            let path = store.put("txt", output.stored.as_bytes()).ok()?;
-            store.commit().ok().map(|()| path)
+            let store = spill.0.as_mut().ok()?;
+            write_text_spill(&output.stored, &mut **store)
+                .ok()
+                .map(|written| written.reference())
         };
         let mut room = window::clear_oldest_results(history, excess, &estimate, &mut spill_of);
         if room.freed < excess {
@@ -759,6 +794,7 @@ impl Host {
     /// call cannot be routed.
     pub fn route(&self, round: usize, mut call: ToolCall) -> Result<ToolCall, LoopError> {
         if call.name == FETCH_REFERENCE
+            || call.name == READ_RESULT
             || self.tool_index.contains_key(&call.name)
             || self.stopped_server(&call.name).is_some()
         {
@@ -895,6 +931,8 @@ impl Host {
     fn one_call(&mut self, round: usize, call: &ToolCall) -> CallReport {
         if call.name == FETCH_REFERENCE {
             self.fetch_reference(round, call)
+        } else if call.name == READ_RESULT {
+            self.read_result(round, call)
         } else if let Some((index, tool)) = self.tool_index.get(&call.name).cloned() {
             self.call_server_tool(round, call, index, &tool)
         } else if let Some(server) = self.stopped_server(&call.name) {
@@ -991,40 +1029,67 @@ impl Host {
             self.eager_fetch(&server_name, &parsed);
         }
         let pricer = self.pricer();
-        let mut store = self.spill.as_mut().ok();
         let mut projector = self.lanes.projector(&server_name);
         let fitted = fit_tool_result(
             &mut projector,
             &parsed,
             pricer,
             options.budget,
-            store.as_mut().map(|s| *s as &mut dyn SpillStore),
+            self.spill
+                .0
+                .as_mut()
+                .ok()
+                .map(|s| &mut **s as &mut dyn SpillStore),
         );
-        diagnostics.extend(fitted.diagnostics.iter().cloned());
-        if let Err(error) = &self.spill {
-            diagnostics.push(format!("spill folder unavailable: {error}"));
+        let mut report = fitted_report(round, call, tool, fitted);
+        report.server = Some(name);
+        // The scaling's lines first, then the fitting's.
+        diagnostics.append(&mut report.diagnostics);
+        report.diagnostics = diagnostics;
+        if let Err(error) = &self.spill.0 {
+            report
+                .diagnostics
+                .push(format!("spill folder unavailable: {error}"));
         }
-        let estimated_tokens = fitted
-            .price
-            .unwrap_or_else(|| estimate(&fitted.copies.stored));
-        CallReport {
-            round,
-            server: Some(name),
-            tool: tool.to_owned(),
-            call: call.clone(),
-            output: ToolOutput {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                stored: fitted.copies.stored.clone(),
-                live: match &fitted.copies.live {
-                    LiveCopy::Stored => None,
-                    LiveCopy::Native(parts) => Some(parts.iter().map(Content::from_part).collect()),
-                },
-                is_error: fitted.copies.is_error,
-            },
-            estimated_tokens,
-            spill: fitted.spill,
-            diagnostics,
+        report
+    }
+
+    /// `read_result`: the next part of a spill of this conversation, through the lanes and the
+    /// fitting every tool result goes through, or the refusal in words.
+    fn read_result(&mut self, round: usize, call: &ToolCall) -> CallReport {
+        let argument = |key| call.arguments.get(key).and_then(Value::as_u64);
+        let Some(id) = call.arguments.get("id").and_then(Value::as_str) else {
+            let text = "read_result: the id is missing (the spill_… id a notice names)".to_owned();
+            return host_report(round, call, text, true, 0);
+        };
+        let max_tokens = argument("max_tokens")
+            .unwrap_or(DEFAULT_BUDGET)
+            .clamp(READ_RESULT_MIN_TOKENS, DEFAULT_BUDGET);
+        let pricer = self.pricer();
+        let part = match &mut self.spill.0 {
+            Ok(store) => read_back(
+                &mut **store,
+                id,
+                argument("offset").unwrap_or(0),
+                max_tokens,
+                pricer,
+            )
+            .map_err(|error| error.to_string()),
+            Err(error) => Err(format!("read_result: no spill store is available: {error}")),
+        };
+        match part {
+            Ok(part) => {
+                let result = json!({"content": part.content});
+                let server = ServerName::new(READ_RESULT);
+                let mut projector = self.lanes.projector(&server);
+                let parsed = ToolResult::from_value(&result);
+                let fitted = fit_tool_result(&mut projector, &parsed, pricer, max_tokens, None);
+                fitted_report(round, call, READ_RESULT, fitted)
+            }
+            Err(text) => {
+                let tokens = estimate(&text);
+                host_report(round, call, text, true, tokens)
+            }
         }
     }
 
@@ -1153,6 +1218,44 @@ impl ServerRequests for SharedRequests<'_, '_> {
     }
 }
 
+/// The spill store, when there is one: a store is any `SpillStore`, printed by its kind alone.
+struct Spills(Result<Box<dyn SpillStore>, SpillError>);
+
+impl std::fmt::Debug for Spills {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Ok(_) => f.write_str("Spills(store)"),
+            Err(error) => write!(f, "Spills({error})"),
+        }
+    }
+}
+
+/// A fitted result as the model gets it, with its price, spill and diagnostics.
+fn fitted_report(round: usize, call: &ToolCall, tool: &str, fitted: Fitted<'_>) -> CallReport {
+    let estimated_tokens = fitted
+        .price
+        .unwrap_or_else(|| estimate(&fitted.copies.stored));
+    CallReport {
+        round,
+        server: None,
+        tool: tool.to_owned(),
+        call: call.clone(),
+        output: ToolOutput {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            live: match &fitted.copies.live {
+                LiveCopy::Stored => None,
+                LiveCopy::Native(parts) => Some(parts.iter().map(Content::from_part).collect()),
+            },
+            stored: fitted.copies.stored,
+            is_error: fitted.copies.is_error,
+        },
+        estimated_tokens,
+        spill: fitted.spill,
+        diagnostics: fitted.diagnostics,
+    }
+}
+
 /// A server call that failed, as the model reads it.
 fn failed_report(
     round: usize,
@@ -1222,6 +1325,24 @@ fn fetch_reference_spec() -> ToolSpec {
                               "description": "refuse if the payload is larger"},
             },
             "required": ["ref_id"],
+        }),
+    }
+}
+
+fn read_result_spec() -> ToolSpec {
+    ToolSpec {
+        name: READ_RESULT.to_owned(),
+        description: READ_RESULT_DESCRIPTION.to_owned(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "description": "the spill_… id in the omission notice"},
+                "offset": {"type": "integer", "minimum": 0,
+                           "description": "where to start, in bytes (the last part's footer says)"},
+                "max_tokens": {"type": "integer", "minimum": READ_RESULT_MIN_TOKENS,
+                               "maximum": DEFAULT_BUDGET, "description": "the most tokens of the part"},
+            },
+            "required": ["id"],
         }),
     }
 }

@@ -4,7 +4,8 @@
 //! The loop ([`host_loop::Host`]) starts each configured server through `mcpl-client`, offers
 //! their tools to a model, and sends every tool result, push event, channel message and context
 //! injection through `mcpl-classify`, `mcpl-lanes` and `mcpl-budget` before `mcpl-encode`
-//! writes the provider's request. References are fetched with `mcpl-fetch`.
+//! writes the provider's request. References are fetched with `mcpl-fetch`, and a cut result's
+//! spill is read back with the `read_result` tool, from any `mcpl_budget::SpillStore`.
 //!
 //! This crate knows processes only through `mcpl-client` and HTTP only through `mcpl-fetch` and
 //! its own provider backends (the `http` feature); it has no command line, logger or demo server.

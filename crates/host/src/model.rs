@@ -57,7 +57,10 @@ pub trait Model {
 /// "final": "<answer>"}`. Each step is one model turn; after the last step it answers `final`.
 /// A call with a `server` goes by the tool's model-facing name (`<server>__<name>`); one
 /// without goes by `name` alone, which the loop routes (a host tool, a model-facing name, or a
-/// tool's own name when exactly one server offers it).
+/// tool's own name when exactly one server offers it). An argument that is the string
+/// `"{{last_spill}}"` becomes the spill id the conversation last named in a `read_result(…)`,
+/// and `"{{next_offset}}"` the offset the last `read_result` part ended at (0 before any), so a
+/// script can read a cut result back to its end.
 #[derive(Debug, Clone)]
 pub struct Scripted {
     steps: std::vec::IntoIter<Vec<ToolCall>>,
@@ -169,9 +172,18 @@ impl Model for Scripted {
         None
     }
 
-    fn complete(&mut self, _body: &Value) -> Result<Turn, ModelError> {
+    fn complete(&mut self, body: &Value) -> Result<Turn, ModelError> {
         match self.steps.next() {
-            Some(tool_calls) => {
+            Some(mut tool_calls) => {
+                if tool_calls
+                    .iter()
+                    .any(|c| c.arguments.to_string().contains("\"{{"))
+                {
+                    let seen = body.to_string();
+                    for call in &mut tool_calls {
+                        fill_in(&mut call.arguments, &seen);
+                    }
+                }
                 self.calls_made += tool_calls.len();
                 Ok(Turn {
                     text: String::new(),
@@ -185,5 +197,33 @@ impl Model for Scripted {
                 usage: None,
             }),
         }
+    }
+}
+
+/// Replaces the script's placeholders from what the conversation has shown (`seen`, a request
+/// body as JSON text, where quotes are escaped).
+fn fill_in(arguments: &mut Value, seen: &str) {
+    match arguments {
+        Value::String(text) if text == "{{last_spill}}" => {
+            let marker = "read_result(\\\"";
+            if let Some(at) = seen.rfind(marker) {
+                let rest = &seen[at + marker.len()..];
+                let end = rest.find('\\').unwrap_or(rest.len());
+                *text = rest[..end].to_owned();
+            }
+        }
+        Value::String(text) if text == "{{next_offset}}" => {
+            let marker = "[read_result: bytes ";
+            let next = seen.rfind(marker).and_then(|at| {
+                let rest = &seen[at + marker.len()..];
+                let rest = &rest[rest.find('–')? + '–'.len_utf8()..];
+                let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+                rest[..digits].parse::<u64>().ok()
+            });
+            *arguments = Value::from(next.unwrap_or(0));
+        }
+        Value::Array(items) => items.iter_mut().for_each(|item| fill_in(item, seen)),
+        Value::Object(fields) => fields.values_mut().for_each(|field| fill_in(field, seen)),
+        _ => {}
     }
 }

@@ -2,15 +2,14 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use mcpl_classify::classify;
+use mcpl_classify::{BlockView, ObjectView, Slot, classify};
 use serde_json::Value;
 
 use crate::markers::WITHHELD_LINK;
 use crate::redact::{
-    Compiled, HIDDEN_SET_CAPACITY, HiddenSet, View, canonical, is_control_or_format,
+    Compiled, FastMap, FastSet, HiddenSet, View, canonical, is_control_or_format,
     is_credential_free, is_credential_shaped, urls_in,
 };
 
@@ -49,7 +48,7 @@ pub fn is_content_block(value: &Value) -> bool {
 #[derive(Debug)]
 pub struct HiddenUris {
     /// The canonical forms of the uris the result marks `never`.
-    never: HashSet<String>,
+    never: FastSet<String>,
     compiled: Arc<Compiled>,
     policy: UriPolicy,
     scan: bool,
@@ -75,12 +74,33 @@ impl HiddenUris {
         session: &mut HiddenSet,
         scan: bool,
     ) -> HiddenUris {
+        let scope = Scope {
+            values: values.to_vec(),
+            views: &[],
+        };
+        HiddenUris::in_scope(&scope, policy, session, scan)
+    }
+
+    /// As [`HiddenUris::in_session`], for a result whose content array may have been read from
+    /// bytes.
+    pub(crate) fn in_scope(
+        scope: &Scope<'_>,
+        policy: UriPolicy,
+        session: &mut HiddenSet,
+        scan: bool,
+    ) -> HiddenUris {
         let mut never_uris = Vec::new();
         let mut uris = Vec::new();
-        for value in values {
+        for value in &scope.values {
             walk(value, true, &mut never_uris, &mut uris);
         }
-        let never: HashSet<String> = never_uris
+        for view in scope.views {
+            match view {
+                BlockView::Object(object) => walk_view(object, true, &mut never_uris, &mut uris),
+                BlockView::Other(value) => walk(value, true, &mut never_uris, &mut uris),
+            }
+        }
+        let never: FastSet<String> = never_uris
             .iter()
             .filter(|uri| !uri.is_empty())
             .map(|uri| canonical(uri))
@@ -93,16 +113,7 @@ impl HiddenUris {
                     || session.contains(uri))
         });
         uris.extend(never_uris.iter().copied().filter(|uri| !uri.is_empty()));
-        let mut added = 0;
-        for uri in &uris {
-            added += usize::from(session.insert(uri));
-        }
-        // A result holding more uris than the session keeps still hides all of its own.
-        let compiled = if added > HIDDEN_SET_CAPACITY {
-            session.compiled_with(&uris)
-        } else {
-            session.compiled()
-        };
+        let compiled = session.hide_result(&uris);
         HiddenUris {
             never,
             compiled,
@@ -241,7 +252,7 @@ pub(crate) enum Searcher {
     },
     ByTail {
         shift: Vec<u8>,
-        by_tail: HashMap<u64, Vec<usize>>,
+        by_tail: FastMap<u64, Vec<usize>>,
         patterns: Vec<String>,
     },
 }
@@ -283,10 +294,10 @@ impl Searcher {
     }
 
     fn by_tail(patterns: &[&str]) -> Searcher {
-        let patterns: HashSet<&str> = patterns.iter().copied().collect();
+        let patterns: FastSet<&str> = patterns.iter().copied().collect();
         let patterns: Vec<&str> = patterns.into_iter().collect();
         let mut shift = vec![Self::MAX_SHIFT; 1 << 16];
-        let mut by_tail: HashMap<u64, Vec<usize>> = HashMap::new();
+        let mut by_tail: FastMap<u64, Vec<usize>> = FastMap::default();
         for (index, pattern) in patterns.iter().enumerate() {
             let bytes = pattern.as_bytes();
             let tail = &bytes[bytes.len() - 8..];
@@ -373,6 +384,49 @@ fn tail_key(bytes: &[u8], end: usize) -> u64 {
     let mut key = [0u8; 8];
     key.copy_from_slice(&bytes[end - 8..end]);
     u64::from_le_bytes(key)
+}
+
+/// What a result's uris are read from: values, and the elements of a content array read from
+/// bytes (each as the element of an array, where a `never` counts).
+#[derive(Debug)]
+pub(crate) struct Scope<'v> {
+    pub(crate) values: Vec<&'v Value>,
+    pub(crate) views: &'v [BlockView<'v>],
+}
+
+/// [`walk`] on an object read from bytes: the same uris and `never` marks, from the fields it
+/// kept (a string in any other field holds no block).
+fn walk_view<'v>(
+    object: &'v ObjectView<'v>,
+    claims_count: bool,
+    never: &mut Vec<&'v str>,
+    uris: &mut Vec<&'v str>,
+) {
+    let kind = object.kind.as_ref().and_then(Slot::as_str);
+    let block = kind.is_some_and(|t| CONTENT_BLOCK_TYPES.contains(&t));
+    let inner = object.resource_object();
+    if block {
+        let inner_uri = inner
+            .and_then(|inner| inner.uri.as_ref())
+            .and_then(Slot::as_str);
+        let inner_disposition =
+            inner.is_some_and(|inner| inner.more_fields().disposition.is_some());
+        if claims_count
+            && (object.more_fields().disposition.is_some() || inner_disposition)
+            && let Some(never_uri) = object.classify().never_uri()
+        {
+            never.push(never_uri);
+        }
+        uris.extend(object.uri.as_ref().and_then(Slot::as_str));
+        uris.extend(inner_uri);
+    }
+    let inner_claims = claims_count && !block;
+    for value in object.json_values() {
+        walk(value, inner_claims, never, uris);
+    }
+    if let Some(inner) = inner {
+        walk_view(inner, inner_claims, never, uris);
+    }
 }
 
 /// Every uri a content block in `value` carries, at any depth: a reference's, an embedded

@@ -13,8 +13,59 @@ use crate::{
 /// Parses `bytes` as JSON (lone surrogates mended) and runs every lane on it as a tool result,
 /// and on its `content` as a push event, a channel message and both kinds of injection.
 pub fn every_lane_on_json_bytes(bytes: &[u8]) {
+    view_matches_value(bytes);
     if let Ok((value, _)) = mcpl_classify::parse_json_lenient(bytes) {
         every_lane(&value);
+    }
+}
+
+/// Checks that a tool result read straight from bytes ([`ToolResult::from_view`]) gives, on
+/// every route, the same copies and the same spill text as the same bytes parsed into a
+/// `Value` ([`ToolResult::from_value`]), twice in a row on one host (so the session's memory
+/// plays its part too).
+pub fn view_matches_value(bytes: &[u8]) {
+    let Ok((value, _)) = mcpl_classify::parse_json_lenient(bytes) else {
+        return;
+    };
+    let (mended, _) = mcpl_classify::mend_lone_surrogates(bytes);
+    let view = match mcpl_classify::ResultView::parse(&mended) {
+        Ok(view) => view,
+        Err(error) => panic!("the value reads, the view fails: {error}"),
+    };
+    let server = ServerName::new("fuzz");
+    let hosts = || (Registry::with_seed(1), ImageLedger::with_seed(2));
+    let ((mut registry, mut ledger), (mut view_registry, mut view_ledger)) = (hosts(), hosts());
+    let attach = |media: &mcpl_classify::Media<'_>, shown: &str| {
+        format!("[attached {} bytes for {shown}]", media.data.len())
+    };
+    for route in RouteId::ALL.map(RouteId::route) {
+        for _ in 0..2 {
+            let mut lanes = Projector {
+                registry: &mut registry,
+                ledger: &mut ledger,
+                route,
+                server: &server,
+                uri_policy: UriPolicy::Hidden,
+            };
+            let parsed = ToolResult::from_value(&value);
+            let copies = lanes.tool_result(&parsed);
+            let spill = lanes.tool_result_spill(&parsed, &mut attach.clone());
+            let mut lanes = Projector {
+                registry: &mut view_registry,
+                ledger: &mut view_ledger,
+                route,
+                server: &server,
+                uri_policy: UriPolicy::Hidden,
+            };
+            let read = ToolResult::from_view(&view);
+            assert_eq!(read.blocks(), parsed.blocks(), "the blocks");
+            assert_eq!(lanes.tool_result(&read), copies, "the copies");
+            assert_eq!(
+                lanes.tool_result_spill(&read, &mut attach.clone()),
+                spill,
+                "the spill text"
+            );
+        }
     }
 }
 

@@ -3,12 +3,12 @@
 use std::borrow::Cow;
 
 use mcpl_classify::{
-    Block, Dimensions, EmbeddedBlob, ImageDefect, Invalid, InvalidReason, Limits, Media, Reference,
-    Sniffed, classify,
+    Block, BlockView, ContentView, Dimensions, EmbeddedBlob, ImageDefect, Invalid, InvalidReason,
+    Limits, Media, Reference, ResultView, Sniffed, classify,
 };
 use serde_json::{Map, Value};
 
-use crate::claims::{HiddenUris, UriPolicy, is_content_block};
+use crate::claims::{HiddenUris, Scope, UriPolicy, is_content_block};
 use crate::ledger::ImageLedger;
 use crate::markers;
 use crate::markers::WITHHELD_LINK;
@@ -156,9 +156,14 @@ pub enum RenderOutcome<'a> {
 /// A tool result as a server sent it, read leniently, with the blocks of its content array
 /// classified once: every lane, the spill and a host's eager fetch read the same [`Block`]s, so
 /// no payload is sniffed or its header read twice.
+///
+/// It is read either from a `Value` ([`ToolResult::from_value`]) or from a result read straight
+/// from bytes ([`ToolResult::from_view`]), whose blocks borrow the input; both give the same
+/// copies.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolResult<'a> {
-    /// `content`: normally an array of blocks; anything else is data.
+    /// `content` when it was read as a `Value`: normally an array of blocks; anything else is
+    /// data. `None` when it is absent, or when it is a content array read from bytes.
     pub content: Option<&'a Value>,
     /// `structuredContent`, when the key is present (`null` included).
     pub structured: Option<&'a Value>,
@@ -166,6 +171,8 @@ pub struct ToolResult<'a> {
     pub is_error: bool,
     /// The content array's blocks, classified, in order; empty when `content` is not an array.
     blocks: Vec<Block<'a>>,
+    /// The content array's elements as read from bytes, when it was.
+    views: Option<&'a [BlockView<'a>]>,
 }
 
 impl<'a> ToolResult<'a> {
@@ -182,6 +189,28 @@ impl<'a> ToolResult<'a> {
             structured: fields.structured,
             is_error: fields.is_error,
             blocks,
+            views: None,
+        }
+    }
+
+    /// Takes a `CallToolResult` read straight from bytes ([`ResultView::parse`]) and classifies
+    /// its content array's blocks, which borrow the input's strings and payloads.
+    pub fn from_view(view: &'a ResultView<'a>) -> ToolResult<'a> {
+        let (content, views) = match &view.content {
+            None => (None, None),
+            Some(ContentView::Data(data)) => (Some(data), None),
+            Some(ContentView::Blocks(blocks)) => (None, Some(blocks.as_slice())),
+        };
+        ToolResult {
+            content,
+            structured: view.structured.as_ref(),
+            is_error: view.is_error,
+            blocks: views
+                .unwrap_or_default()
+                .iter()
+                .map(BlockView::classify)
+                .collect(),
+            views,
         }
     }
 
@@ -198,13 +227,22 @@ impl<'a> ToolResult<'a> {
         })
     }
 
-    /// The values whose uris the result hides: its content and its structured content.
-    fn values(&self) -> Vec<&'a Value> {
-        self.content
-            .iter()
-            .chain(&self.structured)
-            .copied()
-            .collect()
+    /// Whether the content is an array of blocks.
+    fn has_blocks(&self) -> bool {
+        self.views.is_some() || matches!(self.content, Some(Value::Array(_)))
+    }
+
+    /// What the result's uris are read from: its content and its structured content.
+    fn scope(&self) -> Scope<'a> {
+        Scope {
+            values: self
+                .content
+                .iter()
+                .chain(&self.structured)
+                .copied()
+                .collect(),
+            views: self.views.unwrap_or_default(),
+        }
     }
 }
 
@@ -333,8 +371,16 @@ impl<'h> Projector<'h> {
 
     /// What the session hides in content made of `values`, this server's scan setting applied.
     fn hidden(&mut self, values: &[&Value]) -> HiddenUris {
+        self.hidden_in(&Scope {
+            values: values.to_vec(),
+            views: &[],
+        })
+    }
+
+    /// [`Projector::hidden`] for a result, whose blocks may have been read from bytes.
+    fn hidden_in(&mut self, scope: &Scope<'_>) -> HiddenUris {
         let scan = self.registry.hidden().scans(self.server);
-        HiddenUris::in_session(values, self.uri_policy, self.registry.hidden_mut(), scan)
+        HiddenUris::in_scope(scope, self.uri_policy, self.registry.hidden_mut(), scan)
     }
 
     /// Keeps the credential-shaped urls a lane found, so they stay hidden for the session.
@@ -369,11 +415,11 @@ impl<'h> Projector<'h> {
         result: &ToolResult<'a>,
         attach: &mut Option<&mut Attach<'_>>,
     ) -> ToolResultCopies<'a> {
-        let hidden = self.hidden(&result.values());
+        let hidden = self.hidden_in(&result.scope());
         let mut pieces: Vec<Piece<'a>> = Vec::new();
         let mut server_text = false;
         match result.content {
-            Some(Value::Array(_)) => {
+            _ if result.has_blocks() => {
                 let texts = joined_texts(&result.blocks, &hidden);
                 for (block, text) in result.blocks.iter().zip(texts) {
                     server_text |= match block {
@@ -802,7 +848,7 @@ impl<'h> Projector<'h> {
     /// every content block at any depth made the same way, and never a uri.
     pub fn script_result(&mut self, result: &Value) -> Value {
         let parsed = ToolResult::from_value(result);
-        let hidden = self.hidden(&parsed.values());
+        let hidden = self.hidden_in(&parsed.scope());
         let shown = match result {
             Value::Object(object) if !is_content_block(result) => {
                 let mut view = Map::new();
@@ -857,7 +903,7 @@ impl<'h> Projector<'h> {
     /// The whole result's `never` marks apply.
     pub fn script_field(&mut self, result: &Value, pointer: &str) -> Option<Value> {
         let field = result.pointer(pointer)?;
-        let hidden = self.hidden(&ToolResult::from_value(result).values());
+        let hidden = self.hidden_in(&ToolResult::from_value(result).scope());
         // An element of the content array is a block, whatever it holds.
         let in_content = match result {
             Value::Array(_) => pointer.matches('/').count() == 1,

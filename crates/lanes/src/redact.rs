@@ -7,11 +7,18 @@
 //! byte of the view the bytes of the original it came from. A match in the view replaces exactly
 //! those original bytes, so text outside a match is kept byte for byte.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
 use crate::claims::Searcher;
 use crate::registry::ServerName;
+
+/// The sets and maps of uris and patterns: a result may hold tens of thousands, each hashed
+/// several times, so they use foldhash (randomly seeded per process, as hashbrown's own default),
+/// not the standard library's SipHash.
+pub(crate) type FastSet<T> = HashSet<T, foldhash::fast::RandomState>;
+/// See [`FastSet`].
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// How many decoding layers a view peels: enough for every composition of percent-encoding,
 /// JSON escapes and HTML references, and one more.
@@ -78,7 +85,19 @@ pub(crate) struct View {
 
 impl View {
     pub(crate) fn of(original: &str) -> View {
-        let (mut text, first) = layer(original, false);
+        // Printable ASCII (most uris and texts) has nothing to drop: the first layer is the
+        // text in lower case, one stretch mapping byte to byte.
+        let (mut text, first) = if original.bytes().all(|b| (0x20..0x7F).contains(&b)) {
+            let seg = Seg {
+                view: 0,
+                from: 0,
+                from_len: 0,
+                linear: true,
+            };
+            (original.to_ascii_lowercase(), vec![seg])
+        } else {
+            layer(original, false)
+        };
         let mut layers = vec![first];
         for _ in 0..DECODE_LAYERS {
             if !text.bytes().any(|b| matches!(b, b'%' | b'\\' | b'&')) {
@@ -563,7 +582,7 @@ pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize, bool)> {
 #[derive(Debug, Default)]
 pub struct HiddenSet {
     order: VecDeque<String>,
-    patterns: HashMap<String, Vec<String>>,
+    patterns: FastMap<String, Vec<String>>,
     unscanned: HashSet<ServerName>,
     compiled: Option<Arc<Compiled>>,
 }
@@ -571,8 +590,8 @@ pub struct HiddenSet {
 /// The patterns of a set of hidden uris, ready to search.
 #[derive(Debug, Default)]
 pub(crate) struct Compiled {
-    pub(crate) keys: HashSet<String>,
-    pub(crate) set: HashSet<String>,
+    pub(crate) keys: FastSet<String>,
+    pub(crate) set: FastSet<String>,
     pub(crate) searcher: Option<Searcher>,
 }
 
@@ -583,9 +602,13 @@ impl Compiled {
             compiled.keys.insert(key.clone());
             compiled.set.extend(patterns.iter().cloned());
         }
-        let patterns: Vec<&str> = compiled.set.iter().map(String::as_str).collect();
-        compiled.searcher = (!patterns.is_empty()).then(|| Searcher::new(&patterns));
-        compiled
+        compiled.with_searcher()
+    }
+
+    fn with_searcher(mut self) -> Compiled {
+        let patterns: Vec<&str> = self.set.iter().map(String::as_str).collect();
+        self.searcher = (!patterns.is_empty()).then(|| Searcher::new(&patterns));
+        self
     }
 }
 
@@ -625,10 +648,67 @@ impl HiddenSet {
         }
     }
 
-    /// Adds a uri, with every pattern it is searched by; returns whether it was new.
-    pub(crate) fn insert(&mut self, uri: &str) -> bool {
-        let key = canonical(uri);
-        self.insert_key(key, true)
+    /// Adds a result's uris, in order, each with every pattern it is searched by, and returns
+    /// the patterns to search that result with: the set's own, or, when the result brought more
+    /// new uris than the set keeps, the set's and every one of the result's (a result holding
+    /// more uris than the set keeps still hides all of its own).
+    ///
+    /// Each uri's canonical form and patterns are worked out once: the entries the set forgets
+    /// while the result is added are kept for the result's search instead of being made again.
+    pub(crate) fn hide_result(&mut self, uris: &[&str]) -> Arc<Compiled> {
+        // Entries queued before this call that are still queued; they are forgotten first.
+        let mut old = self.order.len();
+        // The result's uris that the set already held when they were met.
+        let mut present: FastSet<String> = FastSet::default();
+        let mut forgotten: Vec<(String, Vec<String>)> = Vec::new();
+        let mut added = 0;
+        for uri in uris {
+            let key = canonical(uri);
+            if key.is_empty() {
+                continue;
+            }
+            if self.patterns.contains_key(&key) {
+                present.insert(key);
+                continue;
+            }
+            let patterns = patterns_of(&key);
+            self.order.push_back(key.clone());
+            self.patterns.insert(key, patterns);
+            added += 1;
+            while self.order.len() > HIDDEN_SET_CAPACITY {
+                let Some(oldest) = self.order.pop_front() else {
+                    break;
+                };
+                let Some(patterns) = self.patterns.remove(&oldest) else {
+                    continue;
+                };
+                let ours = if old > 0 {
+                    old -= 1;
+                    present.contains(&oldest)
+                } else {
+                    true
+                };
+                if ours {
+                    forgotten.push((oldest, patterns));
+                }
+            }
+        }
+        if added > 0 {
+            self.compiled = None;
+        }
+        if added <= HIDDEN_SET_CAPACITY {
+            return self.compiled();
+        }
+        let mut compiled = Compiled::default();
+        for (key, patterns) in &self.patterns {
+            compiled.keys.insert(key.clone());
+            compiled.set.extend(patterns.iter().cloned());
+        }
+        for (key, patterns) in forgotten {
+            compiled.keys.insert(key);
+            compiled.set.extend(patterns);
+        }
+        Arc::new(compiled.with_searcher())
     }
 
     /// Adds a credential-shaped url found in text, by its canonical form alone.
@@ -667,24 +747,6 @@ impl HiddenSet {
         let compiled = Arc::new(Compiled::of(self.patterns.iter()));
         self.compiled = Some(Arc::clone(&compiled));
         compiled
-    }
-
-    /// The set's patterns and those of `extra` uris (when a result holds more than the set
-    /// keeps), compiled for one result.
-    pub(crate) fn compiled_with(&self, extra: &[&str]) -> Arc<Compiled> {
-        let extra: Vec<(String, Vec<String>)> = extra
-            .iter()
-            .map(|uri| {
-                let key = canonical(uri);
-                let patterns = patterns_of(&key);
-                (key, patterns)
-            })
-            .collect();
-        Arc::new(Compiled::of(
-            self.patterns
-                .iter()
-                .chain(extra.iter().map(|(k, p)| (k, p))),
-        ))
     }
 }
 
@@ -740,11 +802,34 @@ mod tests {
     }
 
     #[test]
+    fn a_result_with_more_uris_than_the_set_keeps_hides_all_of_its_own() {
+        let mut set = HiddenSet::new();
+        set.hide_result(&["demo://earlier/one", "demo://earlier/two"]);
+        let mut uris = vec!["demo://earlier/two".to_owned()];
+        uris.extend((0..HIDDEN_SET_CAPACITY + 10).map(|n| format!("demo://resource/{n}")));
+        let uris: Vec<&str> = uris.iter().map(String::as_str).collect();
+        let compiled = set.hide_result(&uris);
+        assert_eq!(set.len(), HIDDEN_SET_CAPACITY);
+        assert!(!set.contains("demo://resource/9"));
+        for uri in &uris {
+            assert!(compiled.keys.contains(*uri), "{uri}");
+        }
+        // Forgotten, and not the result's: not searched for in it.
+        assert!(!compiled.keys.contains("demo://earlier/one"));
+        assert_eq!(compiled.keys.len(), uris.len());
+    }
+
+    #[test]
     fn past_its_capacity_the_set_forgets_the_oldest() {
         let mut set = HiddenSet::new();
-        for n in 0..=HIDDEN_SET_CAPACITY {
-            set.insert(&format!("demo://resource/{n}"));
-        }
+        // A full set, then one more in a later result.
+        let uris: Vec<String> = (0..=HIDDEN_SET_CAPACITY)
+            .map(|n| format!("demo://resource/{n}"))
+            .collect();
+        let uris: Vec<&str> = uris.iter().map(String::as_str).collect();
+        set.hide_result(&uris[..HIDDEN_SET_CAPACITY]);
+        assert!(set.contains("demo://resource/0"));
+        set.hide_result(&uris[HIDDEN_SET_CAPACITY..]);
         assert_eq!(set.len(), HIDDEN_SET_CAPACITY);
         assert!(!set.contains("demo://resource/0"));
         assert!(set.contains("demo://resource/1"));

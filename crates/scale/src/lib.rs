@@ -25,7 +25,7 @@
 use std::io::Cursor;
 
 use image::{DynamicImage, ImageFormat, ImageReader};
-use mcpl_classify::{Block, Dimensions, Payload, Sniffed, classify};
+use mcpl_classify::{Block, Dimensions, Media, Payload, Sniffed, classify};
 use mcpl_lanes::markers::size_label;
 use mcpl_lanes::{RequestLimits, Route};
 use serde_json::Value;
@@ -60,6 +60,28 @@ impl Fit {
         side > 0
             && dimensions.width.min(dimensions.height) > 0
             && (side > self.max_side || base64_chars as u64 > self.max_base64)
+    }
+}
+
+/// The type and dimensions of a tool result's image that `route` would take natively but that is
+/// over `fit`: the image [`Scaler::scale_result`] scales.
+fn over_fit(media: &Media<'_>, route: &Route, fit: Fit) -> Option<(Sniffed, Dimensions)> {
+    media
+        .sniffed
+        .zip(media.dimensions)
+        .filter(|&(sniffed, dimensions)| {
+            route.images_in_tool_results
+                && route.takes_image_type(Some(sniffed))
+                && fit.needs(dimensions, media.data.len())
+        })
+}
+
+/// Whether [`Scaler::scale_result`] would scale this block of a tool result on `route`: for a
+/// caller that reads results without a `Value` and takes the scaling path only when needed.
+pub fn would_scale(block: &Block<'_>, route: &Route, fit: Fit) -> bool {
+    match block {
+        Block::InlineImage(media) if media.renderable() => over_fit(media, route, fit).is_some(),
+        _ => false,
     }
 }
 
@@ -251,14 +273,7 @@ impl Scaler {
         let mut out: Option<Vec<Value>> = None;
         for (index, block) in blocks.iter().enumerate() {
             let scaled = match classify(block) {
-                Block::InlineImage(media) if media.renderable() => media
-                    .sniffed
-                    .zip(media.dimensions)
-                    .filter(|&(sniffed, dimensions)| {
-                        route.images_in_tool_results
-                            && route.takes_image_type(Some(sniffed))
-                            && fit.needs(dimensions, media.data.len())
-                    })
+                Block::InlineImage(media) if media.renderable() => over_fit(&media, route, fit)
                     .map(|(sniffed, dimensions)| {
                         let why = why_scaled(fit, dimensions);
                         (self.scale(media.data, sniffed, dimensions, fit), why)

@@ -9,6 +9,9 @@
 //! `{"$repeat": "<text>", "count": n}` is the text itself repeated (as in the conformance
 //! vectors).
 //!
+//! [`s3_endpoint`] finds the S3-compatible server `.ci/run` starts, and [`create_bucket`] and
+//! [`list_keys`] do what a spill store test needs of it.
+//!
 //! [`workloads`] makes the three standard performance workloads the benches run, in memory and
 //! from fixed seeds.
 //!
@@ -21,8 +24,12 @@
 
 use std::path::{Path, PathBuf};
 
+mod s3;
 mod workloads;
 
+pub use s3::{
+    S3_ENDPOINT_VARIABLE, S3_TEST_ENV, create_bucket, list_keys, s3_endpoint, s3_request,
+};
 pub use workloads::{Workload, w1_mixed_10mb, w2_100k_blocks, w3_one_big_image, workloads};
 
 use base64::Engine as _;

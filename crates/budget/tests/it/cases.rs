@@ -11,18 +11,22 @@ use serde_json::Value;
 
 use crate::{TempDir, fit, payloads, render_parts};
 
-/// Replaces the spill folder and the store's random name part, so snapshots repeat.
+/// Replaces the spill folder and the spill's random id, so snapshots repeat.
 fn normalise(text: &str, dir: &Path) -> String {
     let text = text.replace(&dir.display().to_string(), "<spill>");
     let mut out = String::new();
     let mut rest = text.as_str();
-    while let Some(at) = rest.find("mcpl-") {
-        out.push_str(&rest[..at + 5]);
-        rest = &rest[at + 5..];
-        let hex = rest.chars().take_while(char::is_ascii_digit).count();
-        if hex == 12 && rest[hex..].starts_with('-') {
-            out.push_str("<nonce>");
-            rest = &rest[hex..];
+    while let Some(at) = rest.find(mcpl_budget::SPILL_ID_PREFIX) {
+        let end = at + mcpl_budget::SPILL_ID_PREFIX.len();
+        out.push_str(&rest[..end]);
+        rest = &rest[end..];
+        let id = rest
+            .bytes()
+            .take_while(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            .count();
+        if id == mcpl_budget::SPILL_ID_LENGTH {
+            out.push_str("<id>");
+            rest = &rest[id..];
         }
     }
     out.push_str(rest);

@@ -179,7 +179,7 @@ fn spill_files_are_owner_only() {
         // Host-made names only.
         let name = Path::new(path).file_name().unwrap().to_str().unwrap();
         assert!(
-            name.starts_with("mcpl-") && !name.contains("x.bin"),
+            name.starts_with("spill_") && !name.contains("x.bin"),
             "{name}"
         );
     }
@@ -202,20 +202,21 @@ fn a_spill_leaves_only_its_files_under_their_real_names() {
             let name = Path::new(path).file_name().unwrap();
             name.to_string_lossy().into_owned()
         })
+        .chain(std::iter::once(spill.id.manifest_name()))
         .collect();
     expected.sort();
     let mut found = files_in(&dir.0);
     found.sort();
     assert_eq!(found, expected, "no temporary or partial file is left");
-    assert_eq!(found.len(), 3);
+    assert_eq!(found.len(), 4);
 }
 
 #[test]
 fn a_put_file_is_under_its_real_name_only_once_committed() {
     let dir = TempDir::new("staged");
     let mut store = LocalSpillStore::new(&dir.0).unwrap();
-    let first = store.put("bin", b"first").unwrap();
-    let second = store.put("txt", b"second").unwrap();
+    let first = store.put("spill_a-1.bin", b"first").unwrap();
+    let second = store.put("spill_a.txt", b"second").unwrap();
     assert!(!Path::new(&first).exists(), "{first} before the commit");
     assert!(!Path::new(&second).exists(), "{second} before the commit");
     store.commit().unwrap();
@@ -225,7 +226,7 @@ fn a_put_file_is_under_its_real_name_only_once_committed() {
     found.sort();
     assert_eq!(found.len(), 2, "{found:?}");
     assert!(
-        found.iter().all(|name| name.starts_with("mcpl-")),
+        found.iter().all(|name| name.starts_with("spill_a")),
         "{found:?}"
     );
 }
@@ -234,8 +235,8 @@ fn a_put_file_is_under_its_real_name_only_once_committed() {
 fn a_staged_file_removed_before_the_commit_leaves_nothing() {
     let dir = TempDir::new("staged-removed");
     let mut store = LocalSpillStore::new(&dir.0).unwrap();
-    let path = store.put("bin", b"bytes").unwrap();
-    store.remove(&path);
+    store.put("spill_a-1.bin", b"bytes").unwrap();
+    store.remove("spill_a-1.bin");
     store.commit().unwrap();
     assert_eq!(files_in(&dir.0), Vec::<String>::new());
 }

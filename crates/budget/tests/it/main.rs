@@ -8,6 +8,7 @@ mod estimate;
 mod failures;
 mod private;
 mod properties;
+mod read_back;
 mod stored;
 
 use std::path::PathBuf;

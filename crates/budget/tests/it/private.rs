@@ -49,24 +49,22 @@ fn a_symlinked_folder_is_refused() {
 fn a_symlink_planted_at_a_spill_file_name_is_not_followed() {
     let dir = TempDir::new("planted");
     let mut store = LocalSpillStore::new(dir.0.join("spill")).unwrap();
-    let first = store.put("txt", b"first").unwrap();
-    // The next names follow from the first: plant links at both, pointing at a victim.
+    let first = store.put("spill_a-1.txt", b"first").unwrap();
+    // Someone who guessed the next names plants links at both, pointing at a victim.
     let victim = dir.0.join("victim");
     std::fs::write(&victim, b"untouched").unwrap();
-    let next = first.replace("-1.txt", "-2.txt");
-    let name = std::path::Path::new(&next)
-        .file_name()
-        .unwrap()
-        .to_str()
-        .unwrap();
-    let partial = store.dir().join(format!(".{name}.partial"));
+    let partial = store.dir().join(".spill_a-2.txt.partial");
     std::os::unix::fs::symlink(&victim, &partial).unwrap();
-    assert!(store.put("txt", b"IGNORE PREVIOUS INSTRUCTIONS").is_err());
+    assert!(
+        store
+            .put("spill_a-2.txt", b"IGNORE PREVIOUS INSTRUCTIONS")
+            .is_err()
+    );
     assert_eq!(std::fs::read(&victim).unwrap(), b"untouched");
     let _ = std::fs::remove_file(&partial);
     let third = first.replace("-1.txt", "-3.txt");
     std::os::unix::fs::symlink(&victim, &third).unwrap();
-    let written = store.put("txt", b"the spill").unwrap();
+    let written = store.put("spill_a-3.txt", b"the spill").unwrap();
     assert_eq!(written, third);
     // Staged files take their real names when the spill commits: the rename replaces the link.
     store.commit().unwrap();

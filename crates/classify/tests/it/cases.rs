@@ -19,6 +19,9 @@ fn check(case: &Value) -> Vec<Summary> {
         .map(|mut block| {
             let fixture_lengths = expand_fixtures(&mut block);
             let summary = Summary::of(&classify(&block), &Limits::default());
+            // Read straight from bytes, the block is the same.
+            let bytes = serde_json::to_vec(&[&block]).unwrap();
+            mcpl_classify::fuzz::view_matches_value(&bytes);
             if summary.renderable {
                 assert!(summary.base64_error.is_none(), "renderable with bad base64");
                 assert!(

@@ -126,6 +126,18 @@ proptest! {
     }
 
     #[test]
+    fn a_result_read_from_bytes_classifies_as_its_value_does(value in any_json(), wrap in 0..3u8) {
+        // As a content array, as a result's content beside structured content, and alone.
+        let document = match wrap {
+            0 => json!({"content": value.as_array().cloned().unwrap_or_else(|| vec![value.clone()]),
+                "structuredContent": value, "isError": true}),
+            1 => json!([value]),
+            _ => value,
+        };
+        mcpl_classify::fuzz::view_matches_value(&serde_json::to_vec(&document).unwrap());
+    }
+
+    #[test]
     fn decoded_size_from_length_is_exact(bytes in proptest::collection::vec(any::<u8>(), 0..4096)) {
         let data = STANDARD.encode(&bytes);
         let padding = data.bytes().rev().take_while(|&c| c == b'=').count();

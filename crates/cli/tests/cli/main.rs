@@ -238,4 +238,5 @@ fn an_unknown_route_is_refused_where_it_is_typed() {
 mod conformance;
 mod demo;
 mod project;
+mod read_result;
 mod run;

@@ -465,3 +465,56 @@ fn uri_keys_keep_their_values_in_the_spill() {
     assert!(!spill.contains("ONE111") && !spill.contains("TWO222"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A plain tool result is read straight from its bytes; the output is what the same bytes parsed
+/// into a `Value` give, on every route, fitted to a budget that cuts and to one that does not,
+/// for every lanes case and a result with lone surrogates.
+#[test]
+fn a_result_read_from_bytes_projects_as_its_value_does() {
+    use mcpl_cli::input::{fingerprint, parse_document};
+    use mcpl_cli::project::{Lane, Request, project, project_view};
+    let cases = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../lanes/tests/cases");
+    let mut inputs: Vec<Vec<u8>> = std::fs::read_dir(cases)
+        .unwrap()
+        .filter_map(|entry| std::fs::read(entry.unwrap().path().join("input.json")).ok())
+        .map(|bytes| {
+            let mut value: Value = serde_json::from_slice(&bytes).unwrap();
+            mcpl_testkit::expand_fixtures(&mut value);
+            serde_json::to_vec(&value).unwrap()
+        })
+        .collect();
+    inputs.push(br#"{"content":[{"type":"text","text":"a\ud800b"}],"isError":true}"#.to_vec());
+    inputs.push(image_result().to_string().into_bytes());
+    let mut compared = 0;
+    for bytes in &inputs {
+        let (mended, replaced) = mcpl_classify::mend_lone_surrogates(bytes);
+        let Ok(view) = mcpl_classify::ResultView::parse(&mended) else {
+            continue;
+        };
+        if view.content.is_none() {
+            continue;
+        }
+        let document = parse_document("stdin", bytes).unwrap();
+        for route in mcpl_lanes::RouteId::ALL {
+            for budget in [40, 100_000] {
+                let request = Request {
+                    lane: Lane::ToolResult,
+                    route,
+                    budget,
+                    spill_dir: None,
+                    server: "demo".to_owned(),
+                    uri_policy: mcpl_lanes::UriPolicy::Hidden,
+                };
+                let from_value = project(&document, &request).unwrap();
+                let from_bytes =
+                    project_view(&view, fingerprint(bytes), replaced, &request).unwrap();
+                assert_eq!(
+                    serde_json::to_value(&from_bytes).unwrap(),
+                    serde_json::to_value(&from_value).unwrap()
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 100, "{compared}");
+}

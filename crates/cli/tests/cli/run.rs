@@ -423,7 +423,7 @@ fn a_tool_no_server_offers_fails_the_run() {
         assert!(
             stderr.starts_with(&format!(
                 "mcpl: round 1: the model called {called}, which no running server offers \
-                 (tools: fetch_reference, demo__text, demo__png, "
+                 (tools: fetch_reference, read_result, demo__text, demo__png, "
             )),
             "{called}: {stderr}"
         );

@@ -40,6 +40,9 @@ fn config(servers: Vec<ServerConfig>, spill: &tempdir::Dir) -> Config {
         spill_dir: Some(spill.path().to_owned()),
         context_window: 1_000_000,
         route: Default::default(),
+        spill_store: mcpl_host::config::SpillStoreConfig::Local,
+        spill_notice: mcpl_budget::SpillNotice::ReadResult,
+        spill_ttl_hours: None,
     }
 }
 
@@ -651,6 +654,8 @@ fn a_200_round_session_in_a_small_window_clears_old_results_and_runs_to_its_end(
     };
     let mut config = config(vec![demo_server("demo", options)], &spill);
     config.context_window = 16_000;
+    // Path wording, so the test reads each cleared result's file by the path its notice names.
+    config.spill_notice = mcpl_budget::SpillNotice::Path;
     // Over-budget results (cut and spilled when they land) every tenth round, an image and
     // small texts (never spilled) in the others, two calls a round.
     let steps: Vec<Value> = (0..200)
@@ -742,16 +747,19 @@ fn a_never_spilled_result_is_spilled_when_cleared() {
         host.calls.iter().all(|c| c.spill.is_none()),
         "no result was cut"
     );
+    // The notice names the new spill by the id read_result takes (the config's wording).
     let last = bodies.last().unwrap().to_string();
-    let prefix = "[tool result cleared to fit the context window; the whole result is in ";
+    let prefix =
+        r#"[tool result cleared to fit the context window; read it with read_result(\"spill_"#;
     let at = last
         .find(prefix)
         .expect("a cleared result in the last request");
-    let path: String = last[at + prefix.len()..]
+    let id: String = last[at + prefix.len()..]
         .chars()
-        .take_while(|c| *c != ']')
+        .take_while(char::is_ascii_lowercase)
         .collect();
     let text = host.calls[0].output.stored.clone();
+    let path = spill.path().join(format!("spill_{id}.txt"));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
 }
 

@@ -708,6 +708,9 @@ fn session_reporting(input_tokens: u64) -> mcpl_host::host_loop::Host {
         fetch_dir: Some(dir.join("refs")),
         context_window: 200_000,
         route: Default::default(),
+        spill_store: mcpl_host::config::SpillStoreConfig::Local,
+        spill_notice: mcpl_budget::SpillNotice::ReadResult,
+        spill_ttl_hours: None,
     };
     let options = HostOptions::new(&mcpl_budget::PricedRoute::ANTHROPIC, &config);
     let mut host = Host::start(&config, options);

@@ -278,3 +278,48 @@ fn oauth_errors_name_their_key() {
             .starts_with("mcpl.json: mcpServers.r.mcpl.oauth.redirect: unknown variant `browser`"),
     );
 }
+
+#[test]
+fn spills_go_to_the_local_folder_with_read_result_notices_unless_the_config_says_otherwise() {
+    let config = Config::from_slice("mcpl.json", br#"{"mcpServers": {}}"#).unwrap();
+    assert_eq!(config.spill_store, SpillStoreConfig::Local);
+    assert_eq!(config.spill_notice, mcpl_budget::SpillNotice::ReadResult);
+    assert_eq!(config.spill_ttl_hours, None);
+    let config = Config::from_slice(
+        "mcpl.json",
+        br#"{"mcpServers": {}, "mcpl": {"spillNotice": "path", "spillTtlHours": 24,
+             "spillStore": {"type": "s3", "bucket": "b", "prefix": "p/", "endpoint": "http://127.0.0.1:9"}}}"#,
+    )
+    .unwrap();
+    assert_eq!(config.spill_notice, mcpl_budget::SpillNotice::Path);
+    assert_eq!(config.spill_ttl_hours, Some(24));
+    assert_eq!(
+        config.spill_store,
+        SpillStoreConfig::S3(S3Location {
+            bucket: "b".to_owned(),
+            prefix: "p/".to_owned(),
+            endpoint: Some("http://127.0.0.1:9".to_owned()),
+            region: None,
+        })
+    );
+}
+
+#[test]
+fn a_credential_in_the_spill_store_is_refused_by_name() {
+    assert_eq!(
+        error(
+            r#"{"mcpServers": {}, "mcpl": {"spillStore": {"type": "s3", "bucket": "b",
+                "secretAccessKey": "x"}}}"#
+        ),
+        "mcpl.json: mcpl.spillStore.secretAccessKey: credentials never go in the configuration \
+         file: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, in the environment"
+    );
+    assert_eq!(
+        error(r#"{"mcpServers": {}, "mcpl": {"spillStore": {"type": "ftp"}}}"#),
+        "mcpl.json: mcpl.spillStore.type: must be \"local\" or \"s3\""
+    );
+    assert_eq!(
+        error(r#"{"mcpServers": {}, "mcpl": {"spillNotice": "url"}}"#),
+        "mcpl.json: mcpl.spillNotice: unknown variant `url`, expected `read_result` or `path` at line 1 column 48"
+    );
+}

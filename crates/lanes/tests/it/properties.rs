@@ -194,6 +194,11 @@ proptest! {
     }
 
     #[test]
+    fn a_result_read_from_bytes_projects_as_its_value_does(result in result()) {
+        mcpl_lanes::fuzz::view_matches_value(&serde_json::to_vec(&result).unwrap());
+    }
+
+    #[test]
     fn the_script_view_is_idempotent(result in result()) {
         let mut host = Host::new();
         let once = host.on(&Route::ANTHROPIC, UriPolicy::Hidden).script_result(&result);

@@ -1,5 +1,6 @@
 //! Inputs the `lanes` fuzz target found, replayed through the same entry point; and every
-//! data-driven case through it too, so the fuzz target's own checks hold on them.
+//! data-driven case through it too, so the fuzz target's own checks hold on them (read from
+//! bytes, each case projects as its `Value` does).
 
 #[test]
 fn fuzz_regressions_replay() {
@@ -21,6 +22,7 @@ fn fuzz_regressions_replay() {
             mcpl_testkit::expand_fixtures(&mut value);
             let result = value.get("result").cloned().unwrap_or(value);
             mcpl_lanes::fuzz::every_lane(&result);
+            mcpl_lanes::fuzz::view_matches_value(&serde_json::to_vec(&result).unwrap());
         }
     }
 }
