@@ -69,7 +69,7 @@ impl std::fmt::Debug for RedirectMode {
 }
 
 /// Who mcpl is to the authorization server.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ClientIdentity {
     /// A client id got for the occasion: the client id metadata document url when the
     /// authorization server supports them and the config names one, else dynamic client
@@ -94,7 +94,7 @@ pub enum ClientIdentity {
 }
 
 /// A client credentials client's authentication at the token endpoint.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ClientCredential {
     /// A client secret, sent as `client_secret_basic` (or `client_secret_post` when the
     /// authorization server lists only that).

@@ -14,7 +14,8 @@
 //!   (RFC 8707), its response's `iss` checked (RFC 9207), refresh, step-up on
 //!   `insufficient_scope`, and client credentials with a secret or `private_key_jwt`;
 //! - tokens in memory or a 0600 token file, wrapped in [`Secret`] so that no `Debug`,
-//!   `Display` or error shows them.
+//!   `Display` or error shows them;
+//! - a config file's `oauth` settings ([`OAuthSetting`]), checked into [`OAuthOptions`].
 //!
 //! ```
 //! use mcpl_auth::{AuthConfig, OAuthClient, RedirectMode};
@@ -35,6 +36,7 @@ mod http;
 mod jwt;
 mod redirect;
 mod secret;
+mod settings;
 mod store;
 
 pub use challenge::Challenge;
@@ -46,3 +48,7 @@ pub use error::AuthError;
 pub use http::HttpError;
 pub use jwt::JwtAlgorithm;
 pub use secret::{REDACTED, Secret};
+pub use settings::{
+    ClientCredentialsSettings, DEFAULT_AUTHORIZATION_TIMEOUT, OAuthOptions, OAuthSetting,
+    OAuthSettings, RedirectSetting, SettingsError,
+};

@@ -12,6 +12,8 @@
 //!   server into a [`demo::DemoRun`], shown by [`demo::render_text`] or [`demo::render_json`].
 //! - [`conformance`]: [`conformance::run_conformance`] runs MCPL's bulk-reference vectors and
 //!   answers a [`conformance::Tally`].
+//! - [`oauth`]: [`oauth::authorize`] gives each dialed server that asks for OAuth an
+//!   [`oauth::OAuth`] authorizer, the bridge from mcpl-auth to mcpl-client.
 //!
 //! ```
 //! use mcpl_cli::input::{content_blocks, parse_document};
@@ -26,4 +28,5 @@
 pub mod conformance;
 pub mod demo;
 pub mod input;
+pub mod oauth;
 pub mod project;

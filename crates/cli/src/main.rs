@@ -14,6 +14,7 @@ use mcpl_cli::input::{
     InputError, content_blocks, describe_shape, fingerprint, parse_document, read_document,
     read_input,
 };
+use mcpl_cli::oauth::{Presenter, authorize};
 use mcpl_cli::project::{Lane, Request, project, project_view, view_needs_scaling};
 use mcpl_host::config::{Config, ConfigError, S3Location, SpillStoreConfig};
 use mcpl_host::host_loop::{Host, HostOptions};
@@ -102,6 +103,9 @@ enum Command {
         /// the conversation that made them (default: a new random one).
         #[arg(long, value_parser = conversation_id)]
         conversation: Option<String>,
+        /// Open a browser on a server's OAuth authorization url instead of printing it.
+        #[arg(long)]
+        open_browser: bool,
     },
     /// Remove the spills older than the configuration's `spillTtlHours` from its spill store
     /// (the local folder or the S3 bucket), and say how many went.
@@ -262,6 +266,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             route,
             transcript,
             prompt,
+            open_browser,
             conversation,
         } => run_command(&RunArgs {
             config,
@@ -269,6 +274,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             route,
             transcript,
             prompt,
+            open_browser,
             conversation,
         }),
         Command::SpillGc { config } => spill_gc_command(&config),
@@ -343,6 +349,7 @@ struct RunArgs {
     route: Option<RouteId>,
     transcript: Option<PathBuf>,
     prompt: String,
+    open_browser: bool,
     conversation: Option<String>,
 }
 
@@ -360,12 +367,21 @@ fn conversation_id(text: &str) -> Result<String, String> {
 }
 
 fn run_command(args: &RunArgs) -> Result<(), Failure> {
-    let config = Config::from_file(&args.config).map_err(|error| Failure {
+    let mut config = Config::from_file(&args.config).map_err(|error| Failure {
         status: match error {
             ConfigError::Read { .. } => 1,
             ConfigError::Key { .. } => 2,
         },
         message: error.to_string(),
+    })?;
+    let presenter = if args.open_browser {
+        Presenter::OpenBrowser
+    } else {
+        Presenter::Print
+    };
+    authorize(&mut config, presenter).map_err(|error| Failure {
+        status: 1,
+        message: format!("{}: {error}", args.config.display()),
     })?;
     let mut model = model_named(args.model.as_deref())?;
     let route = PricedRoute::of(args.route.or(model.route()).unwrap_or(RouteId::Anthropic));

@@ -147,6 +147,8 @@ pub struct ServerOptions {
     pub max_concurrent_calls: usize,
     /// The reference fetcher's options for references this server delivers.
     pub fetch: FetchOptions,
+    /// A dialed server's OAuth (`mcpl.oauth`; on by default with no fixed token), checked.
+    pub oauth: Option<mcpl_auth::OAuthOptions>,
 }
 
 impl ServerOptions {
@@ -169,6 +171,7 @@ impl Default for ServerOptions {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
             fetch: FetchOptions::default(),
+            oauth: None,
         }
     }
 }
@@ -284,6 +287,8 @@ struct RawOptions {
     roots: Vec<RawRoot>,
     #[serde(default)]
     fetch: RawFetch,
+    #[serde(default)]
+    oauth: mcpl_auth::OAuthSetting,
 }
 
 #[derive(Deserialize)]
@@ -362,15 +367,16 @@ impl Config {
                 ));
             }
             let fetch = FetchOptions::default();
-            let (fetch_origin, fetch_token) = match &transport {
+            let (fetch_origin, fetch_token, oauth) = match &transport {
                 Transport::Http(dial) | Transport::Ws(dial) => {
                     let token = bearer(&server.mcpl, &at).map_err(|(k, m)| key_error(k, m))?;
-                    (
-                        Some(fetch_origin(&dial.url)),
-                        server.mcpl.fetch.token.or(token),
-                    )
+                    let oauth = (server.mcpl.oauth)
+                        .resolve(token.is_some(), &expand)
+                        .map_err(|e| key_error(at(&format!("mcpl.{}", e.key_path())), e.message))?;
+                    let token = server.mcpl.fetch.token.or(token);
+                    (Some(fetch_origin(&dial.url)), token, oauth)
                 }
-                Transport::Stdio => (server.mcpl.fetch.origin, server.mcpl.fetch.token),
+                Transport::Stdio => (server.mcpl.fetch.origin, server.mcpl.fetch.token, None),
             };
             let roots = server.mcpl.roots.into_iter();
             servers.push(ServerConfig {
@@ -419,6 +425,7 @@ impl Config {
                             .eager_max_bytes
                             .unwrap_or(fetch.eager_max_bytes),
                     },
+                    oauth,
                 },
             });
         }
@@ -474,6 +481,10 @@ fn transport(
             ("headers", !server.headers.is_empty()),
             ("mcpl.token", server.mcpl.token.is_some()),
             ("mcpl.tokenEnv", server.mcpl.token_env.is_some()),
+            (
+                "mcpl.oauth",
+                server.mcpl.oauth != mcpl_auth::OAuthSetting::Absent,
+            ),
         ] {
             if set {
                 return Err((

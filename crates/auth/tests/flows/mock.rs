@@ -102,6 +102,8 @@ pub(crate) struct Seen {
     pub(crate) token_requests: Vec<(HashMap<String, String>, Option<String>)>,
     /// client id → (secret, method) of registered clients.
     pub(crate) clients: HashMap<String, (Option<String>, String)>,
+    /// Every code issued, exchanged or not.
+    pub(crate) issued_codes: Vec<String>,
     /// code → (code_challenge, scope, client id)
     pub(crate) codes: HashMap<String, (String, String, String)>,
     /// access token → scopes
@@ -283,7 +285,40 @@ fn resource_server(
         return json_answer(403, &json!({"error": "insufficient_scope"}))
             .with_header("WWW-Authenticate", &header);
     }
-    json_answer(200, &json!({"jsonrpc": "2.0", "id": 1, "result": {}}))
+    mcp_answer(request, &body)
+}
+
+/// The text `tools/call` answers: long enough to be spilled by a small budget.
+pub(crate) const TOOL_TEXT: &str = "the protected resource answered";
+
+/// What an MCP server (revision 2025-11-25) answers an authorized request: enough of the
+/// protocol for a host's session, one tool (`whoami`) whose result is long.
+fn mcp_answer(request: &Request, body: &Value) -> Answer {
+    if request.method != "POST" {
+        return json_answer(405, &json!({"error": "no stream"}));
+    }
+    let Some(id) = body.get("id").cloned() else {
+        let mut accepted = Answer::bytes("application/json", Vec::new());
+        accepted.status = 202;
+        return accepted;
+    };
+    let result = match body["method"].as_str() {
+        Some("initialize") => json!({"protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}}, "serverInfo": {"name": "mock", "version": "1"}}),
+        Some("tools/list") => json!({"tools": [{"name": "whoami",
+            "description": "Says who asked.", "inputSchema": {"type": "object"}}]}),
+        Some("tools/call") => {
+            json!({"content": [{"type": "text", "text": TOOL_TEXT.repeat(400)}]})
+        }
+        _ => {
+            return json_answer(
+                200,
+                &json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32601, "message": "method not found"}}),
+            );
+        }
+    };
+    json_answer(200, &json!({"jsonrpc": "2.0", "id": id, "result": result}))
 }
 
 fn authorization_server(
@@ -347,7 +382,8 @@ fn authorization_server(
     if path == format!("{prefix}/authorize") {
         seen.authorizations.push(query.clone());
         seen.counter += 1;
-        let code = format!("code-{}", seen.counter);
+        let code = format!("code-{}-SECRETCODE", seen.counter);
+        seen.issued_codes.push(code.clone());
         if query.get("code_challenge_method").map(String::as_str) != Some("S256") {
             seen.violations.push("no S256 code challenge".to_owned());
         }

@@ -616,6 +616,10 @@ fn the_guide_lists_every_config_option_with_its_default() {
     let options = keys_at(r#"{"mcpServers": {"s": {"command": "x", "mcpl": {"?": 1}}}}"#);
     let fetch = keys_at(r#"{"mcpServers": {"s": {"command": "x", "mcpl": {"fetch": {"?": 1}}}}}"#);
     let host = keys_at(r#"{"mcpServers": {}, "mcpl": {"?": 1}}"#);
+    let oauth = keys_at(
+        r#"{"mcpServers": {"s": {"url": "http://x.example", "mcpl": {"oauth": {"?": 1}}}}}"#,
+    );
+    assert!(oauth.contains(&"clientCredentials".to_owned()), "{oauth:?}");
     assert!(
         fetch.len() >= 5 && options.contains(&"budget".to_owned()),
         "{fetch:?} {options:?}"
@@ -624,6 +628,7 @@ fn the_guide_lists_every_config_option_with_its_default() {
         .into_iter()
         .chain(options.into_iter().filter(|key| key != "fetch"))
         .chain(fetch.into_iter().map(|key| format!("fetch.{key}")))
+        .chain(oauth.into_iter().map(|key| format!("oauth.{key}")))
         .chain(host);
     for key in keys {
         assert!(

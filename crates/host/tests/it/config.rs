@@ -211,6 +211,75 @@ fn dialed_server_errors_name_their_key() {
 }
 
 #[test]
+fn a_dialed_server_authorizes_with_oauth_unless_told_not_to() {
+    let config = Config::from_slice(
+        "mcpl.json",
+        br#"{"mcpServers": {
+            "default": {"url": "https://a.example/mcp"},
+            "fixed": {"url": "https://b.example/mcp", "mcpl": {"token": "t"}},
+            "off": {"url": "https://c.example/mcp", "mcpl": {"oauth": false}},
+            "set": {"url": "https://d.example/mcp", "mcpl": {"oauth": {
+                "clientId": "${CARGO_PKG_NAME}", "clientSecret": "${CARGO_PKG_NAME}",
+                "scopes": ["read"], "redirect": "headless", "timeoutSeconds": 5}}},
+            "local": {"command": "x"}}}"#,
+    )
+    .unwrap();
+    let oauth: Vec<_> = config
+        .servers
+        .iter()
+        .map(|s| s.options.oauth.clone())
+        .collect();
+    assert_eq!(oauth[0], Some(mcpl_auth::OAuthOptions::default()));
+    assert_eq!(oauth[1], None, "a fixed token is not renewed");
+    assert_eq!(oauth[2], None);
+    let set = oauth[3].clone().unwrap();
+    assert_eq!(
+        set.identity,
+        mcpl_auth::ClientIdentity::PreRegistered {
+            client_id: "mcpl-host".to_owned(),
+            client_secret: Some("mcpl-host".into()),
+            issuer: None,
+        }
+    );
+    assert!(set.headless);
+    assert_eq!(set.timeout, Duration::from_secs(5));
+    assert_eq!(set.scopes, ["read"]);
+    assert_eq!(oauth[4], None);
+}
+
+#[test]
+fn oauth_errors_name_their_key() {
+    for (json, expected) in [
+        (
+            r#"{"mcpServers": {"r": {"command": "x", "mcpl": {"oauth": false}}}}"#,
+            "mcpl.json: mcpServers.r.mcpl.oauth: only a dialed server (http or ws) takes it",
+        ),
+        (
+            r#"{"mcpServers": {"r": {"url": "http://x.example", "mcpl": {"token": "t", "oauth": {}}}}}"#,
+            "mcpl.json: mcpServers.r.mcpl.oauth: give token (or tokenEnv) or oauth, not both",
+        ),
+        (
+            r#"{"mcpServers": {"r": {"url": "http://x.example", "mcpl": {"oauth": {"clientId": "c", "clientSecret": "${MCPL_TEST_UNSET_VARIABLE}"}}}}}"#,
+            "mcpl.json: mcpServers.r.mcpl.oauth.clientSecret: ${MCPL_TEST_UNSET_VARIABLE} is not set",
+        ),
+        (
+            r#"{"mcpServers": {"r": {"url": "http://x.example", "mcpl": {"oauth": {"clientCredentials": {"clientId": "c"}}}}}}"#,
+            "mcpl.json: mcpServers.r.mcpl.oauth.clientCredentials: give clientSecret or privateKeyFile (one of them)",
+        ),
+    ] {
+        assert_eq!(error(json), expected);
+    }
+    assert!(
+        error(r#"{"mcpServers": {"r": {"url": "http://x.example", "mcpl": {"oauth": {"scope": "x"}}}}}"#)
+            .starts_with("mcpl.json: mcpServers.r.mcpl.oauth.scope: unknown field `scope`"),
+    );
+    assert!(
+        error(r#"{"mcpServers": {"r": {"url": "http://x.example", "mcpl": {"oauth": {"redirect": "browser"}}}}}"#)
+            .starts_with("mcpl.json: mcpServers.r.mcpl.oauth.redirect: unknown variant `browser`"),
+    );
+}
+
+#[test]
 fn spills_go_to_the_local_folder_with_read_result_notices_unless_the_config_says_otherwise() {
     let config = Config::from_slice("mcpl.json", br#"{"mcpServers": {}}"#).unwrap();
     assert_eq!(config.spill_store, SpillStoreConfig::Local);
