@@ -14,8 +14,8 @@
 //! Each answer's reported token usage is read into [`Turn::usage`].
 //!
 //! ```no_run
-//! use mcpl_host::http::AnthropicHttp;
-//! use mcpl_host::model::Model;
+//! use mcpl_model::Model;
+//! use mcpl_model::http::AnthropicHttp;
 //!
 //! let mut model = AnthropicHttp::from_env("claude-sonnet-4-5").unwrap();
 //! let body = serde_json::json!({"model": "claude-sonnet-4-5", "max_tokens": 64,
