@@ -794,10 +794,12 @@ fn play_memory_example(
         .iter()
         .filter_map(|tool| tool.get("name").and_then(Json::as_str))
         .collect();
-    let mut expected = vec!["fetch_reference"];
+    let mut expected = vec!["fetch_reference", "read_result"];
     expected.extend(MEMORY_TOOLS);
     checks.check(
-        format!("{what}: the model is offered fetch_reference and the server's nine tools"),
+        format!(
+            "{what}: the model is offered fetch_reference, read_result and the server's nine tools"
+        ),
         expect_eq(offered, expected),
     );
     let used: Vec<&str> = messages(last)
