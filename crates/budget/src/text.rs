@@ -245,6 +245,9 @@ fn non_ascii_weight(c: char) -> u32 {
         '\u{200B}'..='\u{200D}' | '\u{FE0E}' | '\u{FE0F}' => weight::JOINER,
         '\u{1F000}'..='\u{1FAFF}' => weight::EMOJI,
         '\u{10000}'.. => weight::SUPPLEMENTARY,
+        // General punctuation (dashes, quotes, spaces) holds no letter: the common case of
+        // text outside ASCII in English, answered without the slower letter lookup.
+        '\u{2000}'..='\u{206F}' => weight::OTHER,
         c if c.is_alphabetic() => weight::OTHER_LETTER,
         _ => weight::OTHER,
     }
@@ -452,6 +455,14 @@ impl TokenEstimator for O200k {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn general_punctuation_weighs_what_a_character_that_is_no_letter_weighs() {
+        for c in ('\u{2000}'..='\u{206F}').filter(|c| !matches!(c, '\u{200B}'..='\u{200D}')) {
+            assert!(!c.is_alphabetic(), "{c:?}");
+            assert_eq!(non_ascii_weight(c), weight::OTHER, "{c:?}");
+        }
+    }
 
     #[test]
     fn prefixes_and_suffixes_fit_and_are_maximal() {

@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use crate::markers::WITHHELD_LINK;
 use crate::redact::{
-    Compiled, FastMap, FastSet, HiddenSet, View, canonical, is_control_or_format,
-    is_credential_free, is_credential_shaped, urls_in,
+    Compiled, FastMap, FastSet, HiddenSet, Strings, View, canonical, is_control_or_format,
+    is_credential_free, is_credential_shaped, plain_case, urls_in,
 };
 
 /// Whether a server's uris may appear in what a model sees.
@@ -163,7 +163,11 @@ impl HiddenUris {
     /// found, its first piece holds the [`WITHHELD_LINK`] and the rest of it is removed.
     pub fn redact_run<'t>(&self, pieces: &[&'t str]) -> Vec<Cow<'t, str>> {
         let borrowed = || pieces.iter().map(|p| Cow::Borrowed(*p)).collect();
-        let may_hold_url = |p: &&str| p.bytes().any(|b| matches!(b, b':' | b'%' | b'&' | b'\\'));
+        let may_hold_url = |p: &&str| {
+            let bytes = p.as_bytes();
+            memchr::memchr3(b':', b'%', b'&', bytes).is_some()
+                || memchr::memchr(b'\\', bytes).is_some()
+        };
         if self.compiled.searcher.is_none() && !(self.scan && pieces.iter().any(may_hold_url)) {
             return borrowed();
         }
@@ -171,27 +175,26 @@ impl HiddenUris {
             [one] => Cow::Borrowed(*one),
             _ => Cow::Owned(pieces.concat()),
         };
-        let view = View::of(&joined);
-        let mut ranges: Vec<(usize, usize)> = Vec::new();
-        if let Some(searcher) = &self.compiled.searcher {
-            ranges.extend(searcher.find_all(&view.text, |p| self.compiled.set.contains(p)));
-        }
-        if self.scan {
-            for (start, end, crowded) in urls_in(&view.text) {
-                let url = &view.text[start..end];
-                if crowded || is_credential_shaped(url) {
-                    ranges.push((start, end));
-                    self.found.borrow_mut().push(canonical(url));
-                }
-            }
-        }
+        let ranges = if let Some(upper) = plain_case(&joined) {
+            // The view of plain text is the text in lower case, byte for byte: no view to build
+            // and no way back to map.
+            let lower: Cow<'_, str> = if upper {
+                Cow::Owned(joined.to_ascii_lowercase())
+            } else {
+                Cow::Borrowed(&joined)
+            };
+            self.find_in_view(&lower)
+        } else {
+            let view = View::of(&joined);
+            self.find_in_view(&view.text)
+                .into_iter()
+                .map(|(start, end)| view.origin(start, end))
+                .collect()
+        };
         if ranges.is_empty() {
             return borrowed();
         }
-        let mut spans: Vec<(usize, usize)> = ranges
-            .into_iter()
-            .map(|(start, end)| view.origin(start, end))
-            .collect();
+        let mut spans = ranges;
         spans.sort_unstable();
         let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
         for (start, end) in spans {
@@ -231,20 +234,40 @@ impl HiddenUris {
         out
     }
 
+    /// Where hidden uris and, when scanning, credential-shaped urls are in a view, as the
+    /// view's byte ranges.
+    fn find_in_view(&self, view: &str) -> Vec<(usize, usize)> {
+        let mut ranges: Vec<(usize, usize)> = Vec::new();
+        if let Some(searcher) = &self.compiled.searcher {
+            ranges.extend(searcher.find_all(&self.compiled.patterns, view));
+        }
+        if self.scan {
+            for (start, end, crowded) in urls_in(view) {
+                let url = &view[start..end];
+                if crowded || is_credential_shaped(url) {
+                    ranges.push((start, end));
+                    self.found.borrow_mut().push(canonical(url));
+                }
+            }
+        }
+        ranges
+    }
+
     /// The credential-shaped urls this view found, for the session to remember.
     pub(crate) fn take_found(&self) -> Vec<String> {
         std::mem::take(&mut *self.found.borrow_mut())
     }
 }
 
-/// Finds every occurrence of a set of strings of at least eight bytes.
+/// Finds every occurrence of a set of strings of at least eight bytes, held in a [`Strings`].
 ///
 /// Uris share few beginnings (`https://`, `file:///`), so when the strings have at most
 /// [`Searcher::MAX_PREFIXES`] distinct first eight bytes, each beginning is searched for with a
 /// vectorised substring search and only its rare hits are compared, longest first, against the
 /// set. Otherwise the strings are found by their last eight bytes (Wu-Manber with two-byte
-/// blocks). Either way building is linear in the strings, so a result with 50,000 uris costs
-/// milliseconds, and a text is searched in one pass whatever their number.
+/// blocks). Either way building is linear in the strings and allocates nothing per string, so
+/// a result with 50,000 uris costs milliseconds, and a text is searched in one pass whatever
+/// their number.
 #[derive(Debug, Clone)]
 pub(crate) enum Searcher {
     ByPrefix {
@@ -252,8 +275,11 @@ pub(crate) enum Searcher {
     },
     ByTail {
         shift: Vec<u8>,
-        by_tail: FastMap<u64, Vec<usize>>,
-        patterns: Vec<String>,
+        /// Each distinct last eight bytes, with the last string that ends in them.
+        by_tail: FastMap<u64, u32>,
+        /// For each string, the one before it that ends in the same eight bytes (`u32::MAX`
+        /// when none does).
+        next: Vec<u32>,
     },
 }
 
@@ -263,11 +289,12 @@ impl Searcher {
     /// How far a window may move when its last two bytes appear in no string's tail.
     const MAX_SHIFT: u8 = 7;
 
-    pub(crate) fn new(patterns: &[&str]) -> Searcher {
+    /// A searcher for every string in `patterns`, each at least eight bytes long.
+    pub(crate) fn new(patterns: &Strings) -> Searcher {
         // Each distinct beginning, with the distinct lengths of the strings that have it. There
         // are few, so a list serves better than a map that hashes every string.
         let mut prefixes: Vec<(u64, Vec<usize>)> = Vec::new();
-        for pattern in patterns {
+        for pattern in patterns.iter() {
             let prefix = head_key(pattern.as_bytes());
             let index = match prefixes.iter().position(|(p, _)| *p == prefix) {
                 Some(index) => index,
@@ -293,11 +320,11 @@ impl Searcher {
         Searcher::ByPrefix { starts }
     }
 
-    fn by_tail(patterns: &[&str]) -> Searcher {
-        let patterns: FastSet<&str> = patterns.iter().copied().collect();
-        let patterns: Vec<&str> = patterns.into_iter().collect();
+    fn by_tail(patterns: &Strings) -> Searcher {
         let mut shift = vec![Self::MAX_SHIFT; 1 << 16];
-        let mut by_tail: FastMap<u64, Vec<usize>> = FastMap::default();
+        let mut by_tail: FastMap<u64, u32> = FastMap::default();
+        by_tail.reserve(patterns.len());
+        let mut next = Vec::with_capacity(patterns.len());
         for (index, pattern) in patterns.iter().enumerate() {
             let bytes = pattern.as_bytes();
             let tail = &bytes[bytes.len() - 8..];
@@ -305,34 +332,31 @@ impl Searcher {
                 let block = usize::from(u16::from_le_bytes([tail[j], tail[j + 1]]));
                 shift[block] = shift[block].min((6 - j) as u8);
             }
-            by_tail
-                .entry(tail_key(bytes, bytes.len()))
-                .or_default()
-                .push(index);
+            // `Strings` holds fewer than `u32::MAX` strings.
+            let previous = by_tail.insert(tail_key(bytes, bytes.len()), index as u32);
+            next.push(previous.unwrap_or(u32::MAX));
         }
         Searcher::ByTail {
             shift,
             by_tail,
-            patterns: patterns.iter().map(|p| (*p).to_owned()).collect(),
+            next,
         }
     }
 
-    /// The leftmost-longest occurrences, as byte ranges that do not overlap, in order. A match
-    /// of a whole UTF-8 string always falls on character boundaries.
-    pub(crate) fn find_all(
-        &self,
-        text: &str,
-        is_hidden: impl Fn(&str) -> bool,
-    ) -> Vec<(usize, usize)> {
+    /// The leftmost-longest occurrences in `text` of the strings of `patterns` (the set this
+    /// searcher was made from), as byte ranges that do not overlap, in order. A match of a
+    /// whole UTF-8 string always falls on character boundaries.
+    pub(crate) fn find_all(&self, patterns: &Strings, text: &str) -> Vec<(usize, usize)> {
         let bytes = text.as_bytes();
         let mut found: Vec<(usize, usize)> = Vec::new();
         match self {
             Searcher::ByPrefix { starts } => {
                 for (finder, lengths) in starts {
                     for start in finder.find_iter(bytes) {
-                        let longest = lengths
-                            .iter()
-                            .find(|&&len| text.get(start..start + len).is_some_and(&is_hidden));
+                        let longest = lengths.iter().find(|&&len| {
+                            text.get(start..start + len)
+                                .is_some_and(|candidate| patterns.contains(candidate))
+                        });
                         if let Some(len) = longest {
                             found.push((start, start + len));
                         }
@@ -342,7 +366,7 @@ impl Searcher {
             Searcher::ByTail {
                 shift,
                 by_tail,
-                patterns,
+                next,
             } => {
                 let mut end = 8;
                 while end <= bytes.len() {
@@ -351,12 +375,13 @@ impl Searcher {
                         end += usize::from(shift[block]);
                         continue;
                     }
-                    let key = tail_key(bytes, end);
-                    for &index in by_tail.get(&key).map(Vec::as_slice).unwrap_or_default() {
-                        let pattern = patterns[index].as_bytes();
+                    let mut index = by_tail.get(&tail_key(bytes, end)).copied();
+                    while let Some(at) = index.filter(|&at| at != u32::MAX) {
+                        let pattern = patterns.get(at).as_bytes();
                         if end >= pattern.len() && &bytes[end - pattern.len()..end] == pattern {
                             found.push((end - pattern.len(), end));
                         }
+                        index = next.get(at as usize).copied();
                     }
                     end += 1;
                 }

@@ -8,6 +8,7 @@
 //! those original bytes, so text outside a match is kept byte for byte.
 
 use std::collections::{HashSet, VecDeque};
+use std::hash::BuildHasher as _;
 use std::sync::Arc;
 
 use crate::claims::Searcher;
@@ -357,17 +358,77 @@ pub fn normalised(text: &str) -> String {
 
 /// A uri as redaction compares it: its view, without a default port or trailing slashes.
 pub(crate) fn canonical(uri: &str) -> String {
-    let view = View::of(uri).text;
-    let mut key = without_default_port(&view);
+    let mut key = String::new();
+    canonical_into(uri, &mut key);
+    key
+}
+
+/// [`canonical`], written into `key` (cleared first), so that a result's tens of thousands of
+/// uris reuse one buffer. A uri of printable ASCII with nothing to decode, as most are, is its
+/// view in lower case, made without a [`View`].
+pub(crate) fn canonical_into(uri: &str, key: &mut String) {
+    key.clear();
+    if is_plain(uri) {
+        key.push_str(uri);
+        key.make_ascii_lowercase();
+    } else {
+        key.push_str(&View::of(uri).text);
+    }
+    if let Some((scheme, start, end)) = authority(key)
+        && let Some(port) = default_port(scheme)
+        && key[start..end].ends_with(port)
+    {
+        key.replace_range(end - port.len()..end, "");
+    }
     while key.ends_with('/') {
         key.pop();
     }
-    key
+}
+
+/// `PLAIN[byte]`: [`NOT_PLAIN`] for a byte that may not be in a string whose view is the string
+/// in lower case, byte for byte (anything but printable ASCII, and `%`, `\\`, `&`, which start
+/// escapes), and [`UPPER`] for an upper-case ASCII letter.
+const PLAIN: [u8; 256] = {
+    let mut table = [NOT_PLAIN; 256];
+    let mut b = 0x20;
+    while b < 0x7F {
+        table[b] = match b as u8 {
+            b'%' | b'\\' | b'&' => NOT_PLAIN,
+            b'A'..=b'Z' => UPPER,
+            _ => 0,
+        };
+        b += 1;
+    }
+    table
+};
+const NOT_PLAIN: u8 = 1;
+const UPPER: u8 = 2;
+
+/// Whether a string's view is the string in lower case, byte for byte (it is printable ASCII
+/// with no escape to decode), and if so whether it has an upper-case letter.
+pub(crate) fn plain_case(text: &str) -> Option<bool> {
+    let mut seen = 0;
+    // Whole chunks without an early exit inside, which the compiler vectorises.
+    for chunk in text.as_bytes().chunks(64) {
+        seen |= chunk
+            .iter()
+            .fold(0, |seen, &b| seen | PLAIN[usize::from(b)]);
+        if seen & NOT_PLAIN != 0 {
+            return None;
+        }
+    }
+    Some(seen & UPPER != 0)
+}
+
+/// Whether a string's view is the string in lower case, byte for byte.
+pub(crate) fn is_plain(text: &str) -> bool {
+    plain_case(text).is_some()
 }
 
 /// Where a url's authority is in a view: after `scheme://`, up to the first `/`, `?` or `#`.
 fn authority(view: &str) -> Option<(&str, usize, usize)> {
-    let scheme_end = view.find("://")?;
+    let bytes = view.as_bytes();
+    let scheme_end = memchr::memchr_iter(b':', bytes).find(|&i| bytes[i..].starts_with(b"://"))?;
     let start = scheme_end + 3;
     let end = view[start..]
         .find(['/', '?', '#'])
@@ -383,24 +444,27 @@ fn default_port(scheme: &str) -> Option<&'static str> {
     }
 }
 
-fn without_default_port(view: &str) -> String {
-    if let Some((scheme, start, end)) = authority(view)
-        && let Some(port) = default_port(scheme)
-        && view[start..end].ends_with(port)
-    {
-        return format!("{}{}", &view[..end - port.len()], &view[end..]);
-    }
-    view.to_owned()
-}
-
-/// The strings searched for a hidden uri: its canonical form, the same with its default port,
-/// and its query, its fragment and each credential parameter's value when long enough.
-fn patterns_of(key: &str) -> Vec<String> {
-    let mut patterns = vec![key.to_owned()];
+/// Each string searched for a hidden uri, given its canonical form: the form itself, the same
+/// with its default port, and its query, its fragment and each credential parameter's value,
+/// those long enough to search for ([`is_searchable`]). A string may come more than once.
+fn patterns_of(key: &str, scratch: &mut String, mut each: impl FnMut(&str)) {
+    let mut emit = |pattern: &str| {
+        if is_searchable(pattern) {
+            each(pattern);
+        }
+    };
+    emit(key);
     if let Some((scheme, _, end)) = authority(key)
         && let Some(port) = default_port(scheme)
     {
-        patterns.push(format!("{}{port}{}", &key[..end], &key[end..]));
+        scratch.clear();
+        scratch.push_str(&key[..end]);
+        scratch.push_str(port);
+        scratch.push_str(&key[end..]);
+        emit(scratch);
+    }
+    if !key.contains(['?', '#']) {
+        return;
     }
     let (before_fragment, fragment) = match key.split_once('#') {
         Some((b, f)) => (b, Some(f)),
@@ -408,15 +472,13 @@ fn patterns_of(key: &str) -> Vec<String> {
     };
     let query = before_fragment.split_once('?').map(|(_, q)| q);
     for part in [query, fragment].into_iter().flatten() {
-        patterns.push(part.to_owned());
+        emit(part);
         for (name, value) in parameters(part) {
             if CREDENTIAL_PARAMETERS.contains(&name) {
-                patterns.push(value.to_owned());
+                emit(value);
             }
         }
     }
-    patterns.retain(|p| is_searchable(p));
-    patterns
 }
 
 fn parameters(part: &str) -> impl Iterator<Item = (&str, &str)> {
@@ -429,7 +491,7 @@ fn parameters(part: &str) -> impl Iterator<Item = (&str, &str)> {
 /// [`REDACT_MIN_CHARS`] code points.
 pub(crate) fn is_searchable(s: &str) -> bool {
     s.len() >= 4 * REDACT_MIN_CHARS
-        || (s.len() >= REDACT_MIN_CHARS && s.chars().count() >= REDACT_MIN_CHARS)
+        || (s.len() >= REDACT_MIN_CHARS && (s.is_ascii() || s.chars().count() >= REDACT_MIN_CHARS))
 }
 
 /// Whether a url (in a view: lower case, decoded) carries a credential a host can see: userinfo,
@@ -537,7 +599,8 @@ pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize, bool)> {
     let mut found = Vec::new();
     // The end of the stretch the last `://` was in, and how many it held so far.
     let (mut stretch_end, mut in_stretch) = (0, 0);
-    for (i, _) in view.match_indices("://") {
+    let schemes = memchr::memchr_iter(b':', b).filter(|&i| b[i..].starts_with(b"://"));
+    for i in schemes {
         if i >= stretch_end {
             stretch_end = i + 3;
             while stretch_end < b.len() && !is_terminator(b[stretch_end]) {
@@ -582,32 +645,140 @@ pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize, bool)> {
 #[derive(Debug, Default)]
 pub struct HiddenSet {
     order: VecDeque<String>,
-    patterns: FastMap<String, Vec<String>>,
+    /// Each uri held, by canonical form, and whether it is searched for by its parts too (a uri
+    /// a result carries) or by itself alone (a credential-shaped url found in text).
+    entries: FastMap<String, bool>,
     unscanned: HashSet<ServerName>,
     compiled: Option<Arc<Compiled>>,
+}
+
+/// Distinct strings kept in one buffer and found again by their hash: a set of tens of
+/// thousands of patterns costs a few allocations, not one (or three) per string.
+#[derive(Debug, Default)]
+pub(crate) struct Strings {
+    text: String,
+    /// Where each string ends in `text`; each starts where the one before it ends.
+    ends: Vec<usize>,
+    /// Each string's hash and index, by its hash (kept, so growing the table hashes nothing).
+    table: hashbrown::HashTable<(u64, u32)>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl Strings {
+    /// An empty set with room for `capacity` strings.
+    pub(crate) fn with_capacity(capacity: usize) -> Strings {
+        Strings {
+            ends: Vec::with_capacity(capacity),
+            table: hashbrown::HashTable::with_capacity(capacity),
+            ..Strings::default()
+        }
+    }
+
+    fn at<'s>(text: &'s str, ends: &[usize], index: u32) -> &'s str {
+        let index = index as usize;
+        let start = if index == 0 { 0 } else { ends[index - 1] };
+        &text[start..ends[index]]
+    }
+
+    /// The string at `index`, of those inserted.
+    pub(crate) fn get(&self, index: u32) -> &str {
+        Strings::at(&self.text, &self.ends, index)
+    }
+
+    /// How many strings the set holds.
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// The strings, in the order they were first inserted.
+    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = &str> {
+        (0..self.ends.len()).map(|i| Strings::at(&self.text, &self.ends, i as u32))
+    }
+
+    /// Whether the set holds `s`.
+    pub(crate) fn contains(&self, s: &str) -> bool {
+        let hash = self.hasher.hash_one(s);
+        self.table
+            .find(hash, |&(h, i)| {
+                h == hash && Strings::at(&self.text, &self.ends, i) == s
+            })
+            .is_some()
+    }
+
+    /// Adds `s`; whether it was new.
+    pub(crate) fn insert(&mut self, s: &str) -> bool {
+        let hash = self.hasher.hash_one(s);
+        let Strings {
+            text,
+            ends,
+            table,
+            hasher: _,
+        } = self;
+        // Past `u32::MAX` strings (more than any input limit lets in) nothing more is added.
+        let Ok(next) = u32::try_from(ends.len()) else {
+            return false;
+        };
+        let entry = table.entry(
+            hash,
+            |&(h, i)| h == hash && Strings::at(text, ends, i) == s,
+            |&(h, _)| h,
+        );
+        match entry {
+            hashbrown::hash_table::Entry::Occupied(_) => false,
+            hashbrown::hash_table::Entry::Vacant(vacant) => {
+                vacant.insert((hash, next));
+                text.push_str(s);
+                ends.push(text.len());
+                true
+            }
+        }
+    }
 }
 
 /// The patterns of a set of hidden uris, ready to search.
 #[derive(Debug, Default)]
 pub(crate) struct Compiled {
-    pub(crate) keys: FastSet<String>,
-    pub(crate) set: FastSet<String>,
+    /// The uris' canonical forms.
+    pub(crate) keys: Strings,
+    /// Every string searched for.
+    pub(crate) patterns: Strings,
     pub(crate) searcher: Option<Searcher>,
 }
 
 impl Compiled {
-    fn of<'k>(entries: impl Iterator<Item = (&'k String, &'k Vec<String>)>) -> Compiled {
-        let mut compiled = Compiled::default();
-        for (key, patterns) in entries {
-            compiled.keys.insert(key.clone());
-            compiled.set.extend(patterns.iter().cloned());
+    /// The patterns of uris carried by a result, each searched for with its parts.
+    fn of_keys(keys: Strings) -> Compiled {
+        let mut patterns = Strings::with_capacity(keys.len() * 3);
+        let mut scratch = String::new();
+        for key in keys.iter() {
+            patterns_of(key, &mut scratch, |pattern| {
+                patterns.insert(pattern);
+            });
         }
-        compiled.with_searcher()
+        Compiled {
+            keys,
+            patterns,
+            searcher: None,
+        }
+    }
+
+    /// Adds a uri by its canonical form: with its parts, or alone.
+    fn add(&mut self, key: &str, with_parts: bool) {
+        if !self.keys.insert(key) {
+            return;
+        }
+        let patterns = &mut self.patterns;
+        if with_parts {
+            patterns_of(key, &mut String::new(), |pattern| {
+                patterns.insert(pattern);
+            });
+        } else if is_searchable(key) {
+            patterns.insert(key);
+        }
     }
 
     fn with_searcher(mut self) -> Compiled {
-        let patterns: Vec<&str> = self.set.iter().map(String::as_str).collect();
-        self.searcher = (!patterns.is_empty()).then(|| Searcher::new(&patterns));
+        self.searcher = (self.patterns.len() > 0).then(|| Searcher::new(&self.patterns));
         self
     }
 }
@@ -630,7 +801,7 @@ impl HiddenSet {
 
     /// Whether a uri, in any spelling, is in the set.
     pub fn contains(&self, uri: &str) -> bool {
-        self.patterns.contains_key(&canonical(uri))
+        self.entries.contains_key(&canonical(uri))
     }
 
     /// Whether unclaimed credential-shaped urls from `server` are withheld (the default).
@@ -648,91 +819,81 @@ impl HiddenSet {
         }
     }
 
-    /// Adds a result's uris, in order, each with every pattern it is searched by, and returns
-    /// the patterns to search that result with: the set's own, or, when the result brought more
-    /// new uris than the set keeps, the set's and every one of the result's (a result holding
-    /// more uris than the set keeps still hides all of its own).
+    /// Adds a result's uris, in order, and returns the patterns to search that result with: the
+    /// set's own and every one of the result's. A result's uri the set forgets while the result
+    /// is added (it was the oldest), or that the set cannot keep (the result brought more new
+    /// uris than the set keeps), is still searched for in that result.
     ///
-    /// Each uri's canonical form and patterns are worked out once: the entries the set forgets
-    /// while the result is added are kept for the result's search instead of being made again.
+    /// A result with more new uris than the set keeps replaces the set with its newest ones,
+    /// and only those are ever added to it: the others would be forgotten at once.
     pub(crate) fn hide_result(&mut self, uris: &[&str]) -> Arc<Compiled> {
-        // Entries queued before this call that are still queued; they are forgotten first.
-        let mut old = self.order.len();
-        // The result's uris that the set already held when they were met.
-        let mut present: FastSet<String> = FastSet::default();
-        let mut forgotten: Vec<(String, Vec<String>)> = Vec::new();
-        let mut added = 0;
+        let mut keys = Strings::with_capacity(uris.len());
+        let mut key = String::new();
         for uri in uris {
-            let key = canonical(uri);
-            if key.is_empty() {
-                continue;
-            }
-            if self.patterns.contains_key(&key) {
-                present.insert(key);
-                continue;
-            }
-            let patterns = patterns_of(&key);
-            self.order.push_back(key.clone());
-            self.patterns.insert(key, patterns);
-            added += 1;
-            while self.order.len() > HIDDEN_SET_CAPACITY {
-                let Some(oldest) = self.order.pop_front() else {
-                    break;
-                };
-                let Some(patterns) = self.patterns.remove(&oldest) else {
-                    continue;
-                };
-                let ours = if old > 0 {
-                    old -= 1;
-                    present.contains(&oldest)
-                } else {
-                    true
-                };
-                if ours {
-                    forgotten.push((oldest, patterns));
-                }
+            canonical_into(uri, &mut key);
+            if !key.is_empty() {
+                keys.insert(&key);
             }
         }
-        if added > 0 {
+        let new = keys
+            .iter()
+            .filter(|key| !self.entries.contains_key(*key))
+            .count();
+        if new > HIDDEN_SET_CAPACITY {
+            let mut newest: Vec<String> = keys
+                .iter()
+                .rev()
+                .filter(|key| !self.entries.contains_key(*key))
+                .take(HIDDEN_SET_CAPACITY)
+                .map(str::to_owned)
+                .collect();
+            newest.reverse();
+            self.order.clear();
+            self.entries.clear();
             self.compiled = None;
+            for key in newest {
+                self.entries.insert(key.clone(), true);
+                self.order.push_back(key);
+            }
+            return Arc::new(Compiled::of_keys(keys).with_searcher());
         }
-        if added <= HIDDEN_SET_CAPACITY {
+        for key in keys.iter() {
+            self.insert_key(key, true);
+        }
+        if keys.iter().all(|key| self.entries.contains_key(key)) {
             return self.compiled();
         }
-        let mut compiled = Compiled::default();
-        for (key, patterns) in &self.patterns {
-            compiled.keys.insert(key.clone());
-            compiled.set.extend(patterns.iter().cloned());
-        }
-        for (key, patterns) in forgotten {
-            compiled.keys.insert(key);
-            compiled.set.extend(patterns);
+        let mut compiled = Compiled::of_keys(keys);
+        for (key, &with_parts) in &self.entries {
+            compiled.add(key, with_parts);
         }
         Arc::new(compiled.with_searcher())
     }
 
     /// Adds a credential-shaped url found in text, by its canonical form alone.
     pub(crate) fn insert_found(&mut self, key: String) -> bool {
-        self.insert_key(key, false)
+        self.insert_key(&key, false)
     }
 
-    fn insert_key(&mut self, key: String, with_parts: bool) -> bool {
-        if key.is_empty() || self.patterns.contains_key(&key) {
+    /// Adds a uri by its canonical form; whether the set changed. A uri held alone and now
+    /// carried by a result is searched for by its parts from then on.
+    fn insert_key(&mut self, key: &str, with_parts: bool) -> bool {
+        if key.is_empty() {
             return false;
         }
-        let patterns = if with_parts {
-            patterns_of(&key)
-        } else {
-            vec![key.clone()]
-                .into_iter()
-                .filter(|p| is_searchable(p))
-                .collect()
-        };
-        self.order.push_back(key.clone());
-        self.patterns.insert(key, patterns);
+        if let Some(held) = self.entries.get_mut(key) {
+            if with_parts && !*held {
+                *held = true;
+                self.compiled = None;
+                return true;
+            }
+            return false;
+        }
+        self.order.push_back(key.to_owned());
+        self.entries.insert(key.to_owned(), with_parts);
         while self.order.len() > HIDDEN_SET_CAPACITY {
             if let Some(oldest) = self.order.pop_front() {
-                self.patterns.remove(&oldest);
+                self.entries.remove(&oldest);
             }
         }
         self.compiled = None;
@@ -744,7 +905,11 @@ impl HiddenSet {
         if let Some(compiled) = &self.compiled {
             return Arc::clone(compiled);
         }
-        let compiled = Arc::new(Compiled::of(self.patterns.iter()));
+        let mut compiled = Compiled::default();
+        for (key, &with_parts) in &self.entries {
+            compiled.add(key, with_parts);
+        }
+        let compiled = Arc::new(compiled.with_searcher());
         self.compiled = Some(Arc::clone(&compiled));
         compiled
     }
@@ -812,11 +977,74 @@ mod tests {
         assert_eq!(set.len(), HIDDEN_SET_CAPACITY);
         assert!(!set.contains("demo://resource/9"));
         for uri in &uris {
-            assert!(compiled.keys.contains(*uri), "{uri}");
+            assert!(compiled.keys.contains(uri), "{uri}");
         }
         // Forgotten, and not the result's: not searched for in it.
         assert!(!compiled.keys.contains("demo://earlier/one"));
         assert_eq!(compiled.keys.len(), uris.len());
+    }
+
+    #[test]
+    fn a_results_own_uri_forgotten_while_it_is_added_is_still_searched_for() {
+        let mut set = HiddenSet::new();
+        let uris: Vec<String> = (0..HIDDEN_SET_CAPACITY)
+            .map(|n| format!("demo://resource/{n}"))
+            .collect();
+        let uris: Vec<&str> = uris.iter().map(String::as_str).collect();
+        set.hide_result(&uris);
+        // The oldest uri again, and one new one that pushes it out of the full set.
+        let compiled = set.hide_result(&["demo://resource/0", "demo://resource/new"]);
+        assert!(!set.contains("demo://resource/0"));
+        assert!(compiled.keys.contains("demo://resource/0"));
+        assert!(compiled.patterns.contains("demo://resource/0"));
+        assert!(compiled.keys.contains("demo://resource/new"));
+        // Every other uri the set holds is searched for too.
+        assert!(compiled.keys.contains("demo://resource/1"));
+    }
+
+    #[test]
+    fn a_url_found_in_text_and_then_carried_by_a_result_is_searched_for_by_its_parts() {
+        let mut set = HiddenSet::new();
+        let key = canonical("https://a.example/f?token=0123456789abcdef");
+        assert!(set.insert_found(key));
+        let compiled = set.hide_result(&["https://a.example/f?token=0123456789abcdef"]);
+        assert!(compiled.patterns.contains("0123456789abcdef"));
+    }
+
+    #[test]
+    fn plain_uris_take_the_short_way_to_the_same_canonical_form() {
+        for uri in [
+            "HTTPS://Files.Example.com:443/Q3.pdf/",
+            "http://a.example:80",
+            "wss://A.example:443/x?y=Z#F",
+            "demo://x/y//",
+            "https://a.example:4430/",
+            "",
+            "/",
+        ] {
+            assert!(is_plain(uri), "{uri}");
+            let slow = View::of(uri).text;
+            let slow = match authority(&slow) {
+                Some((scheme, start, end))
+                    if default_port(scheme).is_some_and(|p| slow[start..end].ends_with(p)) =>
+                {
+                    let port = default_port(scheme).unwrap_or_default();
+                    format!("{}{}", &slow[..end - port.len()], &slow[end..])
+                }
+                _ => slow,
+            };
+            assert_eq!(canonical(uri), slow.trim_end_matches('/'), "{uri}");
+        }
+        for text in [
+            "a%2Fb",
+            "a\\u0041",
+            "a&amp;b",
+            "tab\tin",
+            "caf\u{e9}",
+            "\u{7f}",
+        ] {
+            assert!(!is_plain(text), "{text}");
+        }
     }
 
     #[test]
