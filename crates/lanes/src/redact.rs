@@ -1011,6 +1011,29 @@ mod tests {
         assert!(compiled.patterns.contains("0123456789abcdef"));
     }
 
+    proptest::proptest! {
+        /// The short way for plain text is exact: where `plain_case` says a string is plain,
+        /// its view is the string in lower case and maps back byte for byte.
+        #[test]
+        fn a_plain_strings_view_is_itself_in_lower_case(
+            text in "[ -~]{0,40}|[ -~\\t\\n\u{ad}\u{200b}\u{e9}]{0,40}",
+        ) {
+            let view = View::of(&text);
+            match plain_case(&text) {
+                Some(upper) => {
+                    proptest::prop_assert_eq!(&view.text, &text.to_ascii_lowercase());
+                    proptest::prop_assert_eq!(upper, text.bytes().any(|b| b.is_ascii_uppercase()));
+                    for end in 1..=text.len() {
+                        proptest::prop_assert_eq!(view.origin(end - 1, end), (end - 1, end));
+                    }
+                }
+                None => proptest::prop_assert!(
+                    text.bytes().any(|b| !(0x20..0x7F).contains(&b) || b"%&\\".contains(&b))
+                ),
+            }
+        }
+    }
+
     #[test]
     fn plain_uris_take_the_short_way_to_the_same_canonical_form() {
         for uri in [
