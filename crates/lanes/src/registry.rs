@@ -1,12 +1,12 @@
 //! The reference registry: one record per uri, bound to every server that delivered it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 
 use mcpl_classify::{Disposition, Reference};
 
 use crate::markers;
-use crate::redact::HiddenSet;
+use crate::redact::{FastMap, HiddenSet};
 
 /// How many records the registry keeps before evicting the oldest.
 pub const REGISTRY_CAPACITY: usize = 2000;
@@ -128,8 +128,8 @@ pub struct Registry {
     /// The records held, in the order their ids were issued: the `n`th id issued is at index
     /// `n - 1` less the number evicted, and its counter says `n`, so an id needs no map.
     records: VecDeque<Record>,
-    /// Each held uri, with the counter of its record's id.
-    by_uri: HashMap<String, u64>,
+    /// Each held uri, with the counter of its record's id (hashed as the hidden set is).
+    by_uri: FastMap<String, u64>,
     issued: u64,
     capacity: usize,
     random: SplitMix64,
@@ -155,7 +155,7 @@ impl Registry {
     pub fn with_seed(seed: u64) -> Registry {
         Registry {
             records: VecDeque::new(),
-            by_uri: HashMap::new(),
+            by_uri: FastMap::default(),
             issued: 0,
             capacity: REGISTRY_CAPACITY,
             random: SplitMix64(seed),
