@@ -281,6 +281,10 @@ pub(crate) enum Searcher {
         /// when none does).
         next: Vec<u32>,
     },
+    /// Strings that would make either search above slow on a hostile text (many share a
+    /// beginning in many lengths, or share their last eight bytes): an Aho-Corasick automaton,
+    /// slower to build, linear in the text whatever the strings.
+    Automaton(aho_corasick::AhoCorasick),
 }
 
 impl Searcher {
@@ -288,6 +292,10 @@ impl Searcher {
     const MAX_PREFIXES: usize = 16;
     /// How far a window may move when its last two bytes appear in no string's tail.
     const MAX_SHIFT: u8 = 7;
+    /// The most lengths compared at each hit of the beginnings, all beginnings together.
+    const MAX_PREFIX_LENGTHS: usize = 64;
+    /// The most strings compared at a position whose last eight bytes they all end in.
+    const MAX_SAME_TAIL: u32 = 32;
 
     /// A searcher for every string in `patterns`, each at least eight bytes long.
     pub(crate) fn new(patterns: &Strings) -> Searcher {
@@ -309,6 +317,14 @@ impl Searcher {
                 lengths.push(pattern.len());
             }
         }
+        if prefixes
+            .iter()
+            .map(|(_, lengths)| lengths.len())
+            .sum::<usize>()
+            > Self::MAX_PREFIX_LENGTHS
+        {
+            return Searcher::automaton(patterns).unwrap_or_else(|| Searcher::by_tail(patterns));
+        }
         let starts = prefixes
             .into_iter()
             .map(|(prefix, mut lengths)| {
@@ -325,6 +341,9 @@ impl Searcher {
         let mut by_tail: FastMap<u64, u32> = FastMap::default();
         by_tail.reserve(patterns.len());
         let mut next = Vec::with_capacity(patterns.len());
+        // How many strings end in each string's last eight bytes, counting it and those
+        // before it.
+        let mut same_tail: Vec<u32> = Vec::with_capacity(patterns.len());
         for (index, pattern) in patterns.iter().enumerate() {
             let bytes = pattern.as_bytes();
             let tail = &bytes[bytes.len() - 8..];
@@ -335,12 +354,29 @@ impl Searcher {
             // `Strings` holds fewer than `u32::MAX` strings.
             let previous = by_tail.insert(tail_key(bytes, bytes.len()), index as u32);
             next.push(previous.unwrap_or(u32::MAX));
+            let count = previous.map_or(1, |p| same_tail[p as usize] + 1);
+            same_tail.push(count);
+            if count > Self::MAX_SAME_TAIL
+                && let Some(automaton) = Searcher::automaton(patterns)
+            {
+                return automaton;
+            }
         }
         Searcher::ByTail {
             shift,
             by_tail,
             next,
         }
+    }
+
+    /// An automaton for the strings; `None` when it cannot be built (it would be too large),
+    /// and then the caller's search serves, slower but correct.
+    fn automaton(patterns: &Strings) -> Option<Searcher> {
+        aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+            .build(patterns.iter())
+            .ok()
+            .map(Searcher::Automaton)
     }
 
     /// The leftmost-longest occurrences in `text` of the strings of `patterns` (the set this
@@ -385,6 +421,13 @@ impl Searcher {
                     }
                     end += 1;
                 }
+            }
+            Searcher::Automaton(automaton) => {
+                found.extend(
+                    automaton
+                        .find_iter(text)
+                        .map(|found| (found.start(), found.end())),
+                );
             }
         }
         // Leftmost first, and of those the longest; then drop any that overlap one kept.
@@ -520,6 +563,60 @@ fn walk<'v>(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn strings(items: &[String]) -> Strings {
+        let mut set = Strings::default();
+        for item in items {
+            set.insert(item);
+        }
+        set
+    }
+
+    #[test]
+    fn strings_that_share_their_tails_in_numbers_are_searched_by_an_automaton() {
+        // Distinct beginnings (so not by prefix), one shared last eight bytes.
+        let shared: Vec<String> = (0..100).map(|i| format!("{i:08}/report.pdf")).collect();
+        let searcher = Searcher::new(&strings(&shared));
+        assert!(matches!(searcher, Searcher::Automaton(_)), "{searcher:?}");
+        let text = format!("x {} y {}", shared[7], "report.pdf ".repeat(1000));
+        let start = text.find(&shared[7]).unwrap_or_default();
+        assert_eq!(
+            searcher.find_all(&strings(&shared), &text),
+            [(start, start + shared[7].len())]
+        );
+        // The same strings with distinct tails keep the faster search.
+        let distinct: Vec<String> = (0..100).map(|i| format!("{i:08}/report/{i:08}")).collect();
+        let searcher = Searcher::new(&strings(&distinct));
+        assert!(matches!(searcher, Searcher::ByTail { .. }), "{searcher:?}");
+    }
+
+    #[test]
+    fn one_beginning_in_many_lengths_is_searched_by_an_automaton() {
+        let many: Vec<String> = (8..200).map(|len| "h".repeat(len)).collect();
+        let searcher = Searcher::new(&strings(&many));
+        assert!(matches!(searcher, Searcher::Automaton(_)), "{searcher:?}");
+        let few: Vec<String> = (8..20).map(|len| "h".repeat(len)).collect();
+        assert!(matches!(
+            Searcher::new(&strings(&few)),
+            Searcher::ByPrefix { .. }
+        ));
+    }
+
+    proptest::proptest! {
+        /// Whichever search a set of strings gets, it finds what the others find.
+        #[test]
+        fn every_search_finds_the_same(
+            patterns in proptest::collection::vec("[ab:/]{8,14}", 1..12),
+            text in "[ab:/ ]{0,80}",
+        ) {
+            let set = strings(&patterns);
+            let automaton = Searcher::automaton(&set);
+            proptest::prop_assert!(automaton.is_some());
+            let expected = automaton.map(|a| a.find_all(&set, &text)).unwrap_or_default();
+            proptest::prop_assert_eq!(Searcher::by_tail(&set).find_all(&set, &text), expected.clone());
+            proptest::prop_assert_eq!(Searcher::new(&set).find_all(&set, &text), expected);
+        }
+    }
 
     #[test]
     fn never_counts_at_any_depth_of_data_but_not_inside_a_block() {
