@@ -16,7 +16,6 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use mcpl_budget::{DEFAULT_BUDGET, Heuristic, PricedRoute, Pricer, cut};
-use mcpl_classify::ResultView;
 use mcpl_lanes::{ImageLedger, Projector, Registry, ServerName, ToolResult, UriPolicy};
 use serde_json::{Value, json};
 
@@ -144,8 +143,9 @@ fn bench_pipeline(c: &mut Criterion) {
             &bytes,
             |b, bytes| {
                 b.iter(|| {
-                    let (bytes, _) = mcpl_classify::mend_lone_surrogates(bytes);
-                    let view = ResultView::parse(&bytes).expect("a workload parses");
+                    let mut mended = Vec::new();
+                    let (view, _) = mcpl_classify::parse_view_mending(bytes, &mut mended)
+                        .expect("a workload parses");
                     pipeline_fit(&ToolResult::from_view(&view), &route)
                 })
             },

@@ -66,5 +66,5 @@ pub use sniff::{SNIFF_LEN, Sniffed, sniff};
 pub use summary::Summary;
 pub use view::{
     BlockView, ContentView, MoreFields, ObjectView, ResourceSlot, ResultView, Slot,
-    mend_lone_surrogates,
+    mend_lone_surrogates, parse_view_mending,
 };

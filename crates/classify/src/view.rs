@@ -273,6 +273,29 @@ pub fn mend_lone_surrogates(bytes: &[u8]) -> (Cow<'_, [u8]>, usize) {
     }
 }
 
+/// Reads a result as [`ResultView::parse`] does, leniently: when the bytes as sent do not read
+/// and hold lone surrogate escapes, they are mended into `mended` (see
+/// [`mend_lone_surrogates`]) and read from there. Returns the view and how many escapes were
+/// mended: the same count [`mend_lone_surrogates`] gives, without a pass over bytes that read
+/// as they are. That holds because the view reads every string it meets, kept or skipped, as a
+/// string, and a lone surrogate escape fails any string.
+pub fn parse_view_mending<'b>(
+    bytes: &'b [u8],
+    mended: &'b mut Vec<u8>,
+) -> Result<(ResultView<'b>, usize), serde_json::Error> {
+    let error = match ResultView::parse(bytes) {
+        Ok(view) => return Ok((view, 0)),
+        Err(error) => error,
+    };
+    let (fixed, replaced) = crate::replace_lone_surrogates(bytes);
+    if replaced == 0 {
+        return Err(error);
+    }
+    *mended = fixed;
+    let mended: &'b Vec<u8> = mended;
+    ResultView::parse(mended).map(|view| (view, replaced))
+}
+
 /// `Some` for a result, `None` for an object that is itself a content block.
 struct ResultVisitor;
 
@@ -633,5 +656,36 @@ mod tests {
         assert!(matches!(mend_lone_surrogates(plain), (Cow::Borrowed(_), 0)));
         let (mended, replaced) = mend_lone_surrogates(br#"["a\ud800b"]"#);
         assert_eq!((&mended[..], replaced), (&br#"["a\ufffdb"]"#[..], 1));
+    }
+
+    #[rstest::rstest]
+    #[case::none(r#"{"content":[{"type":"text","text":"\u00e9\ud83d\ude00"}]}"#)]
+    #[case::in_a_text(r#"{"content":[{"type":"text","text":"a\ud800"}]}"#)]
+    #[case::in_a_field_skipped_at_the_top(r#"{"content":[],"x":"\udc00","y":["\ud800"]}"#)]
+    #[case::in_a_field_a_block_skips(r#"{"content":[{"type":"text","text":"t","z":"\ud800"}]}"#)]
+    #[case::in_meta(r#"{"content":[{"type":"text","text":"t","_meta":{"k":["\udfff"]}}]}"#)]
+    #[case::in_a_key(r#"{"content":[{"type":"text","text":"t","\ud800":1}]}"#)]
+    #[case::in_structured(r#"{"content":[],"structuredContent":{"a":"\ud800\ud800"}}"#)]
+    #[case::in_data(r#"{"content":{"a":"\ud800"}}"#)]
+    #[case::in_an_element_that_is_no_object(r#"{"content":["\ud800",1]}"#)]
+    #[case::in_a_resource(
+        r#"{"content":[{"type":"resource","resource":{"uri":"u","q":"\ud800"}}]}"#
+    )]
+    #[case::not_json_either(r#"{"content":["\ud800",}"#)]
+    fn mending_only_when_the_bytes_do_not_read_counts_what_mending_first_counts(
+        #[case] input: &str,
+    ) {
+        let (mended_first, expected) = mend_lone_surrogates(input.as_bytes());
+        let first = ResultView::parse(&mended_first);
+        let mut buffer = Vec::new();
+        let read = parse_view_mending(input.as_bytes(), &mut buffer);
+        match (first, read) {
+            (Ok(first), Ok((view, replaced))) => {
+                assert_eq!(replaced, expected);
+                assert_eq!(format!("{view:?}"), format!("{first:?}"));
+            }
+            (Err(_), Err(_)) => {}
+            (first, read) => panic!("{first:?} against {read:?}"),
+        }
     }
 }

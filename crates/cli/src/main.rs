@@ -601,8 +601,8 @@ fn project_command(file: Option<PathBuf>, request: &Request) -> Result<(), Failu
         )
         && memchr::memmem::find(&bytes, b"\"jsonrpc\"").is_none()
     {
-        let (mended, replaced) = mcpl_classify::mend_lone_surrogates(&bytes);
-        if let Ok(view) = mcpl_classify::ResultView::parse(&mended)
+        let mut mended = Vec::new();
+        if let Ok((view, replaced)) = mcpl_classify::parse_view_mending(&bytes, &mut mended)
             && view.content.is_some()
             && !view_needs_scaling(&view, request)
         {

@@ -27,11 +27,17 @@ pub fn view_matches_value(bytes: &[u8]) {
     let Ok((value, _)) = mcpl_classify::parse_json_lenient(bytes) else {
         return;
     };
-    let (mended, _) = mcpl_classify::mend_lone_surrogates(bytes);
+    let (mended, replaced) = mcpl_classify::mend_lone_surrogates(bytes);
     let view = match mcpl_classify::ResultView::parse(&mended) {
         Ok(view) => view,
         Err(error) => panic!("the value reads, the view fails: {error}"),
     };
+    // Mending only when the bytes do not read counts what mending first counts.
+    let mut buffer = Vec::new();
+    match mcpl_classify::parse_view_mending(bytes, &mut buffer) {
+        Ok((_, counted)) => assert_eq!(counted, replaced, "mended escapes"),
+        Err(error) => panic!("the view reads once mended, not when mending on failure: {error}"),
+    }
     let server = ServerName::new("fuzz");
     let hosts = || (Registry::with_seed(1), ImageLedger::with_seed(2));
     let ((mut registry, mut ledger), (mut view_registry, mut view_ledger)) = (hosts(), hosts());
