@@ -37,7 +37,8 @@ pub fn project_round(pricer: Pricer<'_>, round: &Round<'_, '_>) -> Result<u64, U
 /// A bounded correction of estimates from a provider's own counts, since provider usage is
 /// authoritative: the ratio of the input tokens a provider reported for a request to mcpl's
 /// estimate of it, kept between 1.0 and 2.0, by which later estimates of the window are
-/// multiplied. Never below 1.0, so a provider that counts fewer tokens never loosens the window.
+/// multiplied and by which a result's budget is divided before it is fitted
+/// ([`Correction::budget`]). Never below 1.0, so a provider that counts fewer tokens never loosens the window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Correction {
     milli: u64,
@@ -71,6 +72,13 @@ impl Correction {
         u64::try_from(corrected).unwrap_or(u64::MAX)
     }
 
+    /// The most estimated tokens a result may cost so that, corrected, it costs at most
+    /// `budget`: what a result is fitted to, so a budget holds by the provider's count too.
+    pub fn budget(self, budget: u64) -> u64 {
+        let held = u128::from(budget) * 1000 / u128::from(self.milli);
+        u64::try_from(held).unwrap_or(u64::MAX)
+    }
+
     /// The factor, in thousandths.
     pub fn milli(self) -> u64 {
         self.milli
@@ -99,5 +107,27 @@ mod tests {
         correction.observe(3, u64::MAX);
         assert_eq!(correction, Correction::MAX);
         assert_eq!(Correction::MAX.apply(u64::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn a_budget_is_held_by_the_corrected_count() {
+        let mut correction = Correction::NONE;
+        assert_eq!(correction.budget(12_500), 12_500);
+        correction.observe(1_000, 1_300);
+        // 9,615 tokens corrected are 12,499.5, rounded up to 12,500; one more would pass it.
+        assert_eq!(correction.budget(12_500), 9_615);
+        assert_eq!(correction.apply(9_615), 12_500);
+        assert_eq!(correction.apply(9_616), 12_501);
+        assert_eq!(Correction::MAX.budget(2_001), 1_000);
+        assert_eq!(Correction::MAX.budget(u64::MAX), u64::MAX / 2);
+        for budget in [0, 1, 7, 999, 1_000_003] {
+            for milli in [1_000, 1_001, 1_333, 1_999, 2_000] {
+                let mut c = Correction::NONE;
+                c.observe(1_000, milli);
+                let held = c.budget(budget);
+                assert!(c.apply(held) <= budget, "{budget} {milli}");
+                assert!(c.apply(held + 1) > budget, "{budget} {milli}");
+            }
+        }
     }
 }

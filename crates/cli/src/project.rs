@@ -328,6 +328,7 @@ fn lane_output(
         }
         Lane::Push => {
             let content = push_content(body).ok_or_else(|| unknown(Lane::Push))?;
+            let content = scale_message(content, request, diagnostics);
             match projector.push(&content) {
                 Ok(view) => message_output(pricer, view),
                 Err(PushRefusal) => {
@@ -347,6 +348,7 @@ fn lane_output(
         }
         Lane::Channel => {
             let content = channel_content(body).ok_or_else(|| unknown(Lane::Channel))?;
+            let content = scale_message(content, request, diagnostics);
             match projector.channel_message(&content) {
                 Ok(view) => message_output(pricer, view),
                 Err(ChannelRefusal) => {
@@ -380,6 +382,21 @@ fn lane_output(
         }
     };
     Ok(plain(output, refusal))
+}
+
+/// A push event's or channel message's content with its images over a per-image limit scaled,
+/// as `mcpl run` scales them by default.
+fn scale_message<'v>(
+    content: Cow<'v, Value>,
+    request: &Request,
+    diagnostics: &mut Vec<String>,
+) -> Cow<'v, Value> {
+    let priced = PricedRoute::of(request.route);
+    let fit = mcpl_scale::Fit::for_route(&priced.lanes, &request.route.request_limits());
+    match mcpl_scale::Scaler::default().scale_message(&content, &priced.lanes, fit, diagnostics) {
+        Some(scaled) => Cow::Owned(scaled),
+        None => content,
+    }
 }
 
 fn message_output(pricer: Pricer<'_>, view: MessageView<'_>) -> (Value, String, u64) {

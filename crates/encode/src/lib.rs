@@ -101,6 +101,8 @@ mod limits;
 mod openai_chat;
 mod openai_responses;
 
+use std::borrow::Cow;
+
 use mcpl_budget::PricedRoute;
 use mcpl_classify::Sniffed;
 use mcpl_lanes::{LiveCopy, Part, RequestLimits, RouteId, ToolResultCopies, markers};
@@ -110,7 +112,7 @@ pub use limits::{
     LimitHit, audio_limit_notice, document_limit_notice, is_animated, request_limit_notice,
 };
 
-use crate::conversation::{Content, ModelRequest, ToolOutput};
+use crate::conversation::{Content, Message, ModelRequest, ToolOutput};
 
 /// The text that opens the content a route moves a tool result's images into.
 pub const MOVED_IMAGES_HEADER: &str = "Images from the tool results above:";
@@ -241,11 +243,20 @@ impl Encoder {
             let Some(max) = self.limits.body_bytes else {
                 return body;
             };
-            let len = serde_json::to_string(&body).map_or(0, |text| text.len()) as u64;
+            let len = body_len(&body);
             if len <= max || !decision.shed(len - max, max) {
                 return body;
             }
         }
+    }
+
+    /// The messages as [`Encoder::request`] carries them, before the body limit: every image
+    /// over a per-image limit, the many-images side or an animated GIF scaled to fit (with the
+    /// notice after it), and every image, audio or document over a request limit as its
+    /// placeholder with the notice; borrowed when nothing changes. A host prices these, so the
+    /// dimensions it prices are the ones sent; encoding them again changes nothing more.
+    pub fn within_limits<'m>(self, messages: &'m [Message]) -> Cow<'m, [Message]> {
+        limits::decide(messages, self.route, &self.limits, self.scaling).apply(messages)
     }
 
     fn encode(self, request: &ModelRequest<'_>) -> Value {
@@ -320,6 +331,22 @@ impl Encoder {
         let content: Vec<Content> = parts.iter().map(Content::from_part).collect();
         self.message_content(&content)
     }
+}
+
+/// The bytes a request body takes serialised as it is sent (compact JSON, as `serde_json`
+/// writes it), counted without writing it out.
+pub fn body_len(body: &Value) -> u64 {
+    /// Counts what is written and keeps nothing.
+    struct Counter(u64);
+    impl std::fmt::Write for Counter {
+        fn write_str(&mut self, text: &str) -> std::fmt::Result {
+            self.0 += text.len() as u64;
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // `Value`'s `Display` is its compact serialisation; writing to a counter cannot fail.
+    std::fmt::Write::write_fmt(&mut counter, format_args!("{body}")).map_or(0, |()| counter.0)
 }
 
 /// The name `mcpl project` gives the tool call a result answers, where a route's shape names
@@ -576,6 +603,14 @@ impl<'o> MovedImages<'o> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_body_is_measured_as_it_is_serialised() {
+        let body = serde_json::json!({"a": "quote \" tab \t é 漢 \u{1}", "b": [1, 2.5, null, true],
+            "c": {"d": "A".repeat(100)}});
+        let sent = serde_json::to_string(&body).map_or(0, |text| text.len());
+        assert_eq!(body_len(&body), sent as u64);
+    }
 
     #[test]
     fn each_route_has_its_encoder_and_priced_route() {

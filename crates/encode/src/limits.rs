@@ -100,13 +100,26 @@ struct At {
     part: usize,
 }
 
-/// One image (or inline audio) that would go natively, with what the limits read of it.
+/// What a candidate is, which decides the limits it is held to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// An image: every per-image limit, the count, the many-images side and the totals.
+    Image,
+    /// Audio carried inline: it counts toward the inline total and the body only.
+    Audio,
+    /// A PDF, with its pages (counted, else the route's bound per document): the document
+    /// limits, the pages per request, the inline total and the body.
+    Document {
+        /// Its pages.
+        pages: u32,
+    },
+}
+
+/// One image, inline audio or document that would go natively, with what the limits read of
+/// it.
 struct Candidate<'m> {
     at: At,
-    /// Audio carried inline: it counts toward the inline total and the body only.
-    audio: bool,
-    /// A PDF's pages (counted, else the route's bound per document), when this is one.
-    document: Option<u32>,
+    kind: Kind,
     sniffed: Sniffed,
     width: u32,
     height: u32,
@@ -192,8 +205,7 @@ fn push_images<'m>(
                 if native {
                     out.push(Candidate {
                         at,
-                        audio: false,
-                        document: None,
+                        kind: Kind::Image,
                         sniffed: *sniffed,
                         width: dimensions.width,
                         height: dimensions.height,
@@ -211,8 +223,7 @@ fn push_images<'m>(
             {
                 out.push(Candidate {
                     at,
-                    audio: true,
-                    document: None,
+                    kind: Kind::Audio,
                     sniffed: *sniffed,
                     width: 0,
                     height: 0,
@@ -224,8 +235,9 @@ fn push_images<'m>(
                 let bound = route.request_limits().document_pages;
                 out.push(Candidate {
                     at,
-                    audio: false,
-                    document: Some(pages.or(bound).unwrap_or(1)),
+                    kind: Kind::Document {
+                        pages: pages.or(bound).unwrap_or(1),
+                    },
                     sniffed: Sniffed::Pdf,
                     width: 0,
                     height: 0,
@@ -268,28 +280,31 @@ pub(crate) fn decide(
     let mut admitted: Vec<Candidate<'_>> = Vec::new();
     let mut audio: Vec<Candidate<'_>> = Vec::new();
     for mut image in candidates {
-        if let Some(pages) = image.document {
-            let hit = if let Some(max) = limits.document_pages
-                && pages > max
-            {
-                Some(LimitHit::DocumentPages(max))
-            } else if let Some(max) = limits.document_bytes
-                && decoded_len(&image.data) > max
-            {
-                Some(LimitHit::DocumentBytes(max))
-            } else {
-                None
-            };
-            match hit {
-                Some(hit) => dropped.push((image.at, hit)),
-                // Documents join the totals with the audio, by priority.
-                None => audio.push(image),
+        match image.kind {
+            Kind::Image => {}
+            Kind::Audio => {
+                audio.push(image);
+                continue;
             }
-            continue;
-        }
-        if image.audio {
-            audio.push(image);
-            continue;
+            Kind::Document { pages } => {
+                let hit = if let Some(max) = limits.document_pages
+                    && pages > max
+                {
+                    Some(LimitHit::DocumentPages(max))
+                } else if let Some(max) = limits.document_bytes
+                    && decoded_len(&image.data) > max
+                {
+                    Some(LimitHit::DocumentBytes(max))
+                } else {
+                    None
+                };
+                match hit {
+                    Some(hit) => dropped.push((image.at, hit)),
+                    // Documents join the totals with the audio, by priority.
+                    None => audio.push(image),
+                }
+                continue;
+            }
         }
         let hit = if image.width == 0 || image.height == 0 {
             Some(LimitHit::NoPixels)
@@ -375,15 +390,14 @@ pub(crate) fn decide(
     let mut inline = 0u64;
     let mut pages = 0u32;
     admitted.retain(|image| {
-        let size = if image.audio || image.document.is_some() {
-            0
-        } else {
-            decoded_len(&image.data)
+        let (size, doc_pages) = match image.kind {
+            Kind::Image => (decoded_len(&image.data), 0),
+            Kind::Audio => (0, 0),
+            Kind::Document { pages } => (0, pages),
         };
         let chars = image.data.len() as u64;
-        let doc_pages = image.document.unwrap_or(0);
         if let Some(max) = limits.request_pages
-            && image.document.is_some()
+            && matches!(image.kind, Kind::Document { .. })
             && pages + doc_pages > max
         {
             dropped.push((image.at, LimitHit::RequestPages(max)));

@@ -336,6 +336,12 @@ impl Host {
         ledger: ImageLedger,
     ) -> Host {
         let mut lanes = Lanes::new(options.route, registry, ledger);
+        // Every lane's images are scaled to the same fit, or none are.
+        let route = &options.route.lanes;
+        lanes.scaling = options
+            .settings
+            .scale_images
+            .then(|| mcpl_scale::Fit::for_route(route, &options.settings.limits(route.id)));
         for server in &config.servers {
             lanes
                 .uri_policies
@@ -588,9 +594,18 @@ impl Host {
             history.push(Message::User(vec![Content::Text(note.clone())]));
             diagnostics.push(note);
         }
-        let messages = std::mem::take(&mut self.lanes.queued);
+        let mut messages = std::mem::take(&mut self.lanes.queued);
         for message in &messages {
             history.push(Message::User(message.parts.clone()));
+            diagnostics.extend(message.diagnostics.iter().cloned());
+        }
+        self.hold_to_limits(round, history);
+        // The servers' messages are priced as held, as the tool results are.
+        let start = history.len() - messages.len();
+        for (queued, held) in messages.iter_mut().zip(&history[start..]) {
+            if let Message::User(parts) = held {
+                queued.parts.clone_from(parts);
+            }
         }
         let mut report = RoundReport {
             round,
@@ -639,6 +654,49 @@ impl Host {
         Ok(report)
     }
 
+    /// Holds what the round sends to the route's request limits before anything prices it:
+    /// an image over a limit is scaled to fit (or left out as its placeholder) in `history`
+    /// itself, so the window projection, the usage estimate and each call's
+    /// `estimated_tokens` price the dimensions that are sent. The request encodes these parts
+    /// as they are.
+    fn hold_to_limits(&mut self, round: usize, history: &mut Vec<Message>) {
+        let encoder = self.options.encoder();
+        let Cow::Owned(held) = encoder.within_limits(history) else {
+            return;
+        };
+        *history = held;
+        let Some(Message::ToolResults(outputs)) = history
+            .iter()
+            .rev()
+            .find(|m| !matches!(m, Message::User(_)))
+        else {
+            return;
+        };
+        let pricer = self.pricer();
+        for output in outputs {
+            let Some(report) = self
+                .calls
+                .iter_mut()
+                .rev()
+                .find(|c| c.round + 1 == round && c.output.call_id == output.call_id)
+            else {
+                continue;
+            };
+            if report.output.live == output.live {
+                continue;
+            }
+            let copies = copies_of(output);
+            if let Ok(tokens) = pricer.live(&copies.live, &copies.stored) {
+                report.diagnostics.push(format!(
+                    "priced as sent: {tokens} estimated tokens (was {}), images scaled or left out to hold the request limits",
+                    report.estimated_tokens
+                ));
+                report.estimated_tokens = tokens;
+            }
+            report.output = output.clone();
+        }
+    }
+
     /// The projected tokens of a request: history, what the round appends and the `fixed`
     /// system prompt and tools, corrected by what the provider reported, and the room for the
     /// answer.
@@ -646,6 +704,28 @@ impl Host {
         self.correction
             .apply(self.history_tokens + appended + fixed)
             + u64::from(self.options.max_tokens)
+    }
+
+    /// What a result with this budget is fitted to: the budget divided by the correction the
+    /// provider's reported usage set, so the result costs at most `budget` by the provider's
+    /// count too; said in a diagnostic and logged when it is less.
+    fn held_budget(&self, budget: u64, diagnostics: &mut Vec<String>) -> u64 {
+        let held = self.correction.budget(budget);
+        if held < budget {
+            let milli = self.correction.milli();
+            tracing::info!(
+                budget,
+                held,
+                correction = milli,
+                "budget held by the correction"
+            );
+            diagnostics.push(format!(
+                "fitted to {held} estimated tokens: the provider counts {}.{:03} times the estimate, so the budget of {budget} holds by its count",
+                milli / 1000,
+                milli % 1000
+            ));
+        }
+        held
     }
 
     /// The correction the provider's reported usage set (1.0 until it reports any).
@@ -676,7 +756,7 @@ impl Host {
             let Some(max) = encoder.limits().body_bytes else {
                 return Ok(body);
             };
-            let bytes = serde_json::to_string(&body).map_or(0, |text| text.len()) as u64;
+            let bytes = mcpl_encode::body_len(&body);
             if bytes <= max {
                 return Ok(body);
             }
@@ -1029,12 +1109,13 @@ impl Host {
             self.eager_fetch(&server_name, &parsed);
         }
         let pricer = self.pricer();
+        let budget = self.held_budget(options.budget, &mut diagnostics);
         let mut projector = self.lanes.projector(&server_name);
         let fitted = fit_tool_result(
             &mut projector,
             &parsed,
             pricer,
-            options.budget,
+            budget,
             self.spill
                 .0
                 .as_mut()
@@ -1066,12 +1147,18 @@ impl Host {
             .unwrap_or(DEFAULT_BUDGET)
             .clamp(READ_RESULT_MIN_TOKENS, DEFAULT_BUDGET);
         let pricer = self.pricer();
+        // The part is read within the budget as the provider counts it, as any result is fitted,
+        // but never below the least a part needs.
+        let mut diagnostics = Vec::new();
+        let budget = self
+            .held_budget(max_tokens, &mut diagnostics)
+            .max(READ_RESULT_MIN_TOKENS);
         let part = match &mut self.spill.0 {
             Ok(store) => read_back(
                 &mut **store,
                 id,
                 argument("offset").unwrap_or(0),
-                max_tokens,
+                budget,
                 pricer,
             )
             .map_err(|error| error.to_string()),
@@ -1081,10 +1168,13 @@ impl Host {
             Ok(part) => {
                 let result = json!({"content": part.content});
                 let server = ServerName::new(READ_RESULT);
-                let mut projector = self.lanes.projector(&server);
                 let parsed = ToolResult::from_value(&result);
-                let fitted = fit_tool_result(&mut projector, &parsed, pricer, max_tokens, None);
-                fitted_report(round, call, READ_RESULT, fitted)
+                let mut projector = self.lanes.projector(&server);
+                let fitted = fit_tool_result(&mut projector, &parsed, pricer, budget, None);
+                let mut report = fitted_report(round, call, READ_RESULT, fitted);
+                diagnostics.append(&mut report.diagnostics);
+                report.diagnostics = diagnostics;
+                report
             }
             Err(text) => {
                 let tokens = estimate(&text);
@@ -1096,13 +1186,10 @@ impl Host {
     /// The result with its images over the route's per-image limits scaled to fit, or `None`
     /// when scaling is off or no image needed it.
     fn scale_images(&self, result: &Value, diagnostics: &mut Vec<String>) -> Option<Value> {
-        let settings = &self.options.settings;
         let route = &self.options.route.lanes;
-        let fit = mcpl_scale::Fit::for_route(route, &settings.limits(route.id));
-        settings
-            .scale_images
-            .then(|| mcpl_scale::Scaler::default().scale_result(result, route, fit, diagnostics))
-            .flatten()
+        self.lanes.scaling.and_then(|fit| {
+            mcpl_scale::Scaler::default().scale_result(result, route, fit, diagnostics)
+        })
     }
 
     /// `fetch_reference`: the fetcher saves the reference's payload in the host's folder and

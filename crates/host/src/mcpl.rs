@@ -9,6 +9,8 @@
 //!   never burns its id; a repeated id is acknowledged (`accepted: true, reason: "duplicate"`)
 //!   and not shown twice; otherwise the content is projected on the push lane, its references
 //!   registered with the delivering server, and the message queued for the next inference.
+//!   An image over the route's per-image limits is scaled to fit first ([`Lanes::scaling`]),
+//!   as a tool result's is.
 //! - `channels/incoming`: one result per message; an empty message is refused alone with
 //!   `reason: "empty_content"` while its siblings are accepted.
 //!
@@ -30,6 +32,7 @@ use serde_json::{Value, json};
 
 use mcpl_client::{RpcError, ServerRequests};
 use mcpl_encode::conversation::Content;
+use mcpl_scale::{Fit, Scaler};
 
 /// JSON-RPC's "invalid params" code: the answer to a push event whose content is visibly empty
 /// and to a `channels/incoming` without a messages array.
@@ -119,6 +122,8 @@ pub struct Queued {
     pub parts: Vec<Content>,
     /// What history keeps.
     pub stored: String,
+    /// What happened on the way (an image that could not be scaled), one line each.
+    pub diagnostics: Vec<String>,
 }
 
 /// What one server request came to, for the host's report.
@@ -164,6 +169,10 @@ pub struct Lanes {
     dropped: BTreeMap<String, u64>,
     /// The first [`MAX_ANSWERED`] server requests answered, in order.
     pub answered: Vec<Answered>,
+    /// What an image in a message must fit to go natively, images over it scaled to fit before
+    /// the lane reads them; `None` when scaling is off (`scaleImages: false`). The route's own
+    /// limits unless the host sets others.
+    pub scaling: Option<Fit>,
     deferred: Vec<(String, Accepted<Value>)>,
 }
 
@@ -314,6 +323,7 @@ impl Lanes {
             queued: Vec::new(),
             dropped: BTreeMap::new(),
             answered: Vec::new(),
+            scaling: Some(Fit::for_route(&route.lanes, &route.id().request_limits())),
             deferred: Vec::new(),
         }
     }
@@ -356,12 +366,33 @@ impl Lanes {
             return;
         }
         let name = ServerName::new(server);
+        // Images over the route's per-image limits are scaled before the lane reads them, as a
+        // tool result's are, so both copies say so; one that cannot be decoded is left to the
+        // lane, which shows its marker.
+        let mut diagnostics = Vec::new();
+        let scaled = self.scaling.and_then(|fit| {
+            Scaler::default().scale_message(
+                accepted.content,
+                &self.route.lanes,
+                fit,
+                &mut diagnostics,
+            )
+        });
+        let content = scaled.as_ref().unwrap_or(accepted.content);
         let view = match accepted.origin {
-            Origin::PushEvent => self.projector(&name).push(accepted.content).ok(),
-            Origin::ChannelMessage => self.projector(&name).channel_message(accepted.content).ok(),
+            Origin::PushEvent => self.projector(&name).push(content).ok(),
+            Origin::ChannelMessage => self.projector(&name).channel_message(content).ok(),
         };
         if let Some(view) = view {
-            self.queue(server, accepted.origin, accepted.id, view);
+            let what = match accepted.origin {
+                Origin::PushEvent => "push event",
+                Origin::ChannelMessage => "channel message",
+            };
+            let diagnostics = diagnostics
+                .into_iter()
+                .map(|line| format!("{what} from {server}: {line}"))
+                .collect();
+            self.queue(server, accepted.origin, accepted.id, view, diagnostics);
         }
     }
 
@@ -402,13 +433,21 @@ impl Lanes {
         self.queued.iter().filter(|q| q.server == server).count() >= MAX_QUEUED_PER_SERVER
     }
 
-    fn queue(&mut self, server: &str, origin: Origin, id: Option<String>, view: MessageView<'_>) {
+    fn queue(
+        &mut self,
+        server: &str,
+        origin: Origin,
+        id: Option<String>,
+        view: MessageView<'_>,
+        diagnostics: Vec<String>,
+    ) {
         self.queued.push(Queued {
             server: server.to_owned(),
             origin,
             id,
             parts: view.parts.iter().map(Content::from_part).collect(),
             stored: view.stored,
+            diagnostics,
         });
     }
 

@@ -5,8 +5,9 @@
 //! [`Scaler`] holds the decoding limits (a decompression bomb cannot allocate past
 //! [`Scaler::max_alloc`]); [`Fit`] is what one image must fit; [`Scaler::scale`] turns one base64
 //! image into a [`Scaled`] one, and [`Scaler::scale_result`] does it for the image blocks of a
-//! tool result as a server sent it, with a [`scaled_notice`] after each, so both the live and the
-//! stored copy say it was scaled and from what size. Nothing is decoded unless an image is over
+//! tool result as a server sent it ([`Scaler::scale_message`] for a push event's or a channel
+//! message's content), with a [`scaled_notice`] after each, so both the live and the stored copy
+//! say it was scaled and from what size. Nothing is decoded unless an image is over
 //! its fit ([`Fit::needs`]); an image that cannot be decoded or re-encoded is left as it was.
 //!
 //! ```
@@ -63,14 +64,32 @@ impl Fit {
     }
 }
 
-/// The type and dimensions of a tool result's image that `route` would take natively but that is
-/// over `fit`: the image [`Scaler::scale_result`] scales.
-fn over_fit(media: &Media<'_>, route: &Route, fit: Fit) -> Option<(Sniffed, Dimensions)> {
+/// Where an image goes, which decides whether the route takes it natively there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// In a tool result (directly, or moved by the encoder after it).
+    ToolResult,
+    /// In a user message: a push event's or a channel message's content.
+    Message,
+}
+
+/// The type and dimensions of an image that `route` would take natively at `place` but that is
+/// over `fit`: the image [`Scaler::scale_result`] and [`Scaler::scale_message`] scale.
+fn over_fit(
+    media: &Media<'_>,
+    route: &Route,
+    place: Place,
+    fit: Fit,
+) -> Option<(Sniffed, Dimensions)> {
+    let native_there = match place {
+        Place::ToolResult => route.images_in_tool_results,
+        Place::Message => route.images_in_messages,
+    };
     media
         .sniffed
         .zip(media.dimensions)
         .filter(|&(sniffed, dimensions)| {
-            route.images_in_tool_results
+            native_there
                 && route.takes_image_type(Some(sniffed))
                 && fit.needs(dimensions, media.data.len())
         })
@@ -80,7 +99,9 @@ fn over_fit(media: &Media<'_>, route: &Route, fit: Fit) -> Option<(Sniffed, Dime
 /// caller that reads results without a `Value` and takes the scaling path only when needed.
 pub fn would_scale(block: &Block<'_>, route: &Route, fit: Fit) -> bool {
     match block {
-        Block::InlineImage(media) if media.renderable() => over_fit(media, route, fit).is_some(),
+        Block::InlineImage(media) if media.renderable() => {
+            over_fit(media, route, Place::ToolResult, fit).is_some()
+        }
         _ => false,
     }
 }
@@ -270,14 +291,46 @@ impl Scaler {
         diagnostics: &mut Vec<String>,
     ) -> Option<Value> {
         let blocks = result.get("content")?.as_array()?;
+        let out = self.scale_blocks(blocks, route, Place::ToolResult, fit, diagnostics)?;
+        let mut result = result.clone();
+        result["content"] = Value::Array(out);
+        Some(result)
+    }
+
+    /// A push event's or a channel message's content (an array of blocks, as the server sent
+    /// it) with its images scaled as [`Scaler::scale_result`] scales a tool result's, for a
+    /// route that takes them natively in a user message; `None` when no image was scaled.
+    pub fn scale_message(
+        &self,
+        content: &Value,
+        route: &Route,
+        fit: Fit,
+        diagnostics: &mut Vec<String>,
+    ) -> Option<Value> {
+        let blocks = content.as_array()?;
+        self.scale_blocks(blocks, route, Place::Message, fit, diagnostics)
+            .map(Value::Array)
+    }
+
+    /// The blocks with each image over `fit` that the route takes at `place` scaled and followed
+    /// by its notice; `None` when none was.
+    fn scale_blocks(
+        &self,
+        blocks: &[Value],
+        route: &Route,
+        place: Place,
+        fit: Fit,
+        diagnostics: &mut Vec<String>,
+    ) -> Option<Vec<Value>> {
         let mut out: Option<Vec<Value>> = None;
         for (index, block) in blocks.iter().enumerate() {
             let scaled = match classify(block) {
-                Block::InlineImage(media) if media.renderable() => over_fit(&media, route, fit)
-                    .map(|(sniffed, dimensions)| {
+                Block::InlineImage(media) if media.renderable() => {
+                    over_fit(&media, route, place, fit).map(|(sniffed, dimensions)| {
                         let why = why_scaled(fit, dimensions);
                         (self.scale(media.data, sniffed, dimensions, fit), why)
-                    }),
+                    })
+                }
                 _ => None,
             };
             match scaled {
@@ -303,9 +356,7 @@ impl Scaler {
                 }
             }
         }
-        let mut result = result.clone();
-        result["content"] = Value::Array(out?);
-        Some(result)
+        out
     }
 }
 

@@ -532,3 +532,39 @@ fn a_result_read_from_bytes_projects_as_its_value_does() {
     // The large image of `image_result` is scaled on every image route.
     assert!(scaled > 0, "{scaled}");
 }
+
+#[test]
+fn push_and_channel_images_over_a_limit_are_scaled_as_run_scales_them() {
+    use base64::Engine as _;
+    // A PNG grown past Anthropic's 5 MiB per image.
+    let png = base64::engine::general_purpose::STANDARD
+        .encode(mcpl_testkit::grown_png("image.png", 6 * 1024 * 1024));
+    let blocks = json!([
+        {"type": "text", "text": "The dashboard:"},
+        {"type": "image", "mimeType": "image/png", "data": png},
+    ]);
+    let push = json!({"eventId": "e1", "payload": {"content": blocks}});
+    let channel = json!({"messages": [{"messageId": "m1", "content": blocks}]});
+    for (lane, input) in [("push", push), ("channel", channel)] {
+        let out = project(&["--lane", lane], &input);
+        let notice = "[image above scaled from 16×12 px, ~6.0MB to 16×12 px, ";
+        let stored = out["stored"].as_str().unwrap();
+        assert!(
+            stored.starts_with("The dashboard:\n[image: image/png, "),
+            "{lane}: {stored}"
+        );
+        assert!(stored.contains(notice), "{lane}: {stored}");
+        assert!(
+            stored.ends_with("its base64 was over 5242880 characters]"),
+            "{lane}: {stored}"
+        );
+        // The image goes natively, scaled, with the same line after it.
+        let live = out["live"].as_array().unwrap();
+        assert_eq!(live[1]["type"], "image", "{lane}");
+        assert!(live[1]["source"]["data"].as_str().unwrap().len() < 1_000);
+        assert!(
+            live[2]["text"].as_str().unwrap().starts_with(notice),
+            "{lane}"
+        );
+    }
+}

@@ -202,3 +202,82 @@ fn injections_go_to_their_positions() {
         .unwrap();
     assert_eq!(record.servers, [ServerName::new("ctx")]);
 }
+
+/// A push event carrying `data` as a PNG after a line of text.
+fn image_event(id: &str, data: &str) -> serde_json::Value {
+    json!({"eventId": id, "payload": {"content": [
+        {"type": "text", "text": "The dashboard:"},
+        {"type": "image", "mimeType": "image/png", "data": data},
+    ]}})
+}
+
+/// The fixture PNG grown past Anthropic's 5 MiB per image, as base64.
+fn over_limit_png(corrupt: bool) -> String {
+    use base64::Engine as _;
+    let mut bytes = mcpl_testkit::grown_png("image.png", 6 * 1024 * 1024);
+    if corrupt {
+        // The pixels' compressed stream broken: the header still reads, the pixels do not.
+        let at = bytes.windows(4).position(|w| w == b"IDAT").unwrap() + 4;
+        bytes[at..at + 8].fill(0xFF);
+    }
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[test]
+fn push_and_channel_images_over_the_route_limit_are_scaled_before_the_lane() {
+    let png = over_limit_png(false);
+    let mut lanes = lanes();
+    lanes
+        .answer("s", "push/event", &image_event("e1", &png))
+        .unwrap();
+    let channel = json!({"messages": [{"messageId": "m1", "content": [
+        {"type": "image", "mimeType": "image/png", "data": png},
+    ]}]});
+    lanes.answer("s", "channels/incoming", &channel).unwrap();
+    assert_eq!(lanes.queued.len(), 2);
+    for queued in &lanes.queued {
+        // The image goes natively, small, and both copies say from what it was scaled.
+        let image = queued.parts.iter().find_map(|part| match part {
+            Content::Image { data, .. } => Some(data),
+            _ => None,
+        });
+        assert!(image.is_some_and(|data| data.len() < 1_000), "{queued:?}");
+        let notice = "[image above scaled from 16×12 px, ~6.0MB to 16×12 px, ";
+        assert!(queued.stored.contains(notice), "{}", queued.stored);
+        assert!(
+            queued
+                .parts
+                .iter()
+                .any(|p| matches!(p, Content::Text(t) if t.starts_with(notice))),
+            "{queued:?}"
+        );
+        assert!(queued.diagnostics.is_empty());
+    }
+}
+
+#[test]
+fn with_scaling_off_or_an_undecodable_image_a_message_shows_the_marker() {
+    let marker = "[Image not shown: ~6.0MB is over the 5.0MB this host sends inline per image.]";
+    // Off (`scaleImages: false`): today's marker.
+    let mut off = lanes();
+    off.scaling = None;
+    off.answer(
+        "s",
+        "push/event",
+        &image_event("e1", &over_limit_png(false)),
+    )
+    .unwrap();
+    assert_eq!(off.queued[0].stored, format!("The dashboard:\n{marker}"));
+    assert!(off.queued[0].diagnostics.is_empty());
+    // On, but the pixels cannot be decoded: the same marker, and a line saying why.
+    let mut on = lanes();
+    on.answer("s", "push/event", &image_event("e2", &over_limit_png(true)))
+        .unwrap();
+    assert_eq!(on.queued[0].stored, format!("The dashboard:\n{marker}"));
+    let diagnostics = &on.queued[0].diagnostics;
+    assert_eq!(diagnostics.len(), 1);
+    assert!(
+        diagnostics[0].starts_with("push event from s: image 2 not scaled: "),
+        "{diagnostics:?}"
+    );
+}
