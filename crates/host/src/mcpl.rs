@@ -474,6 +474,16 @@ impl Lanes {
                     }
                 }
                 Some(position @ ("beforeUser" | "afterUser")) => {
+                    // Images over the route's limits are scaled before the lane reads them, as
+                    // a push event's are, so they are priced as they are sent.
+                    let mut lines = Vec::new();
+                    let scaled = self.scaling.and_then(|fit| {
+                        Scaler::default().scale_message(content, &self.route.lanes, fit, &mut lines)
+                    });
+                    into.diagnostics.extend(lines.into_iter().map(|line| {
+                        format!("{server}: contextInjections[{index}]: {line}")
+                    }));
+                    let content = scaled.as_ref().unwrap_or(content);
                     let view = self.projector(&name).injection_user(content);
                     let parts = view.parts.iter().map(Content::from_part);
                     if position == "beforeUser" {

@@ -256,6 +256,44 @@ fn push_and_channel_images_over_the_route_limit_are_scaled_before_the_lane() {
 }
 
 #[test]
+fn user_position_injection_images_over_the_route_limit_are_scaled_before_the_lane() {
+    let png = over_limit_png(false);
+    let answer = json!({"contextInjections": [
+        {"position": "beforeUser", "content": [{"type": "image", "mimeType": "image/png", "data": png}]},
+        {"position": "afterUser", "content": [{"type": "image", "mimeType": "image/png", "data": png}]},
+    ]});
+    let mut injections = Injections::default();
+    lanes().injections("s", &answer, &mut injections);
+    let notice = "[image above scaled from 16×12 px, ~6.0MB to 16×12 px, ";
+    for parts in [&injections.before_user, &injections.after_user] {
+        let image = parts.iter().find_map(|part| match part {
+            Content::Image { data, .. } => Some(data),
+            _ => None,
+        });
+        assert!(image.is_some_and(|data| data.len() < 1_000), "{parts:?}");
+        assert!(
+            parts
+                .iter()
+                .any(|p| matches!(p, Content::Text(t) if t.starts_with(notice))),
+            "{parts:?}"
+        );
+    }
+    assert!(injections.diagnostics.is_empty(), "{injections:?}");
+    // Off: the lane's marker, as before.
+    let mut off = lanes();
+    off.scaling = None;
+    let mut injections = Injections::default();
+    off.injections("s", &answer, &mut injections);
+    assert!(
+        injections
+            .before_user
+            .iter()
+            .all(|p| !matches!(p, Content::Image { .. })),
+        "{injections:?}"
+    );
+}
+
+#[test]
 fn with_scaling_off_or_an_undecodable_image_a_message_shows_the_marker() {
     let marker = "[Image not shown: ~6.0MB is over the 5.0MB this host sends inline per image.]";
     // Off (`scaleImages: false`): today's marker.
