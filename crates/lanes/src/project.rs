@@ -130,30 +130,38 @@ impl ToolResultCopies<'_> {
 
     /// Parts joined with `\n` as a stored copy holds them: the text and each part's range.
     pub fn join_parts<'p>(parts: impl IntoIterator<Item = &'p str>) -> (String, Vec<Range<usize>>) {
-        let mut stored = StoredText::default();
+        let mut stored = StoredText {
+            spans: Some(Vec::new()),
+            ..StoredText::default()
+        };
         for part in parts {
             stored.push(part);
         }
-        (stored.text, stored.spans)
+        (stored.text, stored.spans.unwrap_or_default())
     }
 }
 
-/// A stored copy being written: its text, and each part's range of it.
+/// A stored copy being written: its text, how many parts it has, and each part's range of it
+/// when they are kept.
 #[derive(Default)]
 struct StoredText {
     text: String,
-    spans: Vec<Range<usize>>,
+    parts: usize,
+    spans: Option<Vec<Range<usize>>>,
 }
 
 impl StoredText {
     /// Appends a part, after a `\n` unless it is the first.
     fn push(&mut self, part: &str) {
-        if !self.spans.is_empty() {
+        if self.parts > 0 {
             self.text.push('\n');
         }
         let start = self.text.len();
         self.text.push_str(part);
-        self.spans.push(start..self.text.len());
+        self.parts += 1;
+        if let Some(spans) = &mut self.spans {
+            spans.push(start..self.text.len());
+        }
     }
 }
 
@@ -457,7 +465,11 @@ impl<'h> Projector<'h> {
         // One pass over the blocks, each classified as it comes (decision 0083): each piece's
         // text goes straight into the stored copy, and only native parts are kept beside it,
         // with the index of the piece they stand for.
-        let mut stored = StoredText::default();
+        let mut stored = StoredText {
+            // A spill pass keeps only the text: its parts and live copy are not read.
+            spans: attach.is_none().then(Vec::new),
+            ..StoredText::default()
+        };
         let mut natives: Vec<(usize, Part<'a>)> = Vec::new();
         // The credential-shaped urls redaction finds reach the session in the order a pass
         // over the texts first, then over the rest, would find them.
@@ -488,7 +500,7 @@ impl<'h> Projector<'h> {
                     let piece = self.tool_result_piece(&block, &hidden, attach);
                     found_elsewhere.extend(hidden.take_found());
                     if let Some(part) = piece.native {
-                        natives.push((stored.spans.len(), part));
+                        natives.push((stored.parts, part));
                     }
                     stored.push(&piece.text);
                 }
@@ -514,12 +526,13 @@ impl<'h> Projector<'h> {
         }
         // A piece is native only where the route takes it (a text-only route takes nothing);
         // only a native live copy needs the texts twice.
-        let live = if natives.is_empty() {
+        let mut spans = stored.spans.unwrap_or_default();
+        spans.shrink_to_fit();
+        let live = if natives.is_empty() || attach.is_some() {
             LiveCopy::Stored
         } else {
             let mut natives = natives.into_iter().peekable();
-            let parts = stored
-                .spans
+            let parts = spans
                 .iter()
                 .enumerate()
                 .map(
@@ -531,11 +544,11 @@ impl<'h> Projector<'h> {
                 .collect();
             LiveCopy::Native(parts)
         };
-        stored.text.shrink_to_fit();
-        stored.spans.shrink_to_fit();
+        let mut text = stored.text;
+        text.shrink_to_fit();
         ToolResultCopies {
-            stored: stored.text,
-            part_spans: stored.spans,
+            stored: text,
+            part_spans: spans,
             live,
             is_error: result.is_error,
         }
@@ -1381,6 +1394,49 @@ mod tests {
         let parsed = ToolResult::from_value(result);
         let copies = projector.tool_result(&parsed);
         (copies.stored, copies.live)
+    }
+
+    #[test]
+    fn the_stored_parts_are_ranges_of_the_stored_copy_one_per_shown_thing() {
+        let png =
+            base64::engine::general_purpose::STANDARD.encode(mcpl_testkit::fixture("image.png"));
+        let result = json!({"content": [
+            {"type": "text", "text": "first"},
+            {"type": "text", "text": "sec\nond"},
+            {"type": "image", "mimeType": "image/png", "data": png},
+            {"type": "text", "text": ""},
+        ]});
+        let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
+        let server = ServerName::new("s");
+        let mut projector = Projector {
+            registry: &mut registry,
+            ledger: &mut ledger,
+            route: RouteId::Anthropic.route(),
+            server: &server,
+            uri_policy: UriPolicy::Hidden,
+        };
+        let parsed = ToolResult::from_value(&result);
+        let copies = projector.tool_result(&parsed);
+        let parts: Vec<&str> = copies.stored_parts().collect();
+        assert_eq!(parts.len(), 4, "{parts:?}");
+        assert_eq!(&parts[..2], ["first", "sec\nond"]);
+        assert!(parts[2].starts_with("[image: image/png, "), "{}", parts[2]);
+        assert_eq!(parts[3], "");
+        assert_eq!(parts.join("\n"), copies.stored);
+        // The live copy's parts stand in the same order: a text part is its stored part.
+        let LiveCopy::Native(live) = &copies.live else {
+            panic!("the image goes native on anthropic")
+        };
+        assert_eq!(live.len(), 4);
+        assert_eq!(live[1], Part::Text("sec\nond".to_owned()));
+        assert!(matches!(live[2], Part::Image { .. }));
+        // The spill pass keeps only the text.
+        let spill = projector.tool_result_spill(&parsed, &mut |_, shown| shown.to_owned());
+        assert_eq!(spill, copies.stored);
+        assert_eq!(
+            ToolResultCopies::join_parts(["a", "", "bc"]),
+            ("a\n\nbc".to_owned(), vec![0..1, 2..2, 3..5])
+        );
     }
 
     #[test]
