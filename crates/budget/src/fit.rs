@@ -80,29 +80,28 @@ pub fn fit_tool_result<'a>(
     store: Option<&mut dyn SpillStore>,
 ) -> Fitted<'a> {
     let copies = projector.tool_result(result);
-    let mut fitted = Fitted {
-        price: None,
-        stored_price: pricer.text.count(&copies.stored),
+    let stored_price = pricer.text.count(&copies.stored);
+    // The copies stay in one place until the end: the cut reads them while it makes the fitted
+    // ones, and a big result's copies are most of its memory, so they are never cloned.
+    let whole = |copies, price, diagnostics| Fitted {
+        copies,
+        price,
+        stored_price,
         spill: None,
         cut: false,
-        diagnostics: Vec::new(),
-        copies,
+        diagnostics,
     };
     // Each shown thing is priced once; the cut reuses the prices.
-    let items = match items_of(&fitted.copies, pricer) {
+    let items = match items_of(&copies, pricer) {
         Ok(items) => items,
         Err(error) => {
-            fitted.diagnostics.push(format!(
-                "the result cannot be priced ({error}); it is kept whole"
-            ));
-            return fitted;
+            let reason = format!("the result cannot be priced ({error}); it is kept whole");
+            return whole(copies, None, vec![reason]);
         }
     };
     let price: u64 = items.iter().map(|i| i.price).sum();
-    fitted.price = Some(price);
-    let stored_price = fitted.stored_price;
     if price <= budget && stored_price <= budget {
-        return fitted;
+        return whole(copies, Some(price), Vec::new());
     }
     let over = if price > budget {
         format!("the result is {price} estimated tokens, over its budget of {budget}")
@@ -112,59 +111,69 @@ pub fn fit_tool_result<'a>(
         )
     };
     let Some(store) = store else {
-        fitted.diagnostics.push(format!(
-            "{over}, and no spill store is set; it is kept whole"
-        ));
-        return fitted;
+        let reason = format!("{over}, and no spill store is set; it is kept whole");
+        return whole(copies, Some(price), vec![reason]);
     };
     let spill = match write_spill(projector, result, store) {
         Ok(spill) => spill,
         Err(error) => {
-            fitted.diagnostics.push(format!(
-                "{over}, and its spill could not be written ({error}); it is kept whole"
-            ));
-            return fitted;
+            let reason =
+                format!("{over}, and its spill could not be written ({error}); it is kept whole");
+            return whole(copies, Some(price), vec![reason]);
         }
     };
-    let original = fitted.copies.clone();
+    let mut diagnostics = Vec::new();
     let notice = |tokens, characters, images| spill.omission_notice(tokens, characters, images);
+    let mut live_cut = None;
     if price > budget {
-        match cut_items(&original, &items, pricer, budget, &notice) {
-            Ok((copies, price)) => {
-                fitted.copies = copies;
-                fitted.price = Some(price);
-                fitted.stored_price = pricer.text.count(&fitted.copies.stored);
-                fitted.cut = true;
-            }
-            Err(reason) => fitted.diagnostics.push(format!(
+        match cut_items(&copies, &items, pricer, budget, &notice) {
+            Ok(cut) => live_cut = Some(cut),
+            Err(reason) => diagnostics.push(format!(
                 "{over}, and {reason}; it is kept whole, and spilled"
             )),
         }
     }
+    drop(items);
+    let mut fitted_price = price;
+    let mut fitted_stored_price = stored_price;
+    if let Some((cut, cut_price)) = &live_cut {
+        fitted_price = *cut_price;
+        fitted_stored_price = pricer.text.count(&cut.stored);
+    }
     // Where the live copy is the stored text, its cut was the stored copy's too.
-    if fitted.stored_price > budget && matches!(original.live, LiveCopy::Native(_)) {
+    let mut stored_cut = None;
+    if fitted_stored_price > budget && matches!(copies.live, LiveCopy::Native(_)) {
         // The stored copy is cut from the original's pieces on its own prices: a tiny image
-        // costs the live copy little, but its placeholder costs the stored copy more.
-        let stored_items = stored_items_of(&original, pricer);
-        let text_only = ToolResultCopies {
-            live: LiveCopy::Stored,
-            ..original.clone()
-        };
-        match cut_items(&text_only, &stored_items, pricer, budget, &notice) {
-            Ok((copies, stored_price)) => {
-                fitted.copies.stored = copies.stored;
-                fitted.copies.stored_parts = copies.stored_parts;
-                fitted.stored_price = stored_price;
-                fitted.cut = true;
+        // costs the live copy little, but its placeholder costs the stored copy more. The cut
+        // reads only the items and `is_error` of the copies it is given.
+        let stored_items = stored_items_of(&copies, pricer);
+        match cut_items(&copies, &stored_items, pricer, budget, &notice) {
+            Ok((cut, price)) => {
+                fitted_stored_price = price;
+                stored_cut = Some(cut);
             }
-            Err(reason) => fitted.diagnostics.push(format!(
-                "the stored copy is {} estimated tokens, over its budget of {budget}, and {reason}; it is kept whole, and spilled",
-                fitted.stored_price
+            Err(reason) => diagnostics.push(format!(
+                "the stored copy is {fitted_stored_price} estimated tokens, over its budget of {budget}, and {reason}; it is kept whole, and spilled"
             )),
         }
     }
-    fitted.spill = Some(spill);
-    fitted
+    let cut = live_cut.is_some() || stored_cut.is_some();
+    let mut fitted = match live_cut {
+        Some((cut, _)) => cut,
+        None => copies,
+    };
+    if let Some(stored) = stored_cut {
+        fitted.stored = stored.stored;
+        fitted.part_spans = stored.part_spans;
+    }
+    Fitted {
+        copies: fitted,
+        price: Some(fitted_price),
+        stored_price: fitted_stored_price,
+        spill: Some(spill),
+        cut,
+        diagnostics,
+    }
 }
 
 /// Every piece of a result's stored copy, priced as the text it is; an image's or audio's
@@ -181,8 +190,7 @@ fn stored_items_of<'c, 'a>(
         LiveCopy::Stored => false,
     };
     copies
-        .stored_parts
-        .iter()
+        .stored_parts()
         .enumerate()
         .map(|(index, stored)| Item {
             live: None,
@@ -271,7 +279,7 @@ fn items_of<'c, 'a>(
         }]),
         LiveCopy::Native(parts) => parts
             .iter()
-            .zip(&copies.stored_parts)
+            .zip(copies.stored_parts())
             .map(|(part, stored)| {
                 Ok(Item {
                     live: Some(part),
@@ -456,8 +464,7 @@ fn assemble<'a>(
         )))
         .chain(tail)
         .collect();
-    let stored_parts: Vec<String> = pieces.iter().map(|(_, s)| s.clone()).collect();
-    let stored = stored_parts.join("\n");
+    let (stored, part_spans) = ToolResultCopies::join_parts(pieces.iter().map(|(_, s)| s.as_str()));
     let keeps_an_image = pieces
         .iter()
         .any(|(p, _)| matches!(p, Some(Part::Image { .. } | Part::Audio { .. })));
@@ -468,7 +475,7 @@ fn assemble<'a>(
     };
     ToolResultCopies {
         stored,
-        stored_parts,
+        part_spans,
         live,
         is_error: original.is_error,
     }

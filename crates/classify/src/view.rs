@@ -597,6 +597,8 @@ impl<'de> Visitor<'de> for BlocksVisitor {
         while let Some(block) = seq.next_element::<BlockView<'de>>()? {
             blocks.push(block);
         }
+        // The array grew by doubling; what it holds is kept while the result is projected.
+        blocks.shrink_to_fit();
         Ok(blocks)
     }
 }

@@ -1237,7 +1237,7 @@ impl Host {
         }
         let ids: Vec<RefId> = result
             .references()
-            .map(|reference| self.lanes.registry.register(reference, server).id.clone())
+            .map(|reference| self.lanes.registry.register(&reference, server).id.clone())
             .collect();
         if !ids.is_empty() {
             for (id, outcome) in fetcher.eager(&mut self.lanes.registry, &ids) {
@@ -1438,7 +1438,7 @@ fn read_result_spec() -> ToolSpec {
 fn copies_of(output: &ToolOutput) -> ToolResultCopies<'_> {
     ToolResultCopies {
         stored: output.stored.clone(),
-        stored_parts: Vec::new(),
+        part_spans: Vec::new(),
         live: match &output.live {
             Some(parts) => LiveCopy::Native(parts.iter().map(Content::as_part).collect()),
             None => LiveCopy::Stored,

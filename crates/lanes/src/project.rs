@@ -1,6 +1,7 @@
 //! The lanes: one exhaustive match on the classifier's answer in each.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use mcpl_classify::{
     Block, BlockView, ContentView, Dimensions, EmbeddedBlob, ImageDefect, Invalid, InvalidReason,
@@ -107,13 +108,61 @@ pub struct ToolResultCopies<'a> {
     /// The text kept in history and recompiled every later turn. The same result always gives
     /// the same text while the image ledger holds its images.
     pub stored: String,
-    /// The stored copy's parts before they are joined with `\n`: one per shown thing, in the
-    /// order of the live copy's parts when it is native (an image's part is its placeholder).
-    pub stored_parts: Vec<String>,
+    /// The stored copy's parts before they were joined with `\n`, as byte ranges of `stored`:
+    /// one per shown thing, in the order of the live copy's parts when it is native (an image's
+    /// part is its placeholder). Ranges rather than strings, so a result of a million small
+    /// blocks holds its text once (decision 0083); [`ToolResultCopies::stored_parts`] reads
+    /// them. Empty where no one needs the parts (a host pricing its window).
+    pub part_spans: Vec<Range<usize>>,
     /// What goes to the provider on this turn.
     pub live: LiveCopy<'a>,
     /// Whether the server marked the result an error.
     pub is_error: bool,
+}
+
+impl ToolResultCopies<'_> {
+    /// The stored copy's parts, in order (see [`ToolResultCopies::part_spans`]).
+    pub fn stored_parts(&self) -> impl Iterator<Item = &str> {
+        self.part_spans
+            .iter()
+            .map(|span| self.stored.get(span.clone()).unwrap_or_default())
+    }
+
+    /// Parts joined with `\n` as a stored copy holds them: the text and each part's range.
+    pub fn join_parts<'p>(parts: impl IntoIterator<Item = &'p str>) -> (String, Vec<Range<usize>>) {
+        let mut stored = StoredText {
+            spans: Some(Vec::new()),
+            ..StoredText::default()
+        };
+        for part in parts {
+            stored.push(part);
+        }
+        (stored.text, stored.spans.unwrap_or_default())
+    }
+}
+
+/// A stored copy being written: its text, how many parts it has, and each part's range of it
+/// when they are kept.
+#[derive(Default)]
+struct StoredText {
+    text: String,
+    parts: usize,
+    spans: Option<Vec<Range<usize>>>,
+}
+
+impl StoredText {
+    /// Appends a part, after a `\n` unless it is the first.
+    fn push(&mut self, part: &str) {
+        if self.parts > 0 {
+            self.text.push('\n');
+        }
+        let start = self.text.len();
+        self.text.push_str(part);
+        self.parts += 1;
+        if let Some(spans) = &mut self.spans {
+            spans.push(start..self.text.len());
+        }
+    }
 }
 
 /// What a push event, a channel message or a user-position injection shows.
@@ -153,13 +202,14 @@ pub enum RenderOutcome<'a> {
     Shown(MessageView<'a>),
 }
 
-/// A tool result as a server sent it, read leniently, with the blocks of its content array
-/// classified once: every lane, the spill and a host's eager fetch read the same [`Block`]s, so
-/// no payload is sniffed or its header read twice.
+/// A tool result as a server sent it, read leniently, its content array's blocks classified as
+/// a lane reads them.
 ///
 /// It is read either from a `Value` ([`ToolResult::from_value`]) or from a result read straight
 /// from bytes ([`ToolResult::from_view`]), whose blocks borrow the input; both give the same
-/// copies.
+/// copies. The blocks are classified as each pass over them needs them rather than kept: a
+/// result of a million small blocks would hold more in its classified blocks than in its bytes
+/// (decision 0083). Classifying reads only a payload's header, never the whole of it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolResult<'a> {
     /// `content` when it was read as a `Value`: normally an array of blocks; anything else is
@@ -169,32 +219,24 @@ pub struct ToolResult<'a> {
     pub structured: Option<&'a Value>,
     /// `isError: true`.
     pub is_error: bool,
-    /// The content array's blocks, classified, in order; empty when `content` is not an array.
-    blocks: Vec<Block<'a>>,
     /// The content array's elements as read from bytes, when it was.
     views: Option<&'a [BlockView<'a>]>,
 }
 
 impl<'a> ToolResult<'a> {
-    /// Reads a `CallToolResult` (a bare array is its content) and classifies its content
-    /// array's blocks.
+    /// Reads a `CallToolResult` (a bare array is its content).
     pub fn from_value(value: &'a Value) -> ToolResult<'a> {
         let fields = ResultFields::of(value);
-        let blocks = match fields.content {
-            Some(Value::Array(blocks)) => blocks.iter().map(classify).collect(),
-            _ => Vec::new(),
-        };
         ToolResult {
             content: fields.content,
             structured: fields.structured,
             is_error: fields.is_error,
-            blocks,
             views: None,
         }
     }
 
-    /// Takes a `CallToolResult` read straight from bytes ([`ResultView::parse`]) and classifies
-    /// its content array's blocks, which borrow the input's strings and payloads.
+    /// Takes a `CallToolResult` read straight from bytes ([`ResultView::parse`]), whose content
+    /// array's blocks borrow the input's strings and payloads.
     pub fn from_view(view: &'a ResultView<'a>) -> ToolResult<'a> {
         let (content, views) = match &view.content {
             None => (None, None),
@@ -205,23 +247,27 @@ impl<'a> ToolResult<'a> {
             content,
             structured: view.structured.as_ref(),
             is_error: view.is_error,
-            blocks: views
-                .unwrap_or_default()
-                .iter()
-                .map(BlockView::classify)
-                .collect(),
             views,
         }
     }
 
-    /// The content array's blocks as the classifier read them, in order.
-    pub fn blocks(&self) -> &[Block<'a>] {
-        &self.blocks
+    /// The content array's blocks as the classifier reads them, in order; none when the
+    /// content is not an array.
+    pub fn blocks(&self) -> impl Iterator<Item = Block<'a>> + 'a {
+        let values = match self.content {
+            Some(Value::Array(values)) => values.as_slice(),
+            _ => &[],
+        };
+        let views = self.views.unwrap_or_default();
+        values
+            .iter()
+            .map(classify)
+            .chain(views.iter().map(BlockView::classify))
     }
 
     /// The references among the content array's blocks (not those nested in data), in order.
-    pub fn references(&self) -> impl Iterator<Item = &Reference<'a>> {
-        self.blocks.iter().filter_map(|block| match block {
+    pub fn references(&self) -> impl Iterator<Item = Reference<'a>> + 'a {
+        self.blocks().filter_map(|block| match block {
             Block::Reference(reference) => Some(reference),
             _ => None,
         })
@@ -416,59 +462,93 @@ impl<'h> Projector<'h> {
         attach: &mut Option<&mut Attach<'_>>,
     ) -> ToolResultCopies<'a> {
         let hidden = self.hidden_in(&result.scope());
-        let mut pieces: Vec<Piece<'a>> = Vec::new();
+        // One pass over the blocks, each classified as it comes (decision 0083): each piece's
+        // text goes straight into the stored copy, and only native parts are kept beside it,
+        // with the index of the piece they stand for.
+        let mut stored = StoredText {
+            // A spill pass keeps only the text: its parts and live copy are not read.
+            spans: attach.is_none().then(Vec::new),
+            ..StoredText::default()
+        };
+        let mut natives: Vec<(usize, Part<'a>)> = Vec::new();
+        // The credential-shaped urls redaction finds reach the session in the order a pass
+        // over the texts first, then over the rest, would find them.
+        let mut found_in_texts: Vec<String> = Vec::new();
+        let mut found_elsewhere: Vec<String> = Vec::new();
         let mut server_text = false;
         match result.content {
             _ if result.has_blocks() => {
-                let texts = joined_texts(&result.blocks, &hidden);
-                for (block, text) in result.blocks.iter().zip(texts) {
-                    server_text |= match block {
-                        Block::Text(text) => !text.trim().is_empty(),
-                        Block::EmbeddedText(embedded) => !embedded.text.trim().is_empty(),
-                        _ => false,
-                    };
-                    pieces.push(match text {
-                        Some(text) => Piece::text(text),
-                        None => self.tool_result_piece(block, &hidden, attach),
-                    });
+                // Adjacent texts are redacted as one, so that a uri split across them is found.
+                let mut run: Vec<&'a str> = Vec::new();
+                let mut flush = |run: &mut Vec<&'a str>, stored: &mut StoredText| {
+                    if run.is_empty() {
+                        return;
+                    }
+                    server_text |= run.iter().any(|text| !text.trim().is_empty());
+                    for text in hidden.redact_run(run) {
+                        stored.push(&text);
+                    }
+                    found_in_texts.extend(hidden.take_found());
+                    run.clear();
+                };
+                for block in result.blocks() {
+                    if let Some(text) = text_of(&block) {
+                        run.push(text);
+                        continue;
+                    }
+                    flush(&mut run, &mut stored);
+                    let piece = self.tool_result_piece(&block, &hidden, attach);
+                    found_elsewhere.extend(hidden.take_found());
+                    if let Some(part) = piece.native {
+                        natives.push((stored.parts, part));
+                    }
+                    stored.push(&piece.text);
                 }
+                flush(&mut run, &mut stored);
             }
             None | Some(Value::Null) => {}
-            Some(data) => pieces.push(Piece::text(self.data_text(data, &hidden, attach))),
+            Some(data) => {
+                let text = self.data_text(data, &hidden, attach);
+                stored.push(&text);
+            }
         }
         // The model's view shows structured content only when the server wrote no text of its
         // own; a spill keeps the whole result, so it always does.
         if let Some(structured) = result.structured
             && (!server_text || attach.is_some())
         {
-            pieces.push(Piece::text(self.data_text(structured, &hidden, attach)));
+            let text = self.data_text(structured, &hidden, attach);
+            stored.push(&text);
         }
-        self.remember(&hidden);
-        let stored = pieces
-            .iter()
-            .map(|p| p.text.as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
-        // A piece is native only where the route takes it (a text-only route takes nothing).
-        let goes_native = pieces.iter().any(|p| p.native.is_some());
-        // The pieces' texts move into whichever copy needs them; only a native live copy needs
-        // them twice.
-        let (live, stored_parts) = if goes_native {
-            let stored_parts = pieces.iter().map(|p| p.text.clone()).collect();
-            let parts = pieces
-                .into_iter()
-                .map(|p| p.native.unwrap_or(Part::Text(p.text)))
-                .collect();
-            (LiveCopy::Native(parts), stored_parts)
+        found_elsewhere.extend(hidden.take_found());
+        for key in found_in_texts.into_iter().chain(found_elsewhere) {
+            self.registry.hidden_mut().insert_found(key);
+        }
+        // A piece is native only where the route takes it (a text-only route takes nothing);
+        // only a native live copy needs the texts twice.
+        let mut spans = stored.spans.unwrap_or_default();
+        spans.shrink_to_fit();
+        let live = if natives.is_empty() || attach.is_some() {
+            LiveCopy::Stored
         } else {
-            (
-                LiveCopy::Stored,
-                pieces.into_iter().map(|p| p.text).collect(),
-            )
+            let mut natives = natives.into_iter().peekable();
+            let parts = spans
+                .iter()
+                .enumerate()
+                .map(
+                    |(index, span)| match natives.next_if(|(at, _)| *at == index) {
+                        Some((_, part)) => part,
+                        None => Part::Text(stored.text[span.clone()].to_owned()),
+                    },
+                )
+                .collect();
+            LiveCopy::Native(parts)
         };
+        let mut text = stored.text;
+        text.shrink_to_fit();
         ToolResultCopies {
-            stored,
-            stored_parts,
+            stored: text,
+            part_spans: spans,
             live,
             is_error: result.is_error,
         }
@@ -849,6 +929,7 @@ impl<'h> Projector<'h> {
     pub fn script_result(&mut self, result: &Value) -> Value {
         let parsed = ToolResult::from_value(result);
         let hidden = self.hidden_in(&parsed.scope());
+        let classified: Vec<Block<'_>> = parsed.blocks().collect();
         let shown = match result {
             Value::Object(object) if !is_content_block(result) => {
                 let mut view = Map::new();
@@ -856,7 +937,7 @@ impl<'h> Projector<'h> {
                     let shown = match (key.as_str(), value) {
                         // Every element of a content array is a block, odd ones included.
                         ("content", Value::Array(blocks)) => {
-                            self.script_blocks(blocks, &parsed.blocks, &hidden)
+                            self.script_blocks(blocks, &classified, &hidden)
                         }
                         ("content" | "structuredContent", _) => self.script_data(value, &hidden),
                         // A boolean flag as sent; anything else there is not a flag, and a
@@ -869,7 +950,7 @@ impl<'h> Projector<'h> {
                 }
                 Value::Object(view)
             }
-            Value::Array(blocks) => self.script_blocks(blocks, &parsed.blocks, &hidden),
+            Value::Array(blocks) => self.script_blocks(blocks, &classified, &hidden),
             other => self.script_data(other, &hidden),
         };
         self.remember(&hidden);
@@ -1049,16 +1130,18 @@ impl<'h> Projector<'h> {
     }
 }
 
+/// A text block's text, or an embedded text resource's: what a lane redacts as a run.
+fn text_of<'a>(block: &Block<'a>) -> Option<&'a str> {
+    match block {
+        Block::Text(text) => Some(text),
+        Block::EmbeddedText(embedded) => Some(embedded.text),
+        _ => None,
+    }
+}
+
 /// The texts of a message's text blocks (text and embedded text), each run of adjacent ones
 /// redacted as one, so that a uri split across them is found; `None` for other blocks.
 fn joined_texts<'a>(blocks: &[Block<'a>], hidden: &HiddenUris) -> Vec<Option<String>> {
-    fn text_of<'a>(block: &Block<'a>) -> Option<&'a str> {
-        match block {
-            Block::Text(text) => Some(text),
-            Block::EmbeddedText(embedded) => Some(embedded.text),
-            _ => None,
-        }
-    }
     let mut out = vec![None; blocks.len()];
     let mut i = 0;
     while i < blocks.len() {
@@ -1123,7 +1206,7 @@ fn script_media(kind: &str, media: &Media<'_>, raw: &Value, hidden: &HiddenUris)
 /// What remains of a result a host policy withholds: the reason and the kinds of its blocks,
 /// and nothing of any block's fields, so nothing of an embedded resource survives.
 pub fn withheld(result: &ToolResult<'_>, reason: &str) -> String {
-    let blocks: Vec<&'static str> = result.blocks.iter().map(Block::kind_name).collect();
+    let blocks: Vec<&'static str> = result.blocks().map(|block| block.kind_name()).collect();
     let mut kinds: Vec<(&str, usize)> = Vec::new();
     for kind in &blocks {
         match kinds.iter_mut().find(|(k, _)| k == kind) {
@@ -1246,8 +1329,9 @@ mod tests {
             {"type": "resource_link", "uri": "https://files.example/a", "name": "a.csv"},
         ], "structuredContent": {"nested": {"type": "resource_link", "uri": "https://files.example/b"}}});
         let result = ToolResult::from_value(&value);
-        let Block::InlineImage(media) = &result.blocks()[0] else {
-            panic!("not an image: {:?}", result.blocks()[0]);
+        let first = result.blocks().next();
+        let Some(Block::InlineImage(media)) = &first else {
+            panic!("not an image: {first:?}");
         };
         let (sniffed, dimensions) = (media.sniffed, media.dimensions);
         assert_eq!(sniffed, Some(Sniffed::Png));
@@ -1310,6 +1394,49 @@ mod tests {
         let parsed = ToolResult::from_value(result);
         let copies = projector.tool_result(&parsed);
         (copies.stored, copies.live)
+    }
+
+    #[test]
+    fn the_stored_parts_are_ranges_of_the_stored_copy_one_per_shown_thing() {
+        let png =
+            base64::engine::general_purpose::STANDARD.encode(mcpl_testkit::fixture("image.png"));
+        let result = json!({"content": [
+            {"type": "text", "text": "first"},
+            {"type": "text", "text": "sec\nond"},
+            {"type": "image", "mimeType": "image/png", "data": png},
+            {"type": "text", "text": ""},
+        ]});
+        let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
+        let server = ServerName::new("s");
+        let mut projector = Projector {
+            registry: &mut registry,
+            ledger: &mut ledger,
+            route: RouteId::Anthropic.route(),
+            server: &server,
+            uri_policy: UriPolicy::Hidden,
+        };
+        let parsed = ToolResult::from_value(&result);
+        let copies = projector.tool_result(&parsed);
+        let parts: Vec<&str> = copies.stored_parts().collect();
+        assert_eq!(parts.len(), 4, "{parts:?}");
+        assert_eq!(&parts[..2], ["first", "sec\nond"]);
+        assert!(parts[2].starts_with("[image: image/png, "), "{}", parts[2]);
+        assert_eq!(parts[3], "");
+        assert_eq!(parts.join("\n"), copies.stored);
+        // The live copy's parts stand in the same order: a text part is its stored part.
+        let LiveCopy::Native(live) = &copies.live else {
+            panic!("the image goes native on anthropic")
+        };
+        assert_eq!(live.len(), 4);
+        assert_eq!(live[1], Part::Text("sec\nond".to_owned()));
+        assert!(matches!(live[2], Part::Image { .. }));
+        // The spill pass keeps only the text.
+        let spill = projector.tool_result_spill(&parsed, &mut |_, shown| shown.to_owned());
+        assert_eq!(spill, copies.stored);
+        assert_eq!(
+            ToolResultCopies::join_parts(["a", "", "bc"]),
+            ("a\n\nbc".to_owned(), vec![0..1, 2..2, 3..5])
+        );
     }
 
     #[test]

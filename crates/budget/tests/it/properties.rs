@@ -69,12 +69,12 @@ proptest! {
         let budget = ((whole.price.unwrap_or(0) as f64 * share) as u64).max(60);
         let fitted = fit(&result, &route, budget, Some(&mut store));
         prop_assume!(fitted.cut);
-        let parts = &fitted.copies.stored_parts;
+        let parts: Vec<&str> = fitted.copies.stored_parts().collect();
         let notice = parts.iter().position(|p| p.starts_with("[… ")).unwrap();
         let (head, tail) = (&parts[..notice], &parts[notice + 1..]);
         // The original stored copy as one sequence of parts; for a stored-only live copy it is
         // one text, so compare as text too.
-        let whole = original.stored_parts.join("\n");
+        let whole = original.stored_parts().collect::<Vec<_>>().join("\n");
         let head_text = head.join("\n");
         let tail_text = tail.join("\n");
         prop_assert!(whole.starts_with(&head_text), "head is not a prefix");

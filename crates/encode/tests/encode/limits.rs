@@ -430,7 +430,7 @@ fn a_lane_made_result_over_a_limit_goes_as_its_stored_placeholder() {
         100_000,
         None,
     );
-    let placeholder = fitted.copies.stored_parts[1].clone();
+    let placeholder = fitted.copies.stored_parts().nth(1).unwrap().to_owned();
     assert!(
         placeholder.starts_with("[image: image/png, "),
         "{placeholder}"
