@@ -132,12 +132,22 @@ pub const SPILL_ID_PREFIX: &str = "spill_";
 /// How many letters follow the prefix.
 pub const SPILL_ID_LENGTH: usize = 28;
 
-/// Whether `name` is one a store may be asked for: `[a-z0-9_.-]`, at most 128 bytes, not
-/// starting with a dot. Names are made by mcpl, never taken from a server string; the check keeps
-/// a manifest from another writer from reaching outside the store.
+/// Whether `name` is one a store may be asked for: a flat name (`[a-z0-9_.-]`, not starting
+/// with a dot) or one such name in a folder of one (`spill_<id>/1.png`, a spill's attachments),
+/// at most 128 bytes. Names are made by mcpl, never taken from a server string; the check keeps
+/// a manifest from another writer from reaching outside the store, or into a hidden staging
+/// folder.
 pub fn is_spill_name(name: &str) -> bool {
+    name.len() <= 128
+        && match name.split_once('/') {
+            Some((folder, file)) => is_flat_name(folder) && is_flat_name(file),
+            None => is_flat_name(name),
+        }
+}
+
+/// One part of a spill name: `[a-z0-9_.-]`, not empty, not starting with a dot.
+fn is_flat_name(name: &str) -> bool {
     !name.is_empty()
-        && name.len() <= 128
         && !name.starts_with('.')
         && name
             .bytes()
@@ -147,9 +157,9 @@ pub fn is_spill_name(name: &str) -> bool {
 /// Where spill files go. Every file is written whole or not at all.
 pub trait SpillStore {
     /// Writes one file under `name`, which mcpl makes (never from a server string; see
-    /// [`is_spill_name`]); returns where it is once [`SpillStore::commit`] returns, as a notice
-    /// in path wording names it (a path, or `s3://bucket/key`). A store may stage the file until
-    /// then.
+    /// [`is_spill_name`]; `folder/file` puts it in a folder of the spill's own); returns where it
+    /// is once [`SpillStore::commit`] returns, as a notice in path wording names it (a path, or
+    /// `s3://bucket/key`). A store may stage the file until then.
     fn put(&mut self, name: &str, bytes: &[u8]) -> Result<String, SpillError>;
 
     /// Removes a file this store wrote or staged, by its name, when the spill it belongs to
@@ -192,18 +202,34 @@ pub trait SpillStore {
     }
 }
 
-/// The default store: secure local files in one folder, named by their spill
-/// (`spill_<id>.txt`, `spill_<id>-<n>.<ext>`, `spill_<id>.json`). Files are created owner-only
-/// (0600) and written under a temporary name; [`SpillStore::commit`] syncs them all at once,
-/// renames them into place, and syncs the folder, so a crash or a full disk leaves no half file
-/// under a real name (decision 0032).
+/// The default store: secure local files in one folder, named by their spill: `spill_<id>.txt`
+/// (the text), `spill_<id>/<n>.<ext>` (the attachments, in a folder of the spill's own) and
+/// `spill_<id>.json` (the manifest). Files and folders are created owner-only (0600, 0700).
+/// A flat file is written under a hidden temporary name; a spill's folder is written whole
+/// under a hidden name (`.spill_<id>.partial/`) with its files under their real names.
+/// [`SpillStore::commit`] syncs everything at once, renames each folder into place (never over
+/// anything already there), then each file, and syncs the store's folder, so a crash or a full
+/// disk leaves no half file under a real name (decisions 0032, 0080).
 #[derive(Debug)]
 pub struct LocalSpillStore {
     dir: PathBuf,
     conversation: String,
     notice: SpillNotice,
-    /// Files written but not yet committed: their temporary and real paths.
+    /// Flat files written but not yet committed: their temporary and real paths.
     staged: Vec<(PathBuf, PathBuf)>,
+    /// Folders written but not yet committed, in the order they were begun.
+    folders: Vec<StagedFolder>,
+}
+
+/// A spill's folder being written under a hidden name.
+#[derive(Debug)]
+struct StagedFolder {
+    /// Its name in the store (`spill_<id>`).
+    name: String,
+    /// Where it is written (`.spill_<id>.partial`).
+    temporary: PathBuf,
+    /// Where the commit moves it.
+    real: PathBuf,
 }
 
 impl LocalSpillStore {
@@ -222,6 +248,7 @@ impl LocalSpillStore {
             conversation: SpillId::random()?.0,
             notice: SpillNotice::Path,
             staged: Vec::new(),
+            folders: Vec::new(),
         })
     }
 
@@ -249,25 +276,65 @@ impl LocalSpillStore {
             Err(SpillError::Name(name.to_owned()))
         }
     }
+
+    /// The hidden folder the files of folder `name` are written into until the commit: begun
+    /// (owner-only, and new: an existing one is never written into) on its first file.
+    fn staging_folder(&mut self, name: &str) -> std::io::Result<&Path> {
+        let at = match self.folders.iter().position(|folder| folder.name == name) {
+            Some(at) => at,
+            None => {
+                let temporary = self.dir.join(format!(".{name}.partial"));
+                create_new_dir(&temporary)?;
+                self.folders.push(StagedFolder {
+                    name: name.to_owned(),
+                    temporary,
+                    real: self.dir.join(name),
+                });
+                self.folders.len() - 1
+            }
+        };
+        Ok(&self.folders[at].temporary)
+    }
+
+    /// Removes the staging folder of folder `name` when no file is left in it: the last file
+    /// of a failed spill takes the folder with it.
+    fn drop_staging_folder_if_empty(&mut self, name: &str) {
+        if let Some(at) = self.folders.iter().position(|folder| folder.name == name)
+            && fs::remove_dir(&self.folders[at].temporary).is_ok()
+        {
+            self.folders.remove(at);
+        }
+    }
 }
 
 impl SpillStore for LocalSpillStore {
     fn put(&mut self, name: &str, bytes: &[u8]) -> Result<String, SpillError> {
         let path = self.path_of(name)?;
-        let temporary = self.dir.join(format!(".{name}.partial"));
         let fail = |error| SpillError::Write {
             path: path.display().to_string(),
             error,
+        };
+        // A folder's files go under their real names inside its hidden staging folder, which
+        // the commit renames once; a flat file goes under a hidden name of its own.
+        let folder = name.split_once('/').map(|(folder, _)| folder);
+        let temporary = match name.split_once('/') {
+            Some((folder, file)) => self.staging_folder(folder).map_err(fail)?.join(file),
+            None => self.dir.join(format!(".{name}.partial")),
         };
         // No sync here: `commit` syncs every staged file at once (one fsync a file made a
         // spill of 100,000 attachments take minutes).
         let written = create_private_file(&temporary).and_then(|mut file| file.write_all(bytes));
         if let Err(error) = written {
             let _ = fs::remove_file(&temporary);
+            if let Some(folder) = folder {
+                self.drop_staging_folder_if_empty(folder);
+            }
             return Err(fail(error));
         }
         let shown = path.display().to_string();
-        self.staged.push((temporary, path));
+        if folder.is_none() {
+            self.staged.push((temporary, path));
+        }
         Ok(shown)
     }
 
@@ -275,6 +342,16 @@ impl SpillStore for LocalSpillStore {
         let Ok(path) = self.path_of(name) else {
             return;
         };
+        if let Some((folder, file)) = name.split_once('/') {
+            if let Some(staged) = self.folders.iter().find(|staged| staged.name == folder) {
+                let _ = fs::remove_file(staged.temporary.join(file));
+                self.drop_staging_folder_if_empty(folder);
+            } else if is_real_dir(&self.dir.join(folder)) {
+                let _ = fs::remove_file(&path);
+                let _ = fs::remove_dir(self.dir.join(folder));
+            }
+            return;
+        }
         if let Some(at) = self.staged.iter().position(|(_, real)| *real == path) {
             let (temporary, _) = self.staged.remove(at);
             let _ = fs::remove_file(temporary);
@@ -284,16 +361,33 @@ impl SpillStore for LocalSpillStore {
 
     fn commit(&mut self) -> Result<(), SpillError> {
         let staged = std::mem::take(&mut self.staged);
-        if staged.is_empty() {
+        let folders = std::mem::take(&mut self.folders);
+        if staged.is_empty() && folders.is_empty() {
             return Ok(());
         }
         let folder = |error| SpillError::Folder {
             path: self.dir.display().to_string(),
             error,
         };
-        // Data first: every staged file's bytes are on disk before any real name points at them.
-        let mut result = sync_files(&self.dir, &staged).map_err(folder);
-        let mut renamed = 0;
+        // Data first: every staged file's bytes, and every staging folder's entries, are on
+        // disk before any real name points at them.
+        let mut result = sync_staged(&self.dir, &staged, &folders).map_err(folder);
+        // Then the names: each folder whole (its files are already under their real names in
+        // it), then each flat file in the order written, the manifest last.
+        let (mut moved_folders, mut renamed) = (0, 0);
+        if result.is_ok() {
+            for staged_folder in &folders {
+                if let Err(error) = rename_no_replace(&staged_folder.temporary, &staged_folder.real)
+                {
+                    result = Err(SpillError::Write {
+                        path: staged_folder.real.display().to_string(),
+                        error,
+                    });
+                    break;
+                }
+                moved_folders += 1;
+            }
+        }
         if result.is_ok() {
             for (temporary, real) in &staged {
                 if let Err(error) = fs::rename(temporary, real) {
@@ -306,11 +400,20 @@ impl SpillStore for LocalSpillStore {
                 renamed += 1;
             }
         }
-        // Then the names: the folder's entries are synced once.
+        // The store folder's entries are synced once, so that the renames survive a crash.
         if result.is_ok() {
             result = sync_dir(&self.dir).map_err(folder);
         }
         if result.is_err() {
+            for (at, staged_folder) in folders.iter().enumerate() {
+                // A folder moved into place is the one this store made: the rename never
+                // replaces anything.
+                let _ = fs::remove_dir_all(if at < moved_folders {
+                    &staged_folder.real
+                } else {
+                    &staged_folder.temporary
+                });
+            }
             for (at, (temporary, real)) in staged.iter().enumerate() {
                 let _ = fs::remove_file(if at < renamed { real } else { temporary });
             }
@@ -325,7 +428,7 @@ impl SpillStore for LocalSpillStore {
             path: path.display().to_string(),
             error,
         };
-        let file = open_regular(&path).map_err(fail)?;
+        let file = open_regular_in(&self.dir, name).map_err(fail)?;
         let mut bytes = Vec::new();
         file.take(limit.saturating_add(1))
             .read_to_end(&mut bytes)
@@ -350,10 +453,13 @@ impl SpillStore for LocalSpillStore {
             let entry = entry.map_err(folder)?;
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            // Spill files and the temporaries of a crashed writer; nothing else in the folder.
+            // Spill files and folders, and what a crashed writer left staged; nothing else in
+            // the folder.
             let ours = name.starts_with(SPILL_ID_PREFIX)
                 || (name.starts_with(".spill_") && name.ends_with(".partial"));
-            let Ok(metadata) = entry.metadata() else {
+            // Neither the entry's type nor its metadata follows a symbolic link: a link is
+            // left alone, whatever it points at.
+            let (Ok(kind), Ok(metadata)) = (entry.file_type(), entry.metadata()) else {
                 continue;
             };
             let old = metadata
@@ -361,8 +467,13 @@ impl SpillStore for LocalSpillStore {
                 .ok()
                 .and_then(|modified| now.duration_since(modified).ok())
                 .is_some_and(|elapsed| elapsed > age);
-            if ours && old && metadata.is_file() && fs::remove_file(entry.path()).is_ok() {
-                removed += 1;
+            if !(ours && old) {
+                continue;
+            }
+            if kind.is_file() {
+                removed += u64::from(fs::remove_file(entry.path()).is_ok());
+            } else if kind.is_dir() {
+                removed += remove_spill_folder(&entry.path());
             }
         }
         Ok(removed)
@@ -377,6 +488,57 @@ impl SpillStore for LocalSpillStore {
     }
 }
 
+/// Removes a spill's folder: its regular files with spill names, then the folder if that left
+/// it empty. Anything else in it (a link, a folder, a file of another name) stays, and so does
+/// the folder. Returns how many files went.
+fn remove_spill_folder(folder: &Path) -> u64 {
+    let Ok(entries) = fs::read_dir(folder) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let spill_file = entry.file_type().is_ok_and(|kind| kind.is_file())
+            && entry.file_name().to_str().is_some_and(is_flat_name);
+        if spill_file && fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    let _ = fs::remove_dir(folder);
+    removed
+}
+
+/// Whether `path` is a folder itself, not a symbolic link to one.
+fn is_real_dir(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|metadata| metadata.is_dir())
+}
+
+/// Opens the file `name` (flat, or `folder/file`) of the store folder `dir` for reading, never
+/// through a symbolic link, neither at the file nor at its folder.
+#[cfg(unix)]
+fn open_regular_in(dir: &Path, name: &str) -> std::io::Result<File> {
+    use rustix::fs::{Mode, OFlags};
+    let Some((folder, file)) = name.split_once('/') else {
+        return open_regular(&dir.join(name));
+    };
+    let folder = rustix::fs::open(
+        dir.join(folder),
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let file = rustix::fs::openat(
+        &folder,
+        file,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    regular(File::from(file))
+}
+
+#[cfg(not(unix))]
+fn open_regular_in(dir: &Path, name: &str) -> std::io::Result<File> {
+    File::open(dir.join(name))
+}
+
 /// Opens a regular file for reading, never through a symbolic link.
 #[cfg(unix)]
 fn open_regular(path: &Path) -> std::io::Result<File> {
@@ -385,6 +547,12 @@ fn open_regular(path: &Path) -> std::io::Result<File> {
         .read(true)
         .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
         .open(path)?;
+    regular(file)
+}
+
+/// The file, when it is a regular one.
+#[cfg(unix)]
+fn regular(file: File) -> std::io::Result<File> {
     if file.metadata()?.is_file() {
         Ok(file)
     } else {
@@ -395,25 +563,71 @@ fn open_regular(path: &Path) -> std::io::Result<File> {
     }
 }
 
-#[cfg(not(unix))]
-fn open_regular(path: &Path) -> std::io::Result<File> {
-    File::open(path)
-}
-
-/// Syncs the written files: on Linux one `syncfs` of the folder's file system, elsewhere one
-/// sync a file.
+/// Syncs the staged files and folders: on Linux one `syncfs` of the store folder's file system
+/// (every file and folder entry in one call), elsewhere one sync a file and a staging folder.
 #[cfg(target_os = "linux")]
-fn sync_files(dir: &Path, _staged: &[(PathBuf, PathBuf)]) -> std::io::Result<()> {
+fn sync_staged(
+    dir: &Path,
+    _staged: &[(PathBuf, PathBuf)],
+    _folders: &[StagedFolder],
+) -> std::io::Result<()> {
     let folder = File::open(dir)?;
     rustix::fs::syncfs(&folder).map_err(std::io::Error::from)
 }
 
 #[cfg(not(target_os = "linux"))]
-fn sync_files(_dir: &Path, staged: &[(PathBuf, PathBuf)]) -> std::io::Result<()> {
+fn sync_staged(
+    _dir: &Path,
+    staged: &[(PathBuf, PathBuf)],
+    folders: &[StagedFolder],
+) -> std::io::Result<()> {
     for (temporary, _) in staged {
         OpenOptions::new().write(true).open(temporary)?.sync_all()?;
     }
+    for folder in folders {
+        for entry in fs::read_dir(&folder.temporary)? {
+            OpenOptions::new()
+                .write(true)
+                .open(entry?.path())?
+                .sync_all()?;
+        }
+        sync_dir(&folder.temporary)?;
+    }
     Ok(())
+}
+
+/// Renames `from` to `to` unless something (a file, a folder, a link) is already at `to`: on
+/// Linux atomically (`RENAME_NOREPLACE`), elsewhere, or on a file system without it, by looking
+/// first, which only this user could race in a private folder.
+#[cfg(target_os = "linux")]
+fn rename_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
+    use rustix::fs::{CWD, RenameFlags};
+    use rustix::io::Errno;
+    match rustix::fs::renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
+        Err(Errno::INVAL | Errno::NOSYS) => rename_if_absent(from, to),
+        Err(Errno::EXIST) => Err(already_there()),
+        done => done.map_err(std::io::Error::from),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn rename_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
+    rename_if_absent(from, to)
+}
+
+fn rename_if_absent(from: &Path, to: &Path) -> std::io::Result<()> {
+    match fs::symlink_metadata(to) {
+        Ok(_) => Err(already_there()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => fs::rename(from, to),
+        Err(error) => Err(error),
+    }
+}
+
+fn already_there() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        "something is already there; mcpl never moves a spill over what it did not write",
+    )
 }
 
 /// Syncs a folder's entries, so that renames in it survive a crash.
@@ -426,6 +640,19 @@ fn sync_dir(dir: &Path) -> std::io::Result<()> {
 #[cfg(not(unix))]
 fn sync_dir(_dir: &Path) -> std::io::Result<()> {
     Ok(())
+}
+
+/// A new owner-only folder; one already at `path` (a leftover, or planted) is an error, never
+/// written into.
+#[cfg(unix)]
+fn create_new_dir(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new().mode(0o700).create(path)
+}
+
+#[cfg(not(unix))]
+fn create_new_dir(path: &Path) -> std::io::Result<()> {
+    fs::create_dir(path)
 }
 
 /// A new owner-only file. `create_new` (`O_CREAT | O_EXCL`) never opens through a symbolic
@@ -605,7 +832,7 @@ pub fn write_spill(
             return shown.to_owned();
         }
         let (bytes, extension, what) = attachment_of(media);
-        let name = format!("{id}-{}.{extension}", names.len() + 1);
+        let name = attachment_name(&id, names.len() + 1, extension);
         match store.put(&name, &bytes) {
             Ok(path) => {
                 let place = match notice {
@@ -653,6 +880,12 @@ pub fn write_spill(
             Err(error)
         }
     }
+}
+
+/// The store name of a spill's `n`th attachment: `spill_<id>/<n>.<ext>`, in a folder of the
+/// spill's own, which a local store writes whole and renames into place once.
+fn attachment_name(id: &SpillId, n: usize, extension: &str) -> String {
+    format!("{id}/{n}.{extension}")
 }
 
 /// Writes a spill's text, then its manifest, and commits them; returns where the text is. Each

@@ -5,7 +5,9 @@
 //!   which S3 makes visible only once complete; a larger one is a multipart upload that is
 //!   completed, or aborted on any failure. An incomplete upload is never an object, so no client
 //!   ever sees part of a file. `mcpl_budget::write_spill` puts the manifest last, so a spill is
-//!   there for `read_result` only once all its files are.
+//!   there for `read_result` only once all its files are. A spill's attachments are keyed
+//!   `<prefix>/spill_<id>/<n>.<ext>`, its text and manifest `<prefix>/spill_<id>.txt` and
+//!   `.json`.
 //! - Credentials come from the usual AWS environment variables (`AWS_ACCESS_KEY_ID`,
 //!   `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, web identity, ECS, instance metadata) or, when
 //!   those name no key, from the shared credentials file's profile (`AWS_PROFILE`, default
@@ -255,10 +257,16 @@ impl SpillStore for S3SpillStore {
                 let mut old = Vec::new();
                 while let Some(meta) = listing.next().await {
                     let meta = meta?;
-                    let ours = meta
-                        .location
-                        .filename()
-                        .is_some_and(|name| name.starts_with(SPILL_ID_PREFIX));
+                    // A spill's object is `spill_…` right under the prefix, or in a spill's
+                    // folder there (`spill_<id>/1.png`).
+                    let first = match &prefix {
+                        Some(prefix) => meta
+                            .location
+                            .prefix_match(prefix)
+                            .and_then(|mut parts| parts.next()),
+                        None => meta.location.parts().next(),
+                    };
+                    let ours = first.is_some_and(|part| part.as_ref().starts_with(SPILL_ID_PREFIX));
                     if ours && meta.last_modified.timestamp() < cutoff {
                         old.push(meta.location);
                     }

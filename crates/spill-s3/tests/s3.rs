@@ -87,9 +87,9 @@ fn a_spill_is_read_back_whole_and_carries_no_public_acl() {
     assert_eq!(
         keys,
         [
-            format!("spills/{id}-1.png"),
             format!("spills/{id}.json"),
             format!("spills/{id}.txt"),
+            format!("spills/{id}/1.png"),
         ]
     );
     let route = PricedRoute::ANTHROPIC;
@@ -384,7 +384,7 @@ fn a_thousand_spills_from_eight_processes_are_all_there() {
         let expected = worker_text(*worker, *n);
         assert!(
             part.text.starts_with(&format!(
-                "{expected}\n[attachment: {id}-1.png (image/png, 167B)]"
+                "{expected}\n[attachment: {id}/1.png (image/png, 167B)]"
             )),
             "{id}: {}",
             &part.text[..60]

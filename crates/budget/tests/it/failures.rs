@@ -176,13 +176,25 @@ fn spill_files_are_owner_only() {
     for path in spill.attachments.iter().chain(std::iter::once(&spill.path)) {
         let mode = std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{path}");
-        // Host-made names only.
-        let name = Path::new(path).file_name().unwrap().to_str().unwrap();
+        // Host-made names only: the spill's own, or a number in the spill's folder.
+        let path = Path::new(path);
+        let name = path.file_name().unwrap().to_str().unwrap();
+        let folder = path.parent().unwrap();
         assert!(
-            name.starts_with("spill_") && !name.contains("x.bin"),
-            "{name}"
+            (folder == dir.0 && name.starts_with("spill_"))
+                || (folder == dir.0.join(spill.id.as_str())
+                    && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.')),
+            "{}",
+            path.display()
         );
     }
+    // The spill's folder is owner-only too.
+    let mode = std::fs::metadata(dir.0.join(spill.id.as_str()))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o700);
     let mode = std::fs::metadata(&dir.0).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700);
 }
@@ -194,21 +206,19 @@ fn a_spill_leaves_only_its_files_under_their_real_names() {
     let mut store = LocalSpillStore::new(&dir.0).unwrap();
     let fitted = fit(&result, &PricedRoute::ANTHROPIC, 200, Some(&mut store));
     let spill = fitted.spill.expect("a spill");
-    let mut expected: Vec<String> = spill
-        .attachments
-        .iter()
-        .chain(std::iter::once(&spill.path))
-        .map(|path| {
-            let name = Path::new(path).file_name().unwrap();
-            name.to_string_lossy().into_owned()
-        })
-        .chain(std::iter::once(spill.id.manifest_name()))
-        .collect();
+    let mut expected = vec![
+        spill.id.to_string(),
+        spill.id.manifest_name(),
+        format!("{}.txt", spill.id),
+    ];
     expected.sort();
     let mut found = files_in(&dir.0);
     found.sort();
     assert_eq!(found, expected, "no temporary or partial file is left");
-    assert_eq!(found.len(), 4);
+    // The attachments are in the spill's folder, under their numbers.
+    let mut attachments = files_in(&dir.0.join(spill.id.as_str()));
+    attachments.sort();
+    assert_eq!(attachments, ["1.bin", "2.png"]);
 }
 
 #[test]

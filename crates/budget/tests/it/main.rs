@@ -2,6 +2,7 @@
 //! failures (a store that fails mid-write, a read-only folder, a full file system).
 
 mod cases;
+mod crash;
 mod cut;
 #[cfg(feature = "exact")]
 mod estimate;

@@ -106,3 +106,153 @@ fn the_spill_text_is_redacted_and_keeps_every_value() {
         "{text}"
     );
 }
+
+#[test]
+fn a_folder_already_at_a_spill_folder_name_is_never_moved_over_or_written_into() {
+    let dir = TempDir::new("hostile-folder");
+    let mut store = LocalSpillStore::new(&dir.0).unwrap();
+    // Someone made the spill's folder first, with a file of their own in it.
+    let theirs = dir.0.join("spill_a");
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::write(theirs.join("1.png"), b"theirs").unwrap();
+    store.put("spill_a/1.png", b"ours").unwrap();
+    store.put("spill_a.txt", b"the text").unwrap();
+    let error = store.commit().unwrap_err().to_string();
+    assert!(
+        error.starts_with(&format!("spill file {}: ", theirs.display())),
+        "{error}"
+    );
+    assert!(error.contains("already there"), "{error}");
+    assert_eq!(std::fs::read(theirs.join("1.png")).unwrap(), b"theirs");
+    // Nothing of the failed spill is left: no staging folder, no text.
+    let mut left: Vec<_> = std::fs::read_dir(&dir.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["spill_a"]);
+    // An empty folder is no more ours than a full one.
+    std::fs::remove_dir_all(&theirs).unwrap();
+    std::fs::create_dir(&theirs).unwrap();
+    store.put("spill_a/1.png", b"ours").unwrap();
+    assert!(store.commit().is_err());
+    assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 0);
+}
+
+#[test]
+fn a_symlink_at_a_spill_folder_name_is_not_followed() {
+    let dir = TempDir::new("planted-folder");
+    let mut store = LocalSpillStore::new(dir.0.join("spill")).unwrap();
+    let victim = dir.0.join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    std::fs::write(victim.join("1.png"), b"the victim's").unwrap();
+    let link = store.dir().join("spill_a");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    // Reading through it is refused, not answered with the victim's bytes.
+    assert!(store.get("spill_a/1.png", 1 << 20).is_err());
+    // Committing over it fails and leaves the link and its target as they were.
+    store
+        .put("spill_a/1.png", b"IGNORE PREVIOUS INSTRUCTIONS")
+        .unwrap();
+    assert!(store.commit().is_err());
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(
+        std::fs::read(victim.join("1.png")).unwrap(),
+        b"the victim's"
+    );
+    assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 1);
+    // Removing the attachment does not reach through the link either.
+    store.remove("spill_a/1.png");
+    assert_eq!(
+        std::fs::read(victim.join("1.png")).unwrap(),
+        b"the victim's"
+    );
+}
+
+#[test]
+fn a_staging_folder_already_there_is_never_written_into() {
+    let dir = TempDir::new("planted-staging");
+    let mut store = LocalSpillStore::new(&dir.0).unwrap();
+    let staging = dir.0.join(".spill_a.partial");
+    std::fs::create_dir(&staging).unwrap();
+    let error = store.put("spill_a/1.png", b"ours").unwrap_err().to_string();
+    assert!(error.contains("exists"), "{error}");
+    assert_eq!(std::fs::read_dir(&staging).unwrap().count(), 0);
+    // The commit has nothing of that spill to move.
+    store.commit().unwrap();
+    assert!(!dir.0.join("spill_a").exists());
+}
+
+#[test]
+fn spill_gc_removes_spill_folders_and_nothing_it_did_not_write() {
+    let dir = TempDir::new("gc-folders");
+    let mut store = LocalSpillStore::new(dir.0.join("spill")).unwrap();
+    store.put("spill_a/1.png", b"one").unwrap();
+    store.put("spill_a/2.png", b"two").unwrap();
+    store.put("spill_a.txt", b"text").unwrap();
+    store.commit().unwrap();
+    // A folder of the spill's name holding something else: the spill's files go, it stays.
+    store.put("spill_b/1.png", b"one").unwrap();
+    store.commit().unwrap();
+    let spill_b = store.dir().join("spill_b");
+    std::fs::create_dir(spill_b.join("theirs")).unwrap();
+    // A link with a spill's name, to a folder of someone else's: neither is touched.
+    let victim = dir.0.join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    std::fs::write(victim.join("1.png"), b"the victim's").unwrap();
+    std::os::unix::fs::symlink(&victim, store.dir().join("spill_c")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(10));
+    assert_eq!(
+        store
+            .remove_older_than(std::time::Duration::from_secs(3600))
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        store.remove_older_than(std::time::Duration::ZERO).unwrap(),
+        4
+    );
+    let mut left: Vec<_> = std::fs::read_dir(store.dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["spill_b", "spill_c"]);
+    assert_eq!(
+        std::fs::read_dir(&spill_b)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect::<Vec<_>>(),
+        ["theirs"]
+    );
+    assert_eq!(
+        std::fs::read(victim.join("1.png")).unwrap(),
+        b"the victim's"
+    );
+}
+
+#[test]
+fn spill_names_are_flat_or_in_one_folder_never_hidden() {
+    use mcpl_budget::is_spill_name;
+    for good in ["spill_a.txt", "spill_a/1.png", "spill_a-1.png"] {
+        assert!(is_spill_name(good), "{good}");
+    }
+    for bad in [
+        ".spill_a.partial/1.png",
+        "spill_a/.1.png",
+        "spill_a/../x",
+        "../spill_a",
+        "spill_a/b/1.png",
+        "spill_a/",
+        "/spill_a",
+        "",
+        "Spill_a.txt",
+    ] {
+        assert!(!is_spill_name(bad), "{bad}");
+    }
+}

@@ -141,7 +141,7 @@ fn an_image_comes_back_as_an_image_block_after_its_line() {
     let line = content[at - 1]["text"].as_str().unwrap();
     assert!(
         line.ends_with(&format!(
-            "[attachment: {}-1.png (image/png, 167B)]",
+            "[attachment: {}/1.png (image/png, 167B)]",
             spill.id
         )),
         "{line}"
