@@ -358,6 +358,15 @@ impl Lanes {
         answer
     }
 
+    /// A message's content (a push event's, a channel message's or a user-position
+    /// injection's) with its images over the route's limits scaled; `None` when scaling is off
+    /// or no image needed it. What could not be scaled is said in `diagnostics`.
+    fn scale_message(&self, content: &Value, diagnostics: &mut Vec<String>) -> Option<Value> {
+        self.scaling.and_then(|fit| {
+            Scaler::default().scale_message(content, &self.route.lanes, fit, diagnostics)
+        })
+    }
+
     /// Projects what a request accepted on its lane (registering its references with `server`)
     /// and queues it for the next inference.
     fn project_accepted(&mut self, server: &str, accepted: Accepted<&Value>) {
@@ -370,14 +379,7 @@ impl Lanes {
         // tool result's are, so both copies say so; one that cannot be decoded is left to the
         // lane, which shows its marker.
         let mut diagnostics = Vec::new();
-        let scaled = self.scaling.and_then(|fit| {
-            Scaler::default().scale_message(
-                accepted.content,
-                &self.route.lanes,
-                fit,
-                &mut diagnostics,
-            )
-        });
+        let scaled = self.scale_message(accepted.content, &mut diagnostics);
         let content = scaled.as_ref().unwrap_or(accepted.content);
         let view = match accepted.origin {
             Origin::PushEvent => self.projector(&name).push(content).ok(),
@@ -477,9 +479,7 @@ impl Lanes {
                     // Images over the route's limits are scaled before the lane reads them, as
                     // a push event's are, so they are priced as they are sent.
                     let mut lines = Vec::new();
-                    let scaled = self.scaling.and_then(|fit| {
-                        Scaler::default().scale_message(content, &self.route.lanes, fit, &mut lines)
-                    });
+                    let scaled = self.scale_message(content, &mut lines);
                     into.diagnostics.extend(lines.into_iter().map(|line| {
                         format!("{server}: contextInjections[{index}]: {line}")
                     }));

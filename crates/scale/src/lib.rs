@@ -297,9 +297,10 @@ impl Scaler {
         Some(result)
     }
 
-    /// A push event's or a channel message's content (an array of blocks, as the server sent
-    /// it) with its images scaled as [`Scaler::scale_result`] scales a tool result's, for a
-    /// route that takes them natively in a user message; `None` when no image was scaled.
+    /// A push event's, a channel message's or a user-position injection's content (an array of
+    /// blocks, as the server sent it) with its images scaled as [`Scaler::scale_result`] scales
+    /// a tool result's, for a route that takes them natively in a user message; `None` when no
+    /// image was scaled.
     pub fn scale_message(
         &self,
         content: &Value,
