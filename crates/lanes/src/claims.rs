@@ -96,6 +96,8 @@ impl HiddenUris {
         }
         for view in scope.views {
             match view {
+                // A plain text block holds no uri and no claim.
+                BlockView::Text(_) => {}
                 BlockView::Object(object) => walk_view(object, true, &mut never_uris, &mut uris),
                 BlockView::Other(value) => walk(value, true, &mut never_uris, &mut uris),
             }
