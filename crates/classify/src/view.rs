@@ -104,6 +104,9 @@ pub struct ObjectView<'de> {
     pub mime_type: Option<Slot<'de>>,
     /// `name`.
     pub name: Option<Slot<'de>>,
+    /// `resource`: inline, so an embedded resource costs two boxes (its block's and its
+    /// resource's), not three.
+    pub resource: Option<ResourceSlot<'de>>,
     /// The other fields, when the object has any of them.
     pub more: Option<Box<MoreFields<'de>>>,
 }
@@ -113,8 +116,6 @@ pub struct ObjectView<'de> {
 pub struct MoreFields<'de> {
     /// `blob`.
     pub blob: Option<Slot<'de>>,
-    /// `resource`.
-    pub resource: Option<ResourceSlot<'de>>,
     /// `disposition`.
     pub disposition: Option<Slot<'de>>,
     /// `expiresAt`.
@@ -132,7 +133,6 @@ pub struct MoreFields<'de> {
 /// No more fields.
 static NO_MORE: MoreFields<'static> = MoreFields {
     blob: None,
-    resource: None,
     disposition: None,
     expires_at: None,
     size: None,
@@ -151,7 +151,7 @@ impl<'de> ObjectView<'de> {
     /// every other field's object or array.
     pub fn json_values(&self) -> impl Iterator<Item = &Value> {
         let more = self.more_fields();
-        let resource = match &more.resource {
+        let resource = match &self.resource {
             Some(ResourceSlot::Other(slot)) => Some(slot),
             Some(ResourceSlot::Object(_)) | None => None,
         };
@@ -186,7 +186,7 @@ impl<'de> ObjectView<'de> {
 
     /// The nested object of an embedded resource's `resource` field, when it is one.
     pub fn resource_object(&self) -> Option<&ObjectView<'de>> {
-        match &self.more_fields().resource {
+        match &self.resource {
             Some(ResourceSlot::Object(inner)) => Some(inner),
             Some(ResourceSlot::Other(_)) | None => None,
         }
@@ -229,6 +229,7 @@ impl<'de> BlockView<'de> {
                 uri: None,
                 mime_type: None,
                 name: None,
+                resource: None,
                 more: None,
             } if kind == "text" => BlockView::Text(text),
             object => BlockView::Object(Box::new(object)),
@@ -509,8 +510,11 @@ impl<'de> Visitor<'de> for ObjectVisitor {
                 "uri" => &mut view.uri,
                 "mimeType" => &mut view.mime_type,
                 "name" => &mut view.name,
-                "blob" | "disposition" | "expiresAt" | "size" | "sizeBytes" | "digest"
-                | "resource" => {
+                "resource" => {
+                    view.resource = Some(map.next_value::<ResourceSlot<'de>>()?);
+                    continue;
+                }
+                "blob" | "disposition" | "expiresAt" | "size" | "sizeBytes" | "digest" => {
                     let more = view.more.get_or_insert_with(Box::default);
                     match key.as_ref() {
                         "blob" => &mut more.blob,
@@ -518,11 +522,7 @@ impl<'de> Visitor<'de> for ObjectVisitor {
                         "expiresAt" => &mut more.expires_at,
                         "size" => &mut more.size,
                         "sizeBytes" => &mut more.size_bytes,
-                        "digest" => &mut more.digest,
-                        _ => {
-                            more.resource = Some(map.next_value::<ResourceSlot<'de>>()?);
-                            continue;
-                        }
+                        _ => &mut more.digest,
                     }
                 }
                 _ => {
@@ -734,6 +734,21 @@ mod tests {
         // The repeated key's last value, a scalar, is not kept.
         assert!(repeated.more_fields().nested.is_empty());
         assert!(scalar.more.is_none());
+        // An embedded resource's `resource` is inline.
+        let bytes = br#"[{"type":"resource","resource":{"uri":"u","text":"t"}}]"#;
+        let view = ResultView::parse(bytes).unwrap();
+        let Some(ContentView::Blocks(blocks)) = &view.content else {
+            panic!("a content array")
+        };
+        let [BlockView::Object(embedded)] = &blocks[..] else {
+            panic!("an object")
+        };
+        assert!(embedded.more.is_none());
+        assert!(
+            embedded
+                .resource_object()
+                .is_some_and(|inner| inner.more.is_none())
+        );
     }
 
     #[test]
