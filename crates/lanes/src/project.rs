@@ -106,8 +106,10 @@ pub enum LiveCopy<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolResultCopies<'a> {
     /// The text kept in history and recompiled every later turn. The same result always gives
-    /// the same text while the image ledger holds its images.
-    pub stored: String,
+    /// the same text while the image ledger holds its images. A result whose stored copy is one
+    /// server text with nothing redacted borrows that text (decision 0091): a 200 MB text is
+    /// not copied to be priced, cut and spilled.
+    pub stored: Cow<'a, str>,
     /// The stored copy's parts before they were joined with `\n`, as byte ranges of `stored`:
     /// one per shown thing, in the order of the live copy's parts when it is native (an image's
     /// part is its placeholder). Ranges rather than strings, so a result of a million small
@@ -137,30 +139,55 @@ impl ToolResultCopies<'_> {
         for part in parts {
             stored.push(part);
         }
-        (stored.text, stored.spans.unwrap_or_default())
+        (stored.text.into_owned(), stored.spans.unwrap_or_default())
     }
 }
 
 /// A stored copy being written: its text, how many parts it has, and each part's range of it
 /// when they are kept.
 #[derive(Default)]
-struct StoredText {
-    text: String,
+struct StoredText<'a> {
+    text: Cow<'a, str>,
     parts: usize,
     spans: Option<Vec<Range<usize>>>,
 }
 
-impl StoredText {
+impl<'a> StoredText<'a> {
     /// Appends a part, after a `\n` unless it is the first.
     fn push(&mut self, part: &str) {
+        let text = self.text.to_mut();
         if self.parts > 0 {
-            self.text.push('\n');
+            text.push('\n');
         }
-        let start = self.text.len();
-        self.text.push_str(part);
+        let start = text.len();
+        text.push_str(part);
         self.parts += 1;
         if let Some(spans) = &mut self.spans {
-            spans.push(start..self.text.len());
+            spans.push(start..text.len());
+        }
+    }
+
+    /// Appends a part as [`StoredText::push`] does; a borrowed first part stays borrowed until
+    /// another part follows it.
+    fn push_cow(&mut self, part: Cow<'a, str>) {
+        if self.parts > 0 {
+            return self.push(&part);
+        }
+        self.text = part;
+        self.parts = 1;
+        if let Some(spans) = &mut self.spans {
+            spans.push(0..self.text.len());
+        }
+    }
+
+    /// The text, its spare capacity given back.
+    fn into_text(self) -> Cow<'a, str> {
+        match self.text {
+            Cow::Owned(mut text) => {
+                text.shrink_to_fit();
+                Cow::Owned(text)
+            }
+            borrowed => borrowed,
         }
     }
 }
@@ -448,11 +475,13 @@ impl<'h> Projector<'h> {
     /// given the payload and the text the stored copy would show, and structured content is
     /// always included. Withheld data is not a payload. Hidden uris stay hidden: a model may
     /// read the spill file.
-    pub fn tool_result_spill(
+    ///
+    /// A result that is one server text with nothing redacted borrows that text.
+    pub fn tool_result_spill<'a>(
         &mut self,
-        result: &ToolResult<'_>,
+        result: &ToolResult<'a>,
         attach: &mut Attach<'_>,
-    ) -> String {
+    ) -> Cow<'a, str> {
         self.tool_result_with(result, &mut Some(attach)).stored
     }
 
@@ -480,13 +509,13 @@ impl<'h> Projector<'h> {
             _ if result.has_blocks() => {
                 // Adjacent texts are redacted as one, so that a uri split across them is found.
                 let mut run: Vec<&'a str> = Vec::new();
-                let mut flush = |run: &mut Vec<&'a str>, stored: &mut StoredText| {
+                let mut flush = |run: &mut Vec<&'a str>, stored: &mut StoredText<'a>| {
                     if run.is_empty() {
                         return;
                     }
                     server_text |= run.iter().any(|text| !text.trim().is_empty());
                     for text in hidden.redact_run(run) {
-                        stored.push(&text);
+                        stored.push_cow(text);
                     }
                     found_in_texts.extend(hidden.take_found());
                     run.clear();
@@ -526,7 +555,7 @@ impl<'h> Projector<'h> {
         }
         // A piece is native only where the route takes it (a text-only route takes nothing);
         // only a native live copy needs the texts twice.
-        let mut spans = stored.spans.unwrap_or_default();
+        let mut spans = stored.spans.take().unwrap_or_default();
         spans.shrink_to_fit();
         let live = if natives.is_empty() || attach.is_some() {
             LiveCopy::Stored
@@ -544,10 +573,8 @@ impl<'h> Projector<'h> {
                 .collect();
             LiveCopy::Native(parts)
         };
-        let mut text = stored.text;
-        text.shrink_to_fit();
         ToolResultCopies {
-            stored: text,
+            stored: stored.into_text(),
             part_spans: spans,
             live,
             is_error: result.is_error,
@@ -1393,7 +1420,7 @@ mod tests {
         };
         let parsed = ToolResult::from_value(result);
         let copies = projector.tool_result(&parsed);
-        (copies.stored, copies.live)
+        (copies.stored.into_owned(), copies.live)
     }
 
     #[test]
