@@ -294,6 +294,9 @@ impl HiddenUris {
         let mut base = 0;
         // Where the search goes on from: past the last match kept.
         let mut last_end = 0;
+        // How far into `buffer` a url terminator has been looked for in vain, so that a view
+        // without one for a long way is looked through once, not once a piece.
+        let mut no_terminator_before = 0;
         let mut next = 0;
         loop {
             let done = next >= text.len();
@@ -316,10 +319,12 @@ impl HiddenUris {
             } else {
                 let limit = floor_boundary(&buffer, buffer.len() - longest);
                 let end = if self.scan {
-                    buffer.as_bytes()[..limit]
+                    let from = no_terminator_before.min(limit);
+                    no_terminator_before = limit;
+                    buffer.as_bytes()[from..limit]
                         .iter()
                         .rposition(|&b| is_url_terminator(b))
-                        .map(|at| at + 1)
+                        .map(|at| from + at + 1)
                 } else {
                     Some(limit)
                 };
@@ -358,6 +363,7 @@ impl HiddenUris {
             }
             buffer.drain(..core_end - base);
             base = core_end;
+            no_terminator_before = 0;
             // A piece is kept while a range reaching past the window may end in it.
             while pieces
                 .get(1)
