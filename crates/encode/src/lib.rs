@@ -37,7 +37,7 @@
 //! let output = ToolOutput {
 //!     call_id: "toolu_1".to_owned(),
 //!     name: "chart".to_owned(),
-//!     stored: fitted.copies.stored.clone(),
+//!     stored: fitted.copies.stored.to_string(),
 //!     live: match &fitted.copies.live {
 //!         LiveCopy::Native(parts) => Some(parts.iter().map(Content::from_part).collect()),
 //!         LiveCopy::Stored => None,

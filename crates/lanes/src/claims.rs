@@ -793,20 +793,34 @@ mod tests {
     }
 
     /// Hidden uris (a long one among them, so matches reach far), each server uri of the
-    /// texts below.
-    fn hidden_uris(scan: bool) -> HiddenUris {
-        let content = json!([
-            {"type": "resource_link", "uri": "demo://resource/one"},
-            {"type": "resource_link", "uri": "https://files.example/q3?sig=abcdef0123456789"},
-            {"type": "resource_link", "uri": format!("demo://long/{}", "segment/".repeat(30))},
-        ]);
-        HiddenUris::in_session(&[&content], UriPolicy::Hidden, &mut HiddenSet::new(), scan)
+    /// texts below; with `many`, twenty more with their own beginnings, so that they are
+    /// searched by their tails rather than their beginnings.
+    fn hidden_uris(scan: bool, many: bool) -> HiddenUris {
+        let mut blocks = vec![
+            json!({"type": "resource_link", "uri": "demo://resource/one"}),
+            json!({"type": "resource_link", "uri": "https://files.example/q3?sig=abcdef0123456789"}),
+            json!({"type": "resource_link", "uri": format!("demo://long/{}", "segment/".repeat(30))}),
+        ];
+        if many {
+            blocks.extend(
+                (0..20)
+                    .map(|n| json!({"type": "resource_link", "uri": format!("s{n}://fox/jumps")})),
+            );
+        }
+        let content = Value::Array(blocks);
+        let uris =
+            HiddenUris::in_session(&[&content], UriPolicy::Hidden, &mut HiddenSet::new(), scan);
+        let by_tail = matches!(uris.compiled.searcher, Some(Searcher::ByTail { .. }));
+        assert_eq!(by_tail, many);
+        uris
     }
 
     /// Pieces of server text: prose, white space and controls, hidden uris in several
     /// spellings, credential-shaped urls, escapes of every kind, text outside ASCII.
     const FRAGMENTS: &[&str] = &[
         "the quick brown fox ",
+        "s7://fox/jumps",
+        "S12://FOX/jumps/",
         "jumps over the lazy dog",
         " ",
         "\n",
@@ -840,9 +854,10 @@ mod tests {
             picks in proptest::collection::vec(0..FRAGMENTS.len(), 0..400),
             window in 1usize..400,
             scan: bool,
+            many: bool,
         ) {
             let text: String = picks.iter().map(|&i| FRAGMENTS[i]).collect();
-            let uris = hidden_uris(scan);
+            let uris = hidden_uris(scan, many);
             let whole = found_whole(&uris, &text);
             proptest::prop_assert_eq!(found_windowed(&uris, &text, window), whole);
         }
@@ -893,7 +908,7 @@ mod tests {
             text.len() > 2 * REDACT_WINDOW,
             "the text is read in windows"
         );
-        let uris = hidden_uris(true);
+        let uris = hidden_uris(true, false);
         let redacted = uris.redact(&text);
         // The canonical form drops the trailing slash, so the slash is left.
         let expected = format!(
