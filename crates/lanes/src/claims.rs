@@ -12,6 +12,7 @@ use crate::markers::WITHHELD_LINK;
 use crate::redact::{
     Compiled, FastMap, FastSet, HiddenSet, Strings, View, canonical, is_control_or_format,
     is_credential_free, is_credential_shaped, is_url_terminator, plain_case, safe_cut, urls_in,
+    view_holds_no_url,
 };
 
 /// Whether a server's uris may appear in what a model sees.
@@ -176,6 +177,10 @@ impl HiddenUris {
             [one] => Cow::Borrowed(*one),
             _ => Cow::Owned(pieces.concat()),
         };
+        // Only urls are looked for, and the text's view can hold none: no view to make.
+        if self.compiled.searcher.is_none() && view_holds_no_url(&joined) {
+            return borrowed();
+        }
         let ranges = if joined.len() > 2 * REDACT_WINDOW {
             self.find_windowed(&joined, REDACT_WINDOW)
         } else if let Some(upper) = plain_case(&joined) {

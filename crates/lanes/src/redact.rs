@@ -631,6 +631,25 @@ pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize, bool)> {
     found
 }
 
+/// Whether the view of `text` holds no `://`, so that [`urls_in`] finds nothing in it, told
+/// without making the view: `text` has nothing to decode (no `%`, `\\` or `&`), and no `:` in it
+/// is followed by `//` once the characters the view drops are left out.
+pub(crate) fn view_holds_no_url(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    if memchr::memchr3(b'%', b'\\', b'&', bytes).is_some() {
+        return false;
+    }
+    memchr::memchr_iter(b':', bytes).all(|at| {
+        // A colon is ASCII, so the text after it starts on a character boundary.
+        let mut next = text
+            .get(at + 1..)
+            .unwrap_or_default()
+            .chars()
+            .filter(|&c| !is_control_or_format(c));
+        !(next.next() == Some('/') && next.next() == Some('/'))
+    })
+}
+
 /// Whether a byte of a view ends a url: white space, a quote, `<`, `>`, a backtick, `{`, `}`,
 /// `|`, `\\` or `^`. No url [`urls_in`] finds holds one, or reaches back past one.
 pub(crate) fn is_url_terminator(c: u8) -> bool {
@@ -1041,6 +1060,20 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// A text said to hold no url in its view is one with nothing to decode whose view has
+        /// no `://`.
+        #[test]
+        fn a_view_holds_no_url_exactly_when_it_has_no_scheme_separator(
+            text in "[:/a %&\\\\\n\t\u{200b}\u{ad}\u{e9}]{0,24}",
+        ) {
+            let undecoded = !text.contains(['%', '\\', '&']);
+            let expected = undecoded && !View::of(&text).text.contains("://");
+            proptest::prop_assert_eq!(view_holds_no_url(&text), expected);
+            if expected {
+                proptest::prop_assert!(urls_in(&View::of(&text).text).is_empty());
+            }
+        }
+
         /// The short way for plain text is exact: where `plain_case` says a string is plain,
         /// its view is the string in lower case and maps back byte for byte.
         #[test]
