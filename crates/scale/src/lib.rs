@@ -25,6 +25,8 @@
 
 use std::io::Cursor;
 
+mod png_len;
+
 use image::{DynamicImage, ImageFormat, ImageReader};
 use mcpl_classify::{Block, Dimensions, Media, Payload, Sniffed, classify};
 use mcpl_lanes::markers::size_label;
@@ -224,9 +226,15 @@ impl Scaler {
         }
         let payload = Payload::new(data).map_err(|_| ScaleError::Base64)?;
         let len = usize::try_from(payload.decoded_len()).map_err(|_| ScaleError::Limits)?;
-        let bytes = payload.decode_prefix(len).map_err(|_| ScaleError::Base64)?;
-        let image = self.decode(bytes, format)?;
-        let (width, height) = (image.width(), image.height());
+        // The decoded bytes are dropped once the decoder has read them.
+        let decode = || {
+            let bytes = payload.decode_prefix(len).map_err(|_| ScaleError::Base64)?;
+            self.decode(bytes, format)
+        };
+        let mut source = Some(decode()?);
+        let (width, height) = source
+            .as_ref()
+            .map_or((0, 0), |image| (image.width(), image.height()));
         let out_format = if sniffed == Sniffed::Jpeg {
             ImageFormat::Jpeg
         } else {
@@ -239,22 +247,56 @@ impl Scaler {
                 width: ((f64::from(width) * scale).round() as u32).clamp(1, fit.max_side),
                 height: ((f64::from(height) * scale).round() as u32).clamp(1, fit.max_side),
             };
-            let encoded = encode(&image, to, out_format)?;
-            let chars = encoded.len().div_ceil(3) * 4;
-            if chars as u64 <= fit.max_base64 {
-                use base64::Engine as _;
-                return Ok(Scaled {
-                    data: base64::engine::general_purpose::STANDARD.encode(&encoded),
-                    sniffed: if out_format == ImageFormat::Jpeg {
-                        Sniffed::Jpeg
-                    } else {
-                        Sniffed::Png
-                    },
-                    dimensions: to,
-                    from,
-                    from_bytes: len as u64,
-                });
-            }
+            // The decoded image, decoded again only if a try below let it go and did not fit.
+            let image = match source.take() {
+                Some(image) => image,
+                None => decode()?,
+            };
+            // Resizing to the same size gives the same pixels: no copy is made for it.
+            let resized = (to.width != width || to.height != height)
+                .then(|| image.thumbnail_exact(to.width, to.height));
+            // A PNG's length is counted before it is built, so one too large is never built.
+            let predicted = if out_format == ImageFormat::Png {
+                png_len::encoded_len(resized.as_ref().unwrap_or(&image))
+            } else {
+                None
+            };
+            let chars = match predicted {
+                Some(bytes) if base64_chars(bytes) > fit.max_base64 => {
+                    source = Some(image);
+                    base64_chars(bytes)
+                }
+                _ => {
+                    // Expected to fit: the decoded image is let go before the resized one is
+                    // encoded, unless it is the one encoded or a JPEG whose length is unknown.
+                    let (encoded, kept) = match resized {
+                        Some(resized) if predicted.is_some() => {
+                            drop(image);
+                            (encode(&resized, out_format, predicted)?, None)
+                        }
+                        Some(resized) => (encode(&resized, out_format, predicted)?, Some(image)),
+                        None => (encode(&image, out_format, predicted)?, Some(image)),
+                    };
+                    let chars = base64_chars(encoded.len() as u64);
+                    if chars <= fit.max_base64 {
+                        drop(kept);
+                        use base64::Engine as _;
+                        return Ok(Scaled {
+                            data: base64::engine::general_purpose::STANDARD.encode(&encoded),
+                            sniffed: if out_format == ImageFormat::Jpeg {
+                                Sniffed::Jpeg
+                            } else {
+                                Sniffed::Png
+                            },
+                            dimensions: to,
+                            from,
+                            from_bytes: len as u64,
+                        });
+                    }
+                    source = kept;
+                    chars
+                }
+            };
             // Bytes grow roughly with the area: shrink the sides by the square root of the
             // excess, and a little more so the next try is likely to fit.
             scale *= (fit.max_base64 as f64 / chars as f64).sqrt() * 0.9;
@@ -361,19 +403,24 @@ impl Scaler {
     }
 }
 
-/// The image resized to `to` and encoded as `format`.
+/// The base64 characters `bytes` bytes take.
+fn base64_chars(bytes: u64) -> u64 {
+    bytes.div_ceil(3) * 4
+}
+
+/// The image encoded as `format`, into a buffer of `expected` bytes when its length is known.
 fn encode(
     image: &DynamicImage,
-    to: Dimensions,
     format: ImageFormat,
+    expected: Option<u64>,
 ) -> Result<Vec<u8>, ScaleError> {
-    let resized = image.thumbnail_exact(to.width, to.height);
-    let mut out = Cursor::new(Vec::new());
+    let capacity = expected.and_then(|bytes| usize::try_from(bytes).ok());
+    let mut out = Cursor::new(Vec::with_capacity(capacity.unwrap_or(0)));
     let written = if format == ImageFormat::Jpeg {
         let encoder = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, JPEG_QUALITY);
-        DynamicImage::ImageRgb8(resized.to_rgb8()).write_with_encoder(encoder)
+        DynamicImage::ImageRgb8(image.to_rgb8()).write_with_encoder(encoder)
     } else {
-        resized.write_to(&mut out, ImageFormat::Png)
+        image.write_to(&mut out, ImageFormat::Png)
     };
     written.map_err(|error| ScaleError::Decode(error.to_string()))?;
     Ok(out.into_inner())

@@ -332,3 +332,158 @@ fn an_image_that_cannot_be_decoded_stays_as_it_was_with_a_diagnostic() {
         "{diagnostics:?}"
     );
 }
+
+/// `Scaler::scale`'s sizes as they were tried before a PNG's length was counted first (decision
+/// 0090): each size resized, encoded and measured, the first that fits kept.
+fn scaled_by_encoding_each_size(data: &str, fit: Fit, format: ImageFormat) -> (String, Dimensions) {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .unwrap();
+    let image = image::load_from_memory(&bytes).unwrap();
+    let (width, height) = (image.width(), image.height());
+    let mut scale = (f64::from(fit.max_side) / f64::from(width.max(height))).min(1.0);
+    loop {
+        let to = dims(
+            ((f64::from(width) * scale).round() as u32).clamp(1, fit.max_side),
+            ((f64::from(height) * scale).round() as u32).clamp(1, fit.max_side),
+        );
+        let resized = image.thumbnail_exact(to.width, to.height);
+        let mut out = Cursor::new(Vec::new());
+        if format == ImageFormat::Jpeg {
+            let encoder = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 85);
+            DynamicImage::ImageRgb8(resized.to_rgb8())
+                .write_with_encoder(encoder)
+                .unwrap();
+        } else {
+            resized.write_to(&mut out, ImageFormat::Png).unwrap();
+        }
+        let chars = out.get_ref().len().div_ceil(3) as u64 * 4;
+        if chars <= fit.max_base64 {
+            return (b64(&out.into_inner()), to);
+        }
+        scale *= (fit.max_base64 as f64 / chars as f64).sqrt() * 0.9;
+    }
+}
+
+#[test]
+fn counting_a_png_first_keeps_every_size_and_byte_the_encoder_gave() {
+    let gradient = |width, height| {
+        image::ImageBuffer::from_fn(width, height, |x, y| {
+            image::Rgba([
+                (x % 256) as u8,
+                (y % 256) as u8,
+                ((x + y) / 4 % 256) as u8,
+                200,
+            ])
+        })
+    };
+    let cases = [
+        // Noise over the base64 cap at its own size: the count says the first size is too
+        // large, and the second is encoded (the workload w3, smaller).
+        (
+            "noise",
+            encoded(DynamicImage::ImageRgb8(noise(300, 260)), ImageFormat::Png),
+            Fit {
+                max_side: 8000,
+                max_base64: 200_000,
+            },
+        ),
+        // A side over the cap, compressible: the first size fits.
+        (
+            "gradient",
+            encoded(
+                DynamicImage::ImageRgba8(gradient(900, 300)),
+                ImageFormat::Png,
+            ),
+            Fit {
+                max_side: 400,
+                max_base64: 1_000_000,
+            },
+        ),
+        // Both: a side over the cap and then too large at the cap.
+        (
+            "noise over a side",
+            encoded(DynamicImage::ImageRgb8(noise(500, 120)), ImageFormat::Png),
+            Fit {
+                max_side: 400,
+                max_base64: 80_000,
+            },
+        ),
+        // 16-bit samples, written big-endian.
+        (
+            "16-bit",
+            encoded(
+                DynamicImage::ImageRgb16(image::ImageBuffer::from_fn(200, 150, |x, y| {
+                    image::Rgb([
+                        (x * 300) as u16,
+                        (y * 400) as u16,
+                        ((x * y) % 65_536) as u16,
+                    ])
+                })),
+                ImageFormat::Png,
+            ),
+            Fit {
+                max_side: 8000,
+                max_base64: 60_000,
+            },
+        ),
+        // A GIF becomes a PNG.
+        (
+            "gif",
+            encoded(
+                DynamicImage::ImageRgba8(gradient(300, 200)),
+                ImageFormat::Gif,
+            ),
+            Fit {
+                max_side: 100,
+                max_base64: 1_000_000,
+            },
+        ),
+    ];
+    for (name, data, fit) in cases {
+        let (sniffed, from) = read(&data);
+        assert!(fit.needs(from, data.len()), "{name}");
+        let scaled = Scaler::default().scale(&data, sniffed, from, fit).unwrap();
+        let (expected, to) = scaled_by_encoding_each_size(&data, fit, ImageFormat::Png);
+        assert_eq!(scaled.dimensions, to, "{name}");
+        assert!(scaled.data == expected, "{name}: the bytes differ");
+    }
+    // A JPEG's length is not counted: it is encoded at each size as before.
+    let data = encoded(DynamicImage::ImageRgb8(noise(400, 300)), ImageFormat::Jpeg);
+    let fit = Fit {
+        max_side: 8000,
+        max_base64: 40_000,
+    };
+    let scaled = Scaler::default()
+        .scale(&data, Sniffed::Jpeg, dims(400, 300), fit)
+        .unwrap();
+    let (expected, to) = scaled_by_encoding_each_size(&data, fit, ImageFormat::Jpeg);
+    assert_eq!(scaled.dimensions, to);
+    assert!(scaled.data == expected, "jpeg: the bytes differ");
+}
+
+#[test]
+fn resizing_to_the_same_size_gives_the_same_pixels() {
+    // `Scaler::scale` encodes the decoded image itself when a try keeps its size.
+    let rgb = noise(37, 23);
+    let images = [
+        DynamicImage::ImageRgb8(rgb.clone()),
+        DynamicImage::ImageRgb8(rgb.clone()).to_luma8().into(),
+        DynamicImage::ImageRgb8(rgb.clone()).to_luma_alpha8().into(),
+        DynamicImage::ImageRgb8(rgb.clone()).to_rgba8().into(),
+        DynamicImage::ImageRgb8(rgb.clone()).to_luma16().into(),
+        DynamicImage::ImageRgb8(rgb.clone())
+            .to_luma_alpha16()
+            .into(),
+        DynamicImage::ImageRgb8(rgb.clone()).to_rgb16().into(),
+        DynamicImage::ImageRgb8(rgb).to_rgba16().into(),
+    ];
+    for image in images {
+        assert_eq!(
+            image.thumbnail_exact(image.width(), image.height()),
+            image,
+            "{:?}",
+            image.color()
+        );
+    }
+}
