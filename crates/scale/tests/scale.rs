@@ -267,12 +267,12 @@ fn no_pixels_is_never_scaled_and_an_image_within_the_fit_is_not_decoded() {
 fn a_tool_result_gets_its_scaled_image_and_a_notice_after_it() {
     let small = png(10, 10);
     let wide = png(9000, 90);
-    let result = json!({"content": [
+    let result = json!({"isError": false, "content": [
         {"type": "text", "text": "before"},
-        {"type": "image", "data": wide, "mimeType": "image/png"},
+        {"type": "image", "data": wide, "annotations": {"priority": 1}, "mimeType": "image/png"},
         {"type": "image", "data": small, "mimeType": "image/png"},
         {"type": "text", "text": "after"},
-    ]});
+    ], "_meta": {"k": "v"}});
     let fit = Fit::for_route(&Route::ANTHROPIC, &RouteId::Anthropic.request_limits());
     let mut diagnostics = Vec::new();
     let scaled = Scaler::default()
@@ -296,6 +296,26 @@ fn a_tool_result_gets_its_scaled_image_and_a_notice_after_it() {
     assert_eq!(content[3], result["content"][2]);
     assert_eq!(content[4], result["content"][3]);
     assert!(diagnostics.is_empty());
+    // The result's other fields and the image block's stay, in their places.
+    let keys = |value: &serde_json::Value| {
+        value
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(keys(&scaled), ["isError", "content", "_meta"]);
+    assert_eq!(
+        (&scaled["isError"], &scaled["_meta"]),
+        (&result["isError"], &result["_meta"])
+    );
+    assert_eq!(
+        keys(&content[1]),
+        ["type", "data", "annotations", "mimeType"]
+    );
+    assert_eq!(content[1]["annotations"], json!({"priority": 1}));
+    assert_eq!(content[1]["mimeType"], "image/png");
     // Nothing over the fit, or a route that takes no image there: nothing changes.
     let plain = json!({"content": [{"type": "image", "data": small, "mimeType": "image/png"}]});
     assert!(
@@ -486,4 +506,50 @@ fn resizing_to_the_same_size_gives_the_same_pixels() {
             image.color()
         );
     }
+}
+
+#[test]
+fn scaling_in_place_gives_what_scaling_a_copy_gives() {
+    // A valid header over the cap with no pixels: classification takes it, decoding does not.
+    let mut broken = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR".to_vec();
+    broken.extend_from_slice(&9_000u32.to_be_bytes());
+    broken.extend_from_slice(&10u32.to_be_bytes());
+    broken.extend_from_slice(b"\x08\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00IEND\xaeB`\x82");
+    let result = json!({"isError": false, "content": [
+        {"type": "text", "text": "before"},
+        {"type": "image", "data": png(9000, 90), "annotations": {"priority": 1}, "mimeType": "image/png"},
+        {"type": "image", "data": b64(&broken), "mimeType": "image/png"},
+        {"type": "image", "data": png(10, 10), "mimeType": "image/png"},
+    ], "_meta": {"k": "v"}});
+    let fit = Fit::for_route(&Route::ANTHROPIC, &RouteId::Anthropic.request_limits());
+    let (mut copied, mut in_place) = (Vec::new(), Vec::new());
+    let expected = Scaler::default()
+        .scale_result(&result, &Route::ANTHROPIC, fit, &mut copied)
+        .unwrap();
+    let mut scaled = result.clone();
+    assert!(Scaler::default().scale_result_in_place(
+        &mut scaled,
+        &Route::ANTHROPIC,
+        fit,
+        &mut in_place
+    ));
+    assert_eq!(scaled, expected);
+    assert_eq!(
+        serde_json::to_string(&scaled).unwrap(),
+        serde_json::to_string(&expected).unwrap(),
+        "the same keys in the same order"
+    );
+    assert_eq!(in_place, copied);
+    assert_eq!(in_place.len(), 1, "{in_place:?}");
+    // Nothing over the fit: nothing changes.
+    let plain =
+        json!({"content": [{"type": "image", "data": png(10, 10), "mimeType": "image/png"}]});
+    let mut unchanged = plain.clone();
+    assert!(!Scaler::default().scale_result_in_place(
+        &mut unchanged,
+        &Route::ANTHROPIC,
+        fit,
+        &mut in_place
+    ));
+    assert_eq!(unchanged, plain);
 }
