@@ -25,13 +25,13 @@
 
 use std::io::Cursor;
 
-mod png_encode;
-
 use image::{DynamicImage, ImageFormat, ImageReader};
 use mcpl_classify::{Block, Dimensions, Media, Payload, Sniffed, classify};
 use mcpl_lanes::markers::size_label;
 use mcpl_lanes::{RequestLimits, Route};
 use serde_json::Value;
+
+mod png_encode;
 
 /// What one image must fit to go natively.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
