@@ -164,7 +164,7 @@ pub fn fit_tool_result<'a>(
     };
     if let Some(stored) = stored_cut {
         fitted.stored = stored.stored;
-        fitted.part_spans = stored.part_spans;
+        fitted.part_ends = stored.part_ends;
     }
     Fitted {
         copies: fitted,
@@ -464,7 +464,7 @@ fn assemble<'a>(
         )))
         .chain(tail)
         .collect();
-    let (stored, part_spans) = ToolResultCopies::join_parts(pieces.iter().map(|(_, s)| s.as_str()));
+    let (stored, part_ends) = ToolResultCopies::join_parts(pieces.iter().map(|(_, s)| s.as_str()));
     let keeps_an_image = pieces
         .iter()
         .any(|(p, _)| matches!(p, Some(Part::Image { .. } | Part::Audio { .. })));
@@ -475,7 +475,7 @@ fn assemble<'a>(
     };
     ToolResultCopies {
         stored: stored.into(),
-        part_spans,
+        part_ends,
         live,
         is_error: original.is_error,
     }

@@ -230,6 +230,10 @@ struct StagedFolder {
     temporary: PathBuf,
     /// Where the commit moves it.
     real: PathBuf,
+    /// The hidden folder, open: its files are made relative to it, so making one does not walk
+    /// the store's path again (a spill may make 100,000 of them).
+    #[cfg(unix)]
+    open: std::os::fd::OwnedFd,
 }
 
 impl LocalSpillStore {
@@ -279,21 +283,31 @@ impl LocalSpillStore {
 
     /// The hidden folder the files of folder `name` are written into until the commit: begun
     /// (owner-only, and new: an existing one is never written into) on its first file.
-    fn staging_folder(&mut self, name: &str) -> std::io::Result<&Path> {
+    fn staging_folder(&mut self, name: &str) -> std::io::Result<&StagedFolder> {
         let at = match self.folders.iter().position(|folder| folder.name == name) {
             Some(at) => at,
             None => {
                 let temporary = self.dir.join(format!(".{name}.partial"));
                 create_new_dir(&temporary)?;
+                #[cfg(unix)]
+                let open = match open_new_dir(&temporary) {
+                    Ok(open) => open,
+                    Err(error) => {
+                        let _ = fs::remove_dir(&temporary);
+                        return Err(error);
+                    }
+                };
                 self.folders.push(StagedFolder {
                     name: name.to_owned(),
                     temporary,
                     real: self.dir.join(name),
+                    #[cfg(unix)]
+                    open,
                 });
                 self.folders.len() - 1
             }
         };
-        Ok(&self.folders[at].temporary)
+        Ok(&self.folders[at])
     }
 
     /// Removes the staging folder of folder `name` when no file is left in it: the last file
@@ -317,13 +331,24 @@ impl SpillStore for LocalSpillStore {
         // A folder's files go under their real names inside its hidden staging folder, which
         // the commit renames once; a flat file goes under a hidden name of its own.
         let folder = name.split_once('/').map(|(folder, _)| folder);
-        let temporary = match name.split_once('/') {
-            Some((folder, file)) => self.staging_folder(folder).map_err(fail)?.join(file),
-            None => self.dir.join(format!(".{name}.partial")),
-        };
         // No sync here: `commit` syncs every staged file at once (one fsync a file made a
         // spill of 100,000 attachments take minutes).
-        let written = create_private_file(&temporary).and_then(|mut file| file.write_all(bytes));
+        let (temporary, written) = match name.split_once('/') {
+            Some((folder, file)) => {
+                let staging = self.staging_folder(folder).map_err(fail)?;
+                (
+                    staging.temporary.join(file),
+                    create_private_file_in(staging, file)
+                        .and_then(|mut made| made.write_all(bytes)),
+                )
+            }
+            None => {
+                let temporary = self.dir.join(format!(".{name}.partial"));
+                let written =
+                    create_private_file(&temporary).and_then(|mut made| made.write_all(bytes));
+                (temporary, written)
+            }
+        };
         if let Err(error) = written {
             let _ = fs::remove_file(&temporary);
             if let Some(folder) = folder {
@@ -671,6 +696,36 @@ fn create_private_file(path: &Path) -> std::io::Result<File> {
 #[cfg(not(unix))]
 fn create_private_file(path: &Path) -> std::io::Result<File> {
     OpenOptions::new().write(true).create_new(true).open(path)
+}
+
+/// A new owner-only file `name` in a staging folder, made relative to the open folder
+/// (`O_CREAT | O_EXCL | O_NOFOLLOW`): nothing already at the name is opened or followed.
+#[cfg(unix)]
+fn create_private_file_in(folder: &StagedFolder, name: &str) -> std::io::Result<File> {
+    use rustix::fs::{Mode, OFlags};
+    let made = rustix::fs::openat(
+        &folder.open,
+        name,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    )?;
+    Ok(File::from(made))
+}
+
+#[cfg(not(unix))]
+fn create_private_file_in(folder: &StagedFolder, name: &str) -> std::io::Result<File> {
+    create_private_file(&folder.temporary.join(name))
+}
+
+/// Opens a folder this store just made, never through a symbolic link.
+#[cfg(unix)]
+fn open_new_dir(path: &Path) -> std::io::Result<std::os::fd::OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    Ok(rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
 }
 
 /// Makes `dir` (and any missing parent) owner-only, 0700 on Unix, when it is missing. A folder

@@ -326,7 +326,7 @@ impl<'a> Fields<'a> {
             data: slot(&view.data),
             blob: slot(&more.blob),
             uri: slot(&view.uri),
-            resource: more.resource.as_ref().map(Field::of_resource),
+            resource: view.resource.as_ref().map(Field::of_resource),
             disposition: slot(&more.disposition),
             mime_type: slot(&view.mime_type),
             name: slot(&view.name),

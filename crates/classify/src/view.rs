@@ -6,7 +6,9 @@
 //! copied. Whatever else may hold a uri (a field holding an object or an array) is kept as a
 //! `Value` for the lanes' uri walk; scalars in other fields are skipped. Data that a lane shows as
 //! JSON (structured content, content that is not an array, an element that is not an object) is
-//! read into a `Value`, keys in the server's order.
+//! read into a `Value`, keys in the server's order. A block is three machine words: a plain text
+//! block is its text alone, any other block one box (decision 0088), so a result of a million
+//! tiny blocks holds less in its views than in its bytes.
 //!
 //! Reading a result this way and classifying its blocks gives exactly what [`classify`] gives on
 //! the same result parsed into a `Value` (a test checks it on every case and on arbitrary JSON).
@@ -105,6 +107,9 @@ pub struct ObjectView<'de> {
     pub mime_type: Option<Slot<'de>>,
     /// `name`.
     pub name: Option<Slot<'de>>,
+    /// `resource`: inline, so an embedded resource costs two boxes (its block's and its
+    /// resource's), not three.
+    pub resource: Option<ResourceSlot<'de>>,
     /// The other fields, when the object has any of them.
     pub more: Option<Box<MoreFields<'de>>>,
 }
@@ -114,8 +119,6 @@ pub struct ObjectView<'de> {
 pub struct MoreFields<'de> {
     /// `blob`.
     pub blob: Option<Slot<'de>>,
-    /// `resource`.
-    pub resource: Option<ResourceSlot<'de>>,
     /// `disposition`.
     pub disposition: Option<Slot<'de>>,
     /// `expiresAt`.
@@ -133,7 +136,6 @@ pub struct MoreFields<'de> {
 /// No more fields.
 static NO_MORE: MoreFields<'static> = MoreFields {
     blob: None,
-    resource: None,
     disposition: None,
     expires_at: None,
     size: None,
@@ -152,7 +154,7 @@ impl<'de> ObjectView<'de> {
     /// every other field's object or array.
     pub fn json_values(&self) -> impl Iterator<Item = &Value> {
         let more = self.more_fields();
-        let resource = match &more.resource {
+        let resource = match &self.resource {
             Some(ResourceSlot::Other(slot)) => Some(slot),
             Some(ResourceSlot::Object(_)) | None => None,
         };
@@ -187,30 +189,65 @@ impl<'de> ObjectView<'de> {
 
     /// The nested object of an embedded resource's `resource` field, when it is one.
     pub fn resource_object(&self) -> Option<&ObjectView<'de>> {
-        match &self.more_fields().resource {
+        match &self.resource {
             Some(ResourceSlot::Object(inner)) => Some(inner),
             Some(ResourceSlot::Other(_)) | None => None,
         }
     }
 }
 
-/// One element of a content array read from bytes.
+/// One element of a content array read from bytes, in three machine words: a result of a
+/// million tiny blocks holds about 24 bytes a block besides its input (decision 0088).
 #[derive(Debug, Clone, PartialEq)]
 pub enum BlockView<'de> {
-    /// An object.
-    Object(ObjectView<'de>),
+    /// A text block with nothing else a lane reads: an object whose `type` is `"text"`, whose
+    /// `text` is a string, and whose other fields are none the view keeps (any field it skips
+    /// may be there). It reads exactly as the same object in an [`ObjectView`] would.
+    Text(Cow<'de, str>),
+    /// Any other object.
+    Object(Box<ObjectView<'de>>),
     /// Anything else, which is no content block.
-    Other(Value),
+    Other(Box<Value>),
 }
 
-impl BlockView<'_> {
+impl<'de> BlockView<'de> {
     /// What the element is, as [`classify`](crate::classify) says of the same element as a
     /// `Value`.
     pub fn classify(&self) -> Block<'_> {
         match self {
+            BlockView::Text(text) => Block::Text(text),
             BlockView::Object(object) => object.classify(),
             BlockView::Other(value) => crate::classify(value),
         }
+    }
+
+    /// An object as read: a plain text block becomes [`BlockView::Text`], any other object is
+    /// boxed.
+    pub fn of_object(object: ObjectView<'de>) -> BlockView<'de> {
+        match object {
+            ObjectView {
+                kind: Some(Slot::Str(kind)),
+                text: Some(Slot::Str(text)),
+                data: None,
+                uri: None,
+                mime_type: None,
+                name: None,
+                resource: None,
+                more: None,
+            } if kind == "text" => BlockView::Text(text),
+            object => BlockView::Object(Box::new(object)),
+        }
+    }
+
+    /// The values a lane's uri walk reads in the element's fields, as
+    /// [`ObjectView::json_values`] gives them; none for a plain text block or an element that
+    /// is no object.
+    pub fn json_values(&self) -> impl Iterator<Item = &Value> {
+        let object = match self {
+            BlockView::Object(object) => Some(&**object),
+            BlockView::Text(_) | BlockView::Other(_) => None,
+        };
+        object.into_iter().flat_map(ObjectView::json_values)
     }
 }
 
@@ -620,29 +657,34 @@ impl<'de> Visitor<'de> for ObjectVisitor {
                 "uri" => &mut view.uri,
                 "mimeType" => &mut view.mime_type,
                 "name" => &mut view.name,
-                other => {
+                "resource" => {
+                    view.resource = Some(map.next_value::<ResourceSlot<'de>>()?);
+                    continue;
+                }
+                "blob" | "disposition" | "expiresAt" | "size" | "sizeBytes" | "digest" => {
                     let more = view.more.get_or_insert_with(Box::default);
-                    match other {
+                    match key.as_ref() {
                         "blob" => &mut more.blob,
                         "disposition" => &mut more.disposition,
                         "expiresAt" => &mut more.expires_at,
                         "size" => &mut more.size,
                         "sizeBytes" => &mut more.size_bytes,
-                        "digest" => &mut more.digest,
-                        "resource" => {
-                            more.resource = Some(map.next_value::<ResourceSlot<'de>>()?);
-                            continue;
-                        }
-                        _ => {
-                            let nested = map.next_value::<Nested>()?.0;
-                            // A repeated key keeps only its last value, as a `Value` does.
-                            more.nested.retain(|(name, _)| *name != key);
-                            if let Some(value) = nested {
-                                more.nested.push((key, value));
-                            }
-                            continue;
-                        }
+                        _ => &mut more.digest,
                     }
+                }
+                _ => {
+                    // The other fields' box is made only for a value kept: most blocks' other
+                    // fields (annotations' scalars, say) are skipped.
+                    let nested = map.next_value::<Nested>()?.0;
+                    // A repeated key keeps only its last value, as a `Value` does.
+                    if let Some(more) = &mut view.more {
+                        more.nested.retain(|(name, _)| *name != key);
+                    }
+                    if let Some(value) = nested {
+                        let more = view.more.get_or_insert_with(Box::default);
+                        more.nested.push((key, value));
+                    }
+                    continue;
                 }
             };
             *slot = Some(map.next_value::<Slot<'de>>()?);
@@ -716,12 +758,12 @@ impl<'de> Deserialize<'de> for BlockView<'de> {
                 f.write_str("any JSON value")
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                ObjectVisitor.visit_map(map).map(BlockView::Object)
+                ObjectVisitor.visit_map(map).map(BlockView::of_object)
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-                seq_value(seq).map(BlockView::Other)
+                seq_value(seq).map(|value| BlockView::Other(Box::new(value)))
             }
-            scalars_as!(BlockView::Other);
+            scalars_as!(|value| BlockView::Other(Box::new(value)));
         }
         deserializer.deserialize_any(BlockVisitor)
     }
@@ -780,14 +822,18 @@ mod tests {
         let Some(ContentView::Blocks(blocks)) = &view.content else {
             panic!("a content array")
         };
-        let [BlockView::Object(text), BlockView::Object(image)] = &blocks[..] else {
-            panic!("two objects")
+        let [BlockView::Text(text), BlockView::Object(image)] = &blocks[..] else {
+            panic!("a text and an object")
         };
-        assert!(matches!(text.kind, Some(Slot::Str(Cow::Borrowed("text")))));
         // An escaped key is still the key; an escaped string is copied, decoded.
-        assert_eq!(text.text, Some(Slot::Str(Cow::Owned("a\nb".to_owned()))));
+        assert_eq!(text, &Cow::<str>::Owned("a\nb".to_owned()));
         assert!(matches!(image.data, Some(Slot::Str(Cow::Borrowed("AAAA")))));
         assert_eq!(blocks[0].classify(), Block::Text("a\nb"));
+        let view = ResultView::parse(br#"[{"type":"text","text":"ab"}]"#).unwrap();
+        assert!(matches!(
+            view.content,
+            Some(ContentView::Blocks(blocks)) if blocks == [BlockView::Text(Cow::Borrowed("ab"))]
+        ));
     }
 
     /// The text slot of `{"content":[{"type":"text","text":<json>}]}`, a borrowed string made
@@ -798,12 +844,14 @@ mod tests {
         let Some(ContentView::Blocks(blocks)) = view.content else {
             panic!("a content array")
         };
-        Ok(blocks.into_iter().next().and_then(|block| match block {
-            BlockView::Object(object) => object.text.map(|slot| match slot {
-                Slot::Str(text) => Slot::Str(Cow::Owned(text.into_owned())),
-                Slot::Json(value) => Slot::Json(value),
-            }),
+        let slot = blocks.into_iter().next().and_then(|block| match block {
+            BlockView::Text(text) => Some(Slot::Str(text)),
+            BlockView::Object(object) => object.text,
             BlockView::Other(_) => None,
+        });
+        Ok(slot.map(|slot| match slot {
+            Slot::Str(text) => Slot::Str(Cow::Owned(text.into_owned())),
+            Slot::Json(value) => Slot::Json(value),
         }))
     }
 
@@ -866,10 +914,65 @@ mod tests {
     }
 
     #[test]
-    fn a_block_costs_little_besides_its_borrowed_strings() {
-        // Six inline slots and one box: a slot is a string's size, the rarer fields are boxed.
+    fn a_block_costs_three_machine_words_besides_its_borrowed_strings() {
+        // A plain text block is its borrowed text; every other kind is one box.
         assert!(std::mem::size_of::<Slot<'_>>() <= 24);
-        assert!(std::mem::size_of::<BlockView<'_>>() <= 160);
+        assert!(std::mem::size_of::<BlockView<'_>>() <= 24);
+    }
+
+    #[rstest::rstest]
+    #[case::plain(r#"{"type":"text","text":"t"}"#, true)]
+    #[case::skipped_scalars(r#"{"type":"text","annotations":7,"text":"t","x":"y"}"#, true)]
+    #[case::escaped(r#"{"type":"text","text":"\u0074"}"#, true)]
+    #[case::a_uri(r#"{"type":"text","text":"t","uri":"u"}"#, false)]
+    #[case::a_name(r#"{"type":"text","text":"t","name":"n"}"#, false)]
+    #[case::nested(r#"{"type":"text","text":"t","_meta":{"a":1}}"#, false)]
+    #[case::a_disposition(r#"{"type":"text","text":"t","disposition":"never"}"#, false)]
+    #[case::text_not_a_string(r#"{"type":"text","text":1}"#, false)]
+    #[case::another_type(r#"{"type":"image","text":"t"}"#, false)]
+    fn only_a_text_block_with_nothing_else_kept_is_a_plain_text(
+        #[case] block: &str,
+        #[case] plain: bool,
+    ) {
+        let bytes = format!("[{block}]");
+        let view = ResultView::parse(bytes.as_bytes()).unwrap();
+        let Some(ContentView::Blocks(blocks)) = &view.content else {
+            panic!("a content array")
+        };
+        assert_eq!(matches!(blocks[..], [BlockView::Text(_)]), plain, "{block}");
+        let value: Value = serde_json::from_str(block).unwrap();
+        assert_eq!(blocks[0].classify(), crate::classify(&value));
+    }
+
+    #[test]
+    fn another_fields_box_is_made_only_for_a_value_kept() {
+        let bytes = br#"[{"type":"image","data":"AAAA","annotations":{"a":1},"annotations":2},
+            {"type":"image","data":"AAAA","_meta":3}]"#;
+        let view = ResultView::parse(bytes).unwrap();
+        let Some(ContentView::Blocks(blocks)) = &view.content else {
+            panic!("a content array")
+        };
+        let [BlockView::Object(repeated), BlockView::Object(scalar)] = &blocks[..] else {
+            panic!("two objects")
+        };
+        // The repeated key's last value, a scalar, is not kept.
+        assert!(repeated.more_fields().nested.is_empty());
+        assert!(scalar.more.is_none());
+        // An embedded resource's `resource` is inline.
+        let bytes = br#"[{"type":"resource","resource":{"uri":"u","text":"t"}}]"#;
+        let view = ResultView::parse(bytes).unwrap();
+        let Some(ContentView::Blocks(blocks)) = &view.content else {
+            panic!("a content array")
+        };
+        let [BlockView::Object(embedded)] = &blocks[..] else {
+            panic!("an object")
+        };
+        assert!(embedded.more.is_none());
+        assert!(
+            embedded
+                .resource_object()
+                .is_some_and(|inner| inner.more.is_none())
+        );
     }
 
     #[test]

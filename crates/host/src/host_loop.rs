@@ -1438,7 +1438,7 @@ fn read_result_spec() -> ToolSpec {
 fn copies_of(output: &ToolOutput) -> ToolResultCopies<'_> {
     ToolResultCopies {
         stored: output.stored.clone().into(),
-        part_spans: Vec::new(),
+        part_ends: Vec::new(),
         live: match &output.live {
             Some(parts) => LiveCopy::Native(parts.iter().map(Content::as_part).collect()),
             None => LiveCopy::Stored,

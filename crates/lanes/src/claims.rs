@@ -98,6 +98,8 @@ impl HiddenUris {
         }
         for view in scope.views {
             match view {
+                // A plain text block holds no uri and no claim.
+                BlockView::Text(_) => {}
                 BlockView::Object(object) => walk_view(object, true, &mut never_uris, &mut uris),
                 BlockView::Other(value) => walk(value, true, &mut never_uris, &mut uris),
             }
@@ -161,16 +163,24 @@ impl HiddenUris {
         }
     }
 
+    /// Whether redaction surely leaves this piece as it is and finds nothing in it, whatever
+    /// pieces it is run with: no uri is hidden and, when scanning, it holds nothing a url is
+    /// made of. A run of such pieces is [`HiddenUris::redact_run`]'s input unchanged, so a lane
+    /// need not keep the run to redact it.
+    pub fn passes_unchanged(&self, piece: &str) -> bool {
+        let may_hold_url = || {
+            let bytes = piece.as_bytes();
+            memchr::memchr3(b':', b'%', b'&', bytes).is_some()
+                || memchr::memchr(b'\\', bytes).is_some()
+        };
+        self.compiled.searcher.is_none() && !(self.scan && may_hold_url())
+    }
+
     /// Adjacent pieces of one message's text, redacted as one: a uri split across pieces is
     /// found, its first piece holds the [`WITHHELD_LINK`] and the rest of it is removed.
     pub fn redact_run<'t>(&self, pieces: &[&'t str]) -> Vec<Cow<'t, str>> {
         let borrowed = || pieces.iter().map(|p| Cow::Borrowed(*p)).collect();
-        let may_hold_url = |p: &&str| {
-            let bytes = p.as_bytes();
-            memchr::memchr3(b':', b'%', b'&', bytes).is_some()
-                || memchr::memchr(b'\\', bytes).is_some()
-        };
-        if self.compiled.searcher.is_none() && !(self.scan && pieces.iter().any(may_hold_url)) {
+        if pieces.iter().all(|piece| self.passes_unchanged(piece)) {
             return borrowed();
         }
         let joined: Cow<'_, str> = match pieces {

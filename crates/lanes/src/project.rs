@@ -110,12 +110,15 @@ pub struct ToolResultCopies<'a> {
     /// server text with nothing redacted borrows that text (decision 0091): a 200 MB text is
     /// not copied to be priced, cut and spilled.
     pub stored: Cow<'a, str>,
-    /// The stored copy's parts before they were joined with `\n`, as byte ranges of `stored`:
-    /// one per shown thing, in the order of the live copy's parts when it is native (an image's
-    /// part is its placeholder). Ranges rather than strings, so a result of a million small
-    /// blocks holds its text once (decision 0083); [`ToolResultCopies::stored_parts`] reads
-    /// them. Empty where no one needs the parts (a host pricing its window).
-    pub part_spans: Vec<Range<usize>>,
+    /// Where each of the stored copy's parts (before they were joined with `\n`) ends in
+    /// `stored`: one per shown thing, in the order of the live copy's parts when it is native
+    /// (an image's part is its placeholder). The first part starts at 0 and each other one
+    /// byte after the one before it ends (past the `\n`). Ends rather than strings or ranges,
+    /// so a result of a million small blocks holds its text once (decision 0083) and 8 bytes a
+    /// part beside it (decision 0088); [`ToolResultCopies::stored_parts`] and
+    /// [`ToolResultCopies::part_spans`] read them. Empty where no one needs the parts (a host
+    /// pricing its window).
+    pub part_ends: Vec<usize>,
     /// What goes to the provider on this turn.
     pub live: LiveCopy<'a>,
     /// Whether the server marked the result an error.
@@ -123,47 +126,97 @@ pub struct ToolResultCopies<'a> {
 }
 
 impl ToolResultCopies<'_> {
-    /// The stored copy's parts, in order (see [`ToolResultCopies::part_spans`]).
+    /// The stored copy's parts, in order (see [`ToolResultCopies::part_ends`]).
     pub fn stored_parts(&self) -> impl Iterator<Item = &str> {
-        self.part_spans
-            .iter()
-            .map(|span| self.stored.get(span.clone()).unwrap_or_default())
+        self.part_spans()
+            .map(|span| self.stored.get(span).unwrap_or_default())
     }
 
-    /// Parts joined with `\n` as a stored copy holds them: the text and each part's range.
-    pub fn join_parts<'p>(parts: impl IntoIterator<Item = &'p str>) -> (String, Vec<Range<usize>>) {
+    /// Each of the stored copy's parts as a byte range of `stored`, in order (see
+    /// [`ToolResultCopies::part_ends`]).
+    pub fn part_spans(&self) -> impl Iterator<Item = Range<usize>> + '_ {
+        part_spans(&self.part_ends)
+    }
+
+    /// Parts joined with `\n` as a stored copy holds them: the text and where each part ends.
+    pub fn join_parts<'p>(parts: impl IntoIterator<Item = &'p str>) -> (String, Vec<usize>) {
         let mut stored = StoredText {
-            spans: Some(Vec::new()),
+            ends: Some(Vec::new()),
             ..StoredText::default()
         };
         for part in parts {
             stored.push(part);
         }
-        (stored.text.into_owned(), stored.spans.unwrap_or_default())
+        (stored.text.into_owned(), stored.ends.unwrap_or_default())
     }
 }
 
-/// A stored copy being written: its text, how many parts it has, and each part's range of it
+/// Parts' byte ranges from where they end, each part after the one before and a `\n`.
+fn part_spans(ends: &[usize]) -> impl Iterator<Item = Range<usize>> + '_ {
+    ends.iter().enumerate().map(|(index, &end)| {
+        let start = match index.checked_sub(1).and_then(|before| ends.get(before)) {
+            Some(&before) => before + 1,
+            None => 0,
+        };
+        start.min(end)..end
+    })
+}
+
+/// A stored copy being written: its text, how many parts it has, and where each part ends in it
 /// when they are kept.
 #[derive(Default)]
 struct StoredText<'a> {
     text: Cow<'a, str>,
     parts: usize,
-    spans: Option<Vec<Range<usize>>>,
+    ends: Option<Vec<usize>>,
+}
+
+/// Where a stored copy being written is: its text's length and how many parts it has.
+#[derive(Debug, Clone, Copy)]
+struct StoredMark {
+    text: usize,
+    parts: usize,
+}
+
+/// A run of adjacent texts in a tool result's content: where it began (the block's index, and
+/// the stored copy there) and, from its first text redaction may change, its texts.
+#[derive(Default)]
+struct TextRun<'a> {
+    start: Option<(usize, StoredMark)>,
+    kept: Vec<&'a str>,
 }
 
 impl<'a> StoredText<'a> {
+    /// Where the text is now.
+    fn mark(&self) -> StoredMark {
+        StoredMark {
+            text: self.text.len(),
+            parts: self.parts,
+        }
+    }
+
+    /// Takes back every part pushed since `mark` (a borrowed text is cut, not copied).
+    fn roll_back(&mut self, mark: StoredMark) {
+        match &mut self.text {
+            Cow::Borrowed(text) => *text = text.get(..mark.text).unwrap_or_default(),
+            Cow::Owned(text) => text.truncate(mark.text),
+        }
+        self.parts = mark.parts;
+        if let Some(ends) = &mut self.ends {
+            ends.truncate(mark.parts);
+        }
+    }
+
     /// Appends a part, after a `\n` unless it is the first.
     fn push(&mut self, part: &str) {
         let text = self.text.to_mut();
         if self.parts > 0 {
             text.push('\n');
         }
-        let start = text.len();
         text.push_str(part);
         self.parts += 1;
-        if let Some(spans) = &mut self.spans {
-            spans.push(start..text.len());
+        if let Some(ends) = &mut self.ends {
+            ends.push(text.len());
         }
     }
 
@@ -175,8 +228,8 @@ impl<'a> StoredText<'a> {
         }
         self.text = part;
         self.parts = 1;
-        if let Some(spans) = &mut self.spans {
-            spans.push(0..self.text.len());
+        if let Some(ends) = &mut self.ends {
+            ends.push(self.text.len());
         }
     }
 
@@ -298,6 +351,32 @@ impl<'a> ToolResult<'a> {
             Block::Reference(reference) => Some(reference),
             _ => None,
         })
+    }
+
+    /// The content array's blocks from the one at `start`, as [`ToolResult::blocks`] gives
+    /// them.
+    fn blocks_from(&self, start: usize) -> impl Iterator<Item = Block<'a>> + 'a {
+        let values = match self.content {
+            Some(Value::Array(values)) => values.get(start..).unwrap_or_default(),
+            _ => &[],
+        };
+        let views = self.views.unwrap_or_default();
+        values.iter().map(classify).chain(
+            views
+                .get(start..)
+                .unwrap_or_default()
+                .iter()
+                .map(BlockView::classify),
+        )
+    }
+
+    /// How many blocks the content array holds; none when it is not an array.
+    fn block_count(&self) -> usize {
+        let values = match self.content {
+            Some(Value::Array(values)) => values.len(),
+            _ => 0,
+        };
+        values + self.views.map_or(0, <[_]>::len)
     }
 
     /// Whether the content is an array of blocks.
@@ -495,8 +574,11 @@ impl<'h> Projector<'h> {
         // text goes straight into the stored copy, and only native parts are kept beside it,
         // with the index of the piece they stand for.
         let mut stored = StoredText {
-            // A spill pass keeps only the text: its parts and live copy are not read.
-            spans: attach.is_none().then(Vec::new),
+            // A spill pass keeps only the text: its parts and live copy are not read. Otherwise
+            // there is a part a block, and one for structured content.
+            ends: attach
+                .is_none()
+                .then(|| Vec::with_capacity(result.block_count() + 1)),
             ..StoredText::default()
         };
         let mut natives: Vec<(usize, Part<'a>)> = Vec::new();
@@ -508,21 +590,40 @@ impl<'h> Projector<'h> {
         match result.content {
             _ if result.has_blocks() => {
                 // Adjacent texts are redacted as one, so that a uri split across them is found.
-                let mut run: Vec<&'a str> = Vec::new();
-                let mut flush = |run: &mut Vec<&'a str>, stored: &mut StoredText<'a>| {
-                    if run.is_empty() {
-                        return;
+                // A text redaction surely leaves as it is goes straight into the stored copy;
+                // a run is kept only from its first text that redaction may change, when the
+                // texts before it are taken back out (decision 0088). A million tiny texts with
+                // nothing to hide cost no list of a million texts. A lone text redaction leaves
+                // as it is stays borrowed (decision 0091).
+                let mut run = TextRun::default();
+                let mut flush = |run: &mut TextRun<'a>, stored: &mut StoredText<'a>| {
+                    if !run.kept.is_empty() {
+                        for text in hidden.redact_run(&run.kept) {
+                            stored.push_cow(text);
+                        }
+                        found_in_texts.extend(hidden.take_found());
                     }
-                    server_text |= run.iter().any(|text| !text.trim().is_empty());
-                    for text in hidden.redact_run(run) {
-                        stored.push_cow(text);
-                    }
-                    found_in_texts.extend(hidden.take_found());
-                    run.clear();
+                    *run = TextRun::default();
                 };
-                for block in result.blocks() {
+                for (index, block) in result.blocks().enumerate() {
                     if let Some(text) = text_of(&block) {
-                        run.push(text);
+                        server_text |= !text.trim().is_empty();
+                        let start = *run.start.get_or_insert((index, stored.mark()));
+                        if run.kept.is_empty() && hidden.passes_unchanged(text) {
+                            stored.push_cow(Cow::Borrowed(text));
+                        } else {
+                            if run.kept.is_empty() {
+                                // The run's texts so far go back out, to be redacted with it.
+                                stored.roll_back(start.1);
+                                run.kept.extend(
+                                    result
+                                        .blocks_from(start.0)
+                                        .take(index - start.0)
+                                        .filter_map(|block| text_of(&block)),
+                                );
+                            }
+                            run.kept.push(text);
+                        }
                         continue;
                     }
                     flush(&mut run, &mut stored);
@@ -555,19 +656,18 @@ impl<'h> Projector<'h> {
         }
         // A piece is native only where the route takes it (a text-only route takes nothing);
         // only a native live copy needs the texts twice.
-        let mut spans = stored.spans.take().unwrap_or_default();
-        spans.shrink_to_fit();
+        let mut ends = stored.ends.take().unwrap_or_default();
+        ends.shrink_to_fit();
         let live = if natives.is_empty() || attach.is_some() {
             LiveCopy::Stored
         } else {
             let mut natives = natives.into_iter().peekable();
-            let parts = spans
-                .iter()
+            let parts = part_spans(&ends)
                 .enumerate()
                 .map(
                     |(index, span)| match natives.next_if(|(at, _)| *at == index) {
                         Some((_, part)) => part,
-                        None => Part::Text(stored.text[span.clone()].to_owned()),
+                        None => Part::Text(stored.text[span].to_owned()),
                     },
                 )
                 .collect();
@@ -575,7 +675,7 @@ impl<'h> Projector<'h> {
         };
         ToolResultCopies {
             stored: stored.into_text(),
-            part_spans: spans,
+            part_ends: ends,
             live,
             is_error: result.is_error,
         }
@@ -1424,6 +1524,43 @@ mod tests {
     }
 
     #[test]
+    fn a_url_begun_in_a_text_redaction_would_leave_alone_is_still_found_across_the_run() {
+        // "see https" holds nothing a url is made of, so it goes into the stored copy at once;
+        // the next text's ":" takes it back out, to be redacted with its run.
+        let result = json!({"content": [
+            {"type": "text", "text": "plain"},
+            {"type": "image", "mimeType": "image/png", "data": ""},
+            {"type": "text", "text": "one"},
+            {"type": "text", "text": "see https"},
+            {"type": "text", "text": "://api.example.com/v1?access_token=ya29SECRET"},
+            {"type": "text", "text": " two"},
+        ]});
+        let bytes = result.to_string();
+        let view = mcpl_classify::ResultView::parse(bytes.as_bytes()).unwrap();
+        for parsed in [
+            ToolResult::from_value(&result),
+            ToolResult::from_view(&view),
+        ] {
+            let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
+            let server = ServerName::new("s");
+            let mut projector = Projector {
+                registry: &mut registry,
+                ledger: &mut ledger,
+                route: RouteId::Anthropic.route(),
+                server: &server,
+                uri_policy: UriPolicy::Hidden,
+            };
+            let copies = projector.tool_result(&parsed);
+            let parts: Vec<&str> = copies.stored_parts().collect();
+            assert_eq!(parts.len(), 6, "{parts:?}");
+            assert_eq!([parts[0], parts[2], parts[5]], ["plain", "one", " two"]);
+            assert_eq!(parts[3], format!("see {WITHHELD_LINK}"));
+            assert_eq!(parts[4], "");
+            assert_eq!(parts.join("\n"), copies.stored);
+        }
+    }
+
+    #[test]
     fn the_stored_parts_are_ranges_of_the_stored_copy_one_per_shown_thing() {
         let png =
             base64::engine::general_purpose::STANDARD.encode(mcpl_testkit::fixture("image.png"));
@@ -1462,7 +1599,22 @@ mod tests {
         assert_eq!(spill, copies.stored);
         assert_eq!(
             ToolResultCopies::join_parts(["a", "", "bc"]),
-            ("a\n\nbc".to_owned(), vec![0..1, 2..2, 3..5])
+            ("a\n\nbc".to_owned(), vec![1, 2, 5])
+        );
+        let (stored, part_ends) = ToolResultCopies::join_parts(["", "a", "\n", ""]);
+        let copies = ToolResultCopies {
+            stored: stored.into(),
+            part_ends,
+            live: LiveCopy::Stored,
+            is_error: false,
+        };
+        assert_eq!(
+            copies.part_spans().collect::<Vec<_>>(),
+            [0..0, 1..2, 3..4, 5..5]
+        );
+        assert_eq!(
+            copies.stored_parts().collect::<Vec<_>>(),
+            ["", "a", "\n", ""]
         );
     }
 
