@@ -328,7 +328,7 @@ fn tool_result_output(
     LaneOutput {
         live: encoder.tool_result_copies(&fitted.copies),
         follow_up: encoder.follow_up_copies(&fitted.copies),
-        stored: fitted.copies.stored,
+        stored: fitted.copies.stored.into_owned(),
         tokens,
         spill,
         refusal: None,
