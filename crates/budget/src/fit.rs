@@ -474,7 +474,7 @@ fn assemble<'a>(
         LiveCopy::Stored
     };
     ToolResultCopies {
-        stored,
+        stored: stored.into(),
         part_ends,
         live,
         is_error: original.is_error,

@@ -20,6 +20,7 @@ use std::fmt;
 
 use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Number, Value};
 
 use crate::block::{Block, Fields, classify_fields};
@@ -275,9 +276,15 @@ pub struct ResultView<'de> {
 impl<'de> ResultView<'de> {
     /// Reads a result. Fails where `serde_json::from_slice::<Value>` fails on the same bytes.
     pub fn parse(bytes: &'de [u8]) -> Result<ResultView<'de>, serde_json::Error> {
+        RAW_CONTAINER_READ.with(|read| read.set(false));
         let mut deserializer = serde_json::Deserializer::from_slice(bytes);
         let read = deserializer.deserialize_any(ResultVisitor)?;
         deserializer.end()?;
+        // A container read from a slot's raw JSON was parsed as if at the top, so the limit a
+        // `Value` parse meets at its depth is checked here, over the whole input.
+        if RAW_CONTAINER_READ.with(|read| read.replace(false)) && nests_too_deep(bytes) {
+            return Err(de::Error::custom("recursion limit exceeded"));
+        }
         match read {
             Some(view) => Ok(view),
             // A single content block: the whole object is the content, read as data.
@@ -429,34 +436,172 @@ fn seq_value<'de, A: SeqAccess<'de>>(seq: A) -> Result<Value, A::Error> {
     Value::deserialize(SeqAccessDeserializer::new(seq))
 }
 
+/// A slot's value is read as the raw JSON it is in the input, so that a string with escapes is
+/// decoded once, straight into a `String` of its final size: serde_json would decode it into
+/// its scratch buffer, which grows by doubling, and a visitor could only copy it from there, so
+/// a 200 MB text would cost two or three times its size while it is read (decision 0091).
 impl<'de> Deserialize<'de> for Slot<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(SlotVisitor)
+        let raw = <&'de RawValue>::deserialize(deserializer)?;
+        slot_of_raw(raw.get()).map_err(de::Error::custom)
     }
 }
 
-struct SlotVisitor;
-
-impl<'de> Visitor<'de> for SlotVisitor {
-    type Value = Slot<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
+/// A slot from its raw JSON, which serde_json has checked as it checks any value it skips:
+/// the syntax, UTF-8, no control character in a string, every escape well formed. What it does
+/// not check of a skipped value, the parse of a `Value` does: surrogate escapes paired (here, in
+/// [`unescape`]) and nesting within the recursion limit (in [`ResultView::parse`], from the
+/// mark [`RAW_CONTAINER_READ`] leaves).
+fn slot_of_raw(raw: &str) -> Result<Slot<'_>, String> {
+    if let Some(body) = raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
+        return Ok(Slot::Str(match memchr::memchr(b'\\', body.as_bytes()) {
+            None => Cow::Borrowed(body),
+            Some(_) => Cow::Owned(unescape(body)?),
+        }));
     }
-
-    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Slot<'de>, E> {
-        Ok(Slot::Str(Cow::Borrowed(v)))
+    if raw.starts_with(['[', '{']) {
+        RAW_CONTAINER_READ.with(|read| read.set(true));
     }
+    let value: Value = serde_json::from_str(raw).map_err(|error| error.to_string())?;
+    Ok(slot_of(value))
+}
 
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Slot<'de>, A::Error> {
-        map_value(map).map(|value| Slot::Json(Box::new(value)))
+thread_local! {
+    /// Set when a slot held an object or an array, read from its raw JSON: that parse started
+    /// at depth zero, so [`ResultView::parse`] checks the whole input's nesting after it.
+    static RAW_CONTAINER_READ: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The depth at which serde_json refuses to nest further: its 128th open container.
+const RECURSION_LIMIT: usize = 128;
+
+/// Whether JSON text opens containers [`RECURSION_LIMIT`] deep anywhere (strings skipped).
+fn nests_too_deep(bytes: &[u8]) -> bool {
+    let mut depth = 0usize;
+    let mut at = 0;
+    while let Some(offset) = bytes.get(at..).and_then(|rest| {
+        rest.iter()
+            .position(|b| matches!(b, b'"' | b'[' | b'{' | b']' | b'}'))
+    }) {
+        at += offset;
+        match bytes[at] {
+            b'"' => {
+                // Past the closing quote: the next quote or backslash, an escape skipped whole.
+                at += 1;
+                loop {
+                    match bytes
+                        .get(at..)
+                        .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+                    {
+                        Some(k) if bytes[at + k] == b'\\' => at += k + 2,
+                        Some(k) => {
+                            at += k + 1;
+                            break;
+                        }
+                        None => return false,
+                    }
+                }
+                continue;
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth >= RECURSION_LIMIT {
+                    return true;
+                }
+            }
+            _ => depth = depth.saturating_sub(1),
+        }
+        at += 1;
     }
+    false
+}
 
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Slot<'de>, A::Error> {
-        seq_value(seq).map(|value| Slot::Json(Box::new(value)))
+/// A JSON string's body (between its quotes, escapes well formed) decoded into a `String` of
+/// exactly its final size: one pass measures it, a second writes it. Fails as serde_json fails
+/// on the same string read into a `String`: on a surrogate escape that is not one of a pair.
+fn unescape(body: &str) -> Result<String, String> {
+    let len = decode_escapes(body, |piece| match piece {
+        Piece::Text(text) => text.len(),
+        Piece::Char(c) => c.len_utf8(),
+    })?;
+    let mut out = String::with_capacity(len);
+    decode_escapes(body, |piece| {
+        match piece {
+            Piece::Text(text) => out.push_str(text),
+            Piece::Char(c) => out.push(c),
+        }
+        0
+    })?;
+    Ok(out)
+}
+
+/// A stretch of a string's body between escapes, or what one escape stands for.
+enum Piece<'s> {
+    Text(&'s str),
+    Char(char),
+}
+
+/// Walks a string's body piece by piece, handing each to `each`; returns the sum of what it
+/// returned.
+fn decode_escapes(body: &str, mut each: impl FnMut(Piece<'_>) -> usize) -> Result<usize, String> {
+    let bytes = body.as_bytes();
+    let mut total = 0;
+    let mut at = 0;
+    while let Some(offset) = memchr::memchr(b'\\', &bytes[at..]) {
+        let escape = at + offset;
+        // A backslash is ASCII, so the text before it ends on a character boundary.
+        total += each(Piece::Text(body.get(at..escape).unwrap_or_default()));
+        let (c, len) = escape_at(bytes, escape)?;
+        total += each(Piece::Char(c));
+        at = escape + len;
     }
+    total += each(Piece::Text(body.get(at..).unwrap_or_default()));
+    Ok(total)
+}
 
-    scalars_as!(slot_of);
+/// The character the escape at `at` stands for, and the escape's length in bytes.
+fn escape_at(bytes: &[u8], at: usize) -> Result<(char, usize), String> {
+    let simple = match bytes.get(at + 1) {
+        Some(b'"') => '"',
+        Some(b'\\') => '\\',
+        Some(b'/') => '/',
+        Some(b'b') => '\u{8}',
+        Some(b'f') => '\u{c}',
+        Some(b'n') => '\n',
+        Some(b'r') => '\r',
+        Some(b't') => '\t',
+        Some(b'u') => return unicode_escape_at(bytes, at),
+        _ => return Err("invalid escape".to_owned()),
+    };
+    Ok((simple, 2))
+}
+
+/// `\uXXXX`, or a pair of them for a character past the BMP.
+fn unicode_escape_at(bytes: &[u8], at: usize) -> Result<(char, usize), String> {
+    let unit = |from: usize| {
+        bytes
+            .get(from..from + 4)
+            .and_then(|hex| std::str::from_utf8(hex).ok())
+            .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+            .ok_or_else(|| "invalid escape".to_owned())
+    };
+    let lone = || Err("lone surrogate in hex escape".to_owned());
+    let first = unit(at + 2)?;
+    if (0xDC00..0xE000).contains(&first) {
+        return lone();
+    }
+    if !(0xD800..0xDC00).contains(&first) {
+        return char::from_u32(first).map(|c| (c, 6)).map_or_else(lone, Ok);
+    }
+    if bytes.get(at + 6..at + 8) != Some(b"\\u") {
+        return lone();
+    }
+    let second = unit(at + 8)?;
+    if !(0xDC00..0xE000).contains(&second) {
+        return lone();
+    }
+    let c = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00);
+    char::from_u32(c).map(|c| (c, 12)).map_or_else(lone, Ok)
 }
 
 /// A scalar as a slot: a string stays a string.
@@ -689,6 +834,83 @@ mod tests {
             view.content,
             Some(ContentView::Blocks(blocks)) if blocks == [BlockView::Text(Cow::Borrowed("ab"))]
         ));
+    }
+
+    /// The text slot of `{"content":[{"type":"text","text":<json>}]}`, a borrowed string made
+    /// owned (so the answer outlives the bytes), an owned one as it was read.
+    fn text_slot(json: &str) -> Result<Option<Slot<'static>>, serde_json::Error> {
+        let bytes = format!(r#"{{"content":[{{"type":"text","text":{json}}}]}}"#);
+        let view = ResultView::parse(bytes.as_bytes())?;
+        let Some(ContentView::Blocks(blocks)) = view.content else {
+            panic!("a content array")
+        };
+        let slot = blocks.into_iter().next().and_then(|block| match block {
+            BlockView::Text(text) => Some(Slot::Str(text)),
+            BlockView::Object(object) => object.text,
+            BlockView::Other(_) => None,
+        });
+        Ok(slot.map(|slot| match slot {
+            Slot::Str(text) => Slot::Str(Cow::Owned(text.into_owned())),
+            Slot::Json(value) => Slot::Json(value),
+        }))
+    }
+
+    #[test]
+    fn an_escaped_string_is_decoded_into_a_string_of_exactly_its_size() {
+        let json = r#""a\nb\t\"q\"\\ \/ \b\f\r \u00e9 \ud83d\ude00 end""#;
+        let Ok(Some(Slot::Str(Cow::Owned(text)))) = text_slot(json) else {
+            panic!("an owned string")
+        };
+        let expected: String = serde_json::from_str(json).unwrap();
+        assert_eq!(text, expected);
+        assert_eq!(text.capacity(), text.len());
+    }
+
+    #[rstest::rstest]
+    #[case::lone_leading(r#""a\ud800""#)]
+    #[case::lone_trailing(r#""\udc00""#)]
+    #[case::leading_then_other_escape(r#""\ud800\n""#)]
+    #[case::leading_then_leading(r#""\ud800\ud800""#)]
+    #[case::leading_then_bmp(r#""\ud800\u0041""#)]
+    #[case::invalid_escape(r#""\x41""#)]
+    #[case::short_hex(r#""\u12""#)]
+    #[case::control_character("\"a\u{1}b\"")]
+    fn a_string_a_value_refuses_the_view_refuses(#[case] json: &str) {
+        assert!(serde_json::from_str::<Value>(json).is_err());
+        assert!(text_slot(json).is_err(), "{json}");
+    }
+
+    #[test]
+    fn a_container_in_a_slot_counts_against_the_whole_inputs_nesting_limit() {
+        // The text slot sits in three containers: the result, the content array, the block.
+        for depth in [120, 124, 125, 126, 130] {
+            let json = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            let bytes = format!(r#"{{"content":[{{"type":"text","text":{json}}}]}}"#);
+            let value = serde_json::from_slice::<Value>(bytes.as_bytes());
+            let view = ResultView::parse(bytes.as_bytes());
+            assert_eq!(view.is_ok(), value.is_ok(), "{depth}");
+        }
+        assert!(nests_too_deep(&[b'['; RECURSION_LIMIT]));
+        assert!(!nests_too_deep(&[b'['; RECURSION_LIMIT - 1]));
+        assert!(!nests_too_deep(
+            format!("[\"{}\\\"\"]", "[".repeat(200)).as_bytes()
+        ));
+    }
+
+    proptest::proptest! {
+        /// Any string, as JSON writes it or with every character escaped, reads as a `Value`
+        /// reads it.
+        #[test]
+        fn a_string_slot_reads_as_a_value_reads_it(text in "\\PC{0,40}|[\\\\\"\n\t\u{1}\u{e9}\u{1f600}a]{0,40}") {
+            let escaped: String = text
+                .encode_utf16()
+                .map(|unit| format!("\\u{unit:04x}"))
+                .collect();
+            for json in [serde_json::to_string(&text).unwrap(), format!("\"{escaped}\"")] {
+                let slot = text_slot(&json).unwrap();
+                proptest::prop_assert_eq!(slot, Some(Slot::Str(Cow::Owned(text.clone()))));
+            }
+        }
     }
 
     #[test]

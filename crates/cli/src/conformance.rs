@@ -318,12 +318,12 @@ impl Lanes {
         };
         let copies = projector.tool_result(&ToolResult::from_value(&result));
         let live = match &copies.live {
-            LiveCopy::Stored => copies.stored.clone(),
+            LiveCopy::Stored => copies.stored.clone().into_owned(),
             LiveCopy::Native(parts) => parts_json(parts),
         };
         let mut views = Views {
             texts: vec![("tool result live", live)],
-            history: vec![("tool result stored", copies.stored)],
+            history: vec![("tool result stored", copies.stored.into_owned())],
         };
         match projector.push(blocks) {
             Ok(view) => {

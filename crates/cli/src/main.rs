@@ -15,7 +15,7 @@ use mcpl_cli::input::{
     read_input,
 };
 use mcpl_cli::oauth::{Presenter, authorize};
-use mcpl_cli::project::{Lane, Request, project, project_view, view_needs_scaling};
+use mcpl_cli::project::{Lane, Request, project_owned, project_view, view_needs_scaling};
 use mcpl_host::config::{Config, ConfigError, S3Location, SpillStoreConfig};
 use mcpl_host::host_loop::{Host, HostOptions};
 use mcpl_host::model::{Model, ModelError, Scripted};
@@ -618,7 +618,7 @@ fn project_command(file: Option<PathBuf>, request: &Request) -> Result<(), Failu
     }
     let document = parse_document(&source_name, &bytes)?;
     drop(bytes);
-    let projection = project(&document, request).map_err(|error| Failure {
+    let projection = project_owned(document, request).map_err(|error| Failure {
         // Every projection error is input the command cannot use.
         status: 2,
         message: error.to_string(),

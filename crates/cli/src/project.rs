@@ -113,6 +113,49 @@ pub enum ProjectError {
 
 /// Projects a document on the requested lane and route.
 pub fn project(document: &Document, request: &Request) -> Result<Projection, ProjectError> {
+    project_scaled(document, request, None)
+}
+
+/// [`project`] for a caller that gives the document up: a tool result's images over a limit are
+/// scaled in place first, so each one's old base64 is freed as soon as its scaled one replaces
+/// it rather than held to the end beside a scaled copy of the result. The same output.
+pub fn project_owned(
+    mut document: Document,
+    request: &Request,
+) -> Result<Projection, ProjectError> {
+    if request.lane != Lane::ToolResult {
+        return project(&document, request);
+    }
+    // The body `unwrap_jsonrpc` gives, mutably.
+    let key = document.value.get("jsonrpc").and_then(|_| {
+        ["result", "params"]
+            .into_iter()
+            .find(|key| document.value.get(key).is_some())
+    });
+    let body = match key {
+        Some(key) => document.value.get_mut(key),
+        None => Some(&mut document.value),
+    };
+    let mut diagnostics = Vec::new();
+    if let Some(body) = body {
+        let priced = PricedRoute::of(request.route);
+        let fit = mcpl_scale::Fit::for_route(&priced.lanes, &request.route.request_limits());
+        mcpl_scale::Scaler::default().scale_result_in_place(
+            body,
+            &priced.lanes,
+            fit,
+            &mut diagnostics,
+        );
+    }
+    project_scaled(&document, request, Some(diagnostics))
+}
+
+/// [`project`], its tool result's images already scaled when `scaled` holds what scaling said.
+fn project_scaled(
+    document: &Document,
+    request: &Request,
+    scaled: Option<Vec<String>>,
+) -> Result<Projection, ProjectError> {
     let source = Source {
         fingerprint: document.fingerprint,
         lone_surrogates_replaced: document.lone_surrogates_replaced,
@@ -130,6 +173,7 @@ pub fn project(document: &Document, request: &Request) -> Result<Projection, Pro
             pricer,
             diagnostics,
             unknown,
+            scaled,
         )
     })
 }
@@ -284,7 +328,7 @@ fn tool_result_output(
     LaneOutput {
         live: encoder.tool_result_copies(&fitted.copies),
         follow_up: encoder.follow_up_copies(&fitted.copies),
-        stored: fitted.copies.stored,
+        stored: fitted.copies.stored.into_owned(),
         tokens,
         spill,
         refusal: None,
@@ -298,6 +342,7 @@ fn lane_output(
     pricer: Pricer<'_>,
     diagnostics: &mut Vec<String>,
     unknown: impl Fn(Lane) -> ProjectError,
+    scaled: Option<Vec<String>>,
 ) -> Result<LaneOutput, ProjectError> {
     let body = unwrap_jsonrpc(document);
     let mut refusal = None;
@@ -312,11 +357,25 @@ fn lane_output(
     let output: Lane3 = match request.lane {
         Lane::ToolResult => {
             let result = tool_result_value(body).ok_or_else(|| unknown(Lane::ToolResult))?;
-            // Images over a per-image limit are scaled as `mcpl run` scales them by default.
-            let priced = PricedRoute::of(request.route);
-            let fit = mcpl_scale::Fit::for_route(&priced.lanes, &request.route.request_limits());
-            let scaled =
-                mcpl_scale::Scaler::default().scale_result(result, &priced.lanes, fit, diagnostics);
+            // Images over a per-image limit are scaled as `mcpl run` scales them by default
+            // (unless `project_owned` scaled them in place already).
+            let scaled = match scaled {
+                Some(said) => {
+                    diagnostics.extend(said);
+                    None
+                }
+                None => {
+                    let priced = PricedRoute::of(request.route);
+                    let fit =
+                        mcpl_scale::Fit::for_route(&priced.lanes, &request.route.request_limits());
+                    mcpl_scale::Scaler::default().scale_result(
+                        result,
+                        &priced.lanes,
+                        fit,
+                        diagnostics,
+                    )
+                }
+            };
             let result = scaled.as_ref().unwrap_or(result);
             return Ok(tool_result_output(
                 &ToolResult::from_value(result),

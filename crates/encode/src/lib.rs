@@ -37,7 +37,7 @@
 //! let output = ToolOutput {
 //!     call_id: "toolu_1".to_owned(),
 //!     name: "chart".to_owned(),
-//!     stored: fitted.copies.stored.clone(),
+//!     stored: fitted.copies.stored.to_string(),
 //!     live: match &fitted.copies.live {
 //!         LiveCopy::Native(parts) => Some(parts.iter().map(Content::from_part).collect()),
 //!         LiveCopy::Stored => None,
@@ -362,7 +362,7 @@ pub fn project_output(copies: &ToolResultCopies<'_>) -> ToolOutput {
     ToolOutput {
         call_id: PROJECT_CALL_ID.to_owned(),
         name: PROJECT_TOOL_NAME.to_owned(),
-        stored: copies.stored.clone(),
+        stored: copies.stored.clone().into_owned(),
         live: match &copies.live {
             LiveCopy::Native(parts) => Some(parts.iter().map(Content::from_part).collect()),
             LiveCopy::Stored => None,

@@ -1334,7 +1334,7 @@ fn fitted_report(round: usize, call: &ToolCall, tool: &str, fitted: Fitted<'_>) 
                 LiveCopy::Stored => None,
                 LiveCopy::Native(parts) => Some(parts.iter().map(Content::from_part).collect()),
             },
-            stored: fitted.copies.stored,
+            stored: fitted.copies.stored.into_owned(),
             is_error: fitted.copies.is_error,
         },
         estimated_tokens,
@@ -1437,7 +1437,7 @@ fn read_result_spec() -> ToolSpec {
 /// A tool output's copies as the window projection prices them.
 fn copies_of(output: &ToolOutput) -> ToolResultCopies<'_> {
     ToolResultCopies {
-        stored: output.stored.clone(),
+        stored: output.stored.clone().into(),
         part_ends: Vec::new(),
         live: match &output.live {
             Some(parts) => LiveCopy::Native(parts.iter().map(Content::as_part).collect()),

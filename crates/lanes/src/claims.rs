@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::hash::BuildHasher as _;
 use std::sync::Arc;
 
@@ -11,7 +12,8 @@ use serde_json::Value;
 use crate::markers::WITHHELD_LINK;
 use crate::redact::{
     Compiled, FastSet, HiddenSet, Strings, View, canonical, is_control_or_format,
-    is_credential_free, is_credential_shaped, plain_case, urls_in,
+    is_credential_free, is_credential_shaped, is_url_terminator, plain_case, safe_cut, urls_in,
+    view_holds_no_url,
 };
 
 /// Whether a server's uris may appear in what a model sees.
@@ -186,7 +188,13 @@ impl HiddenUris {
             [one] => Cow::Borrowed(*one),
             _ => Cow::Owned(pieces.concat()),
         };
-        let ranges = if let Some(upper) = plain_case(&joined) {
+        // Only urls are looked for, and the text's view can hold none: no view to make.
+        if self.compiled.searcher.is_none() && view_holds_no_url(&joined) {
+            return borrowed();
+        }
+        let ranges = if joined.len() > 2 * REDACT_WINDOW {
+            self.find_windowed(&joined, REDACT_WINDOW)
+        } else if let Some(upper) = plain_case(&joined) {
             // The view of plain text is the text in lower case, byte for byte: no view to build
             // and no way back to map.
             let lower: Cow<'_, str> = if upper {
@@ -253,12 +261,131 @@ impl HiddenUris {
             ranges.extend(searcher.find_all(&self.compiled.patterns, view));
         }
         if self.scan {
-            for (start, end, crowded) in urls_in(view) {
-                let url = &view[start..end];
-                if crowded || is_credential_shaped(url) {
-                    ranges.push((start, end));
-                    self.found.borrow_mut().push(canonical(url));
+            self.scan_urls(view, 0, &mut ranges);
+        }
+        ranges
+    }
+
+    /// The credential-shaped (or crowded) urls of a stretch of a view that starts at `offset`,
+    /// as ranges of the view, each remembered for the session.
+    fn scan_urls(&self, stretch: &str, offset: usize, ranges: &mut Vec<(usize, usize)>) {
+        for (start, end, crowded) in urls_in(stretch) {
+            let url = &stretch[start..end];
+            if crowded || is_credential_shaped(url) {
+                ranges.push((offset + start, offset + end));
+                self.found.borrow_mut().push(canonical(url));
+            }
+        }
+    }
+
+    /// What [`HiddenUris::find_in_view`] finds in the view of `text`, mapped back to `text`'s
+    /// bytes, without the view of the whole text: `text` is cut where its view can be
+    /// ([`safe_cut`], about every `window` bytes), and the views of the pieces are searched a
+    /// window at a time, each window holding what a match or url starting in it may reach
+    /// (decision 0091). The answer is the whole view's, range for range.
+    ///
+    /// A window ends where a match of the longest pattern starting before its end still ends
+    /// inside what has been read, and, when urls are scanned, just after a url terminator (a
+    /// url never crosses one). A text with nowhere to cut, or a view without a terminator for a
+    /// long way, makes a longer window: memory then grows with that stretch, as the url found
+    /// in it would.
+    fn find_windowed(&self, text: &str, window: usize) -> Vec<(usize, usize)> {
+        let searcher = self.compiled.searcher.as_ref();
+        let longest = match searcher {
+            Some(_) => self
+                .compiled
+                .patterns
+                .iter()
+                .map(str::len)
+                .max()
+                .unwrap_or(0),
+            None => 0,
+        };
+        let mut ranges = Vec::new();
+        // The pieces whose views are still needed to map ranges back: each one's offset in
+        // `text`, the offset of its view in the whole view, and its view (its text moved out).
+        let mut pieces: VecDeque<(usize, usize, View)> = VecDeque::new();
+        // The whole view from `base` on, as far as it has been read.
+        let mut buffer = String::new();
+        let mut base = 0;
+        // Where the search goes on from: past the last match kept.
+        let mut last_end = 0;
+        // How far into `buffer` a url terminator has been looked for in vain, so that a view
+        // without one for a long way is looked through once, not once a piece.
+        let mut no_terminator_before = 0;
+        let mut next = 0;
+        loop {
+            let done = next >= text.len();
+            if !done {
+                let end = match text.len() - next {
+                    left if left <= 2 * window => text.len(),
+                    _ => safe_cut(text, floor_boundary(text, next + window)).unwrap_or(text.len()),
+                };
+                let mut view = View::of(&text[next..end]);
+                let view_start = base + buffer.len();
+                buffer.push_str(&std::mem::take(&mut view.text));
+                pieces.push_back((next, view_start, view));
+                next = end;
+                if buffer.len() < window + longest {
+                    continue;
                 }
+            }
+            let core_end = if done {
+                base + buffer.len()
+            } else {
+                let limit = floor_boundary(&buffer, buffer.len() - longest);
+                let end = if self.scan {
+                    let from = no_terminator_before.min(limit);
+                    no_terminator_before = limit;
+                    buffer.as_bytes()[from..limit]
+                        .iter()
+                        .rposition(|&b| is_url_terminator(b))
+                        .map(|at| from + at + 1)
+                } else {
+                    Some(limit)
+                };
+                match end {
+                    Some(end) if end > 0 => base + end,
+                    _ => continue,
+                }
+            };
+            let core = &buffer[..core_end - base];
+            let mut found = Vec::new();
+            if let Some(searcher) = searcher {
+                let from = last_end.max(base);
+                if from < core_end {
+                    let matches =
+                        searcher.find_all(&self.compiled.patterns, &buffer[from - base..]);
+                    for (start, end) in matches {
+                        if from + start >= core_end {
+                            break;
+                        }
+                        found.push((from + start, from + end));
+                        last_end = from + end;
+                    }
+                }
+            }
+            if self.scan {
+                self.scan_urls(core, base, &mut found);
+            }
+            ranges.extend(found.into_iter().map(|(start, end)| {
+                (
+                    origin_in(&pieces, start, start + 1).0,
+                    origin_in(&pieces, end - 1, end).1,
+                )
+            }));
+            if done {
+                break;
+            }
+            buffer.drain(..core_end - base);
+            base = core_end;
+            no_terminator_before = 0;
+            // A piece is kept while a range reaching past the window may end in it.
+            while pieces
+                .get(1)
+                .is_some_and(|(_, view_start, _)| *view_start <= base)
+            {
+                pieces.pop_front();
             }
         }
         ranges
@@ -268,6 +395,35 @@ impl HiddenUris {
     pub(crate) fn take_found(&self) -> Vec<String> {
         std::mem::take(&mut *self.found.borrow_mut())
     }
+}
+
+/// How many bytes of a text redaction reads at a time: a text more than twice as long is read
+/// in windows about this long ([`HiddenUris::find_windowed`]), so its whole view is never made.
+pub(crate) const REDACT_WINDOW: usize = 1 << 20;
+
+/// The bytes of the text a range of one character of the whole view came from, given the
+/// pieces the text was cut into (each one's offset, its view's offset, its view).
+fn origin_in(pieces: &VecDeque<(usize, usize, View)>, start: usize, end: usize) -> (usize, usize) {
+    let piece = pieces
+        .iter()
+        .rev()
+        .find(|(_, view_start, _)| *view_start <= start);
+    match piece {
+        Some((offset, view_start, view)) => {
+            let (from, to) = view.origin(start - view_start, end - view_start);
+            (offset + from, offset + to)
+        }
+        None => (start, end),
+    }
+}
+
+/// The largest character boundary of `text` at or before `index`.
+fn floor_boundary(text: &str, index: usize) -> usize {
+    let mut index = index.min(text.len());
+    while !text.is_char_boundary(index) {
+        index -= 1;
+    }
+    index
 }
 
 /// Finds every occurrence of a set of strings of at least eight bytes, held in a [`Strings`].
@@ -662,6 +818,166 @@ mod tests {
                 expected.clone()
             );
             proptest::prop_assert_eq!(Searcher::new(&set).find_all(&set, &text), expected);
+        }
+    }
+
+    /// What redaction finds in the view of the whole text, mapped back, in order, and the urls
+    /// it remembered.
+    fn found_whole(uris: &HiddenUris, text: &str) -> (Vec<(usize, usize)>, Vec<String>) {
+        let view = View::of(text);
+        let mut ranges: Vec<(usize, usize)> = uris
+            .find_in_view(&view.text)
+            .into_iter()
+            .map(|(start, end)| view.origin(start, end))
+            .collect();
+        ranges.sort_unstable();
+        (ranges, uris.take_found())
+    }
+
+    fn found_windowed(
+        uris: &HiddenUris,
+        text: &str,
+        window: usize,
+    ) -> (Vec<(usize, usize)>, Vec<String>) {
+        let mut ranges = uris.find_windowed(text, window);
+        ranges.sort_unstable();
+        (ranges, uris.take_found())
+    }
+
+    /// Hidden uris (a long one among them, so matches reach far), each server uri of the
+    /// texts below; with `many`, twenty more with their own beginnings, so that they are
+    /// searched by their tails rather than their beginnings.
+    fn hidden_uris(scan: bool, many: bool) -> HiddenUris {
+        let mut blocks = vec![
+            json!({"type": "resource_link", "uri": "demo://resource/one"}),
+            json!({"type": "resource_link", "uri": "https://files.example/q3?sig=abcdef0123456789"}),
+            json!({"type": "resource_link", "uri": format!("demo://long/{}", "segment/".repeat(30))}),
+        ];
+        if many {
+            blocks.extend(
+                (0..20)
+                    .map(|n| json!({"type": "resource_link", "uri": format!("s{n}://fox/jumps")})),
+            );
+        }
+        let content = Value::Array(blocks);
+        let uris =
+            HiddenUris::in_session(&[&content], UriPolicy::Hidden, &mut HiddenSet::new(), scan);
+        let by_tail = matches!(uris.compiled.searcher, Some(Searcher::ByTail { .. }));
+        assert_eq!(by_tail, many);
+        uris
+    }
+
+    /// Pieces of server text: prose, white space and controls, hidden uris in several
+    /// spellings, credential-shaped urls, escapes of every kind, text outside ASCII.
+    const FRAGMENTS: &[&str] = &[
+        "the quick brown fox ",
+        "s7://fox/jumps",
+        "S12://FOX/jumps/",
+        "jumps over the lazy dog",
+        " ",
+        "\n",
+        "\t\r",
+        "line 42: ",
+        "demo://resource/one",
+        "DEMO://Resource/One",
+        "demo%3A%2F%2Fresource%2Fone",
+        "demo&#58;//resource&sol;one",
+        "demo:\\u002f/resource/one",
+        "https://files.example/q3?sig=abcdef0123456789",
+        "abcdef0123456789",
+        "https://u:p@a.example/x",
+        "see https://b.example/y?token=1 ",
+        "x://",
+        "%25",
+        "%2",
+        "&amp;",
+        "&#x",
+        "\\",
+        "\u{200b}",
+        "caf\u{e9} \u{4e2d}\u{6587} ",
+        "demo://long/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/",
+    ];
+
+    proptest::proptest! {
+        /// Reading a long text a window at a time finds what reading its whole view finds, and
+        /// remembers the same urls in the same order, whatever the window.
+        #[test]
+        fn windows_find_what_the_whole_view_finds(
+            picks in proptest::collection::vec(0..FRAGMENTS.len(), 0..400),
+            window in 1usize..400,
+            scan: bool,
+            many: bool,
+        ) {
+            let text: String = picks.iter().map(|&i| FRAGMENTS[i]).collect();
+            let uris = hidden_uris(scan, many);
+            let whole = found_whole(&uris, &text);
+            proptest::prop_assert_eq!(found_windowed(&uris, &text, window), whole);
+        }
+
+        /// Where a text is cut, the two sides' views side by side are the whole text's view,
+        /// each byte from the same place.
+        #[test]
+        fn views_of_the_sides_of_a_safe_cut_make_the_whole_view(
+            picks in proptest::collection::vec(0..FRAGMENTS.len(), 0..200),
+            from in 0usize..2000,
+        ) {
+            let text: String = picks.iter().map(|&i| FRAGMENTS[i]).collect();
+            let from = floor_boundary(&text, from);
+            if let Some(cut) = safe_cut(&text, from) {
+                let (whole, left, right) =
+                    (View::of(&text), View::of(&text[..cut]), View::of(&text[cut..]));
+                proptest::prop_assert_eq!(&whole.text, &format!("{}{}", left.text, right.text));
+                for at in 0..whole.text.len() {
+                    let side = if at < left.text.len() {
+                        left.origin(at, at + 1)
+                    } else {
+                        let (start, end) = right.origin(at - left.text.len(), at - left.text.len() + 1);
+                        (cut + start, cut + end)
+                    };
+                    proptest::prop_assert_eq!(whole.origin(at, at + 1), side);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_hidden_uri_across_a_window_boundary_is_withheld() {
+        let uri = format!("demo://long/{}", "segment/".repeat(30));
+        // Plain filler up to the first window, then the uri: the text is cut inside it
+        // (72 characters that start no escape past the window's end).
+        let mut text = "filler ".repeat(REDACT_WINDOW / 7 + 1);
+        text.truncate(REDACT_WINDOW - 20);
+        let at = text.len();
+        text.push_str(&uri);
+        text.push_str(" and then ");
+        text.push_str(&"more prose\n".repeat(REDACT_WINDOW / 11 * 2));
+        let cut = safe_cut(&text, REDACT_WINDOW).unwrap_or_default();
+        assert!(
+            at < cut && cut < at + uri.len(),
+            "the cut falls inside the uri"
+        );
+        assert!(
+            text.len() > 2 * REDACT_WINDOW,
+            "the text is read in windows"
+        );
+        let uris = hidden_uris(true, false);
+        let redacted = uris.redact(&text);
+        // The canonical form drops the trailing slash, so the slash is left.
+        let expected = format!(
+            "{}{WITHHELD_LINK}{}",
+            &text[..at],
+            &text[at + uri.len() - 1..]
+        );
+        assert!(redacted == expected, "{}", &redacted[at - 20..at + 40]);
+        uris.take_found();
+        // Small windows put a window's end inside it too.
+        for window in [50, 100, 333, 1000] {
+            let short = &text[REDACT_WINDOW - 2000..REDACT_WINDOW + 2000];
+            assert_eq!(
+                found_windowed(&uris, short, window),
+                found_whole(&uris, short),
+                "{window}"
+            );
         }
     }
 

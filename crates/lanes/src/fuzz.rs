@@ -94,7 +94,7 @@ pub fn every_lane(result: &Value) {
         let copies = lanes.tool_result(&parsed);
         let again = lanes.tool_result(&parsed);
         assert_eq!(copies.stored, again.stored, "the stored copy is stable");
-        let mut outputs = vec![copies.stored.clone()];
+        let mut outputs = vec![copies.stored.clone().into_owned()];
         if let LiveCopy::Native(parts) = &copies.live {
             // One part per block, and one more where structured content is shown.
             if let Some(Value::Array(blocks)) = parsed.content {

@@ -106,8 +106,10 @@ pub enum LiveCopy<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolResultCopies<'a> {
     /// The text kept in history and recompiled every later turn. The same result always gives
-    /// the same text while the image ledger holds its images.
-    pub stored: String,
+    /// the same text while the image ledger holds its images. A result whose stored copy is one
+    /// server text with nothing redacted borrows that text (decision 0091): a 200 MB text is
+    /// not copied to be priced, cut and spilled.
+    pub stored: Cow<'a, str>,
     /// Where each of the stored copy's parts (before they were joined with `\n`) ends in
     /// `stored`: one per shown thing, in the order of the live copy's parts when it is native
     /// (an image's part is its placeholder). The first part starts at 0 and each other one
@@ -145,7 +147,7 @@ impl ToolResultCopies<'_> {
         for part in parts {
             stored.push(part);
         }
-        (stored.text, stored.ends.unwrap_or_default())
+        (stored.text.into_owned(), stored.ends.unwrap_or_default())
     }
 }
 
@@ -163,8 +165,8 @@ fn part_spans(ends: &[usize]) -> impl Iterator<Item = Range<usize>> + '_ {
 /// A stored copy being written: its text, how many parts it has, and where each part ends in it
 /// when they are kept.
 #[derive(Default)]
-struct StoredText {
-    text: String,
+struct StoredText<'a> {
+    text: Cow<'a, str>,
     parts: usize,
     ends: Option<Vec<usize>>,
 }
@@ -184,7 +186,7 @@ struct TextRun<'a> {
     kept: Vec<&'a str>,
 }
 
-impl StoredText {
+impl<'a> StoredText<'a> {
     /// Where the text is now.
     fn mark(&self) -> StoredMark {
         StoredMark {
@@ -193,9 +195,12 @@ impl StoredText {
         }
     }
 
-    /// Takes back every part pushed since `mark`.
+    /// Takes back every part pushed since `mark` (a borrowed text is cut, not copied).
     fn roll_back(&mut self, mark: StoredMark) {
-        self.text.truncate(mark.text);
+        match &mut self.text {
+            Cow::Borrowed(text) => *text = text.get(..mark.text).unwrap_or_default(),
+            Cow::Owned(text) => text.truncate(mark.text),
+        }
         self.parts = mark.parts;
         if let Some(ends) = &mut self.ends {
             ends.truncate(mark.parts);
@@ -204,13 +209,38 @@ impl StoredText {
 
     /// Appends a part, after a `\n` unless it is the first.
     fn push(&mut self, part: &str) {
+        let text = self.text.to_mut();
         if self.parts > 0 {
-            self.text.push('\n');
+            text.push('\n');
         }
-        self.text.push_str(part);
+        text.push_str(part);
         self.parts += 1;
         if let Some(ends) = &mut self.ends {
+            ends.push(text.len());
+        }
+    }
+
+    /// Appends a part as [`StoredText::push`] does; a borrowed first part stays borrowed until
+    /// another part follows it.
+    fn push_cow(&mut self, part: Cow<'a, str>) {
+        if self.parts > 0 {
+            return self.push(&part);
+        }
+        self.text = part;
+        self.parts = 1;
+        if let Some(ends) = &mut self.ends {
             ends.push(self.text.len());
+        }
+    }
+
+    /// The text, its spare capacity given back.
+    fn into_text(self) -> Cow<'a, str> {
+        match self.text {
+            Cow::Owned(mut text) => {
+                text.shrink_to_fit();
+                Cow::Owned(text)
+            }
+            borrowed => borrowed,
         }
     }
 }
@@ -524,11 +554,13 @@ impl<'h> Projector<'h> {
     /// given the payload and the text the stored copy would show, and structured content is
     /// always included. Withheld data is not a payload. Hidden uris stay hidden: a model may
     /// read the spill file.
-    pub fn tool_result_spill(
+    ///
+    /// A result that is one server text with nothing redacted borrows that text.
+    pub fn tool_result_spill<'a>(
         &mut self,
-        result: &ToolResult<'_>,
+        result: &ToolResult<'a>,
         attach: &mut Attach<'_>,
-    ) -> String {
+    ) -> Cow<'a, str> {
         self.tool_result_with(result, &mut Some(attach)).stored
     }
 
@@ -561,12 +593,13 @@ impl<'h> Projector<'h> {
                 // A text redaction surely leaves as it is goes straight into the stored copy;
                 // a run is kept only from its first text that redaction may change, when the
                 // texts before it are taken back out (decision 0088). A million tiny texts with
-                // nothing to hide cost no list of a million texts.
+                // nothing to hide cost no list of a million texts. A lone text redaction leaves
+                // as it is stays borrowed (decision 0091).
                 let mut run = TextRun::default();
-                let mut flush = |run: &mut TextRun<'a>, stored: &mut StoredText| {
+                let mut flush = |run: &mut TextRun<'a>, stored: &mut StoredText<'a>| {
                     if !run.kept.is_empty() {
                         for text in hidden.redact_run(&run.kept) {
-                            stored.push(&text);
+                            stored.push_cow(text);
                         }
                         found_in_texts.extend(hidden.take_found());
                     }
@@ -577,7 +610,7 @@ impl<'h> Projector<'h> {
                         server_text |= !text.trim().is_empty();
                         let start = *run.start.get_or_insert((index, stored.mark()));
                         if run.kept.is_empty() && hidden.passes_unchanged(text) {
-                            stored.push(text);
+                            stored.push_cow(Cow::Borrowed(text));
                         } else {
                             if run.kept.is_empty() {
                                 // The run's texts so far go back out, to be redacted with it.
@@ -623,7 +656,7 @@ impl<'h> Projector<'h> {
         }
         // A piece is native only where the route takes it (a text-only route takes nothing);
         // only a native live copy needs the texts twice.
-        let mut ends = stored.ends.unwrap_or_default();
+        let mut ends = stored.ends.take().unwrap_or_default();
         ends.shrink_to_fit();
         let live = if natives.is_empty() || attach.is_some() {
             LiveCopy::Stored
@@ -640,10 +673,8 @@ impl<'h> Projector<'h> {
                 .collect();
             LiveCopy::Native(parts)
         };
-        let mut text = stored.text;
-        text.shrink_to_fit();
         ToolResultCopies {
-            stored: text,
+            stored: stored.into_text(),
             part_ends: ends,
             live,
             is_error: result.is_error,
@@ -1489,7 +1520,7 @@ mod tests {
         };
         let parsed = ToolResult::from_value(result);
         let copies = projector.tool_result(&parsed);
-        (copies.stored, copies.live)
+        (copies.stored.into_owned(), copies.live)
     }
 
     #[test]
@@ -1572,7 +1603,7 @@ mod tests {
         );
         let (stored, part_ends) = ToolResultCopies::join_parts(["", "a", "\n", ""]);
         let copies = ToolResultCopies {
-            stored,
+            stored: stored.into(),
             part_ends,
             live: LiveCopy::Stored,
             is_error: false,

@@ -589,13 +589,6 @@ const MAX_SCHEME_CHARS: usize = 32;
 /// twice reads the same).
 pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize, bool)> {
     let b = view.as_bytes();
-    let is_terminator = |c: u8| {
-        c.is_ascii_whitespace()
-            || matches!(
-                c,
-                b'"' | b'\'' | b'<' | b'>' | b'`' | b'{' | b'}' | b'|' | b'\\' | b'^'
-            )
-    };
     let mut found = Vec::new();
     // The end of the stretch the last `://` was in, and how many it held so far.
     let (mut stretch_end, mut in_stretch) = (0, 0);
@@ -603,7 +596,7 @@ pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize, bool)> {
     for i in schemes {
         if i >= stretch_end {
             stretch_end = i + 3;
-            while stretch_end < b.len() && !is_terminator(b[stretch_end]) {
+            while stretch_end < b.len() && !is_url_terminator(b[stretch_end]) {
                 stretch_end += 1;
             }
             in_stretch = 0;
@@ -636,6 +629,61 @@ pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize, bool)> {
         }
     }
     found
+}
+
+/// Whether the view of `text` holds no `://`, so that [`urls_in`] finds nothing in it, told
+/// without making the view: `text` has nothing to decode (no `%`, `\\` or `&`), and no `:` in it
+/// is followed by `//` once the characters the view drops are left out.
+pub(crate) fn view_holds_no_url(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    if memchr::memchr3(b'%', b'\\', b'&', bytes).is_some() {
+        return false;
+    }
+    memchr::memchr_iter(b':', bytes).all(|at| {
+        // A colon is ASCII, so the text after it starts on a character boundary.
+        let mut next = text
+            .get(at + 1..)
+            .unwrap_or_default()
+            .chars()
+            .filter(|&c| !is_control_or_format(c));
+        !(next.next() == Some('/') && next.next() == Some('/'))
+    })
+}
+
+/// Whether a byte of a view ends a url: white space, a quote, `<`, `>`, a backtick, `{`, `}`,
+/// `|`, `\\` or `^`. No url [`urls_in`] finds holds one, or reaches back past one.
+pub(crate) fn is_url_terminator(c: u8) -> bool {
+    c.is_ascii_whitespace()
+        || matches!(
+            c,
+            b'"' | b'\'' | b'<' | b'>' | b'`' | b'{' | b'}' | b'|' | b'\\' | b'^'
+        )
+}
+
+/// How many characters that start no escape (`%`, `\\`, `&`; dropped characters not counted,
+/// as the view does not hold them) must come before a place where a text is cut so that its
+/// two sides' views, side by side, are the whole text's view. An escape reaches at most 14
+/// characters past where it starts, and only an escape or what one decodes to starts one in a
+/// later layer, so escapes before such a run reach at most [`DECODE_LAYERS`] times 14 (56)
+/// characters into it, and look at most 14 further: 72 keeps every escape on one side.
+pub(crate) const SAFE_RUN: usize = 72;
+
+/// The first place at or after `from` (a character boundary) where `text` can be cut so that
+/// the views of the two sides, side by side, are the view of the whole, each character of
+/// them coming from the same bytes (see [`SAFE_RUN`]); `None` when there is none.
+pub(crate) fn safe_cut(text: &str, from: usize) -> Option<usize> {
+    let mut run = 0;
+    for (at, c) in text.get(from..)?.char_indices() {
+        if matches!(c, '%' | '\\' | '&') {
+            run = 0;
+        } else if !is_control_or_format(c) {
+            run += 1;
+            if run >= SAFE_RUN {
+                return Some(from + at + c.len_utf8());
+            }
+        }
+    }
+    None
 }
 
 /// The uris a session has hidden, at most [`HIDDEN_SET_CAPACITY`], oldest forgotten first, and
@@ -1071,6 +1119,20 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// A text said to hold no url in its view is one with nothing to decode whose view has
+        /// no `://`.
+        #[test]
+        fn a_view_holds_no_url_exactly_when_it_has_no_scheme_separator(
+            text in "[:/a %&\\\\\n\t\u{200b}\u{ad}\u{e9}]{0,24}",
+        ) {
+            let undecoded = !text.contains(['%', '\\', '&']);
+            let expected = undecoded && !View::of(&text).text.contains("://");
+            proptest::prop_assert_eq!(view_holds_no_url(&text), expected);
+            if expected {
+                proptest::prop_assert!(urls_in(&View::of(&text).text).is_empty());
+            }
+        }
+
         /// The short way for plain text is exact: where `plain_case` says a string is plain,
         /// its view is the string in lower case and maps back byte for byte.
         #[test]

@@ -31,6 +31,8 @@ use mcpl_lanes::markers::size_label;
 use mcpl_lanes::{RequestLimits, Route};
 use serde_json::Value;
 
+mod png_encode;
+
 /// What one image must fit to go natively.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fit {
@@ -224,6 +226,7 @@ impl Scaler {
         }
         let payload = Payload::new(data).map_err(|_| ScaleError::Base64)?;
         let len = usize::try_from(payload.decoded_len()).map_err(|_| ScaleError::Limits)?;
+        // The decoded bytes are dropped once the decoder has read them.
         let bytes = payload.decode_prefix(len).map_err(|_| ScaleError::Base64)?;
         let image = self.decode(bytes, format)?;
         let (width, height) = (image.width(), image.height());
@@ -232,6 +235,17 @@ impl Scaler {
         } else {
             ImageFormat::Png
         };
+        let scaled = |data, dimensions| Scaled {
+            data,
+            sniffed: if out_format == ImageFormat::Jpeg {
+                Sniffed::Jpeg
+            } else {
+                Sniffed::Png
+            },
+            dimensions,
+            from,
+            from_bytes: len as u64,
+        };
         let side = width.max(height).max(1);
         let mut scale = (f64::from(fit.max_side) / f64::from(side)).min(1.0);
         for _ in 0..=ATTEMPTS {
@@ -239,22 +253,43 @@ impl Scaler {
                 width: ((f64::from(width) * scale).round() as u32).clamp(1, fit.max_side),
                 height: ((f64::from(height) * scale).round() as u32).clamp(1, fit.max_side),
             };
-            let encoded = encode(&image, to, out_format)?;
-            let chars = encoded.len().div_ceil(3) * 4;
-            if chars as u64 <= fit.max_base64 {
-                use base64::Engine as _;
-                return Ok(Scaled {
-                    data: base64::engine::general_purpose::STANDARD.encode(&encoded),
-                    sniffed: if out_format == ImageFormat::Jpeg {
-                        Sniffed::Jpeg
-                    } else {
-                        Sniffed::Png
-                    },
-                    dimensions: to,
-                    from,
-                    from_bytes: len as u64,
-                });
-            }
+            // Resizing to the same size gives the same pixels: no copy is made for it.
+            let resized = (to.width != width || to.height != height)
+                .then(|| image.thumbnail_exact(to.width, to.height));
+            // A PNG is counted before it is built, so one too large is never built (decision
+            // 0090); a JPEG is encoded to learn its length.
+            let counted = if out_format == ImageFormat::Png {
+                png_encode::count(resized.as_ref().unwrap_or(&image))
+            } else {
+                None
+            };
+            let chars = match counted {
+                Some(counted) if base64_chars(counted.len) > fit.max_base64 => {
+                    base64_chars(counted.len)
+                }
+                Some(counted) => {
+                    // It fits: the decoded image is let go before the resized one is built.
+                    let data = match resized {
+                        Some(resized) => {
+                            drop(image);
+                            png_encode::write_base64(&resized, counted)
+                        }
+                        None => png_encode::write_base64(&image, counted),
+                    }
+                    .map_err(|error| ScaleError::Decode(error.to_string()))?;
+                    return Ok(scaled(data, to));
+                }
+                None => {
+                    let encoded = encode(resized.as_ref().unwrap_or(&image), out_format)?;
+                    let chars = base64_chars(encoded.len() as u64);
+                    if chars <= fit.max_base64 {
+                        use base64::Engine as _;
+                        let data = base64::engine::general_purpose::STANDARD.encode(&encoded);
+                        return Ok(scaled(data, to));
+                    }
+                    chars
+                }
+            };
             // Bytes grow roughly with the area: shrink the sides by the square root of the
             // excess, and a little more so the next try is likely to fit.
             scale *= (fit.max_base64 as f64 / chars as f64).sqrt() * 0.9;
@@ -292,9 +327,16 @@ impl Scaler {
     ) -> Option<Value> {
         let blocks = result.get("content")?.as_array()?;
         let out = self.scale_blocks(blocks, route, Place::ToolResult, fit, diagnostics)?;
-        let mut result = result.clone();
-        result["content"] = Value::Array(out);
-        Some(result)
+        // The result's other fields are copied; its content, the old images in it, is not.
+        let mut content = Some(Value::Array(out));
+        let fields = result.as_object()?.iter().map(|(key, value)| {
+            let value = match key.as_str() {
+                "content" => content.take().unwrap_or(Value::Null),
+                _ => value.clone(),
+            };
+            (key.clone(), value)
+        });
+        Some(Value::Object(fields.collect()))
     }
 
     /// A push event's, a channel message's or a user-position injection's content (an array of
@@ -325,30 +367,11 @@ impl Scaler {
     ) -> Option<Vec<Value>> {
         let mut out: Option<Vec<Value>> = None;
         for (index, block) in blocks.iter().enumerate() {
-            let scaled = match classify(block) {
-                Block::InlineImage(media) if media.renderable() => {
-                    over_fit(&media, route, place, fit).map(|(sniffed, dimensions)| {
-                        let why = why_scaled(fit, dimensions);
-                        (self.scale(media.data, sniffed, dimensions, fit), why)
-                    })
-                }
-                _ => None,
-            };
-            match scaled {
-                Some((Ok(scaled), why)) => {
+            match self.scale_block(block, index, route, place, fit, diagnostics) {
+                Some((scaled, notice)) => {
                     let out = out.get_or_insert_with(|| blocks[..index].to_vec());
-                    let notice = scaled_notice(&scaled, &why);
-                    let mut block = block.clone();
-                    block["data"] = Value::String(scaled.data);
-                    block["mimeType"] = Value::String(scaled.sniffed.mime().to_owned());
-                    out.push(block);
-                    out.push(serde_json::json!({"type": "text", "text": notice}));
-                }
-                Some((Err(error), _)) => {
-                    diagnostics.push(format!("image {} not scaled: {error}", index + 1));
-                    if let Some(out) = &mut out {
-                        out.push(block.clone());
-                    }
+                    out.push(with_image(block, scaled.data, scaled.sniffed.mime()));
+                    out.push(notice_block(notice));
                 }
                 None => {
                     if let Some(out) = &mut out {
@@ -359,21 +382,120 @@ impl Scaler {
         }
         out
     }
+
+    /// [`Scaler::scale_result`] in place, for a caller that gives up the result as the server
+    /// sent it: each scaled image's base64 replaces the old one, which is freed there and then,
+    /// and nothing else is copied. Whether an image was scaled.
+    pub fn scale_result_in_place(
+        &self,
+        result: &mut Value,
+        route: &Route,
+        fit: Fit,
+        diagnostics: &mut Vec<String>,
+    ) -> bool {
+        let Some(Value::Array(blocks)) = result.get_mut("content") else {
+            return false;
+        };
+        let mut scaled_any = false;
+        let mut out = Vec::with_capacity(blocks.len());
+        for (index, mut block) in std::mem::take(blocks).into_iter().enumerate() {
+            let scaled =
+                self.scale_block(&block, index, route, Place::ToolResult, fit, diagnostics);
+            match (scaled, block.as_object_mut()) {
+                (Some((scaled, notice)), Some(fields)) => {
+                    fields.insert("data".to_owned(), Value::String(scaled.data));
+                    fields.insert(
+                        "mimeType".to_owned(),
+                        Value::String(scaled.sniffed.mime().to_owned()),
+                    );
+                    out.push(block);
+                    out.push(notice_block(notice));
+                    scaled_any = true;
+                }
+                _ => out.push(block),
+            }
+        }
+        *blocks = out;
+        scaled_any
+    }
+
+    /// One block scaled, with its notice, when it is an image over `fit` that the route takes at
+    /// `place`; an image that could not be scaled is said in the diagnostics.
+    fn scale_block(
+        &self,
+        block: &Value,
+        index: usize,
+        route: &Route,
+        place: Place,
+        fit: Fit,
+        diagnostics: &mut Vec<String>,
+    ) -> Option<(Scaled, String)> {
+        let Block::InlineImage(media) = classify(block) else {
+            return None;
+        };
+        if !media.renderable() {
+            return None;
+        }
+        let (sniffed, dimensions) = over_fit(&media, route, place, fit)?;
+        let why = why_scaled(fit, dimensions);
+        match self.scale(media.data, sniffed, dimensions, fit) {
+            Ok(scaled) => {
+                let notice = scaled_notice(&scaled, &why);
+                Some((scaled, notice))
+            }
+            Err(error) => {
+                diagnostics.push(format!("image {} not scaled: {error}", index + 1));
+                None
+            }
+        }
+    }
 }
 
-/// The image resized to `to` and encoded as `format`.
-fn encode(
-    image: &DynamicImage,
-    to: Dimensions,
-    format: ImageFormat,
-) -> Result<Vec<u8>, ScaleError> {
-    let resized = image.thumbnail_exact(to.width, to.height);
+/// The text block a notice goes in.
+fn notice_block(notice: String) -> Value {
+    serde_json::json!({"type": "text", "text": notice})
+}
+
+/// An image block with its `data` and `mimeType` replaced, in their places; its other fields
+/// copied, its old base64 not.
+fn with_image(block: &Value, data: String, mime: &str) -> Value {
+    let mut data = Some(data);
+    let mut fields: serde_json::Map<String, Value> = match block.as_object() {
+        Some(object) => object
+            .iter()
+            .map(|(key, value)| {
+                let value = match key.as_str() {
+                    "data" => Value::String(data.take().unwrap_or_default()),
+                    "mimeType" => Value::String(mime.to_owned()),
+                    _ => value.clone(),
+                };
+                (key.clone(), value)
+            })
+            .collect(),
+        None => serde_json::Map::new(),
+    };
+    if let Some(data) = data {
+        fields.insert("data".to_owned(), Value::String(data));
+    }
+    if !fields.contains_key("mimeType") {
+        fields.insert("mimeType".to_owned(), Value::String(mime.to_owned()));
+    }
+    Value::Object(fields)
+}
+
+/// The base64 characters `bytes` bytes take.
+fn base64_chars(bytes: u64) -> u64 {
+    bytes.div_ceil(3) * 4
+}
+
+/// The image encoded as `format`.
+fn encode(image: &DynamicImage, format: ImageFormat) -> Result<Vec<u8>, ScaleError> {
     let mut out = Cursor::new(Vec::new());
     let written = if format == ImageFormat::Jpeg {
         let encoder = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, JPEG_QUALITY);
-        DynamicImage::ImageRgb8(resized.to_rgb8()).write_with_encoder(encoder)
+        DynamicImage::ImageRgb8(image.to_rgb8()).write_with_encoder(encoder)
     } else {
-        resized.write_to(&mut out, ImageFormat::Png)
+        image.write_to(&mut out, ImageFormat::Png)
     };
     written.map_err(|error| ScaleError::Decode(error.to_string()))?;
     Ok(out.into_inner())

@@ -267,12 +267,12 @@ fn no_pixels_is_never_scaled_and_an_image_within_the_fit_is_not_decoded() {
 fn a_tool_result_gets_its_scaled_image_and_a_notice_after_it() {
     let small = png(10, 10);
     let wide = png(9000, 90);
-    let result = json!({"content": [
+    let result = json!({"isError": false, "content": [
         {"type": "text", "text": "before"},
-        {"type": "image", "data": wide, "mimeType": "image/png"},
+        {"type": "image", "data": wide, "annotations": {"priority": 1}, "mimeType": "image/png"},
         {"type": "image", "data": small, "mimeType": "image/png"},
         {"type": "text", "text": "after"},
-    ]});
+    ], "_meta": {"k": "v"}});
     let fit = Fit::for_route(&Route::ANTHROPIC, &RouteId::Anthropic.request_limits());
     let mut diagnostics = Vec::new();
     let scaled = Scaler::default()
@@ -296,6 +296,26 @@ fn a_tool_result_gets_its_scaled_image_and_a_notice_after_it() {
     assert_eq!(content[3], result["content"][2]);
     assert_eq!(content[4], result["content"][3]);
     assert!(diagnostics.is_empty());
+    // The result's other fields and the image block's stay, in their places.
+    let keys = |value: &serde_json::Value| {
+        value
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(keys(&scaled), ["isError", "content", "_meta"]);
+    assert_eq!(
+        (&scaled["isError"], &scaled["_meta"]),
+        (&result["isError"], &result["_meta"])
+    );
+    assert_eq!(
+        keys(&content[1]),
+        ["type", "data", "annotations", "mimeType"]
+    );
+    assert_eq!(content[1]["annotations"], json!({"priority": 1}));
+    assert_eq!(content[1]["mimeType"], "image/png");
     // Nothing over the fit, or a route that takes no image there: nothing changes.
     let plain = json!({"content": [{"type": "image", "data": small, "mimeType": "image/png"}]});
     assert!(
@@ -331,4 +351,205 @@ fn an_image_that_cannot_be_decoded_stays_as_it_was_with_a_diagnostic() {
         diagnostics[0].starts_with("image 1 not scaled: the image could not be decoded"),
         "{diagnostics:?}"
     );
+}
+
+/// `Scaler::scale`'s sizes as they were tried before a PNG's length was counted first (decision
+/// 0090): each size resized, encoded and measured, the first that fits kept.
+fn scaled_by_encoding_each_size(data: &str, fit: Fit, format: ImageFormat) -> (String, Dimensions) {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .unwrap();
+    let image = image::load_from_memory(&bytes).unwrap();
+    let (width, height) = (image.width(), image.height());
+    let mut scale = (f64::from(fit.max_side) / f64::from(width.max(height))).min(1.0);
+    loop {
+        let to = dims(
+            ((f64::from(width) * scale).round() as u32).clamp(1, fit.max_side),
+            ((f64::from(height) * scale).round() as u32).clamp(1, fit.max_side),
+        );
+        let resized = image.thumbnail_exact(to.width, to.height);
+        let mut out = Cursor::new(Vec::new());
+        if format == ImageFormat::Jpeg {
+            let encoder = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 85);
+            DynamicImage::ImageRgb8(resized.to_rgb8())
+                .write_with_encoder(encoder)
+                .unwrap();
+        } else {
+            resized.write_to(&mut out, ImageFormat::Png).unwrap();
+        }
+        let chars = out.get_ref().len().div_ceil(3) as u64 * 4;
+        if chars <= fit.max_base64 {
+            return (b64(&out.into_inner()), to);
+        }
+        scale *= (fit.max_base64 as f64 / chars as f64).sqrt() * 0.9;
+    }
+}
+
+#[test]
+fn counting_a_png_first_keeps_every_size_and_byte_the_encoder_gave() {
+    let gradient = |width, height| {
+        image::ImageBuffer::from_fn(width, height, |x, y| {
+            image::Rgba([
+                (x % 256) as u8,
+                (y % 256) as u8,
+                ((x + y) / 4 % 256) as u8,
+                200,
+            ])
+        })
+    };
+    let cases = [
+        // Noise over the base64 cap at its own size: the count says the first size is too
+        // large, and the second is encoded (the workload w3, smaller).
+        (
+            "noise",
+            encoded(DynamicImage::ImageRgb8(noise(300, 260)), ImageFormat::Png),
+            Fit {
+                max_side: 8000,
+                max_base64: 200_000,
+            },
+        ),
+        // A side over the cap, compressible: the first size fits.
+        (
+            "gradient",
+            encoded(
+                DynamicImage::ImageRgba8(gradient(900, 300)),
+                ImageFormat::Png,
+            ),
+            Fit {
+                max_side: 400,
+                max_base64: 1_000_000,
+            },
+        ),
+        // Both: a side over the cap and then too large at the cap.
+        (
+            "noise over a side",
+            encoded(DynamicImage::ImageRgb8(noise(500, 120)), ImageFormat::Png),
+            Fit {
+                max_side: 400,
+                max_base64: 80_000,
+            },
+        ),
+        // 16-bit samples, written big-endian.
+        (
+            "16-bit",
+            encoded(
+                DynamicImage::ImageRgb16(image::ImageBuffer::from_fn(200, 150, |x, y| {
+                    image::Rgb([
+                        (x * 300) as u16,
+                        (y * 400) as u16,
+                        ((x * y) % 65_536) as u16,
+                    ])
+                })),
+                ImageFormat::Png,
+            ),
+            Fit {
+                max_side: 8000,
+                max_base64: 60_000,
+            },
+        ),
+        // A GIF becomes a PNG.
+        (
+            "gif",
+            encoded(
+                DynamicImage::ImageRgba8(gradient(300, 200)),
+                ImageFormat::Gif,
+            ),
+            Fit {
+                max_side: 100,
+                max_base64: 1_000_000,
+            },
+        ),
+    ];
+    for (name, data, fit) in cases {
+        let (sniffed, from) = read(&data);
+        assert!(fit.needs(from, data.len()), "{name}");
+        let scaled = Scaler::default().scale(&data, sniffed, from, fit).unwrap();
+        let (expected, to) = scaled_by_encoding_each_size(&data, fit, ImageFormat::Png);
+        assert_eq!(scaled.dimensions, to, "{name}");
+        assert!(scaled.data == expected, "{name}: the bytes differ");
+    }
+    // A JPEG's length is not counted: it is encoded at each size as before.
+    let data = encoded(DynamicImage::ImageRgb8(noise(400, 300)), ImageFormat::Jpeg);
+    let fit = Fit {
+        max_side: 8000,
+        max_base64: 40_000,
+    };
+    let scaled = Scaler::default()
+        .scale(&data, Sniffed::Jpeg, dims(400, 300), fit)
+        .unwrap();
+    let (expected, to) = scaled_by_encoding_each_size(&data, fit, ImageFormat::Jpeg);
+    assert_eq!(scaled.dimensions, to);
+    assert!(scaled.data == expected, "jpeg: the bytes differ");
+}
+
+#[test]
+fn resizing_to_the_same_size_gives_the_same_pixels() {
+    // `Scaler::scale` encodes the decoded image itself when a try keeps its size.
+    let rgb = noise(37, 23);
+    let images = [
+        DynamicImage::ImageRgb8(rgb.clone()),
+        DynamicImage::ImageRgb8(rgb.clone()).to_luma8().into(),
+        DynamicImage::ImageRgb8(rgb.clone()).to_luma_alpha8().into(),
+        DynamicImage::ImageRgb8(rgb.clone()).to_rgba8().into(),
+        DynamicImage::ImageRgb8(rgb.clone()).to_luma16().into(),
+        DynamicImage::ImageRgb8(rgb.clone())
+            .to_luma_alpha16()
+            .into(),
+        DynamicImage::ImageRgb8(rgb.clone()).to_rgb16().into(),
+        DynamicImage::ImageRgb8(rgb).to_rgba16().into(),
+    ];
+    for image in images {
+        assert_eq!(
+            image.thumbnail_exact(image.width(), image.height()),
+            image,
+            "{:?}",
+            image.color()
+        );
+    }
+}
+
+#[test]
+fn scaling_in_place_gives_what_scaling_a_copy_gives() {
+    // A valid header over the cap with no pixels: classification takes it, decoding does not.
+    let mut broken = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR".to_vec();
+    broken.extend_from_slice(&9_000u32.to_be_bytes());
+    broken.extend_from_slice(&10u32.to_be_bytes());
+    broken.extend_from_slice(b"\x08\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00IEND\xaeB`\x82");
+    let result = json!({"isError": false, "content": [
+        {"type": "text", "text": "before"},
+        {"type": "image", "data": png(9000, 90), "annotations": {"priority": 1}, "mimeType": "image/png"},
+        {"type": "image", "data": b64(&broken), "mimeType": "image/png"},
+        {"type": "image", "data": png(10, 10), "mimeType": "image/png"},
+    ], "_meta": {"k": "v"}});
+    let fit = Fit::for_route(&Route::ANTHROPIC, &RouteId::Anthropic.request_limits());
+    let (mut copied, mut in_place) = (Vec::new(), Vec::new());
+    let expected = Scaler::default()
+        .scale_result(&result, &Route::ANTHROPIC, fit, &mut copied)
+        .unwrap();
+    let mut scaled = result.clone();
+    assert!(Scaler::default().scale_result_in_place(
+        &mut scaled,
+        &Route::ANTHROPIC,
+        fit,
+        &mut in_place
+    ));
+    assert_eq!(scaled, expected);
+    assert_eq!(
+        serde_json::to_string(&scaled).unwrap(),
+        serde_json::to_string(&expected).unwrap(),
+        "the same keys in the same order"
+    );
+    assert_eq!(in_place, copied);
+    assert_eq!(in_place.len(), 1, "{in_place:?}");
+    // Nothing over the fit: nothing changes.
+    let plain =
+        json!({"content": [{"type": "image", "data": png(10, 10), "mimeType": "image/png"}]});
+    let mut unchanged = plain.clone();
+    assert!(!Scaler::default().scale_result_in_place(
+        &mut unchanged,
+        &Route::ANTHROPIC,
+        fit,
+        &mut in_place
+    ));
+    assert_eq!(unchanged, plain);
 }

@@ -472,7 +472,9 @@ fn uri_keys_keep_their_values_in_the_spill() {
 #[test]
 fn a_result_read_from_bytes_projects_as_its_value_does() {
     use mcpl_cli::input::{fingerprint, parse_document};
-    use mcpl_cli::project::{Lane, Request, project, project_view, view_needs_scaling};
+    use mcpl_cli::project::{
+        Lane, Request, project, project_owned, project_view, view_needs_scaling,
+    };
     let cases = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../lanes/tests/cases");
     let mut inputs: Vec<Vec<u8>> = std::fs::read_dir(cases)
         .unwrap()
@@ -507,6 +509,13 @@ fn a_result_read_from_bytes_projects_as_its_value_does() {
                     uri_policy: mcpl_lanes::UriPolicy::Hidden,
                 };
                 let from_value = project(&document, &request).unwrap();
+                // Scaling in place first gives the same projection.
+                assert_eq!(
+                    serde_json::to_string(&project_owned(document.clone(), &request).unwrap())
+                        .unwrap(),
+                    serde_json::to_string(&from_value).unwrap(),
+                    "{route:?} {budget}"
+                );
                 if view_needs_scaling(&view, &request) {
                     // `mcpl project` takes the `Value` path for a result it scales.
                     assert!(
@@ -531,6 +540,44 @@ fn a_result_read_from_bytes_projects_as_its_value_does() {
     assert!(compared > 100, "{compared}");
     // The large image of `image_result` is scaled on every image route.
     assert!(scaled > 0, "{scaled}");
+}
+
+/// `mcpl project` gives its parsed document up to `project_owned`, which scales a tool result's
+/// images in place: the output is `project`'s, for a plain result, one inside a JSON-RPC
+/// response, and another lane.
+#[test]
+fn scaling_in_place_projects_as_scaling_a_copy_does() {
+    use base64::Engine as _;
+    use mcpl_cli::input::parse_document;
+    use mcpl_cli::project::{Lane, Request, project, project_owned};
+    // A PNG grown past Anthropic's 5 MiB per image.
+    let png = base64::engine::general_purpose::STANDARD
+        .encode(mcpl_testkit::grown_png("image.png", 6 * 1024 * 1024));
+    let result = json!({"content": [
+        {"type": "text", "text": "The dashboard:"},
+        {"type": "image", "mimeType": "image/png", "data": png},
+    ], "isError": false});
+    let wrapped = json!({"jsonrpc": "2.0", "id": 1, "result": result});
+    let push = json!({"eventId": "e1", "payload": {"content": result["content"]}});
+    for (lane, input) in [
+        (Lane::ToolResult, result.clone()),
+        (Lane::ToolResult, wrapped),
+        (Lane::Push, push),
+    ] {
+        let document = parse_document("stdin", input.to_string().as_bytes()).unwrap();
+        let request = Request {
+            lane,
+            route: mcpl_lanes::RouteId::Anthropic,
+            budget: 100_000,
+            spill_dir: None,
+            server: "demo".to_owned(),
+            uri_policy: mcpl_lanes::UriPolicy::Hidden,
+        };
+        let expected = serde_json::to_string(&project(&document, &request).unwrap()).unwrap();
+        assert!(expected.contains("[image above scaled from "), "{lane:?}");
+        let owned = serde_json::to_string(&project_owned(document, &request).unwrap()).unwrap();
+        assert_eq!(owned, expected);
+    }
 }
 
 #[test]

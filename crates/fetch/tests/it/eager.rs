@@ -35,6 +35,7 @@ fn stored(registry: &mut Registry, server: &str, blocks: &[Value]) -> String {
     }
     .tool_result(&ToolResult::from_value(&result))
     .stored
+    .into_owned()
 }
 
 #[test]

@@ -37,6 +37,7 @@ fn stored(lanes: &mut Lanes, server: &str, blocks: Value) -> String {
         .projector(&ServerName::new(server))
         .tool_result(&ToolResult::from_value(&result))
         .stored
+        .into_owned()
 }
 
 #[test]

@@ -13,6 +13,7 @@ fn stored(lanes: &mut Lanes, server: &str, text: &str) -> String {
         .projector(&ServerName::new(server))
         .tool_result(&ToolResult::from_value(&result))
         .stored
+        .into_owned()
 }
 
 #[test]

@@ -125,7 +125,7 @@ impl Host {
         AllLanes {
             live_anthropic: render_live(&anthropic.live, &anthropic.stored),
             live_text_only: render_live(&text_only.live, &text_only.stored),
-            stored: anthropic.stored,
+            stored: anthropic.stored.into_owned(),
             push,
             channel,
             injection_user,

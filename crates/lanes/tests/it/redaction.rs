@@ -18,7 +18,7 @@ fn outputs(host: &mut Host, result: &Value, policy: UriPolicy) -> Vec<String> {
     let spill = host
         .on(&Route::ANTHROPIC, policy)
         .tool_result_spill(&parsed, &mut |_, _| "[attachment]".to_owned());
-    texts.push(spill);
+    texts.push(spill.into_owned());
     texts
 }
 

@@ -31,7 +31,7 @@ fn project_on(route: &Route, mut result: Value) -> (LiveCopy<'static>, String, V
         .iter()
         .map(|p| matches!(p, Part::Image { .. }))
         .collect();
-    (copies.live, copies.stored, native_in_push)
+    (copies.live, copies.stored.into_owned(), native_in_push)
 }
 
 #[test]

@@ -1,0 +1,449 @@
+//! The PNG the `image` crate writes for an image, counted before it is built and then built in
+//! one buffer of its exact size (decision 0090).
+//!
+//! `DynamicImage::write_to(.., ImageFormat::Png)` runs the `png` crate's `Writer::write_image_data`
+//! with fdeflate's fast compressor and the adaptive filter: each row is filtered with whichever
+//! of Up, Sub, Avg and Paeth gives the smallest sum of the bytes read as signed, the filter byte
+//! and the row go to the compressor in one call, and when the compressed stream is longer than
+//! stored blocks would be, the rows are written again as stored blocks. It grows both streams in
+//! memory at once and then copies the one it keeps into the output: for an image of noise, four
+//! times the image's size, and all of it spent for nothing when the image then turns out too
+//! large to send. Here the same rows go through the same compressor into a counter first
+//! ([`count`]), holding one row; an image that fits is then compressed once more into a buffer
+//! of the counted size, by the compressor the count chose, and the `png` crate frames it, its
+//! output going straight into base64 ([`write_base64`]). The tests check the bytes against the
+//! `image` crate's own for every colour type, so a change in either crate that moves them fails.
+
+use std::io::{self, Cursor, Write};
+
+use base64::engine::general_purpose::STANDARD;
+use base64::write::EncoderStringWriter;
+use image::{ColorType, DynamicImage};
+
+/// The PNG signature, the IHDR chunk (12 bytes of framing and 13 of data) and the IEND chunk.
+const FIXED: u64 = 8 + 12 + 13 + 12;
+/// The framing of one chunk: length, type and CRC.
+const CHUNK_FRAMING: u64 = 12;
+/// The most data the encoder puts in one IDAT chunk.
+const MAX_IDAT: usize = (u32::MAX >> 1) as usize;
+/// The most data in one stored deflate block.
+const STORED_BLOCK: u64 = u16::MAX as u64;
+
+/// What the `image` crate's PNG encoder would write for an image: its length, and which zlib
+/// stream it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Counted {
+    /// The bytes of the whole PNG.
+    pub(crate) len: u64,
+    /// The bytes of its zlib stream.
+    zlib: u64,
+    /// Whether that stream is stored blocks (the compressed one was longer).
+    stored: bool,
+}
+
+/// The PNG `image.write_to(.., ImageFormat::Png)` would write, counted without building it, or
+/// `None` for a colour type the count does not cover (the caller then encodes to find out).
+pub(crate) fn count(image: &DynamicImage) -> Option<Counted> {
+    let layout = Layout::of(image)?;
+    let mut compressor = fdeflate::Compressor::new(Counter(0)).ok()?;
+    layout
+        .filtered_rows(|current| compressor.write_data(current))
+        .ok()?;
+    let compressed = compressor.finish().ok()?.0;
+    let raw = layout.raw_len();
+    let threshold =
+        fdeflate::StoredOnlyCompressor::<()>::compressed_size(usize::try_from(raw).ok()?) as u64;
+    let stored = compressed > threshold;
+    let zlib = if stored { stored_len(raw) } else { compressed };
+    let idat_chunks = zlib.div_ceil(MAX_IDAT as u64).max(1);
+    Some(Counted {
+        len: FIXED + idat_chunks * CHUNK_FRAMING + zlib,
+        zlib,
+        stored,
+    })
+}
+
+/// The PNG [`count`] counted, as base64 in a string of exactly its length: the same bytes as
+/// `image.write_to(.., ImageFormat::Png)`, with no buffer but the zlib stream's, sized once.
+pub(crate) fn write_base64(image: &DynamicImage, counted: Counted) -> io::Result<String> {
+    let layout = Layout::of(image)
+        .ok_or_else(|| io::Error::other("the colour type is not one the count covers"))?;
+    let capacity = usize::try_from(counted.zlib).map_err(io::Error::other)?;
+    let zlib = if counted.stored {
+        let mut compressor =
+            fdeflate::StoredOnlyCompressor::new(Cursor::new(Vec::with_capacity(capacity)))?;
+        // The encoder's fallback: each row unfiltered, behind filter byte 0.
+        layout.rows(|row| {
+            compressor.write_data(&[0])?;
+            compressor.write_data(row)
+        })?;
+        compressor.finish()?.into_inner()
+    } else {
+        let mut compressor = fdeflate::Compressor::new(Vec::with_capacity(capacity))?;
+        layout.filtered_rows(|current| compressor.write_data(current))?;
+        compressor.finish()?
+    };
+    let chars = usize::try_from(counted.len.div_ceil(3) * 4).map_err(io::Error::other)?;
+    let mut out = EncoderStringWriter::from_consumer(String::with_capacity(chars), &STANDARD);
+    let mut encoder = png::Encoder::new(&mut out, image.width(), image.height());
+    encoder.set_color(layout.color);
+    encoder.set_depth(layout.depth);
+    let mut writer = encoder.write_header().map_err(io::Error::other)?;
+    for chunk in zlib.chunks(MAX_IDAT) {
+        writer
+            .write_chunk(png::chunk::IDAT, chunk)
+            .map_err(io::Error::other)?;
+    }
+    writer.finish().map_err(io::Error::other)?;
+    Ok(out.into_inner())
+}
+
+/// An image's samples as the encoder reads them.
+struct Layout<'i> {
+    bytes: &'i [u8],
+    /// Bytes per row, without the filter byte.
+    row_len: usize,
+    /// Bytes per pixel.
+    bpp: usize,
+    /// Whether samples are 16-bit (held native-endian, written big-endian).
+    wide: bool,
+    color: png::ColorType,
+    depth: png::BitDepth,
+}
+
+impl<'i> Layout<'i> {
+    fn of(image: &'i DynamicImage) -> Option<Layout<'i>> {
+        use png::{BitDepth, ColorType as Png};
+        let (color, depth, bpp) = match image.color() {
+            ColorType::L8 => (Png::Grayscale, BitDepth::Eight, 1),
+            ColorType::La8 => (Png::GrayscaleAlpha, BitDepth::Eight, 2),
+            ColorType::Rgb8 => (Png::Rgb, BitDepth::Eight, 3),
+            ColorType::Rgba8 => (Png::Rgba, BitDepth::Eight, 4),
+            ColorType::L16 => (Png::Grayscale, BitDepth::Sixteen, 2),
+            ColorType::La16 => (Png::GrayscaleAlpha, BitDepth::Sixteen, 4),
+            ColorType::Rgb16 => (Png::Rgb, BitDepth::Sixteen, 6),
+            ColorType::Rgba16 => (Png::Rgba, BitDepth::Sixteen, 8),
+            _ => return None,
+        };
+        let row_len = usize::try_from(image.width()).ok()?.checked_mul(bpp)?;
+        let bytes = image.as_bytes();
+        let height = usize::try_from(image.height()).ok()?;
+        (row_len > 0 && bytes.len() == row_len.checked_mul(height)?).then_some(Layout {
+            bytes,
+            row_len,
+            bpp,
+            wide: depth == BitDepth::Sixteen,
+            color,
+            depth,
+        })
+    }
+
+    /// The bytes the encoder filters: a filter byte and a row, for each row.
+    fn raw_len(&self) -> u64 {
+        (self.row_len as u64 + 1) * (self.bytes.len() / self.row_len) as u64
+    }
+
+    /// Each row as the encoder has it: samples wider than a byte reordered big-endian.
+    fn rows(&self, mut each: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
+        let mut big_endian = vec![0; if self.wide { self.row_len } else { 0 }];
+        for row in self.bytes.chunks_exact(self.row_len) {
+            if self.wide {
+                for (out, pair) in big_endian.chunks_exact_mut(2).zip(row.chunks_exact(2)) {
+                    out[0] = pair[1];
+                    out[1] = pair[0];
+                }
+                each(&big_endian)?;
+            } else {
+                each(row)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Each row's filter byte and filtered bytes, in one slice as the encoder hands them to the
+    /// compressor.
+    fn filtered_rows(&self, mut each: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
+        let mut current = vec![0; self.row_len + 1];
+        let mut previous = vec![0; self.row_len];
+        self.rows(|row| {
+            current[0] = adaptive_filter(self.bpp, &previous, row, &mut current[1..]) as u8;
+            each(&current)?;
+            previous.copy_from_slice(row);
+            Ok(())
+        })
+    }
+}
+
+/// The length of the zlib stream fdeflate's stored-only compressor writes for `raw` bytes: the
+/// two-byte header, a five-byte header per block of at most 65,535 bytes (at least one block),
+/// the bytes, and the Adler-32.
+fn stored_len(raw: u64) -> u64 {
+    2 + 5 * raw.div_ceil(STORED_BLOCK).max(1) + raw + 4
+}
+
+/// Counts what is written.
+struct Counter(u64);
+
+impl Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The row filters, numbered as in the PNG format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Filter {
+    Sub = 1,
+    Up = 2,
+    Avg = 3,
+    Paeth = 4,
+}
+
+/// The encoder's adaptive choice: Up, Sub, Avg and Paeth in that order, each kept when its cost
+/// is at most the best so far (so a later filter wins a tie), stopping at a cost of zero.
+fn adaptive_filter(bpp: usize, previous: &[u8], current: &[u8], output: &mut [u8]) -> Filter {
+    let mut best = u64::MAX;
+    let mut choice = Filter::Up;
+    for filter in [Filter::Up, Filter::Sub, Filter::Avg, Filter::Paeth] {
+        apply(filter, bpp, previous, current, output);
+        let cost = output
+            .iter()
+            .map(|&b| u64::from((b as i8).unsigned_abs()))
+            .sum::<u64>();
+        if cost <= best {
+            best = cost;
+            choice = filter;
+            if cost == 0 {
+                return choice;
+            }
+        }
+    }
+    if choice != Filter::Paeth {
+        apply(choice, bpp, previous, current, output);
+    }
+    choice
+}
+
+/// One filter over a row: `a` is the byte one pixel to the left (zero before the first pixel),
+/// `b` the byte above, `c` the byte above and to the left (zero before the first pixel).
+fn apply(filter: Filter, bpp: usize, previous: &[u8], current: &[u8], output: &mut [u8]) {
+    let bpp = bpp.min(current.len());
+    let (head, tail) = output.split_at_mut(bpp);
+    let left = current.iter().zip(previous);
+    let rest = current[bpp..].iter().zip(&previous[bpp..]);
+    match filter {
+        Filter::Sub => {
+            head.copy_from_slice(&current[..bpp]);
+            for (out, (&x, &a)) in tail.iter_mut().zip(current[bpp..].iter().zip(current)) {
+                *out = x.wrapping_sub(a);
+            }
+        }
+        Filter::Up => {
+            for (out, (&x, &b)) in output.iter_mut().zip(left) {
+                *out = x.wrapping_sub(b);
+            }
+        }
+        Filter::Avg => {
+            for (out, (&x, &b)) in head.iter_mut().zip(left) {
+                *out = x.wrapping_sub(b / 2);
+            }
+            for (out, ((&x, &b), &a)) in tail.iter_mut().zip(rest.zip(current)) {
+                *out = x.wrapping_sub(((u16::from(a) + u16::from(b)) / 2) as u8);
+            }
+        }
+        Filter::Paeth => {
+            // With `a` and `c` zero the predictor is `b`.
+            for (out, (&x, &b)) in head.iter_mut().zip(left) {
+                *out = x.wrapping_sub(b);
+            }
+            for (out, ((&x, &b), (&a, &c))) in
+                tail.iter_mut().zip(rest.zip(current.iter().zip(previous)))
+            {
+                *out = x.wrapping_sub(paeth(a, b, c));
+            }
+        }
+    }
+}
+
+/// The Paeth predictor as the PNG format defines it.
+fn paeth(a: u8, b: u8, c: u8) -> u8 {
+    let p = i16::from(a) + i16::from(b) - i16::from(c);
+    let (pa, pb, pc) = (
+        (p - i16::from(a)).abs(),
+        (p - i16::from(b)).abs(),
+        (p - i16::from(c)).abs(),
+    );
+    if pa <= pb && pa <= pc {
+        a
+    } else if pb <= pc {
+        b
+    } else {
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Cursor;
+
+    use image::{DynamicImage, ImageBuffer, ImageFormat, Luma, LumaA, Rgb, Rgba};
+
+    use base64::Engine as _;
+
+    use super::{count, write_base64};
+
+    /// A xorshift stream of bytes.
+    struct Noise(u64);
+
+    impl Noise {
+        fn next(&mut self) -> u8 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 >> 24) as u8
+        }
+    }
+
+    /// A sample from a pixel's position.
+    type Pattern = Box<dyn FnMut(u32, u32) -> u8>;
+
+    /// What the `image` crate writes, as `Scaler::scale` had it write.
+    fn written(image: &DynamicImage) -> Vec<u8> {
+        let mut out = Cursor::new(Vec::new());
+        image
+            .write_to(&mut out, ImageFormat::Png)
+            .expect("the image encodes");
+        out.into_inner()
+    }
+
+    /// The count and the bytes built from it are the `image` crate's, and the string is built
+    /// at its final size.
+    fn assert_same(image: &DynamicImage, what: &str) {
+        let expected = written(image);
+        let counted = count(image).expect("the colour type is covered");
+        assert_eq!(counted.len, expected.len() as u64, "{what}: the count");
+        let data = write_base64(image, counted).expect("the image is written");
+        assert_eq!(data.capacity(), data.len(), "{what}: the string's size");
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(&data)
+            .expect("the base64 decodes");
+        assert!(bytes == expected, "{what}: the bytes differ");
+    }
+
+    /// An image of each kind the count covers, `width`×`height`, its samples made by `sample`
+    /// from the pixel's position and the channel.
+    fn every_colour(
+        width: u32,
+        height: u32,
+        sample: &mut dyn FnMut(u32, u32) -> u8,
+    ) -> Vec<DynamicImage> {
+        let mut images = Vec::new();
+        let mut wide = |x, y| u16::from(sample(x, y)) << 8 | u16::from(sample(y, x));
+        let mut buffers: Vec<Vec<u16>> = Vec::new();
+        for channels in [1, 2, 3, 4] {
+            buffers.push(
+                (0..width * height * channels)
+                    .map(|i| wide(i % (width * channels), i / (width * channels)))
+                    .collect(),
+            );
+        }
+        let narrow =
+            |buffer: &Vec<u16>| buffer.iter().map(|&s| (s >> 8) as u8).collect::<Vec<u8>>();
+        images.push(DynamicImage::ImageLuma8(
+            ImageBuffer::<Luma<u8>, _>::from_raw(width, height, narrow(&buffers[0]))
+                .expect("sized"),
+        ));
+        images.push(DynamicImage::ImageLumaA8(
+            ImageBuffer::<LumaA<u8>, _>::from_raw(width, height, narrow(&buffers[1]))
+                .expect("sized"),
+        ));
+        images.push(DynamicImage::ImageRgb8(
+            ImageBuffer::<Rgb<u8>, _>::from_raw(width, height, narrow(&buffers[2])).expect("sized"),
+        ));
+        images.push(DynamicImage::ImageRgba8(
+            ImageBuffer::<Rgba<u8>, _>::from_raw(width, height, narrow(&buffers[3]))
+                .expect("sized"),
+        ));
+        images.push(DynamicImage::ImageLuma16(
+            ImageBuffer::<Luma<u16>, _>::from_raw(width, height, buffers[0].clone())
+                .expect("sized"),
+        ));
+        images.push(DynamicImage::ImageLumaA16(
+            ImageBuffer::<LumaA<u16>, _>::from_raw(width, height, buffers[1].clone())
+                .expect("sized"),
+        ));
+        images.push(DynamicImage::ImageRgb16(
+            ImageBuffer::<Rgb<u16>, _>::from_raw(width, height, buffers[2].clone()).expect("sized"),
+        ));
+        images.push(DynamicImage::ImageRgba16(
+            ImageBuffer::<Rgba<u16>, _>::from_raw(width, height, buffers[3].clone())
+                .expect("sized"),
+        ));
+        images
+    }
+
+    #[test]
+    fn the_count_and_the_bytes_are_the_encoders_for_every_colour_type() {
+        let mut noise = Noise(0x2545_F491_4F6C_DD1D);
+        let mut levels = Noise(0x0123_4567_89AB_CDEF);
+        let mut patterns: Vec<(&str, Pattern)> = vec![
+            // Incompressible: the encoder falls back to stored blocks.
+            ("noise", Box::new(move |_, _| noise.next())),
+            // Compressible: the fast compressor's stream is kept.
+            ("gradient", Box::new(|x, y| (x / 3 + y) as u8)),
+            // One colour: a filter costs nothing and the search stops early.
+            ("flat", Box::new(|_, _| 7)),
+            // Few levels at random: many ties between the Paeth predictor's neighbours.
+            ("levels", Box::new(move |_, _| levels.next() % 3 * 40)),
+            // Edges that make each filter win somewhere.
+            (
+                "stripes",
+                Box::new(|x, y| {
+                    if (x / 5 + y / 3) % 2 == 0 {
+                        200
+                    } else {
+                        (x * y) as u8
+                    }
+                }),
+            ),
+        ];
+        for (width, height) in [(1, 1), (7, 3), (8, 8), (9, 17), (33, 5), (100, 40)] {
+            for (name, sample) in &mut patterns {
+                for image in every_colour(width, height, sample.as_mut()) {
+                    assert_same(
+                        &image,
+                        &format!("{name} {width}x{height} {:?}", image.color()),
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_stored_fallback_is_followed_at_block_boundaries() {
+        // Rows of 257 bytes (a filter byte and 256 samples): 255 rows are 65,535 bytes, one
+        // stored block exactly, and 256 rows just over it.
+        for height in [254, 255, 256] {
+            let mut noise = Noise(u64::from(height) * 0x9E37_79B9);
+            for image in every_colour(256, height, &mut |_, _| noise.next())
+                .into_iter()
+                .take(1)
+            {
+                assert_same(&image, &format!("noise, height {height}"));
+            }
+            let gradient = every_colour(256, height, &mut |x, y| (x + y) as u8);
+            assert_same(&gradient[0], &format!("gradient, height {height}"));
+        }
+    }
+
+    #[test]
+    fn an_image_the_count_does_not_cover_is_left_to_the_encoder() {
+        let image = DynamicImage::ImageRgb32F(image::Rgb32FImage::new(2, 2));
+        assert_eq!(count(&image), None);
+    }
+}
