@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::hash::BuildHasher as _;
 use std::sync::Arc;
 
 use mcpl_classify::{BlockView, ObjectView, Slot, classify};
@@ -10,7 +11,7 @@ use serde_json::Value;
 
 use crate::markers::WITHHELD_LINK;
 use crate::redact::{
-    Compiled, FastMap, FastSet, HiddenSet, Strings, View, canonical, is_control_or_format,
+    Compiled, FastSet, HiddenSet, Strings, View, canonical, is_control_or_format,
     is_credential_free, is_credential_shaped, is_url_terminator, plain_case, safe_cut, urls_in,
     view_holds_no_url,
 };
@@ -441,8 +442,10 @@ pub(crate) enum Searcher {
     },
     ByTail {
         shift: Vec<u8>,
-        /// Each distinct last eight bytes, with the last string that ends in them.
-        by_tail: FastMap<u64, u32>,
+        /// The last string that ends in each distinct last eight bytes, found by the hash of
+        /// those bytes (four bytes a string: the bytes are read again from the string).
+        by_tail: hashbrown::HashTable<u32>,
+        hasher: foldhash::fast::RandomState,
         /// For each string, the one before it that ends in the same eight bytes (`u32::MAX`
         /// when none does).
         next: Vec<u32>,
@@ -504,8 +507,13 @@ impl Searcher {
 
     fn by_tail(patterns: &Strings) -> Searcher {
         let mut shift = vec![Self::MAX_SHIFT; 1 << 16];
-        let mut by_tail: FastMap<u64, u32> = FastMap::default();
-        by_tail.reserve(patterns.len());
+        let hasher = foldhash::fast::RandomState::default();
+        let tail_of = |index: u32| {
+            let bytes = patterns.get(index).as_bytes();
+            tail_key(bytes, bytes.len())
+        };
+        let mut by_tail: hashbrown::HashTable<u32> =
+            hashbrown::HashTable::with_capacity(patterns.len());
         let mut next = Vec::with_capacity(patterns.len());
         // How many strings end in each string's last eight bytes, counting it and those
         // before it.
@@ -518,7 +526,21 @@ impl Searcher {
                 shift[block] = shift[block].min((6 - j) as u8);
             }
             // `Strings` holds fewer than `u32::MAX` strings.
-            let previous = by_tail.insert(tail_key(bytes, bytes.len()), index as u32);
+            let index = index as u32;
+            let tail = tail_key(bytes, bytes.len());
+            let previous = match by_tail.entry(
+                hasher.hash_one(tail),
+                |&held| tail_of(held) == tail,
+                |&held| hasher.hash_one(tail_of(held)),
+            ) {
+                hashbrown::hash_table::Entry::Occupied(mut held) => {
+                    Some(std::mem::replace(held.get_mut(), index))
+                }
+                hashbrown::hash_table::Entry::Vacant(vacant) => {
+                    vacant.insert(index);
+                    None
+                }
+            };
             next.push(previous.unwrap_or(u32::MAX));
             let count = previous.map_or(1, |p| same_tail[p as usize] + 1);
             same_tail.push(count);
@@ -531,6 +553,7 @@ impl Searcher {
         Searcher::ByTail {
             shift,
             by_tail,
+            hasher,
             next,
         }
     }
@@ -568,6 +591,7 @@ impl Searcher {
             Searcher::ByTail {
                 shift,
                 by_tail,
+                hasher,
                 next,
             } => {
                 let mut end = 8;
@@ -577,7 +601,13 @@ impl Searcher {
                         end += usize::from(shift[block]);
                         continue;
                     }
-                    let mut index = by_tail.get(&tail_key(bytes, end)).copied();
+                    let tail = tail_key(bytes, end);
+                    let mut index = by_tail
+                        .find(hasher.hash_one(tail), |&held| {
+                            let held = patterns.get(held).as_bytes();
+                            tail_key(held, held.len()) == tail
+                        })
+                        .copied();
                     while let Some(at) = index.filter(|&at| at != u32::MAX) {
                         let pattern = patterns.get(at).as_bytes();
                         if end >= pattern.len() && &bytes[end - pattern.len()..end] == pattern {
@@ -780,6 +810,13 @@ mod tests {
             proptest::prop_assert!(automaton.is_some());
             let expected = automaton.map(|a| a.find_all(&set, &text)).unwrap_or_default();
             proptest::prop_assert_eq!(Searcher::by_tail(&set).find_all(&set, &text), expected.clone());
+            // The search by tails reads the strings by index alone.
+            let mut without_table = strings(&patterns);
+            without_table.forget_table();
+            proptest::prop_assert_eq!(
+                Searcher::by_tail(&set).find_all(&without_table, &text),
+                expected.clone()
+            );
             proptest::prop_assert_eq!(Searcher::new(&set).find_all(&set, &text), expected);
         }
     }

@@ -707,8 +707,9 @@ pub(crate) struct Strings {
     text: String,
     /// Where each string ends in `text`; each starts where the one before it ends.
     ends: Vec<usize>,
-    /// Each string's hash and index, by its hash (kept, so growing the table hashes nothing).
-    table: hashbrown::HashTable<(u64, u32)>,
+    /// Each string's index, by the string's hash: four bytes a string, the hash computed again
+    /// from the string when the table grows (sets are sized up front, so it seldom does).
+    table: hashbrown::HashTable<u32>,
     hasher: foldhash::fast::RandomState,
 }
 
@@ -747,10 +748,28 @@ impl Strings {
     pub(crate) fn contains(&self, s: &str) -> bool {
         let hash = self.hasher.hash_one(s);
         self.table
-            .find(hash, |&(h, i)| {
-                h == hash && Strings::at(&self.text, &self.ends, i) == s
-            })
+            .find(hash, |&i| Strings::at(&self.text, &self.ends, i) == s)
             .is_some()
+    }
+
+    /// Drops the table that finds a string again, once nothing will insert into the set or ask
+    /// whether it holds a string ([`Strings::contains`] then answers `false`): the strings stay,
+    /// by index.
+    pub(crate) fn forget_table(&mut self) {
+        self.table = hashbrown::HashTable::new();
+    }
+
+    /// Gives back what the buffers reserved beyond what they hold.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.text.shrink_to_fit();
+        self.ends.shrink_to_fit();
+        let Strings {
+            text,
+            ends,
+            table,
+            hasher,
+        } = self;
+        table.shrink_to_fit(|&i| hasher.hash_one(Strings::at(text, ends, i)));
     }
 
     /// Adds `s`; whether it was new.
@@ -760,7 +779,7 @@ impl Strings {
             text,
             ends,
             table,
-            hasher: _,
+            hasher,
         } = self;
         // Past `u32::MAX` strings (more than any input limit lets in) nothing more is added.
         let Ok(next) = u32::try_from(ends.len()) else {
@@ -768,13 +787,13 @@ impl Strings {
         };
         let entry = table.entry(
             hash,
-            |&(h, i)| h == hash && Strings::at(text, ends, i) == s,
-            |&(h, _)| h,
+            |&i| Strings::at(text, ends, i) == s,
+            |&i| hasher.hash_one(Strings::at(text, ends, i)),
         );
         match entry {
             hashbrown::hash_table::Entry::Occupied(_) => false,
             hashbrown::hash_table::Entry::Vacant(vacant) => {
-                vacant.insert((hash, next));
+                vacant.insert(next);
                 text.push_str(s);
                 ends.push(text.len());
                 true
@@ -827,6 +846,13 @@ impl Compiled {
 
     fn with_searcher(mut self) -> Compiled {
         self.searcher = (self.patterns.len() > 0).then(|| Searcher::new(&self.patterns));
+        // Only the search by beginnings asks whether a string is a pattern; the others find
+        // patterns by index, and nothing adds to a compiled set.
+        if !matches!(self.searcher, Some(Searcher::ByPrefix { .. })) {
+            self.patterns.forget_table();
+        }
+        self.patterns.shrink_to_fit();
+        self.keys.shrink_to_fit();
         self
     }
 }
@@ -1012,6 +1038,39 @@ mod tests {
         let crowded = "a://".repeat(MAX_URLS_PER_STRETCH + 1);
         let last = urls_in(&crowded).pop().unwrap();
         assert_eq!(last, (4 * MAX_URLS_PER_STRETCH, crowded.len(), true));
+    }
+
+    #[test]
+    fn a_compiled_set_searched_by_tails_keeps_no_table_of_its_patterns_and_still_finds_them() {
+        let uris: Vec<String> = (0..5000)
+            .map(|i| format!("https://h.example/r/{i}?sig=s{i}"))
+            .collect();
+        let uris: Vec<&str> = uris.iter().map(String::as_str).collect();
+        let compiled = HiddenSet::new().hide_result(&uris);
+        assert!(
+            matches!(compiled.searcher, Some(Searcher::ByTail { .. })),
+            "{:?}",
+            compiled.searcher.as_ref().map(|_| ())
+        );
+        // The table that found a pattern again is gone; the keys keep theirs.
+        assert!(compiled.patterns.len() > uris.len());
+        assert!(!compiled.patterns.contains(uris[4321]));
+        assert!(compiled.keys.contains(uris[4321]));
+        let text = format!("see {} and sig=s4321 now", uris[4321]);
+        let found = compiled
+            .searcher
+            .as_ref()
+            .map(|searcher| searcher.find_all(&compiled.patterns, &text))
+            .unwrap_or_default();
+        let start = text.find(uris[4321]).unwrap_or_default();
+        let query = text.rfind("sig=s4321").unwrap_or_default();
+        assert_eq!(
+            found,
+            [
+                (start, start + uris[4321].len()),
+                (query, query + "sig=s4321".len())
+            ]
+        );
     }
 
     #[test]

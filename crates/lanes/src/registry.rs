@@ -2,11 +2,12 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::hash::BuildHasher as _;
 
 use mcpl_classify::{Disposition, Reference};
 
 use crate::markers;
-use crate::redact::{FastMap, HiddenSet};
+use crate::redact::HiddenSet;
 
 /// How many records the registry keeps before evicting the oldest.
 pub const REGISTRY_CAPACITY: usize = 2000;
@@ -128,8 +129,10 @@ pub struct Registry {
     /// The records held, in the order their ids were issued: the `n`th id issued is at index
     /// `n - 1` less the number evicted, and its counter says `n`, so an id needs no map.
     records: VecDeque<Record>,
-    /// Each held uri, with the counter of its record's id (hashed as the hidden set is).
-    by_uri: FastMap<String, u64>,
+    /// The counter of each held record's id, found by the hash of its uri (the uri itself is
+    /// read from the record, so a registration copies it once, not twice).
+    by_uri: hashbrown::HashTable<u64>,
+    hasher: foldhash::fast::RandomState,
     issued: u64,
     capacity: usize,
     random: SplitMix64,
@@ -155,7 +158,8 @@ impl Registry {
     pub fn with_seed(seed: u64) -> Registry {
         Registry {
             records: VecDeque::new(),
-            by_uri: FastMap::default(),
+            by_uri: hashbrown::HashTable::new(),
+            hasher: foldhash::fast::RandomState::default(),
             issued: 0,
             capacity: REGISTRY_CAPACITY,
             random: SplitMix64(seed),
@@ -177,8 +181,8 @@ impl Registry {
     /// keeps its id, gains the server if it is new to it, and, while unfetched, takes the new
     /// claims.
     pub fn register(&mut self, reference: &Reference<'_>, server: &ServerName) -> &Record {
-        let (counter, new) = match self.by_uri.get(reference.uri) {
-            Some(&counter) => (counter, false),
+        let (counter, new) = match self.counter_of(reference.uri) {
+            Some(counter) => (counter, false),
             None => (self.insert(reference), true),
         };
         let index = self.index_of(counter).expect("every uri held has a record");
@@ -210,13 +214,46 @@ impl Registry {
             servers: Vec::new(),
             fetched: None,
         });
-        self.by_uri.insert(reference.uri.to_owned(), self.issued);
+        let Registry {
+            records,
+            by_uri,
+            hasher,
+            issued,
+            ..
+        } = self;
+        let evicted = *issued - records.len() as u64;
+        let uri_of = |counter: u64| -> &str {
+            counter
+                .checked_sub(evicted + 1)
+                .and_then(|index| usize::try_from(index).ok())
+                .and_then(|index| records.get(index))
+                .map_or("", |record| record.claims.uri.as_str())
+        };
+        by_uri.insert_unique(hasher.hash_one(reference.uri), *issued, |&counter| {
+            hasher.hash_one(uri_of(counter))
+        });
         while self.records.len() > self.capacity {
-            if let Some(oldest) = self.records.pop_front() {
-                self.by_uri.remove(&oldest.claims.uri);
+            let oldest_counter = self.issued - self.records.len() as u64 + 1;
+            if let Some(oldest) = self.records.pop_front()
+                && let Ok(held) = self.by_uri.find_entry(
+                    self.hasher.hash_one(oldest.claims.uri.as_str()),
+                    |&counter| counter == oldest_counter,
+                )
+            {
+                held.remove();
             }
         }
         self.issued
+    }
+
+    /// The counter of the record that holds `uri`, if one does.
+    fn counter_of(&self, uri: &str) -> Option<u64> {
+        self.by_uri
+            .find(self.hasher.hash_one(uri), |&counter| {
+                self.index_of(counter)
+                    .is_some_and(|index| self.records[index].claims.uri == uri)
+            })
+            .copied()
     }
 
     /// Where the record whose id has this counter is, if it is held.
@@ -243,7 +280,7 @@ impl Registry {
 
     /// The record for a uri, if the registry holds one; registers nothing.
     pub fn find_uri(&self, uri: &str) -> Option<&Record> {
-        let index = self.index_of(*self.by_uri.get(uri)?)?;
+        let index = self.index_of(self.counter_of(uri)?)?;
         Some(&self.records[index])
     }
 
@@ -392,6 +429,13 @@ mod tests {
         assert_eq!(registry.len(), REGISTRY_CAPACITY);
         let evicted = registry.lookup(ids[0].as_str()).unwrap_err();
         assert!(evicted.to_string().starts_with("unknown reference: ref_1_"));
+        // Each uri is found by its record while held, and not once evicted.
+        assert!(registry.find_uri("u:99").is_none());
+        for n in [100, 1234, 2099] {
+            let uri = format!("u:{n}");
+            let record = registry.find_uri(&uri).map(|record| &record.id);
+            assert_eq!(record, Some(&ids[n]), "{uri}");
+        }
         let again = with_reference(json!({"type": "resource", "uri": "u:0"}), |r| {
             registry.register(r, &server).id.clone()
         });
