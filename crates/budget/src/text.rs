@@ -293,48 +293,18 @@ impl Heuristic {
         let mut total = 0u64;
         // Before the first character, as if after one outside ASCII: they weigh the same.
         let (mut before, mut previous) = (Class::NonAscii as u8, Class::NonAscii as u8);
-        // Two characters at once: their weights summed, by the classes of the two before
-        // them and their own.
-        let pair = |before: u8, previous: u8, first: u8, second: u8| {
-            u32::from(
-                PAIR_WEIGHTS[(usize::from(before) << 9
-                    | usize::from(previous) << 6
-                    | usize::from(first) << 3
-                    | usize::from(second))
-                    & 4095],
-            )
-        };
         let mut chunks = bytes.chunks_exact(16);
         let mut at = 0;
         for chunk in &mut chunks {
             let word = u128::from_le_bytes(std::array::from_fn(|i| chunk[i]));
             if word & 0x8080_8080_8080_8080_8080_8080_8080_8080 == 0 {
-                let c: [u8; 16] = std::array::from_fn(|i| CLASS_OF_BYTE[usize::from(chunk[i])]);
-                total += u64::from(
-                    pair(before, previous, c[0], c[1])
-                        + pair(c[0], c[1], c[2], c[3])
-                        + pair(c[2], c[3], c[4], c[5])
-                        + pair(c[4], c[5], c[6], c[7])
-                        + pair(c[6], c[7], c[8], c[9])
-                        + pair(c[8], c[9], c[10], c[11])
-                        + pair(c[10], c[11], c[12], c[13])
-                        + pair(c[12], c[13], c[14], c[15]),
-                );
-                (before, previous) = (c[14], c[15]);
+                total += weigh_ascii::<16>(chunk, &mut before, &mut previous);
             } else {
                 // Some character outside ASCII: each half of eight bytes that has none is still
                 // weighed at once.
                 for (half, bytes) in chunk.chunks_exact(8).enumerate() {
                     if bytes.iter().all(u8::is_ascii) {
-                        let c: [u8; 8] =
-                            std::array::from_fn(|i| CLASS_OF_BYTE[usize::from(bytes[i])]);
-                        total += u64::from(
-                            pair(before, previous, c[0], c[1])
-                                + pair(c[0], c[1], c[2], c[3])
-                                + pair(c[2], c[3], c[4], c[5])
-                                + pair(c[4], c[5], c[6], c[7]),
-                        );
-                        (before, previous) = (c[6], c[7]);
+                        total += weigh_ascii::<8>(bytes, &mut before, &mut previous);
                     } else {
                         for (i, &b) in bytes.iter().enumerate() {
                             total += weigh_one(at + 8 * half + i, before, previous);
@@ -351,6 +321,27 @@ impl Heuristic {
         }
         total
     }
+}
+
+/// The weight of `N` ASCII bytes (`N` even, `bytes` at least that long) after characters of
+/// classes `before` and `previous`, which it moves on to the last two bytes' classes: two
+/// characters a table read, the classes of the two before them and their own its index.
+fn weigh_ascii<const N: usize>(bytes: &[u8], before: &mut u8, previous: &mut u8) -> u64 {
+    let c: [u8; N] = std::array::from_fn(|i| CLASS_OF_BYTE[usize::from(bytes[i])]);
+    let (mut two_back, mut one_back) = (*before, *previous);
+    let mut sum = 0u32;
+    for pair in c.chunks_exact(2) {
+        sum += u32::from(
+            PAIR_WEIGHTS[(usize::from(two_back) << 9
+                | usize::from(one_back) << 6
+                | usize::from(pair[0]) << 3
+                | usize::from(pair[1]))
+                & 4095],
+        );
+        (two_back, one_back) = (pair[0], pair[1]);
+    }
+    (*before, *previous) = (two_back, one_back);
+    u64::from(sum)
 }
 
 /// The weight of an ASCII character of class `class` after characters of classes `previous`
