@@ -4,7 +4,7 @@
 use mcpl_lanes::{LiveCopy, Part, Projector, ToolResult, ToolResultCopies};
 
 use crate::route::{Pricer, Unpriceable};
-use crate::spill::{Spill, SpillId, SpillStore, write_spill};
+use crate::spill::{Spill, SpillId, SpillStore, write_spill_of};
 
 /// The default tool-result budget, in estimated tokens.
 pub const DEFAULT_BUDGET: u64 = 12_500;
@@ -114,7 +114,7 @@ pub fn fit_tool_result<'a>(
         let reason = format!("{over}, and no spill store is set; it is kept whole");
         return whole(copies, Some(price), vec![reason]);
     };
-    let spill = match write_spill(projector, result, store) {
+    let spill = match write_spill_of(projector, result, &copies, store) {
         Ok(spill) => spill,
         Err(error) => {
             let reason =
@@ -478,5 +478,6 @@ fn assemble<'a>(
         part_ends,
         live,
         is_error: original.is_error,
+        spills_as_stored: false,
     }
 }

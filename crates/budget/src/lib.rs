@@ -115,7 +115,7 @@ pub use route::{
 pub use spill::{
     LocalSpillStore, Manifest, ManifestAttachment, SPILL_ID_LENGTH, SPILL_ID_PREFIX, Spill,
     SpillError, SpillId, SpillNotice, SpillStore, extension_for, is_spill_name, private_dir,
-    write_spill, write_text_spill,
+    write_spill, write_spill_of, write_text_spill,
 };
 pub use store_config::{S3Location, SpillStoreConfig};
 #[cfg(feature = "exact")]

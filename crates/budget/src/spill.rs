@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use mcpl_classify::{Media, Sniffed};
-use mcpl_lanes::{Projector, ToolResult, markers};
+use mcpl_lanes::{Projector, ToolResult, ToolResultCopies, markers};
 
 /// Why a spill could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -871,6 +871,47 @@ pub fn write_spill(
     result: &ToolResult<'_>,
     store: &mut dyn SpillStore,
 ) -> Result<Spill, SpillError> {
+    write_spill_pass(projector, result, store)
+}
+
+/// [`write_spill`] for a result whose copies were just made by the same projector: when a spill
+/// writes their stored copy as it is ([`ToolResultCopies::spills_as_stored`]), that copy is
+/// written, with no second pass over the result (and no second registration of its
+/// references, so the ids the stored copy names are the spill's too); otherwise the same
+/// spill [`write_spill`] writes.
+pub fn write_spill_of(
+    projector: &mut Projector<'_>,
+    result: &ToolResult<'_>,
+    copies: &ToolResultCopies<'_>,
+    store: &mut dyn SpillStore,
+) -> Result<Spill, SpillError> {
+    if !copies.spills_as_stored {
+        return write_spill_pass(projector, result, store);
+    }
+    let id = SpillId::random()?;
+    let notice = store.notice();
+    let manifest = Manifest {
+        conversation: store.conversation().to_owned(),
+        text: format!("{id}.txt"),
+        bytes: copies.stored.len() as u64,
+        attachments: Vec::new(),
+    };
+    finish_spill(
+        store,
+        id,
+        notice,
+        &manifest,
+        &copies.stored,
+        Vec::new(),
+        &mut Vec::new(),
+    )
+}
+
+fn write_spill_pass(
+    projector: &mut Projector<'_>,
+    result: &ToolResult<'_>,
+    store: &mut dyn SpillStore,
+) -> Result<Spill, SpillError> {
     let id = SpillId::random()?;
     let notice = store.notice();
     let mut names: Vec<String> = Vec::new();
@@ -917,11 +958,27 @@ pub fn write_spill(
         }
     });
     manifest.bytes = text.len() as u64;
-    let written = match failure {
-        Some(error) => Err(error),
-        None => put_text_and_manifest(store, &id, &manifest, &text, &mut names),
-    };
-    match written {
+    if let Some(error) = failure {
+        for name in &names {
+            store.remove(name);
+        }
+        return Err(error);
+    }
+    finish_spill(store, id, notice, &manifest, &text, attachments, &mut names)
+}
+
+/// Writes a spill's text and manifest after its attachments (`names` so far), and commits
+/// them; on failure every file named is removed.
+fn finish_spill(
+    store: &mut dyn SpillStore,
+    id: SpillId,
+    notice: SpillNotice,
+    manifest: &Manifest,
+    text: &str,
+    attachments: Vec<String>,
+    names: &mut Vec<String>,
+) -> Result<Spill, SpillError> {
+    match put_text_and_manifest(store, &id, manifest, text, names) {
         Ok(path) => Ok(Spill {
             id,
             path,
@@ -929,7 +986,7 @@ pub fn write_spill(
             notice,
         }),
         Err(error) => {
-            for name in &names {
+            for name in names.iter() {
                 store.remove(name);
             }
             Err(error)
@@ -975,21 +1032,15 @@ pub fn write_text_spill(text: &str, store: &mut dyn SpillStore) -> Result<Spill,
         bytes: text.len() as u64,
         attachments: Vec::new(),
     };
-    let mut names = Vec::new();
-    match put_text_and_manifest(store, &id, &manifest, text, &mut names) {
-        Ok(path) => Ok(Spill {
-            id,
-            path,
-            attachments: Vec::new(),
-            notice,
-        }),
-        Err(error) => {
-            for name in &names {
-                store.remove(name);
-            }
-            Err(error)
-        }
-    }
+    finish_spill(
+        store,
+        id,
+        notice,
+        &manifest,
+        text,
+        Vec::new(),
+        &mut Vec::new(),
+    )
 }
 
 /// A payload's bytes, extension and description. Sound base64 is decoded; anything else is kept

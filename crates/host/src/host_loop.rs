@@ -1444,6 +1444,7 @@ fn copies_of(output: &ToolOutput) -> ToolResultCopies<'_> {
             None => LiveCopy::Stored,
         },
         is_error: output.is_error,
+        spills_as_stored: false,
     }
 }
 

@@ -123,6 +123,13 @@ pub struct ToolResultCopies<'a> {
     pub live: LiveCopy<'a>,
     /// Whether the server marked the result an error.
     pub is_error: bool,
+    /// Whether a spill of the same result, made right after these copies, writes `stored` as
+    /// it is: nothing in the result is written as an attachment, it has no data a spill shows
+    /// otherwise (structured content, content that is not an array), and redaction found no
+    /// url for the session to hide from then on. A spill then writes `stored` without a second
+    /// pass over the result, and the references it names keep the ids the stored copy gave
+    /// them. `false` wherever that is not known (a cut copy, copies made elsewhere).
+    pub spills_as_stored: bool,
 }
 
 impl ToolResultCopies<'_> {
@@ -587,6 +594,8 @@ impl<'h> Projector<'h> {
         let mut found_in_texts: Vec<String> = Vec::new();
         let mut found_elsewhere: Vec<String> = Vec::new();
         let mut server_text = false;
+        // Whether a spill pass would write an attachment or data the stored copy leaves out.
+        let mut spill_differs = false;
         match result.content {
             _ if result.has_blocks() => {
                 // Adjacent texts are redacted as one, so that a uri split across them is found.
@@ -627,6 +636,7 @@ impl<'h> Projector<'h> {
                         continue;
                     }
                     flush(&mut run, &mut stored);
+                    spill_differs |= block.media().is_some_and(|media| !media.is_empty());
                     let piece = self.tool_result_piece(&block, &hidden, attach);
                     found_elsewhere.extend(hidden.take_found());
                     if let Some(part) = piece.native {
@@ -638,10 +648,12 @@ impl<'h> Projector<'h> {
             }
             None | Some(Value::Null) => {}
             Some(data) => {
+                spill_differs = true;
                 let text = self.data_text(data, &hidden, attach);
                 stored.push(&text);
             }
         }
+        spill_differs |= result.structured.is_some();
         // The model's view shows structured content only when the server wrote no text of its
         // own; a spill keeps the whole result, so it always does.
         if let Some(structured) = result.structured
@@ -651,8 +663,10 @@ impl<'h> Projector<'h> {
             stored.push(&text);
         }
         found_elsewhere.extend(hidden.take_found());
+        // A url found that the session did not hide yet is hidden from now on, so a second
+        // pass could redact more.
         for key in found_in_texts.into_iter().chain(found_elsewhere) {
-            self.registry.hidden_mut().insert_found(key);
+            spill_differs |= self.registry.hidden_mut().insert_found(key);
         }
         // A piece is native only where the route takes it (a text-only route takes nothing);
         // only a native live copy needs the texts twice.
@@ -678,6 +692,7 @@ impl<'h> Projector<'h> {
             part_ends: ends,
             live,
             is_error: result.is_error,
+            spills_as_stored: attach.is_none() && !spill_differs,
         }
     }
 
@@ -1607,6 +1622,7 @@ mod tests {
             part_ends,
             live: LiveCopy::Stored,
             is_error: false,
+            spills_as_stored: false,
         };
         assert_eq!(
             copies.part_spans().collect::<Vec<_>>(),

@@ -10,6 +10,7 @@ mod failures;
 mod private;
 mod properties;
 mod read_back;
+mod spill_of;
 mod stored;
 
 use std::path::PathBuf;

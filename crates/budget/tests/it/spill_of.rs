@@ -1,0 +1,127 @@
+//! A spill made from a result's copies (`write_spill_of`) writes exactly what a second pass over
+//! the result (`write_spill`) writes, and skips that pass only where the stored copy is that
+//! text: no attachment, no data a spill shows that the stored copy leaves out, no url found for
+//! the session.
+
+use mcpl_budget::{LocalSpillStore, PricedRoute, SpillStore, write_spill, write_spill_of};
+use mcpl_lanes::{ImageLedger, Projector, Registry, ServerName, ToolResult, UriPolicy};
+use rstest::rstest;
+use serde_json::{Value, json};
+
+use crate::{TempDir, fit};
+
+const TINY_PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg==";
+
+/// Projects `result` with a fresh host, then spills it the one way or the other; the stored
+/// copy, whether it spills as stored, and the spill text as written.
+fn project_then_spill(result: &Value, from_copies: bool) -> (String, bool, String) {
+    let route = PricedRoute::ANTHROPIC;
+    let (mut registry, mut ledger) = (Registry::with_seed(7), ImageLedger::with_seed(8));
+    let server = ServerName::new("test");
+    let mut projector = Projector {
+        registry: &mut registry,
+        ledger: &mut ledger,
+        route: &route.lanes,
+        server: &server,
+        uri_policy: UriPolicy::Hidden,
+    };
+    let result = ToolResult::from_value(result);
+    let copies = projector.tool_result(&result);
+    let dir = TempDir::new("spill-of");
+    let mut store = LocalSpillStore::new(&dir.0).unwrap();
+    let spill = if from_copies {
+        write_spill_of(&mut projector, &result, &copies, &mut store)
+    } else {
+        write_spill(&mut projector, &result, &mut store)
+    }
+    .unwrap();
+    // Each spill has its own folder and id; what differs besides them counts.
+    let text = std::fs::read_to_string(&spill.path)
+        .unwrap()
+        .replace(&dir.0.display().to_string(), "DIR")
+        .replace(&spill.id.to_string(), "ID");
+    (copies.stored.into_owned(), copies.spills_as_stored, text)
+}
+
+fn content(blocks: Value) -> Value {
+    json!({ "content": blocks })
+}
+
+#[rstest]
+#[case::texts(content(json!([{"type": "text", "text": "one"}, {"type": "text", "text": "two"}])), true)]
+#[case::empty_content(content(json!([])), true)]
+#[case::null_content(json!({"content": null}), true)]
+#[case::links_and_embedded(content(json!([
+    {"type": "text", "text": "see https://h.example/r/1?sig=abc for it"},
+    {"type": "resource", "resource": {"uri": "https://h.example/r/1?sig=abc", "mimeType": "text/plain", "text": "body"}},
+    {"type": "resource_link", "uri": "https://h.example/l/2", "name": "file2.csv", "mimeType": "text/csv"},
+])), true)]
+#[case::a_claimed_url_in_text_and_a_plain_one(content(json!([
+    {"type": "text", "text": "https://h.example/r/1?sig=abc, or https://plain.example/page"},
+    {"type": "resource_link", "uri": "https://h.example/r/1?sig=abc"},
+])), true)]
+#[case::an_invalid_block(content(json!([{"type": "text"}, 3, "loose"])), true)]
+#[case::an_image_with_no_data(content(json!([{"type": "image", "data": "", "mimeType": "image/png"}])), true)]
+#[case::an_image(content(json!([{"type": "text", "text": "a"}, {"type": "image", "data": TINY_PNG, "mimeType": "image/png"}])), false)]
+#[case::a_blob(content(json!([{"type": "resource", "resource": {"uri": "file:///a.bin", "blob": "AAEC", "mimeType": "application/octet-stream"}}])), false)]
+#[case::audio_data_that_is_not_base64(content(json!([{"type": "audio", "data": "not base64!", "mimeType": "audio/wav"}])), false)]
+#[case::structured_beside_text(json!({"content": [{"type": "text", "text": "t"}], "structuredContent": {"a": 1}}), false)]
+#[case::structured_alone(json!({"structuredContent": {"a": [1, 2]}}), false)]
+#[case::data_content(json!({"content": {"type": "image", "data": TINY_PNG, "mimeType": "image/png"}, "x": 1}), false)]
+#[case::a_credential_shaped_url_in_text(content(json!([{"type": "text", "text": "go to https://x.example/a?token=s3cr3t-value now"}])), false)]
+#[case::a_credential_shaped_url_in_a_label(content(json!([{"type": "resource_link", "uri": "https://h.example/l/3", "name": "https://y.example/?api_key=k3y-value-123"}])), false)]
+fn a_spill_of_the_copies_is_the_spill_of_a_second_pass(
+    #[case] result: Value,
+    #[case] spills_as_stored: bool,
+) {
+    let (stored, flag, of_copies) = project_then_spill(&result, true);
+    let (_, _, second_pass) = project_then_spill(&result, false);
+    assert_eq!(flag, spills_as_stored);
+    assert_eq!(of_copies, second_pass);
+    if spills_as_stored {
+        assert_eq!(of_copies, stored);
+    }
+}
+
+/// More references than the registry keeps: a second pass gave every one a new id (the first
+/// pass's oldest were evicted before it reached them), so the stored copy named ids that no
+/// longer resolved. The spill now is the stored copy, and its newest ids resolve.
+#[test]
+fn a_spill_names_the_ids_the_stored_copy_names_past_the_registrys_capacity() {
+    let links: Vec<Value> = (0..2_500)
+        .map(|i| {
+            json!({"type": "resource_link", "uri": format!("https://h.example/l/{i}"),
+                   "name": format!("file{i}.csv"), "mimeType": "text/csv"})
+        })
+        .collect();
+    let result = content(Value::Array(links));
+    let (stored, flag, spilled) = project_then_spill(&result, true);
+    assert!(flag);
+    assert_eq!(spilled, stored);
+
+    let dir = TempDir::new("spill-of-ids");
+    let mut store = LocalSpillStore::new(&dir.0).unwrap();
+    let fitted = fit(
+        &result,
+        &PricedRoute::ANTHROPIC,
+        2_000,
+        Some(&mut store as &mut dyn SpillStore),
+    );
+    let spill = fitted.spill.as_ref().expect("a spill");
+    let text = std::fs::read_to_string(&spill.path).unwrap();
+    // The fitted copy keeps the newest links; each id it names is one the spill names too.
+    let ids = |text: &str| -> Vec<String> {
+        text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|word| word.starts_with("ref_"))
+            .map(str::to_owned)
+            .collect()
+    };
+    let kept = ids(&fitted.copies.stored);
+    assert!(kept.len() > 10, "{}", fitted.copies.stored);
+    let spilled = ids(&text);
+    assert_eq!(spilled.len(), 2_500);
+    for id in &kept {
+        assert!(spilled.contains(id), "{id} is not in the spill");
+    }
+}
