@@ -92,7 +92,7 @@ pub fn fit_tool_result<'a>(
         diagnostics,
     };
     // Each shown thing is priced once; the cut reuses the prices.
-    let items = match items_of(&copies, pricer) {
+    let items = match items_of(&copies, pricer, Some(stored_price)) {
         Ok(items) => items,
         Err(error) => {
             let reason = format!("the result cannot be priced ({error}); it is kept whole");
@@ -256,7 +256,7 @@ pub fn cut<'a>(
     budget: u64,
     spill_path: &str,
 ) -> Result<Option<(ToolResultCopies<'a>, u64)>, CutError> {
-    let items = items_of(copies, pricer)?;
+    let items = items_of(copies, pricer, None)?;
     if items.iter().map(|i| i.price).sum::<u64>() <= budget {
         return Ok(None);
     }
@@ -265,17 +265,19 @@ pub fn cut<'a>(
     cut_items(copies, &items, pricer, budget, &notice).map(Some)
 }
 
-/// Every shown thing of a result's copies, priced once.
+/// Every shown thing of a result's copies, priced once: a live copy that is the stored text
+/// costs `stored_price` when the caller has counted it already.
 fn items_of<'c, 'a>(
     copies: &'c ToolResultCopies<'a>,
     pricer: Pricer<'_>,
+    stored_price: Option<u64>,
 ) -> Result<Vec<Item<'c, 'a>>, Unpriceable> {
     match &copies.live {
         LiveCopy::Stored => Ok(vec![Item {
             live: None,
             media: false,
             stored: &copies.stored,
-            price: pricer.text.count(&copies.stored),
+            price: stored_price.unwrap_or_else(|| pricer.text.count(&copies.stored)),
         }]),
         LiveCopy::Native(parts) => parts
             .iter()
