@@ -176,7 +176,17 @@ struct StoredText<'a> {
     text: Cow<'a, str>,
     parts: usize,
     ends: Option<Vec<usize>>,
+    /// The capacity the text takes when it is first copied ([`ToolResult::stored_hint`]).
+    reserve: usize,
 }
+
+/// What [`ToolResult::stored_hint`] guesses a block other than a plain text shows: about a
+/// resource link's line.
+const STORED_BYTES_PER_BLOCK: usize = 96;
+
+/// The most [`ToolResult::stored_hint`] reserves, whatever the blocks: a guess never asks for
+/// more than this up front.
+const MAX_STORED_HINT: usize = 256 << 20;
 
 /// Where a stored copy being written is: its text's length and how many parts it has.
 #[derive(Debug, Clone, Copy)]
@@ -216,6 +226,13 @@ impl<'a> StoredText<'a> {
 
     /// Appends a part, after a `\n` unless it is the first.
     fn push(&mut self, part: &str) {
+        if let Cow::Borrowed(first) = self.text {
+            // Copied once, into the room the whole text is guessed to take.
+            let needed = first.len() + 1 + part.len();
+            let mut owned = String::with_capacity(self.reserve.max(needed));
+            owned.push_str(first);
+            self.text = Cow::Owned(owned);
+        }
         let text = self.text.to_mut();
         if self.parts > 0 {
             text.push('\n');
@@ -384,6 +401,37 @@ impl<'a> ToolResult<'a> {
             _ => 0,
         };
         values + self.views.map_or(0, <[_]>::len)
+    }
+
+    /// About how long the stored copy of the content array will be, in bytes, to reserve its
+    /// text once rather than grow it by doubling (each copy of a growing text of megabytes
+    /// stays resident): each plain text's length, and [`STORED_BYTES_PER_BLOCK`] for any other
+    /// block (a reference's line, a placeholder). A text longer than the guess grows as
+    /// before; a shorter one gives the rest back when it is done.
+    fn stored_hint(&self) -> usize {
+        let guess = |text: Option<&str>| text.map_or(STORED_BYTES_PER_BLOCK, str::len);
+        let values = match self.content {
+            Some(Value::Array(values)) => values.as_slice(),
+            _ => &[],
+        };
+        let of_values = values
+            .iter()
+            .map(|value| guess(value.get("text").and_then(Value::as_str)));
+        let of_views = self
+            .views
+            .unwrap_or_default()
+            .iter()
+            .map(|view| match view {
+                BlockView::Text(text) => text.len(),
+                BlockView::Object(_) | BlockView::Other(_) => STORED_BYTES_PER_BLOCK,
+            });
+        // One more byte a part for the line break that joins it.
+        of_values
+            .chain(of_views)
+            .fold(0usize, |sum, bytes| {
+                sum.saturating_add(bytes).saturating_add(1)
+            })
+            .min(MAX_STORED_HINT)
     }
 
     /// Whether the content is an array of blocks.
@@ -586,6 +634,7 @@ impl<'h> Projector<'h> {
             ends: attach
                 .is_none()
                 .then(|| Vec::with_capacity(result.block_count() + 1)),
+            reserve: result.stored_hint(),
             ..StoredText::default()
         };
         let mut natives: Vec<(usize, Part<'a>)> = Vec::new();
