@@ -1,6 +1,7 @@
 //! Spill files: the whole of a result, written before anything is cut, with its payloads as
 //! attachments holding their decoded bytes.
 
+use std::borrow::Cow;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -8,7 +9,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use mcpl_classify::{Media, Sniffed};
-use mcpl_lanes::{Projector, ToolResult, ToolResultCopies, markers};
+use mcpl_lanes::{Attach, Projector, ToolResult, ToolResultCopies, markers};
 
 /// Why a spill could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -871,46 +872,33 @@ pub fn write_spill(
     result: &ToolResult<'_>,
     store: &mut dyn SpillStore,
 ) -> Result<Spill, SpillError> {
-    write_spill_pass(projector, result, store)
+    write_spill_with(store, |attach| projector.tool_result_spill(result, attach))
 }
 
-/// [`write_spill`] for a result whose copies were just made by the same projector: when a spill
-/// writes their stored copy as it is ([`ToolResultCopies::spills_as_stored`]), that copy is
-/// written, with no second pass over the result (and no second registration of its
-/// references, so the ids the stored copy names are the spill's too); otherwise the same
-/// spill [`write_spill`] writes.
+/// [`write_spill`] for a result whose copies were just made by the same projector: when they
+/// say [`ToolResultCopies::spills_as_stored`], the spill text is their stored copy with each
+/// payload's attachment line in its part's place, with no second pass over the result (so the
+/// ids of the references and images the stored copy names are the spill's too); otherwise the
+/// same spill [`write_spill`] writes.
 pub fn write_spill_of(
     projector: &mut Projector<'_>,
     result: &ToolResult<'_>,
     copies: &ToolResultCopies<'_>,
     store: &mut dyn SpillStore,
 ) -> Result<Spill, SpillError> {
-    if !copies.spills_as_stored {
-        return write_spill_pass(projector, result, store);
-    }
-    let id = SpillId::random()?;
-    let notice = store.notice();
-    let manifest = Manifest {
-        conversation: store.conversation().to_owned(),
-        text: format!("{id}.txt"),
-        bytes: copies.stored.len() as u64,
-        attachments: Vec::new(),
-    };
-    finish_spill(
-        store,
-        id,
-        notice,
-        &manifest,
-        &copies.stored,
-        Vec::new(),
-        &mut Vec::new(),
-    )
+    write_spill_with(store, |attach| {
+        match projector.tool_result_spill_of(result, copies, attach) {
+            Some(text) => text,
+            None => projector.tool_result_spill(result, attach),
+        }
+    })
 }
 
-fn write_spill_pass(
-    projector: &mut Projector<'_>,
-    result: &ToolResult<'_>,
+/// Writes a spill whose text `text_of` makes, given what writes each payload as an attachment
+/// and returns its line.
+fn write_spill_with<'t>(
     store: &mut dyn SpillStore,
+    text_of: impl FnOnce(&mut Attach<'_>) -> Cow<'t, str>,
 ) -> Result<Spill, SpillError> {
     let id = SpillId::random()?;
     let notice = store.notice();
@@ -923,7 +911,7 @@ fn write_spill_pass(
         attachments: Vec::new(),
     };
     let mut failure = None;
-    let text = projector.tool_result_spill(result, &mut |media: &Media<'_>, shown: &str| {
+    let text = text_of(&mut |media: &Media<'_>, shown: &str| {
         if failure.is_some() {
             return shown.to_owned();
         }

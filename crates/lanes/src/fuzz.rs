@@ -55,7 +55,18 @@ pub fn view_matches_value(bytes: &[u8]) {
             };
             let parsed = ToolResult::from_value(&value);
             let copies = lanes.tool_result(&parsed);
+            // A spill made from the copies, before a second pass changes the session, is the
+            // second pass's text, where that pass registers nothing anew: the ledger and the
+            // registry keep every image and reference of the result.
+            let of_copies = lanes
+                .tool_result_spill_of(&parsed, &copies, &mut attach.clone())
+                .map(std::borrow::Cow::into_owned);
             let spill = lanes.tool_result_spill(&parsed, &mut attach.clone());
+            if parsed.blocks().count() <= crate::LEDGER_MAX_IMAGES
+                && let Some(of_copies) = of_copies
+            {
+                assert_eq!(of_copies, spill, "the spill made from the copies");
+            }
             let mut lanes = Projector {
                 registry: &mut view_registry,
                 ledger: &mut view_ledger,

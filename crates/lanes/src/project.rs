@@ -123,12 +123,13 @@ pub struct ToolResultCopies<'a> {
     pub live: LiveCopy<'a>,
     /// Whether the server marked the result an error.
     pub is_error: bool,
-    /// Whether a spill of the same result, made right after these copies, writes `stored` as
-    /// it is: nothing in the result is written as an attachment, it has no data a spill shows
-    /// otherwise (structured content, content that is not an array), and redaction found no
-    /// url for the session to hide from then on. A spill then writes `stored` without a second
-    /// pass over the result, and the references it names keep the ids the stored copy gave
-    /// them. `false` wherever that is not known (a cut copy, copies made elsewhere).
+    /// Whether a spill of the same result, made right after these copies, is `stored` with
+    /// each payload's part replaced by its attachment line: the result has no data a spill
+    /// shows otherwise (structured content, content that is not an array), and redaction found
+    /// no url for the session to hide from then on. A spill then needs no second pass over the
+    /// result ([`Projector::tool_result_spill_of`]), and the references and images it names
+    /// keep the ids the stored copy gave them. `false` wherever that is not known (a cut copy,
+    /// copies made elsewhere).
     pub spills_as_stored: bool,
 }
 
@@ -619,6 +620,44 @@ impl<'h> Projector<'h> {
         self.tool_result_with(result, &mut Some(attach)).stored
     }
 
+    /// The spill text [`Projector::tool_result_spill`] makes, from copies this projector has
+    /// just made of the same result and that say [`ToolResultCopies::spills_as_stored`]: the
+    /// stored copy, each payload's part replaced by what `attach` returns for it (given the
+    /// payload and the part), with no second pass over the result: no uri is hidden again and
+    /// no reference or image is registered again. `None`, before `attach` is called, when the
+    /// copies do not say so or their parts are not one a block.
+    pub fn tool_result_spill_of<'c>(
+        &mut self,
+        result: &ToolResult<'_>,
+        copies: &'c ToolResultCopies<'_>,
+        attach: &mut Attach<'_>,
+    ) -> Option<Cow<'c, str>> {
+        if !copies.spills_as_stored || copies.part_ends.len() != result.block_count() {
+            return None;
+        }
+        let stored: &'c str = &copies.stored;
+        let mut spill: Option<String> = None;
+        let mut copied = 0;
+        for (block, span) in result.blocks().zip(copies.part_spans()) {
+            let Some(media) = block.media().filter(|media| !media.is_empty()) else {
+                continue;
+            };
+            // The spans are the stored copy's own, in order.
+            let shown = stored.get(span.clone()).unwrap_or_default();
+            let text = spill.get_or_insert_with(|| String::with_capacity(stored.len()));
+            text.push_str(stored.get(copied..span.start).unwrap_or_default());
+            text.push_str(&attach(media, shown));
+            copied = span.end;
+        }
+        match spill {
+            None => Some(Cow::Borrowed(stored)),
+            Some(mut text) => {
+                text.push_str(stored.get(copied..).unwrap_or_default());
+                Some(Cow::Owned(text))
+            }
+        }
+    }
+
     fn tool_result_with<'a>(
         &mut self,
         result: &ToolResult<'a>,
@@ -643,7 +682,7 @@ impl<'h> Projector<'h> {
         let mut found_in_texts: Vec<String> = Vec::new();
         let mut found_elsewhere: Vec<String> = Vec::new();
         let mut server_text = false;
-        // Whether a spill pass would write an attachment or data the stored copy leaves out.
+        // Whether a spill pass would show data the stored copy leaves out, or redact more.
         let mut spill_differs = false;
         match result.content {
             _ if result.has_blocks() => {
@@ -685,7 +724,6 @@ impl<'h> Projector<'h> {
                         continue;
                     }
                     flush(&mut run, &mut stored);
-                    spill_differs |= block.media().is_some_and(|media| !media.is_empty());
                     let piece = self.tool_result_piece(&block, &hidden, attach);
                     found_elsewhere.extend(hidden.take_found());
                     if let Some(part) = piece.native {

@@ -1,7 +1,7 @@
 //! A spill made from a result's copies (`write_spill_of`) writes exactly what a second pass over
-//! the result (`write_spill`) writes, and skips that pass only where the stored copy is that
-//! text: no attachment, no data a spill shows that the stored copy leaves out, no url found for
-//! the session.
+//! the result (`write_spill`) writes, and skips that pass only where its text is the stored copy
+//! with each payload's attachment line in place: no data a spill shows that the stored copy
+//! leaves out, no url found for the session.
 
 use mcpl_budget::{LocalSpillStore, PricedRoute, SpillStore, write_spill, write_spill_of};
 use mcpl_lanes::{ImageLedger, Projector, Registry, ServerName, ToolResult, UriPolicy};
@@ -63,9 +63,9 @@ fn content(blocks: Value) -> Value {
 ])), true)]
 #[case::an_invalid_block(content(json!([{"type": "text"}, 3, "loose"])), true)]
 #[case::an_image_with_no_data(content(json!([{"type": "image", "data": "", "mimeType": "image/png"}])), true)]
-#[case::an_image(content(json!([{"type": "text", "text": "a"}, {"type": "image", "data": TINY_PNG, "mimeType": "image/png"}])), false)]
-#[case::a_blob(content(json!([{"type": "resource", "resource": {"uri": "file:///a.bin", "blob": "AAEC", "mimeType": "application/octet-stream"}}])), false)]
-#[case::audio_data_that_is_not_base64(content(json!([{"type": "audio", "data": "not base64!", "mimeType": "audio/wav"}])), false)]
+#[case::an_image(content(json!([{"type": "text", "text": "a"}, {"type": "image", "data": TINY_PNG, "mimeType": "image/png"}])), true)]
+#[case::a_blob(content(json!([{"type": "resource", "resource": {"uri": "file:///a.bin", "blob": "AAEC", "mimeType": "application/octet-stream"}}])), true)]
+#[case::audio_data_that_is_not_base64(content(json!([{"type": "audio", "data": "not base64!", "mimeType": "audio/wav"}])), true)]
 #[case::structured_beside_text(json!({"content": [{"type": "text", "text": "t"}], "structuredContent": {"a": 1}}), false)]
 #[case::structured_alone(json!({"structuredContent": {"a": [1, 2]}}), false)]
 #[case::data_content(json!({"content": {"type": "image", "data": TINY_PNG, "mimeType": "image/png"}, "x": 1}), false)]
@@ -79,7 +79,8 @@ fn a_spill_of_the_copies_is_the_spill_of_a_second_pass(
     let (_, _, second_pass) = project_then_spill(&result, false);
     assert_eq!(flag, spills_as_stored);
     assert_eq!(of_copies, second_pass);
-    if spills_as_stored {
+    // With no payload to attach, the spill is the stored copy itself.
+    if spills_as_stored && !of_copies.contains("[attachment: ") {
         assert_eq!(of_copies, stored);
     }
 }
@@ -87,18 +88,34 @@ fn a_spill_of_the_copies_is_the_spill_of_a_second_pass(
 /// More references than the registry keeps: a second pass gave every one a new id (the first
 /// pass's oldest were evicted before it reached them), so the stored copy named ids that no
 /// longer resolved. The spill now is the stored copy, and its newest ids resolve.
-#[test]
-fn a_spill_names_the_ids_the_stored_copy_names_past_the_registrys_capacity() {
-    let links: Vec<Value> = (0..2_500)
+#[rstest]
+fn a_spill_names_the_ids_the_stored_copy_names_past_the_registrys_capacity(
+    #[values(false, true)] with_an_image: bool,
+) {
+    let mut blocks: Vec<Value> = (0..2_500)
         .map(|i| {
             json!({"type": "resource_link", "uri": format!("https://h.example/l/{i}"),
                    "name": format!("file{i}.csv"), "mimeType": "text/csv"})
         })
         .collect();
-    let result = content(Value::Array(links));
+    if with_an_image {
+        blocks.insert(
+            0,
+            json!({"type": "image", "data": TINY_PNG, "mimeType": "image/png"}),
+        );
+    }
+    let result = content(Value::Array(blocks));
     let (stored, flag, spilled) = project_then_spill(&result, true);
     assert!(flag);
-    assert_eq!(spilled, stored);
+    // The stored copy, the image's placeholder aside.
+    let (stored_tail, spilled_tail) = match with_an_image {
+        true => (
+            stored.split_once('\n').unwrap().1,
+            spilled.split_once('\n').unwrap().1,
+        ),
+        false => (stored.as_str(), spilled.as_str()),
+    };
+    assert_eq!(spilled_tail, stored_tail);
 
     let dir = TempDir::new("spill-of-ids");
     let mut store = LocalSpillStore::new(&dir.0).unwrap();
