@@ -331,37 +331,34 @@ impl SpillStore for LocalSpillStore {
         };
         // A folder's files go under their real names inside its hidden staging folder, which
         // the commit renames once; a flat file goes under a hidden name of its own.
-        let folder = name.split_once('/').map(|(folder, _)| folder);
         // No sync here: `commit` syncs every staged file at once (one fsync a file made a
         // spill of 100,000 attachments take minutes).
-        let (temporary, written) = match name.split_once('/') {
+        match name.split_once('/') {
             Some((folder, file)) => {
                 let staging = self.staging_folder(folder).map_err(fail)?;
-                (
-                    staging.temporary.join(file),
-                    create_private_file_in(staging, file)
-                        .and_then(|mut made| made.write_all(bytes)),
-                )
+                let written = create_private_file_in(staging, file)
+                    .and_then(|mut made| made.write_all(bytes));
+                if let Err(error) = written {
+                    // The staged file's path is made only to remove it.
+                    let _ = fs::remove_file(staging.temporary.join(file));
+                    self.drop_staging_folder_if_empty(folder);
+                    return Err(fail(error));
+                }
+                Ok(path.display().to_string())
             }
             None => {
                 let temporary = self.dir.join(format!(".{name}.partial"));
                 let written =
                     create_private_file(&temporary).and_then(|mut made| made.write_all(bytes));
-                (temporary, written)
+                if let Err(error) = written {
+                    let _ = fs::remove_file(&temporary);
+                    return Err(fail(error));
+                }
+                let shown = path.display().to_string();
+                self.staged.push((temporary, path));
+                Ok(shown)
             }
-        };
-        if let Err(error) = written {
-            let _ = fs::remove_file(&temporary);
-            if let Some(folder) = folder {
-                self.drop_staging_folder_if_empty(folder);
-            }
-            return Err(fail(error));
         }
-        let shown = path.display().to_string();
-        if folder.is_none() {
-            self.staged.push((temporary, path));
-        }
-        Ok(shown)
     }
 
     fn remove(&mut self, name: &str) {
