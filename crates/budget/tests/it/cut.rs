@@ -4,7 +4,9 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use mcpl_budget::{CutError, Heuristic, PricedRoute, Pricer, Unpriceable, cut};
-use mcpl_lanes::{ImageLedger, Projector, Registry, RouteId, ServerName, ToolResult, UriPolicy};
+use mcpl_lanes::{RouteId, ToolResult};
+
+use crate::with_projector;
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -22,16 +24,9 @@ fn result(image: bool) -> Value {
 
 /// What `cut` says of the result on `route` with `budget`: the fitted price, or the error.
 fn cut_on(result: &Value, route: &PricedRoute, budget: u64) -> Result<Option<u64>, CutError> {
-    let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
-    let server = ServerName::new("test");
-    let mut projector = Projector {
-        registry: &mut registry,
-        ledger: &mut ledger,
-        route: &route.lanes,
-        server: &server,
-        uri_policy: UriPolicy::Hidden,
-    };
-    let copies = projector.tool_result(&ToolResult::from_value(result));
+    let copies = with_projector(route, |projector| {
+        projector.tool_result(&ToolResult::from_value(result))
+    });
     let pricer = Pricer {
         text: &Heuristic,
         route,

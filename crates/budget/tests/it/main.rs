@@ -49,6 +49,22 @@ impl Drop for TempDir {
     }
 }
 
+/// Runs `body` with a fresh host's projector on `route`.
+pub(crate) fn with_projector<T>(
+    route: &PricedRoute,
+    body: impl FnOnce(&mut Projector<'_>) -> T,
+) -> T {
+    let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
+    let server = ServerName::new("test");
+    body(&mut Projector {
+        registry: &mut registry,
+        ledger: &mut ledger,
+        route: &route.lanes,
+        server: &server,
+        uri_policy: UriPolicy::Hidden,
+    })
+}
+
 /// Fits a result on a route with a fresh host.
 pub(crate) fn fit<'a>(
     result: &'a Value,
@@ -56,26 +72,19 @@ pub(crate) fn fit<'a>(
     budget: u64,
     store: Option<&mut dyn SpillStore>,
 ) -> Fitted<'a> {
-    let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
-    let server = ServerName::new("test");
-    let mut projector = Projector {
-        registry: &mut registry,
-        ledger: &mut ledger,
-        route: &route.lanes,
-        server: &server,
-        uri_policy: UriPolicy::Hidden,
-    };
     let pricer = Pricer {
         text: &Heuristic,
         route,
     };
-    fit_tool_result(
-        &mut projector,
-        &ToolResult::from_value(result),
-        pricer,
-        budget,
-        store,
-    )
+    with_projector(route, |projector| {
+        fit_tool_result(
+            projector,
+            &ToolResult::from_value(result),
+            pricer,
+            budget,
+            store,
+        )
+    })
 }
 
 /// The decoded payloads of a result's data-bearing blocks, at any depth, in document order.

@@ -4,11 +4,11 @@
 //! leaves out, no url found for the session.
 
 use mcpl_budget::{LocalSpillStore, PricedRoute, SpillStore, write_spill, write_spill_of};
-use mcpl_lanes::{ImageLedger, Projector, Registry, ServerName, ToolResult, UriPolicy};
+use mcpl_lanes::ToolResult;
 use rstest::rstest;
 use serde_json::{Value, json};
 
-use crate::{TempDir, fit};
+use crate::{TempDir, fit, with_projector};
 
 const TINY_PNG: &str =
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg==";
@@ -16,26 +16,17 @@ const TINY_PNG: &str =
 /// Projects `result` with a fresh host, then spills it the one way or the other; the stored
 /// copy, whether it spills as stored, and the spill text as written.
 fn project_then_spill(result: &Value, from_copies: bool) -> (String, bool, String) {
-    let route = PricedRoute::ANTHROPIC;
-    let (mut registry, mut ledger) = (Registry::with_seed(7), ImageLedger::with_seed(8));
-    let server = ServerName::new("test");
-    let mut projector = Projector {
-        registry: &mut registry,
-        ledger: &mut ledger,
-        route: &route.lanes,
-        server: &server,
-        uri_policy: UriPolicy::Hidden,
-    };
-    let result = ToolResult::from_value(result);
-    let copies = projector.tool_result(&result);
     let dir = TempDir::new("spill-of");
     let mut store = LocalSpillStore::new(&dir.0).unwrap();
-    let spill = if from_copies {
-        write_spill_of(&mut projector, &result, &copies, &mut store)
-    } else {
-        write_spill(&mut projector, &result, &mut store)
-    }
-    .unwrap();
+    let result = ToolResult::from_value(result);
+    let (copies, spill) = with_projector(&PricedRoute::ANTHROPIC, |projector| {
+        let copies = projector.tool_result(&result);
+        let spill = match from_copies {
+            true => write_spill_of(projector, &result, &copies, &mut store),
+            false => write_spill(projector, &result, &mut store),
+        };
+        (copies, spill.unwrap())
+    });
     // Each spill has its own folder and id; what differs besides them counts.
     let text = std::fs::read_to_string(&spill.path)
         .unwrap()
