@@ -442,12 +442,12 @@ pub(crate) enum Searcher {
     },
     ByTail {
         shift: Vec<u8>,
-        /// The last string that ends in each distinct last eight bytes, found by the hash of
-        /// those bytes (four bytes a string: the bytes are read again from the string).
+        /// One string that ends in each distinct last eight bytes, found by the hash of those
+        /// bytes (four bytes a string: the bytes are read again from the string).
         by_tail: hashbrown::HashTable<u32>,
         hasher: foldhash::fast::RandomState,
-        /// For each string, the one before it that ends in the same eight bytes (`u32::MAX`
-        /// when none does).
+        /// For each string, another that ends in the same eight bytes, the strings of each
+        /// last eight bytes making one chain from the one the table finds (`u32::MAX` ends it).
         next: Vec<u32>,
     },
     /// Strings that would make either search above slow on a hostile text (many share a
@@ -468,6 +468,33 @@ impl Searcher {
 
     /// A searcher for every string in `patterns`, each at least eight bytes long.
     pub(crate) fn new(patterns: &Strings) -> Searcher {
+        match Searcher::heads(patterns) {
+            Heads::Few(prefixes) => Searcher::by_prefix(prefixes),
+            Heads::InManyLengths => {
+                Searcher::automaton(patterns).unwrap_or_else(|| Searcher::by_tail(patterns))
+            }
+            Heads::Many => Searcher::by_tail(patterns),
+        }
+    }
+
+    /// [`Searcher::new`] for strings gathered by their last eight bytes (none of which more than
+    /// [`Searcher::MAX_SAME_TAIL`] end in), which the search by tails keeps as they are. The
+    /// search by beginnings asks whether a string is one of them: `patterns` gains its table.
+    pub(crate) fn of_tails(patterns: &mut Strings, tails: Tails) -> Searcher {
+        match Searcher::heads(patterns) {
+            Heads::Few(prefixes) => {
+                patterns.index_all();
+                Searcher::by_prefix(prefixes)
+            }
+            Heads::InManyLengths => {
+                Searcher::automaton(patterns).unwrap_or_else(|| tails.into_searcher(patterns))
+            }
+            Heads::Many => tails.into_searcher(patterns),
+        }
+    }
+
+    /// Which search the strings' beginnings call for.
+    fn heads(patterns: &Strings) -> Heads {
         // Each distinct beginning, with the distinct lengths of the strings that have it. There
         // are few, so a list serves better than a map that hashes every string.
         let mut prefixes: Vec<(u64, Vec<usize>)> = Vec::new();
@@ -479,7 +506,7 @@ impl Searcher {
                     prefixes.push((prefix, Vec::new()));
                     prefixes.len() - 1
                 }
-                None => return Searcher::by_tail(patterns),
+                None => return Heads::Many,
             };
             let lengths = &mut prefixes[index].1;
             if !lengths.contains(&pattern.len()) {
@@ -492,8 +519,12 @@ impl Searcher {
             .sum::<usize>()
             > Self::MAX_PREFIX_LENGTHS
         {
-            return Searcher::automaton(patterns).unwrap_or_else(|| Searcher::by_tail(patterns));
+            return Heads::InManyLengths;
         }
+        Heads::Few(prefixes)
+    }
+
+    fn by_prefix(prefixes: Vec<(u64, Vec<usize>)>) -> Searcher {
         let starts = prefixes
             .into_iter()
             .map(|(prefix, mut lengths)| {
@@ -635,6 +666,148 @@ impl Searcher {
             }
         }
         kept
+    }
+}
+
+/// What the beginnings of a set of strings call for.
+enum Heads {
+    /// At most [`Searcher::MAX_PREFIXES`] beginnings, in at most
+    /// [`Searcher::MAX_PREFIX_LENGTHS`] lengths in all: each with its strings' lengths.
+    Few(Vec<(u64, Vec<usize>)>),
+    /// Few beginnings in too many lengths.
+    InManyLengths,
+    /// Too many beginnings.
+    Many,
+}
+
+/// Distinct strings of at least eight bytes, held in a [`Strings`] without its table, found
+/// again by their last eight bytes: each distinct last eight bytes leads to the first string
+/// that ends in them, and a chain from it through the others. While a set's patterns are
+/// gathered it tells a new one from one held, with one probe for the strings a uri gives (they
+/// mostly end alike) rather than one a string (decision 0094), and it is the search by tails.
+#[derive(Debug, Default)]
+pub(crate) struct Tails {
+    /// The first string that ends in each distinct last eight bytes, found by their hash.
+    heads: hashbrown::HashTable<u32>,
+    hasher: foldhash::fast::RandomState,
+    /// For each string, the next in its chain (`u32::MAX` for the last).
+    next: Vec<u32>,
+    /// The last eight bytes of the string added or found last, and the first string of their
+    /// chain.
+    last: Option<(u64, u32)>,
+}
+
+/// What [`Tails::add`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Added {
+    /// The string was new, and is added (or the set is full: see [`Strings::push_unindexed`]).
+    New,
+    /// The set held it already.
+    Held,
+    /// The string is new, but [`Searcher::MAX_SAME_TAIL`] strings end in its last eight bytes
+    /// already: nothing is added, and the set is no longer searched by its tails.
+    Crowded,
+}
+
+impl Tails {
+    /// Room for about `tails` distinct last eight bytes and `strings` strings.
+    pub(crate) fn with_capacity(tails: usize, strings: usize) -> Tails {
+        Tails {
+            heads: hashbrown::HashTable::with_capacity(tails),
+            next: Vec::with_capacity(strings),
+            ..Tails::default()
+        }
+    }
+
+    /// Adds `s` (at least eight bytes) to `strings` (the set these tails index) unless the set
+    /// holds it.
+    pub(crate) fn add(&mut self, strings: &mut Strings, s: &str) -> Added {
+        let bytes = s.as_bytes();
+        if bytes.len() < 8 {
+            // Never asked: every pattern is at least eight bytes long.
+            return Added::Crowded;
+        }
+        let tail = tail_key(bytes, bytes.len());
+        let Tails {
+            heads,
+            hasher,
+            next,
+            last,
+        } = self;
+        let tail_of = |index: u32| {
+            let held = strings.get(index).as_bytes();
+            tail_key(held, held.len())
+        };
+        let head = match *last {
+            Some((last_tail, head)) if last_tail == tail => Some(head),
+            _ => heads
+                .find(hasher.hash_one(tail), |&held| tail_of(held) == tail)
+                .copied(),
+        };
+        let Some(head) = head else {
+            if let Some(index) = strings.push_unindexed(s) {
+                next.push(u32::MAX);
+                heads.insert_unique(hasher.hash_one(tail), index, |&held| {
+                    let held = strings.get(held).as_bytes();
+                    hasher.hash_one(tail_key(held, held.len()))
+                });
+                *last = Some((tail, index));
+            }
+            return Added::New;
+        };
+        *last = Some((tail, head));
+        let mut count = 0;
+        let mut at = head;
+        while at != u32::MAX {
+            if strings.get(at) == s {
+                return Added::Held;
+            }
+            count += 1;
+            at = next.get(at as usize).copied().unwrap_or(u32::MAX);
+        }
+        if count >= Searcher::MAX_SAME_TAIL {
+            return Added::Crowded;
+        }
+        if let Some(index) = strings.push_unindexed(s)
+            && let Some(after) = next.get_mut(head as usize)
+        {
+            // Second in the chain: the first stays where the table finds it.
+            let after = std::mem::replace(after, index);
+            next.push(after);
+        }
+        Added::New
+    }
+
+    /// The search by tails of the strings these tails index.
+    fn into_searcher(self, strings: &Strings) -> Searcher {
+        let mut shift = vec![Searcher::MAX_SHIFT; 1 << 16];
+        let mut previous = None;
+        for pattern in strings.iter() {
+            let bytes = pattern.as_bytes();
+            let tail = &bytes[bytes.len() - 8..];
+            // The shifts depend on the last eight bytes alone.
+            if previous == Some(tail) {
+                continue;
+            }
+            previous = Some(tail);
+            for j in 0..=6 {
+                let block = usize::from(u16::from_le_bytes([tail[j], tail[j + 1]]));
+                shift[block] = shift[block].min((6 - j) as u8);
+            }
+        }
+        let Tails {
+            heads,
+            hasher,
+            mut next,
+            ..
+        } = self;
+        next.shrink_to_fit();
+        Searcher::ByTail {
+            shift,
+            by_tail: heads,
+            hasher,
+            next,
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use std::collections::{HashSet, VecDeque};
 use std::hash::BuildHasher as _;
 use std::sync::Arc;
 
-use crate::claims::Searcher;
+use crate::claims::{Added, Searcher, Tails};
 use crate::registry::ServerName;
 
 /// The sets and maps of uris and patterns: a result may hold tens of thousands, each hashed
@@ -723,6 +723,17 @@ impl Strings {
         }
     }
 
+    /// An empty set with room for `capacity` strings of `text` bytes in all, and no table: its
+    /// strings are added with [`Strings::push_unindexed`] by a caller that tells a new string from
+    /// a held one itself.
+    pub(crate) fn unindexed(capacity: usize, text: usize) -> Strings {
+        Strings {
+            text: String::with_capacity(text),
+            ends: Vec::with_capacity(capacity),
+            ..Strings::default()
+        }
+    }
+
     fn at<'s>(text: &'s str, ends: &[usize], index: u32) -> &'s str {
         let index = index as usize;
         let start = if index == 0 { 0 } else { ends[index - 1] };
@@ -772,6 +783,37 @@ impl Strings {
         table.shrink_to_fit(|&i| hasher.hash_one(Strings::at(text, ends, i)));
     }
 
+    /// Appends `s` without looking for it in the set, which must not hold it (the table, if the
+    /// set has one, is not told): its index, or `None` past `u32::MAX` strings (more than any
+    /// input limit lets in), when nothing is added.
+    pub(crate) fn push_unindexed(&mut self, s: &str) -> Option<u32> {
+        let next = u32::try_from(self.ends.len()).ok()?;
+        self.text.push_str(s);
+        self.ends.push(self.text.len());
+        Some(next)
+    }
+
+    /// Makes the table that finds each string again, for a set whose strings were appended with
+    /// [`Strings::push_unindexed`] (so are distinct).
+    pub(crate) fn index_all(&mut self) {
+        let Strings {
+            text,
+            ends,
+            table,
+            hasher,
+        } = self;
+        *table = hashbrown::HashTable::with_capacity(ends.len());
+        for index in 0..ends.len() {
+            // Fewer than `u32::MAX` strings are ever held.
+            let index = index as u32;
+            table.insert_unique(
+                hasher.hash_one(Strings::at(text, ends, index)),
+                index,
+                |&i| hasher.hash_one(Strings::at(text, ends, i)),
+            );
+        }
+    }
+
     /// Adds `s`; whether it was new.
     pub(crate) fn insert(&mut self, s: &str) -> bool {
         let hash = self.hasher.hash_one(s);
@@ -810,42 +852,75 @@ pub(crate) struct Compiled {
     /// Every string searched for.
     pub(crate) patterns: Strings,
     pub(crate) searcher: Option<Searcher>,
+    /// While the patterns are gathered, what tells a new one from one held: the patterns by
+    /// their last eight bytes, which the search by tails then keeps (decision 0094). `None` when
+    /// `patterns` keeps its own table instead: once more strings end alike than the search by
+    /// tails takes, and once searched.
+    gathering: Option<Tails>,
 }
 
 impl Compiled {
-    /// The patterns of uris carried by a result, each searched for with its parts.
-    fn of_keys(keys: Strings) -> Compiled {
-        let mut patterns = Strings::with_capacity(keys.len() * 3);
-        let mut scratch = String::new();
-        for key in keys.iter() {
-            patterns_of(key, &mut scratch, |pattern| {
-                patterns.insert(pattern);
-            });
-        }
+    /// An empty set gathering the patterns of about `uris` uris, held in `key_bytes` bytes of
+    /// canonical forms, by their last eight bytes.
+    fn gathering(keys: Strings, uris: usize, key_bytes: usize) -> Compiled {
+        // A uri's patterns mostly end alike (its form, the same with its default port, its
+        // query and its last credential value): about one last eight bytes a uri.
+        let patterns = Strings::unindexed(uris.saturating_mul(3), key_bytes.saturating_mul(2));
         Compiled {
             keys,
             patterns,
             searcher: None,
+            gathering: Some(Tails::with_capacity(uris, uris.saturating_mul(3))),
         }
     }
 
+    /// The patterns of uris carried by a result, each searched for with its parts, with room
+    /// for `more` uris besides.
+    fn of_keys(keys: Strings, more: usize) -> Compiled {
+        let uris = keys.len().saturating_add(more);
+        let key_bytes = keys.text.len();
+        let mut compiled = Compiled::gathering(Strings::default(), uris, key_bytes);
+        let mut scratch = String::new();
+        let Compiled {
+            patterns,
+            gathering,
+            ..
+        } = &mut compiled;
+        for key in keys.iter() {
+            patterns_of(key, &mut scratch, |pattern| {
+                add_pattern(patterns, gathering, pattern);
+            });
+        }
+        compiled.keys = keys;
+        compiled
+    }
+
     /// Adds a uri by its canonical form: with its parts, or alone.
-    fn add(&mut self, key: &str, with_parts: bool) {
+    fn add(&mut self, key: &str, with_parts: bool, scratch: &mut String) {
         if !self.keys.insert(key) {
             return;
         }
-        let patterns = &mut self.patterns;
+        let Compiled {
+            patterns,
+            gathering,
+            ..
+        } = self;
         if with_parts {
-            patterns_of(key, &mut String::new(), |pattern| {
-                patterns.insert(pattern);
+            patterns_of(key, scratch, |pattern| {
+                add_pattern(patterns, gathering, pattern);
             });
         } else if is_searchable(key) {
-            patterns.insert(key);
+            add_pattern(patterns, gathering, key);
         }
     }
 
     fn with_searcher(mut self) -> Compiled {
-        self.searcher = (self.patterns.len() > 0).then(|| Searcher::new(&self.patterns));
+        let gathering = self.gathering.take();
+        self.searcher = match gathering {
+            _ if self.patterns.len() == 0 => None,
+            Some(tails) => Some(Searcher::of_tails(&mut self.patterns, tails)),
+            None => Some(Searcher::new(&self.patterns)),
+        };
         // Only the search by beginnings asks whether a string is a pattern; the others find
         // patterns by index, and nothing adds to a compiled set.
         if !matches!(self.searcher, Some(Searcher::ByPrefix { .. })) {
@@ -855,6 +930,22 @@ impl Compiled {
         self.keys.shrink_to_fit();
         self
     }
+}
+
+/// Adds a pattern (at least eight bytes) to a set being gathered, unless it holds it: by its
+/// last eight bytes while they tell, else by the set's own table (made from the strings held
+/// when more of them end alike than the search by tails takes).
+fn add_pattern(patterns: &mut Strings, gathering: &mut Option<Tails>, pattern: &str) {
+    if let Some(tails) = gathering {
+        match tails.add(patterns, pattern) {
+            Added::New | Added::Held => return,
+            Added::Crowded => {
+                patterns.index_all();
+                *gathering = None;
+            }
+        }
+    }
+    patterns.insert(pattern);
 }
 
 impl HiddenSet {
@@ -929,7 +1020,7 @@ impl HiddenSet {
                 self.entries.insert(key.clone(), true);
                 self.order.push_back(key);
             }
-            return Arc::new(Compiled::of_keys(keys).with_searcher());
+            return Arc::new(Compiled::of_keys(keys, 0).with_searcher());
         }
         for key in keys.iter() {
             self.insert_key(key, true);
@@ -937,9 +1028,10 @@ impl HiddenSet {
         if keys.iter().all(|key| self.entries.contains_key(key)) {
             return self.compiled();
         }
-        let mut compiled = Compiled::of_keys(keys);
+        let mut compiled = Compiled::of_keys(keys, self.entries.len());
+        let mut scratch = String::new();
         for (key, &with_parts) in &self.entries {
-            compiled.add(key, with_parts);
+            compiled.add(key, with_parts, &mut scratch);
         }
         Arc::new(compiled.with_searcher())
     }
@@ -979,9 +1071,12 @@ impl HiddenSet {
         if let Some(compiled) = &self.compiled {
             return Arc::clone(compiled);
         }
-        let mut compiled = Compiled::default();
+        let key_bytes = self.entries.keys().map(String::len).sum();
+        let keys = Strings::with_capacity(self.entries.len());
+        let mut compiled = Compiled::gathering(keys, self.entries.len(), key_bytes);
+        let mut scratch = String::new();
         for (key, &with_parts) in &self.entries {
-            compiled.add(key, with_parts);
+            compiled.add(key, with_parts, &mut scratch);
         }
         let compiled = Arc::new(compiled.with_searcher());
         self.compiled = Some(Arc::clone(&compiled));
@@ -1151,6 +1246,50 @@ mod tests {
                 None => proptest::prop_assert!(
                     text.bytes().any(|b| !(0x20..0x7F).contains(&b) || b"%&\\".contains(&b))
                 ),
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Patterns gathered by their last eight bytes are the patterns a table gathers, in the
+        /// same order; the search made from them is the one `Searcher::new` makes from those,
+        /// and finds the same. Many strings ending alike (past what the search by tails takes)
+        /// hand the gathering over to the table.
+        #[test]
+        fn patterns_gathered_by_their_tails_are_those_a_table_gathers(
+            patterns in proptest::collection::vec(
+                proptest::prop_oneof![
+                    1 => "[ab:/]{8,14}",
+                    2 => "[ab]{0,7}xxxxxxxx",
+                    1 => "(http|demo)://[ab]{1,3}",
+                ],
+                0..120,
+            ),
+            text in "[abx:/ ]{0,80}|(http://|demo://|[abx ]){0,20}",
+        ) {
+            let mut by_table = Compiled::default();
+            let mut by_tails = Compiled::gathering(Strings::default(), 0, 0);
+            for pattern in &patterns {
+                add_pattern(&mut by_table.patterns, &mut by_table.gathering, pattern);
+                add_pattern(&mut by_tails.patterns, &mut by_tails.gathering, pattern);
+            }
+            proptest::prop_assert!(by_table.patterns.iter().eq(by_tails.patterns.iter()));
+            let (by_table, by_tails) = (by_table.with_searcher(), by_tails.with_searcher());
+            let kind = |compiled: &Compiled| {
+                compiled.searcher.as_ref().map(std::mem::discriminant)
+            };
+            proptest::prop_assert_eq!(kind(&by_table), kind(&by_tails));
+            let found = |compiled: &Compiled| {
+                compiled
+                    .searcher
+                    .as_ref()
+                    .map(|searcher| searcher.find_all(&compiled.patterns, &text))
+            };
+            proptest::prop_assert_eq!(found(&by_table), found(&by_tails));
+            if matches!(by_tails.searcher, Some(Searcher::ByPrefix { .. })) {
+                for pattern in &patterns {
+                    proptest::prop_assert!(by_tails.patterns.contains(pattern));
+                }
             }
         }
     }
