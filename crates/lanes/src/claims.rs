@@ -57,7 +57,13 @@ pub struct HiddenUris {
     scan: bool,
     /// Credential-shaped urls found in text, by canonical form, for the session to remember.
     found: RefCell<Vec<String>>,
+    /// The buffer a short run of several pieces is joined in, kept from run to run.
+    joined: RefCell<String>,
 }
+
+/// The longest run of pieces [`HiddenUris::redact_run`] joins in its kept buffer; a longer one
+/// is joined in a buffer of its own, given back at once.
+const KEPT_JOIN_BYTES: usize = 1 << 16;
 
 impl HiddenUris {
     /// Reads the uris and `never` marks in every value of a result (its content, its structured
@@ -125,6 +131,7 @@ impl HiddenUris {
             policy,
             scan,
             found: RefCell::new(Vec::new()),
+            joined: RefCell::new(String::new()),
         }
     }
 
@@ -144,11 +151,33 @@ impl HiddenUris {
         !self.never.contains(&key) && !self.compiled.keys.contains(&key)
     }
 
-    /// A server's string with every hidden uri in it replaced by [`WITHHELD_LINK`].
+    /// A server's string with every hidden uri in it replaced by [`WITHHELD_LINK`]: what
+    /// [`HiddenUris::redact_run`] makes of it alone.
     pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        self.redact_run(&[text])
-            .pop()
-            .unwrap_or(Cow::Borrowed(text))
+        if self.passes_unchanged(text) {
+            return Cow::Borrowed(text);
+        }
+        let merged = self.merged_ranges(text);
+        let mut out = String::new();
+        let mut at = 0;
+        let mut changed = false;
+        for &(start, end) in &merged {
+            if end == 0 || start >= text.len() {
+                continue;
+            }
+            if !changed {
+                out.reserve(text.len());
+                changed = true;
+            }
+            out.push_str(&text[at..start]);
+            out.push_str(WITHHELD_LINK);
+            at = end.min(text.len());
+        }
+        if !changed {
+            return Cow::Borrowed(text);
+        }
+        out.push_str(&text[at..]);
+        Cow::Owned(out)
     }
 
     /// A server's label: control and format characters removed, then redacted.
@@ -184,43 +213,24 @@ impl HiddenUris {
         if pieces.iter().all(|piece| self.passes_unchanged(piece)) {
             return borrowed();
         }
-        let joined: Cow<'_, str> = match pieces {
-            [one] => Cow::Borrowed(*one),
-            _ => Cow::Owned(pieces.concat()),
+        let length: usize = pieces.iter().map(|piece| piece.len()).sum();
+        let mut kept = match pieces {
+            [_] => None,
+            _ if length <= KEPT_JOIN_BYTES => self.joined.try_borrow_mut().ok(),
+            _ => None,
         };
-        // Only urls are looked for, and the text's view can hold none: no view to make.
-        if self.compiled.searcher.is_none() && view_holds_no_url(&joined) {
-            return borrowed();
-        }
-        let ranges = if joined.len() > 2 * REDACT_WINDOW {
-            self.find_windowed(&joined, REDACT_WINDOW)
-        } else if let Some(upper) = plain_case(&joined) {
-            // The view of plain text is the text in lower case, byte for byte: no view to build
-            // and no way back to map.
-            let lower: Cow<'_, str> = if upper {
-                Cow::Owned(joined.to_ascii_lowercase())
-            } else {
-                Cow::Borrowed(&joined)
-            };
-            self.find_in_view(&lower)
-        } else {
-            let view = View::of(&joined);
-            self.find_in_view(&view.text)
-                .into_iter()
-                .map(|(start, end)| view.origin(start, end))
-                .collect()
-        };
-        if ranges.is_empty() {
-            return borrowed();
-        }
-        let mut spans = ranges;
-        spans.sort_unstable();
-        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
-        for (start, end) in spans {
-            match merged.last_mut() {
-                Some(last) if start <= last.1 => last.1 = last.1.max(end),
-                _ => merged.push((start, end)),
+        let joined: Cow<'_, str> = match (pieces, kept.as_deref_mut()) {
+            ([one], _) => Cow::Borrowed(*one),
+            (_, Some(buffer)) => {
+                buffer.clear();
+                pieces.iter().for_each(|piece| buffer.push_str(piece));
+                Cow::Borrowed(buffer.as_str())
             }
+            (_, None) => Cow::Owned(pieces.concat()),
+        };
+        let merged = self.merged_ranges(&joined);
+        if merged.is_empty() {
+            return borrowed();
         }
         // Each piece's share of the joined text: a link that began in an earlier piece leaves
         // no second placeholder.
@@ -251,6 +261,45 @@ impl HiddenUris {
             piece_start = piece_end;
         }
         out
+    }
+
+    /// Where hidden uris and, when scanning, credential-shaped urls are in `joined`, as its
+    /// byte ranges, in order, those that overlap or touch merged.
+    fn merged_ranges(&self, joined: &str) -> Vec<(usize, usize)> {
+        // Only urls are looked for, and the text's view can hold none: no view to make.
+        if self.compiled.searcher.is_none() && view_holds_no_url(joined) {
+            return Vec::new();
+        }
+        let mut spans = if joined.len() > 2 * REDACT_WINDOW {
+            self.find_windowed(joined, REDACT_WINDOW)
+        } else if let Some(upper) = plain_case(joined) {
+            // The view of plain text is the text in lower case, byte for byte: no view to build
+            // and no way back to map.
+            let lower: Cow<'_, str> = if upper {
+                Cow::Owned(joined.to_ascii_lowercase())
+            } else {
+                Cow::Borrowed(joined)
+            };
+            self.find_in_view(&lower)
+        } else {
+            let view = View::of(joined);
+            self.find_in_view(&view.text)
+                .into_iter()
+                .map(|(start, end)| view.origin(start, end))
+                .collect()
+        };
+        if spans.len() < 2 {
+            return spans;
+        }
+        spans.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+        for (start, end) in spans {
+            match merged.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => merged.push((start, end)),
+            }
+        }
+        merged
     }
 
     /// Where hidden uris and, when scanning, credential-shaped urls are in a view, as the
@@ -1086,6 +1135,53 @@ mod tests {
             let whole = found_whole(&uris, &text);
             proptest::prop_assert_eq!(found_windowed(&uris, &text, window), whole);
         }
+
+    }
+
+    proptest::proptest! {
+        // Half the cases redact a text longer than the kept buffer, three times over.
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+        /// A string redacted alone is what a run of it alone makes, and redaction remembers the
+        /// same urls; the same string cut into a run of pieces (joined in the kept buffer, or
+        /// in a buffer of its own past that one's size) makes it piece by piece.
+        #[test]
+        fn a_string_alone_is_redacted_as_a_run_of_it(
+            picks in proptest::collection::vec(0..FRAGMENTS.len(), 0..40),
+            cuts in proptest::collection::vec(0usize..40, 0..4),
+            scan: bool,
+            many: bool,
+            long: bool,
+        ) {
+            let mut text: String = picks.iter().map(|&i| FRAGMENTS[i]).collect();
+            if long {
+                text = text.repeat(KEPT_JOIN_BYTES / text.len().max(1) + 1);
+            }
+            let uris = hidden_uris(scan, many);
+            let alone = uris.redact(&text);
+            let alone_found = uris.take_found();
+            let run = uris.redact_run(&[&text]);
+            proptest::prop_assert_eq!(&run, &[alone]);
+            proptest::prop_assert_eq!(uris.take_found(), alone_found);
+            let mut bounds: Vec<usize> = cuts
+                .iter()
+                .map(|&cut| floor_boundary(&text, cut * text.len() / 40))
+                .collect();
+            bounds.push(text.len());
+            bounds.sort_unstable();
+            let mut pieces = Vec::new();
+            let mut at = 0;
+            for bound in bounds {
+                pieces.push(&text[at..bound]);
+                at = bound;
+            }
+            let redacted = uris.redact_run(&pieces);
+            let joined: String = redacted.iter().map(|piece| piece.as_ref()).collect();
+            proptest::prop_assert_eq!(joined, run[0].as_ref());
+        }
+    }
+
+    proptest::proptest! {
 
         /// Where a text is cut, the two sides' views side by side are the whole text's view,
         /// each byte from the same place.

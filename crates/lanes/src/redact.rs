@@ -430,9 +430,7 @@ fn authority(view: &str) -> Option<(&str, usize, usize)> {
     let bytes = view.as_bytes();
     let scheme_end = memchr::memchr_iter(b':', bytes).find(|&i| bytes[i..].starts_with(b"://"))?;
     let start = scheme_end + 3;
-    let end = view[start..]
-        .find(['/', '?', '#'])
-        .map_or(view.len(), |i| start + i);
+    let end = memchr::memchr3(b'/', b'?', b'#', &bytes[start..]).map_or(view.len(), |i| start + i);
     Some((&view[..scheme_end], start, end))
 }
 
@@ -463,14 +461,17 @@ fn patterns_of(key: &str, scratch: &mut String, mut each: impl FnMut(&str)) {
         scratch.push_str(&key[end..]);
         emit(scratch);
     }
-    if !key.contains(['?', '#']) {
+    let bytes = key.as_bytes();
+    if memchr::memchr2(b'?', b'#', bytes).is_none() {
         return;
     }
-    let (before_fragment, fragment) = match key.split_once('#') {
-        Some((b, f)) => (b, Some(f)),
+    // `?` and `#` are ASCII: the text either side of one is whole characters.
+    let (before_fragment, fragment) = match memchr::memchr(b'#', bytes) {
+        Some(at) => (&key[..at], Some(&key[at + 1..])),
         None => (key, None),
     };
-    let query = before_fragment.split_once('?').map(|(_, q)| q);
+    let query =
+        memchr::memchr(b'?', before_fragment.as_bytes()).map(|at| &before_fragment[at + 1..]);
     for part in [query, fragment].into_iter().flatten() {
         emit(part);
         for (name, value) in parameters(part) {
@@ -864,8 +865,12 @@ impl Compiled {
     /// canonical forms, by their last eight bytes.
     fn gathering(keys: Strings, uris: usize, key_bytes: usize) -> Compiled {
         // A uri's patterns mostly end alike (its form, the same with its default port, its
-        // query and its last credential value): about one last eight bytes a uri.
-        let patterns = Strings::unindexed(uris.saturating_mul(3), key_bytes.saturating_mul(2));
+        // query and its last credential value): about one last eight bytes a uri. Their text
+        // is about twice the forms', and a query more.
+        let text = (key_bytes / 2)
+            .saturating_mul(5)
+            .saturating_add(uris.saturating_mul(8));
+        let patterns = Strings::unindexed(uris.saturating_mul(3), text);
         Compiled {
             keys,
             patterns,
