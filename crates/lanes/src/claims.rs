@@ -59,7 +59,14 @@ pub struct HiddenUris {
     found: RefCell<Vec<String>>,
     /// The buffer a short run of several pieces is joined in, kept from run to run.
     joined: RefCell<String>,
+    /// The last two short labels redaction left as they were and found nothing in, the one met
+    /// last first: a result's labels repeat (its links mostly share a type), and such a label
+    /// is left as it is again.
+    unchanged_labels: RefCell<[String; 2]>,
 }
+
+/// The longest label [`HiddenUris::redact_label`] remembers it left as it was.
+const REMEMBERED_LABEL_BYTES: usize = 128;
 
 /// The longest run of pieces [`HiddenUris::redact_run`] joins in its kept buffer; a longer one
 /// is joined in a buffer of its own, given back at once.
@@ -132,6 +139,7 @@ impl HiddenUris {
             scan,
             found: RefCell::new(Vec::new()),
             joined: RefCell::new(String::new()),
+            unchanged_labels: RefCell::default(),
         }
     }
 
@@ -182,15 +190,50 @@ impl HiddenUris {
 
     /// A server's label: control and format characters removed, then redacted.
     pub(crate) fn redact_label<'t>(&self, label: &'t str) -> Cow<'t, str> {
-        if label.chars().any(is_control_or_format) {
+        // In ASCII only C0 controls and DEL are control or format characters.
+        let has_control = if label.is_ascii() {
+            label.bytes().any(|b| b < 0x20 || b == 0x7F)
+        } else {
+            label.chars().any(is_control_or_format)
+        };
+        if has_control {
             let clean: String = label
                 .chars()
                 .filter(|&c| !is_control_or_format(c))
                 .collect();
             Cow::Owned(self.redact(&clean).into_owned())
+        } else if label.len() <= REMEMBERED_LABEL_BYTES {
+            self.redact_short_label(label)
         } else {
             self.redact(label)
         }
+    }
+
+    /// [`HiddenUris::redact`] for a short label, which it may remember having left as it was.
+    fn redact_short_label<'t>(&self, label: &'t str) -> Cow<'t, str> {
+        {
+            let Ok(mut remembered) = self.unchanged_labels.try_borrow_mut() else {
+                return self.redact(label);
+            };
+            if remembered[0] == label {
+                return Cow::Borrowed(label);
+            }
+            if remembered[1] == label {
+                remembered.swap(0, 1);
+                return Cow::Borrowed(label);
+            }
+        }
+        let found_before = self.found.borrow().len();
+        let redacted = self.redact(label);
+        if matches!(redacted, Cow::Borrowed(_))
+            && self.found.borrow().len() == found_before
+            && let Ok(mut remembered) = self.unchanged_labels.try_borrow_mut()
+        {
+            remembered.swap(0, 1);
+            remembered[0].clear();
+            remembered[0].push_str(label);
+        }
+        redacted
     }
 
     /// Whether redaction surely leaves this piece as it is and finds nothing in it, whatever
@@ -490,7 +533,8 @@ pub(crate) enum Searcher {
         starts: Vec<(memchr::memmem::Finder<'static>, Vec<usize>)>,
     },
     ByTail {
-        shift: Vec<u8>,
+        /// How far the end of a window may move, by its last two bytes.
+        shift: Box<[u8; 1 << 16]>,
         /// One string that ends in each distinct last eight bytes, found by the hash of those
         /// bytes (four bytes a string: the bytes are read again from the string).
         by_tail: hashbrown::HashTable<u32>,
@@ -586,7 +630,7 @@ impl Searcher {
     }
 
     fn by_tail(patterns: &Strings) -> Searcher {
-        let mut shift = vec![Self::MAX_SHIFT; 1 << 16];
+        let mut shift = Box::new([Self::MAX_SHIFT; 1 << 16]);
         let hasher = foldhash::fast::RandomState::default();
         let tail_of = |index: u32| {
             let bytes = patterns.get(index).as_bytes();
@@ -677,8 +721,9 @@ impl Searcher {
                 let mut end = 8;
                 while end <= bytes.len() {
                     let block = usize::from(u16::from_le_bytes([bytes[end - 2], bytes[end - 1]]));
-                    if shift[block] > 0 {
-                        end += usize::from(shift[block]);
+                    let step = shift[block];
+                    if step > 0 {
+                        end += usize::from(step);
                         continue;
                     }
                     let tail = tail_key(bytes, end);
@@ -829,7 +874,7 @@ impl Tails {
 
     /// The search by tails of the strings these tails index.
     fn into_searcher(self, strings: &Strings) -> Searcher {
-        let mut shift = vec![Searcher::MAX_SHIFT; 1 << 16];
+        let mut shift = Box::new([Searcher::MAX_SHIFT; 1 << 16]);
         let mut previous = None;
         for pattern in strings.iter() {
             let bytes = pattern.as_bytes();
@@ -1139,6 +1184,36 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// A label redacted after others is what redacting it alone makes, remembered or not,
+        /// and redaction remembers the same urls.
+        #[test]
+        fn a_label_is_redacted_as_the_string_alone(
+            labels in proptest::collection::vec(
+                proptest::collection::vec(0..FRAGMENTS.len(), 0..3),
+                0..12,
+            ),
+            repeats in proptest::collection::vec(0usize..12, 0..24),
+            scan: bool,
+            many: bool,
+        ) {
+            let labels: Vec<String> = labels
+                .iter()
+                .map(|picks| picks.iter().map(|&i| FRAGMENTS[i]).collect())
+                .collect();
+            let order = (0..labels.len()).chain(repeats.iter().map(|&k| k % labels.len().max(1)));
+            let uris = hidden_uris(scan, many);
+            for k in order.filter(|&k| k < labels.len()) {
+                let label = &labels[k];
+                let clean: String = label.chars().filter(|&c| !is_control_or_format(c)).collect();
+                let alone = uris.redact(&clean).into_owned();
+                let alone_found = uris.take_found();
+                proptest::prop_assert_eq!(uris.redact_label(label), alone);
+                proptest::prop_assert_eq!(uris.take_found(), alone_found);
+            }
+        }
+    }
+
+    proptest::proptest! {
         // Half the cases redact a text longer than the kept buffer, three times over.
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
 
@@ -1246,6 +1321,18 @@ mod tests {
                 found_windowed(&uris, short, window),
                 found_whole(&uris, short),
                 "{window}"
+            );
+        }
+    }
+
+    #[test]
+    fn in_ascii_only_c0_controls_and_del_are_control_or_format() {
+        // What `redact_label` reads an ASCII label by.
+        for b in 0u8..0x80 {
+            assert_eq!(
+                is_control_or_format(char::from(b)),
+                b < 0x20 || b == 0x7F,
+                "{b}"
             );
         }
     }
