@@ -385,39 +385,25 @@ pub(crate) fn canonical_into(uri: &str, key: &mut String) {
     }
 }
 
-/// `PLAIN[byte]`: [`NOT_PLAIN`] for a byte that may not be in a string whose view is the string
-/// in lower case, byte for byte (anything but printable ASCII, and `%`, `\\`, `&`, which start
-/// escapes), and [`UPPER`] for an upper-case ASCII letter.
-const PLAIN: [u8; 256] = {
-    let mut table = [NOT_PLAIN; 256];
-    let mut b = 0x20;
-    while b < 0x7F {
-        table[b] = match b as u8 {
-            b'%' | b'\\' | b'&' => NOT_PLAIN,
-            b'A'..=b'Z' => UPPER,
-            _ => 0,
-        };
-        b += 1;
-    }
-    table
-};
-const NOT_PLAIN: u8 = 1;
-const UPPER: u8 = 2;
-
 /// Whether a string's view is the string in lower case, byte for byte (it is printable ASCII
-/// with no escape to decode), and if so whether it has an upper-case letter.
+/// with no `%`, `\\` or `&`, which start escapes), and if so whether it has an upper-case letter.
 pub(crate) fn plain_case(text: &str) -> Option<bool> {
-    let mut seen = 0;
-    // Whole chunks without an early exit inside, which the compiler vectorises.
+    let mut upper = false;
+    // Whole chunks without an early exit inside, and comparisons rather than a table, which the
+    // compiler vectorises.
     for chunk in text.as_bytes().chunks(64) {
-        seen |= chunk
-            .iter()
-            .fold(0, |seen, &b| seen | PLAIN[usize::from(b)]);
-        if seen & NOT_PLAIN != 0 {
+        let (mut not_plain, mut has_upper) = (false, false);
+        for &b in chunk {
+            // Outside 0x20..0x7F, or a byte that starts an escape.
+            not_plain |= (b.wrapping_sub(0x20) >= 0x5F) | (b == b'%') | (b == b'\\') | (b == b'&');
+            has_upper |= b.wrapping_sub(b'A') < 26;
+        }
+        if not_plain {
             return None;
         }
+        upper |= has_upper;
     }
-    Some(seen & UPPER != 0)
+    Some(upper)
 }
 
 /// Whether a string's view is the string in lower case, byte for byte.
@@ -998,6 +984,8 @@ impl HiddenSet {
     /// and only those are ever added to it: the others would be forgotten at once.
     pub(crate) fn hide_result(&mut self, uris: &[&str]) -> Arc<Compiled> {
         let mut keys = Strings::with_capacity(uris.len());
+        // A canonical form is at most as long as its uri.
+        keys.text.reserve(uris.iter().map(|uri| uri.len()).sum());
         let mut key = String::new();
         for uri in uris {
             canonical_into(uri, &mut key);
