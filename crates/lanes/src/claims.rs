@@ -633,7 +633,7 @@ impl Searcher {
         let mut shift = Box::new([Self::MAX_SHIFT; 1 << 16]);
         let hasher = foldhash::fast::RandomState::default();
         let tail_of = |index: u32| {
-            let bytes = patterns.get(index).as_bytes();
+            let bytes = patterns.bytes(index);
             tail_key(bytes, bytes.len())
         };
         let mut by_tail: hashbrown::HashTable<u32> =
@@ -729,12 +729,12 @@ impl Searcher {
                     let tail = tail_key(bytes, end);
                     let mut index = by_tail
                         .find(hasher.hash_one(tail), |&held| {
-                            let held = patterns.get(held).as_bytes();
+                            let held = patterns.bytes(held);
                             tail_key(held, held.len()) == tail
                         })
                         .copied();
                     while let Some(at) = index.filter(|&at| at != u32::MAX) {
-                        let pattern = patterns.get(at).as_bytes();
+                        let pattern = patterns.bytes(at);
                         if end >= pattern.len() && &bytes[end - pattern.len()..end] == pattern {
                             found.push((end - pattern.len(), end));
                         }
@@ -829,7 +829,7 @@ impl Tails {
             last,
         } = self;
         let tail_of = |index: u32| {
-            let held = strings.get(index).as_bytes();
+            let held = strings.bytes(index);
             tail_key(held, held.len())
         };
         let head = match *last {
@@ -842,7 +842,7 @@ impl Tails {
             if let Some(index) = strings.push_unindexed(s) {
                 next.push(u32::MAX);
                 heads.insert_unique(hasher.hash_one(tail), index, |&held| {
-                    let held = strings.get(held).as_bytes();
+                    let held = strings.bytes(held);
                     hasher.hash_one(tail_key(held, held.len()))
                 });
                 *last = Some((tail, index));
@@ -853,7 +853,7 @@ impl Tails {
         let mut count = 0;
         let mut at = head;
         while at != u32::MAX {
-            if strings.get(at) == s {
+            if strings.bytes(at) == bytes {
                 return Added::Held;
             }
             count += 1;

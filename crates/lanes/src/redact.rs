@@ -727,9 +727,12 @@ impl Strings {
         &text[start..ends[index]]
     }
 
-    /// The string at `index`, of those inserted.
-    pub(crate) fn get(&self, index: u32) -> &str {
-        Strings::at(&self.text, &self.ends, index)
+    /// The bytes of the string at `index`, of those inserted, read without slicing the buffer
+    /// as text (no character boundary to check: every string is whole).
+    pub(crate) fn bytes(&self, index: u32) -> &[u8] {
+        let index = index as usize;
+        let start = if index == 0 { 0 } else { self.ends[index - 1] };
+        &self.text.as_bytes()[start..self.ends[index]]
     }
 
     /// How many strings the set holds.
