@@ -57,7 +57,20 @@ pub struct HiddenUris {
     scan: bool,
     /// Credential-shaped urls found in text, by canonical form, for the session to remember.
     found: RefCell<Vec<String>>,
+    /// The buffer a short run of several pieces is joined in, kept from run to run.
+    joined: RefCell<String>,
+    /// The last two short labels redaction left as they were and found nothing in, the one met
+    /// last first: a result's labels repeat (its links mostly share a type), and such a label
+    /// is left as it is again.
+    unchanged_labels: RefCell<[String; 2]>,
 }
+
+/// The longest label [`HiddenUris::redact_label`] remembers it left as it was.
+const REMEMBERED_LABEL_BYTES: usize = 128;
+
+/// The longest run of pieces [`HiddenUris::redact_run`] joins in its kept buffer; a longer one
+/// is joined in a buffer of its own, given back at once.
+const KEPT_JOIN_BYTES: usize = 1 << 16;
 
 impl HiddenUris {
     /// Reads the uris and `never` marks in every value of a result (its content, its structured
@@ -125,6 +138,8 @@ impl HiddenUris {
             policy,
             scan,
             found: RefCell::new(Vec::new()),
+            joined: RefCell::new(String::new()),
+            unchanged_labels: RefCell::default(),
         }
     }
 
@@ -144,24 +159,81 @@ impl HiddenUris {
         !self.never.contains(&key) && !self.compiled.keys.contains(&key)
     }
 
-    /// A server's string with every hidden uri in it replaced by [`WITHHELD_LINK`].
+    /// A server's string with every hidden uri in it replaced by [`WITHHELD_LINK`]: what
+    /// [`HiddenUris::redact_run`] makes of it alone.
     pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        self.redact_run(&[text])
-            .pop()
-            .unwrap_or(Cow::Borrowed(text))
+        if self.passes_unchanged(text) {
+            return Cow::Borrowed(text);
+        }
+        let merged = self.merged_ranges(text);
+        let mut out = String::new();
+        let mut at = 0;
+        let mut changed = false;
+        for &(start, end) in &merged {
+            if end == 0 || start >= text.len() {
+                continue;
+            }
+            if !changed {
+                out.reserve(text.len());
+                changed = true;
+            }
+            out.push_str(&text[at..start]);
+            out.push_str(WITHHELD_LINK);
+            at = end.min(text.len());
+        }
+        if !changed {
+            return Cow::Borrowed(text);
+        }
+        out.push_str(&text[at..]);
+        Cow::Owned(out)
     }
 
     /// A server's label: control and format characters removed, then redacted.
     pub(crate) fn redact_label<'t>(&self, label: &'t str) -> Cow<'t, str> {
-        if label.chars().any(is_control_or_format) {
+        // In ASCII only C0 controls and DEL are control or format characters.
+        let has_control = if label.is_ascii() {
+            label.bytes().any(|b| b < 0x20 || b == 0x7F)
+        } else {
+            label.chars().any(is_control_or_format)
+        };
+        if has_control {
             let clean: String = label
                 .chars()
                 .filter(|&c| !is_control_or_format(c))
                 .collect();
             Cow::Owned(self.redact(&clean).into_owned())
+        } else if label.len() <= REMEMBERED_LABEL_BYTES {
+            self.redact_short_label(label)
         } else {
             self.redact(label)
         }
+    }
+
+    /// [`HiddenUris::redact`] for a short label, which it may remember having left as it was.
+    fn redact_short_label<'t>(&self, label: &'t str) -> Cow<'t, str> {
+        {
+            let Ok(mut remembered) = self.unchanged_labels.try_borrow_mut() else {
+                return self.redact(label);
+            };
+            if remembered[0] == label {
+                return Cow::Borrowed(label);
+            }
+            if remembered[1] == label {
+                remembered.swap(0, 1);
+                return Cow::Borrowed(label);
+            }
+        }
+        let found_before = self.found.borrow().len();
+        let redacted = self.redact(label);
+        if matches!(redacted, Cow::Borrowed(_))
+            && self.found.borrow().len() == found_before
+            && let Ok(mut remembered) = self.unchanged_labels.try_borrow_mut()
+        {
+            remembered.swap(0, 1);
+            remembered[0].clear();
+            remembered[0].push_str(label);
+        }
+        redacted
     }
 
     /// Whether redaction surely leaves this piece as it is and finds nothing in it, whatever
@@ -184,43 +256,24 @@ impl HiddenUris {
         if pieces.iter().all(|piece| self.passes_unchanged(piece)) {
             return borrowed();
         }
-        let joined: Cow<'_, str> = match pieces {
-            [one] => Cow::Borrowed(*one),
-            _ => Cow::Owned(pieces.concat()),
+        let length: usize = pieces.iter().map(|piece| piece.len()).sum();
+        let mut kept = match pieces {
+            [_] => None,
+            _ if length <= KEPT_JOIN_BYTES => self.joined.try_borrow_mut().ok(),
+            _ => None,
         };
-        // Only urls are looked for, and the text's view can hold none: no view to make.
-        if self.compiled.searcher.is_none() && view_holds_no_url(&joined) {
-            return borrowed();
-        }
-        let ranges = if joined.len() > 2 * REDACT_WINDOW {
-            self.find_windowed(&joined, REDACT_WINDOW)
-        } else if let Some(upper) = plain_case(&joined) {
-            // The view of plain text is the text in lower case, byte for byte: no view to build
-            // and no way back to map.
-            let lower: Cow<'_, str> = if upper {
-                Cow::Owned(joined.to_ascii_lowercase())
-            } else {
-                Cow::Borrowed(&joined)
-            };
-            self.find_in_view(&lower)
-        } else {
-            let view = View::of(&joined);
-            self.find_in_view(&view.text)
-                .into_iter()
-                .map(|(start, end)| view.origin(start, end))
-                .collect()
-        };
-        if ranges.is_empty() {
-            return borrowed();
-        }
-        let mut spans = ranges;
-        spans.sort_unstable();
-        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
-        for (start, end) in spans {
-            match merged.last_mut() {
-                Some(last) if start <= last.1 => last.1 = last.1.max(end),
-                _ => merged.push((start, end)),
+        let joined: Cow<'_, str> = match (pieces, kept.as_deref_mut()) {
+            ([one], _) => Cow::Borrowed(*one),
+            (_, Some(buffer)) => {
+                buffer.clear();
+                pieces.iter().for_each(|piece| buffer.push_str(piece));
+                Cow::Borrowed(buffer.as_str())
             }
+            (_, None) => Cow::Owned(pieces.concat()),
+        };
+        let merged = self.merged_ranges(&joined);
+        if merged.is_empty() {
+            return borrowed();
         }
         // Each piece's share of the joined text: a link that began in an earlier piece leaves
         // no second placeholder.
@@ -251,6 +304,45 @@ impl HiddenUris {
             piece_start = piece_end;
         }
         out
+    }
+
+    /// Where hidden uris and, when scanning, credential-shaped urls are in `joined`, as its
+    /// byte ranges, in order, those that overlap or touch merged.
+    fn merged_ranges(&self, joined: &str) -> Vec<(usize, usize)> {
+        // Only urls are looked for, and the text's view can hold none: no view to make.
+        if self.compiled.searcher.is_none() && view_holds_no_url(joined) {
+            return Vec::new();
+        }
+        let mut spans = if joined.len() > 2 * REDACT_WINDOW {
+            self.find_windowed(joined, REDACT_WINDOW)
+        } else if let Some(upper) = plain_case(joined) {
+            // The view of plain text is the text in lower case, byte for byte: no view to build
+            // and no way back to map.
+            let lower: Cow<'_, str> = if upper {
+                Cow::Owned(joined.to_ascii_lowercase())
+            } else {
+                Cow::Borrowed(joined)
+            };
+            self.find_in_view(&lower)
+        } else {
+            let view = View::of(joined);
+            self.find_in_view(&view.text)
+                .into_iter()
+                .map(|(start, end)| view.origin(start, end))
+                .collect()
+        };
+        if spans.len() < 2 {
+            return spans;
+        }
+        spans.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+        for (start, end) in spans {
+            match merged.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => merged.push((start, end)),
+            }
+        }
+        merged
     }
 
     /// Where hidden uris and, when scanning, credential-shaped urls are in a view, as the
@@ -441,13 +533,14 @@ pub(crate) enum Searcher {
         starts: Vec<(memchr::memmem::Finder<'static>, Vec<usize>)>,
     },
     ByTail {
-        shift: Vec<u8>,
-        /// The last string that ends in each distinct last eight bytes, found by the hash of
-        /// those bytes (four bytes a string: the bytes are read again from the string).
+        /// How far the end of a window may move, by its last two bytes.
+        shift: Box<[u8; 1 << 16]>,
+        /// One string that ends in each distinct last eight bytes, found by the hash of those
+        /// bytes (four bytes a string: the bytes are read again from the string).
         by_tail: hashbrown::HashTable<u32>,
         hasher: foldhash::fast::RandomState,
-        /// For each string, the one before it that ends in the same eight bytes (`u32::MAX`
-        /// when none does).
+        /// For each string, another that ends in the same eight bytes, the strings of each
+        /// last eight bytes making one chain from the one the table finds (`u32::MAX` ends it).
         next: Vec<u32>,
     },
     /// Strings that would make either search above slow on a hostile text (many share a
@@ -468,6 +561,33 @@ impl Searcher {
 
     /// A searcher for every string in `patterns`, each at least eight bytes long.
     pub(crate) fn new(patterns: &Strings) -> Searcher {
+        match Searcher::heads(patterns) {
+            Heads::Few(prefixes) => Searcher::by_prefix(prefixes),
+            Heads::InManyLengths => {
+                Searcher::automaton(patterns).unwrap_or_else(|| Searcher::by_tail(patterns))
+            }
+            Heads::Many => Searcher::by_tail(patterns),
+        }
+    }
+
+    /// [`Searcher::new`] for strings gathered by their last eight bytes (none of which more than
+    /// [`Searcher::MAX_SAME_TAIL`] end in), which the search by tails keeps as they are. The
+    /// search by beginnings asks whether a string is one of them: `patterns` gains its table.
+    pub(crate) fn of_tails(patterns: &mut Strings, tails: Tails) -> Searcher {
+        match Searcher::heads(patterns) {
+            Heads::Few(prefixes) => {
+                patterns.index_all();
+                Searcher::by_prefix(prefixes)
+            }
+            Heads::InManyLengths => {
+                Searcher::automaton(patterns).unwrap_or_else(|| tails.into_searcher(patterns))
+            }
+            Heads::Many => tails.into_searcher(patterns),
+        }
+    }
+
+    /// Which search the strings' beginnings call for.
+    fn heads(patterns: &Strings) -> Heads {
         // Each distinct beginning, with the distinct lengths of the strings that have it. There
         // are few, so a list serves better than a map that hashes every string.
         let mut prefixes: Vec<(u64, Vec<usize>)> = Vec::new();
@@ -479,7 +599,7 @@ impl Searcher {
                     prefixes.push((prefix, Vec::new()));
                     prefixes.len() - 1
                 }
-                None => return Searcher::by_tail(patterns),
+                None => return Heads::Many,
             };
             let lengths = &mut prefixes[index].1;
             if !lengths.contains(&pattern.len()) {
@@ -492,8 +612,12 @@ impl Searcher {
             .sum::<usize>()
             > Self::MAX_PREFIX_LENGTHS
         {
-            return Searcher::automaton(patterns).unwrap_or_else(|| Searcher::by_tail(patterns));
+            return Heads::InManyLengths;
         }
+        Heads::Few(prefixes)
+    }
+
+    fn by_prefix(prefixes: Vec<(u64, Vec<usize>)>) -> Searcher {
         let starts = prefixes
             .into_iter()
             .map(|(prefix, mut lengths)| {
@@ -506,10 +630,10 @@ impl Searcher {
     }
 
     fn by_tail(patterns: &Strings) -> Searcher {
-        let mut shift = vec![Self::MAX_SHIFT; 1 << 16];
+        let mut shift = Box::new([Self::MAX_SHIFT; 1 << 16]);
         let hasher = foldhash::fast::RandomState::default();
         let tail_of = |index: u32| {
-            let bytes = patterns.get(index).as_bytes();
+            let bytes = patterns.bytes(index);
             tail_key(bytes, bytes.len())
         };
         let mut by_tail: hashbrown::HashTable<u32> =
@@ -597,19 +721,20 @@ impl Searcher {
                 let mut end = 8;
                 while end <= bytes.len() {
                     let block = usize::from(u16::from_le_bytes([bytes[end - 2], bytes[end - 1]]));
-                    if shift[block] > 0 {
-                        end += usize::from(shift[block]);
+                    let step = shift[block];
+                    if step > 0 {
+                        end += usize::from(step);
                         continue;
                     }
                     let tail = tail_key(bytes, end);
                     let mut index = by_tail
                         .find(hasher.hash_one(tail), |&held| {
-                            let held = patterns.get(held).as_bytes();
+                            let held = patterns.bytes(held);
                             tail_key(held, held.len()) == tail
                         })
                         .copied();
                     while let Some(at) = index.filter(|&at| at != u32::MAX) {
-                        let pattern = patterns.get(at).as_bytes();
+                        let pattern = patterns.bytes(at);
                         if end >= pattern.len() && &bytes[end - pattern.len()..end] == pattern {
                             found.push((end - pattern.len(), end));
                         }
@@ -635,6 +760,148 @@ impl Searcher {
             }
         }
         kept
+    }
+}
+
+/// What the beginnings of a set of strings call for.
+enum Heads {
+    /// At most [`Searcher::MAX_PREFIXES`] beginnings, in at most
+    /// [`Searcher::MAX_PREFIX_LENGTHS`] lengths in all: each with its strings' lengths.
+    Few(Vec<(u64, Vec<usize>)>),
+    /// Few beginnings in too many lengths.
+    InManyLengths,
+    /// Too many beginnings.
+    Many,
+}
+
+/// Distinct strings of at least eight bytes, held in a [`Strings`] without its table, found
+/// again by their last eight bytes: each distinct last eight bytes leads to the first string
+/// that ends in them, and a chain from it through the others. While a set's patterns are
+/// gathered it tells a new one from one held, with one probe for the strings a uri gives (they
+/// mostly end alike) rather than one a string (decision 0094), and it is the search by tails.
+#[derive(Debug, Default)]
+pub(crate) struct Tails {
+    /// The first string that ends in each distinct last eight bytes, found by their hash.
+    heads: hashbrown::HashTable<u32>,
+    hasher: foldhash::fast::RandomState,
+    /// For each string, the next in its chain (`u32::MAX` for the last).
+    next: Vec<u32>,
+    /// The last eight bytes of the string added or found last, and the first string of their
+    /// chain.
+    last: Option<(u64, u32)>,
+}
+
+/// What [`Tails::add`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Added {
+    /// The string was new, and is added (or the set is full: see [`Strings::push_unindexed`]).
+    New,
+    /// The set held it already.
+    Held,
+    /// The string is new, but [`Searcher::MAX_SAME_TAIL`] strings end in its last eight bytes
+    /// already: nothing is added, and the set is no longer searched by its tails.
+    Crowded,
+}
+
+impl Tails {
+    /// Room for about `tails` distinct last eight bytes and `strings` strings.
+    pub(crate) fn with_capacity(tails: usize, strings: usize) -> Tails {
+        Tails {
+            heads: hashbrown::HashTable::with_capacity(tails),
+            next: Vec::with_capacity(strings),
+            ..Tails::default()
+        }
+    }
+
+    /// Adds `s` (at least eight bytes) to `strings` (the set these tails index) unless the set
+    /// holds it.
+    pub(crate) fn add(&mut self, strings: &mut Strings, s: &str) -> Added {
+        let bytes = s.as_bytes();
+        if bytes.len() < 8 {
+            // Never asked: every pattern is at least eight bytes long.
+            return Added::Crowded;
+        }
+        let tail = tail_key(bytes, bytes.len());
+        let Tails {
+            heads,
+            hasher,
+            next,
+            last,
+        } = self;
+        let tail_of = |index: u32| {
+            let held = strings.bytes(index);
+            tail_key(held, held.len())
+        };
+        let head = match *last {
+            Some((last_tail, head)) if last_tail == tail => Some(head),
+            _ => heads
+                .find(hasher.hash_one(tail), |&held| tail_of(held) == tail)
+                .copied(),
+        };
+        let Some(head) = head else {
+            if let Some(index) = strings.push_unindexed(s) {
+                next.push(u32::MAX);
+                heads.insert_unique(hasher.hash_one(tail), index, |&held| {
+                    let held = strings.bytes(held);
+                    hasher.hash_one(tail_key(held, held.len()))
+                });
+                *last = Some((tail, index));
+            }
+            return Added::New;
+        };
+        *last = Some((tail, head));
+        let mut count = 0;
+        let mut at = head;
+        while at != u32::MAX {
+            if strings.bytes(at) == bytes {
+                return Added::Held;
+            }
+            count += 1;
+            at = next.get(at as usize).copied().unwrap_or(u32::MAX);
+        }
+        if count >= Searcher::MAX_SAME_TAIL {
+            return Added::Crowded;
+        }
+        if let Some(index) = strings.push_unindexed(s)
+            && let Some(after) = next.get_mut(head as usize)
+        {
+            // Second in the chain: the first stays where the table finds it.
+            let after = std::mem::replace(after, index);
+            next.push(after);
+        }
+        Added::New
+    }
+
+    /// The search by tails of the strings these tails index.
+    fn into_searcher(self, strings: &Strings) -> Searcher {
+        let mut shift = Box::new([Searcher::MAX_SHIFT; 1 << 16]);
+        let mut previous = None;
+        for pattern in strings.iter() {
+            let bytes = pattern.as_bytes();
+            let tail = &bytes[bytes.len() - 8..];
+            // The shifts depend on the last eight bytes alone.
+            if previous == Some(tail) {
+                continue;
+            }
+            previous = Some(tail);
+            for j in 0..=6 {
+                let block = usize::from(u16::from_le_bytes([tail[j], tail[j + 1]]));
+                shift[block] = shift[block].min((6 - j) as u8);
+            }
+        }
+        let Tails {
+            heads,
+            hasher,
+            mut next,
+            ..
+        } = self;
+        next.shrink_to_fit();
+        Searcher::ByTail {
+            shift,
+            by_tail: heads,
+            hasher,
+            next,
+        }
     }
 }
 
@@ -914,6 +1181,83 @@ mod tests {
             proptest::prop_assert_eq!(found_windowed(&uris, &text, window), whole);
         }
 
+    }
+
+    proptest::proptest! {
+        /// A label redacted after others is what redacting it alone makes, remembered or not,
+        /// and redaction remembers the same urls.
+        #[test]
+        fn a_label_is_redacted_as_the_string_alone(
+            labels in proptest::collection::vec(
+                proptest::collection::vec(0..FRAGMENTS.len(), 0..3),
+                0..12,
+            ),
+            repeats in proptest::collection::vec(0usize..12, 0..24),
+            scan: bool,
+            many: bool,
+        ) {
+            let labels: Vec<String> = labels
+                .iter()
+                .map(|picks| picks.iter().map(|&i| FRAGMENTS[i]).collect())
+                .collect();
+            let order = (0..labels.len()).chain(repeats.iter().map(|&k| k % labels.len().max(1)));
+            let uris = hidden_uris(scan, many);
+            for k in order.filter(|&k| k < labels.len()) {
+                let label = &labels[k];
+                let clean: String = label.chars().filter(|&c| !is_control_or_format(c)).collect();
+                let alone = uris.redact(&clean).into_owned();
+                let alone_found = uris.take_found();
+                proptest::prop_assert_eq!(uris.redact_label(label), alone);
+                proptest::prop_assert_eq!(uris.take_found(), alone_found);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        // Half the cases redact a text longer than the kept buffer, three times over.
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+        /// A string redacted alone is what a run of it alone makes, and redaction remembers the
+        /// same urls; the same string cut into a run of pieces (joined in the kept buffer, or
+        /// in a buffer of its own past that one's size) makes it piece by piece.
+        #[test]
+        fn a_string_alone_is_redacted_as_a_run_of_it(
+            picks in proptest::collection::vec(0..FRAGMENTS.len(), 0..40),
+            cuts in proptest::collection::vec(0usize..40, 0..4),
+            scan: bool,
+            many: bool,
+            long: bool,
+        ) {
+            let mut text: String = picks.iter().map(|&i| FRAGMENTS[i]).collect();
+            if long {
+                text = text.repeat(KEPT_JOIN_BYTES / text.len().max(1) + 1);
+            }
+            let uris = hidden_uris(scan, many);
+            let alone = uris.redact(&text);
+            let alone_found = uris.take_found();
+            let run = uris.redact_run(&[&text]);
+            proptest::prop_assert_eq!(&run, &[alone]);
+            proptest::prop_assert_eq!(uris.take_found(), alone_found);
+            let mut bounds: Vec<usize> = cuts
+                .iter()
+                .map(|&cut| floor_boundary(&text, cut * text.len() / 40))
+                .collect();
+            bounds.push(text.len());
+            bounds.sort_unstable();
+            let mut pieces = Vec::new();
+            let mut at = 0;
+            for bound in bounds {
+                pieces.push(&text[at..bound]);
+                at = bound;
+            }
+            let redacted = uris.redact_run(&pieces);
+            let joined: String = redacted.iter().map(|piece| piece.as_ref()).collect();
+            proptest::prop_assert_eq!(joined, run[0].as_ref());
+        }
+    }
+
+    proptest::proptest! {
+
         /// Where a text is cut, the two sides' views side by side are the whole text's view,
         /// each byte from the same place.
         #[test]
@@ -977,6 +1321,18 @@ mod tests {
                 found_windowed(&uris, short, window),
                 found_whole(&uris, short),
                 "{window}"
+            );
+        }
+    }
+
+    #[test]
+    fn in_ascii_only_c0_controls_and_del_are_control_or_format() {
+        // What `redact_label` reads an ASCII label by.
+        for b in 0u8..0x80 {
+            assert_eq!(
+                is_control_or_format(char::from(b)),
+                b < 0x20 || b == 0x7F,
+                "{b}"
             );
         }
     }

@@ -11,7 +11,7 @@ use std::collections::{HashSet, VecDeque};
 use std::hash::BuildHasher as _;
 use std::sync::Arc;
 
-use crate::claims::Searcher;
+use crate::claims::{Added, Searcher, Tails};
 use crate::registry::ServerName;
 
 /// The sets and maps of uris and patterns: a result may hold tens of thousands, each hashed
@@ -385,39 +385,25 @@ pub(crate) fn canonical_into(uri: &str, key: &mut String) {
     }
 }
 
-/// `PLAIN[byte]`: [`NOT_PLAIN`] for a byte that may not be in a string whose view is the string
-/// in lower case, byte for byte (anything but printable ASCII, and `%`, `\\`, `&`, which start
-/// escapes), and [`UPPER`] for an upper-case ASCII letter.
-const PLAIN: [u8; 256] = {
-    let mut table = [NOT_PLAIN; 256];
-    let mut b = 0x20;
-    while b < 0x7F {
-        table[b] = match b as u8 {
-            b'%' | b'\\' | b'&' => NOT_PLAIN,
-            b'A'..=b'Z' => UPPER,
-            _ => 0,
-        };
-        b += 1;
-    }
-    table
-};
-const NOT_PLAIN: u8 = 1;
-const UPPER: u8 = 2;
-
 /// Whether a string's view is the string in lower case, byte for byte (it is printable ASCII
-/// with no escape to decode), and if so whether it has an upper-case letter.
+/// with no `%`, `\\` or `&`, which start escapes), and if so whether it has an upper-case letter.
 pub(crate) fn plain_case(text: &str) -> Option<bool> {
-    let mut seen = 0;
-    // Whole chunks without an early exit inside, which the compiler vectorises.
+    let mut upper = false;
+    // Whole chunks without an early exit inside, and comparisons rather than a table, which the
+    // compiler vectorises.
     for chunk in text.as_bytes().chunks(64) {
-        seen |= chunk
-            .iter()
-            .fold(0, |seen, &b| seen | PLAIN[usize::from(b)]);
-        if seen & NOT_PLAIN != 0 {
+        let (mut not_plain, mut has_upper) = (false, false);
+        for &b in chunk {
+            // Outside 0x20..0x7F, or a byte that starts an escape.
+            not_plain |= (b.wrapping_sub(0x20) >= 0x5F) | (b == b'%') | (b == b'\\') | (b == b'&');
+            has_upper |= b.wrapping_sub(b'A') < 26;
+        }
+        if not_plain {
             return None;
         }
+        upper |= has_upper;
     }
-    Some(seen & UPPER != 0)
+    Some(upper)
 }
 
 /// Whether a string's view is the string in lower case, byte for byte.
@@ -430,9 +416,7 @@ fn authority(view: &str) -> Option<(&str, usize, usize)> {
     let bytes = view.as_bytes();
     let scheme_end = memchr::memchr_iter(b':', bytes).find(|&i| bytes[i..].starts_with(b"://"))?;
     let start = scheme_end + 3;
-    let end = view[start..]
-        .find(['/', '?', '#'])
-        .map_or(view.len(), |i| start + i);
+    let end = memchr::memchr3(b'/', b'?', b'#', &bytes[start..]).map_or(view.len(), |i| start + i);
     Some((&view[..scheme_end], start, end))
 }
 
@@ -463,14 +447,17 @@ fn patterns_of(key: &str, scratch: &mut String, mut each: impl FnMut(&str)) {
         scratch.push_str(&key[end..]);
         emit(scratch);
     }
-    if !key.contains(['?', '#']) {
+    let bytes = key.as_bytes();
+    if memchr::memchr2(b'?', b'#', bytes).is_none() {
         return;
     }
-    let (before_fragment, fragment) = match key.split_once('#') {
-        Some((b, f)) => (b, Some(f)),
+    // `?` and `#` are ASCII: the text either side of one is whole characters.
+    let (before_fragment, fragment) = match memchr::memchr(b'#', bytes) {
+        Some(at) => (&key[..at], Some(&key[at + 1..])),
         None => (key, None),
     };
-    let query = before_fragment.split_once('?').map(|(_, q)| q);
+    let query =
+        memchr::memchr(b'?', before_fragment.as_bytes()).map(|at| &before_fragment[at + 1..]);
     for part in [query, fragment].into_iter().flatten() {
         emit(part);
         for (name, value) in parameters(part) {
@@ -723,15 +710,29 @@ impl Strings {
         }
     }
 
+    /// An empty set with room for `capacity` strings of `text` bytes in all, and no table: its
+    /// strings are added with [`Strings::push_unindexed`] by a caller that tells a new string from
+    /// a held one itself.
+    pub(crate) fn unindexed(capacity: usize, text: usize) -> Strings {
+        Strings {
+            text: String::with_capacity(text),
+            ends: Vec::with_capacity(capacity),
+            ..Strings::default()
+        }
+    }
+
     fn at<'s>(text: &'s str, ends: &[usize], index: u32) -> &'s str {
         let index = index as usize;
         let start = if index == 0 { 0 } else { ends[index - 1] };
         &text[start..ends[index]]
     }
 
-    /// The string at `index`, of those inserted.
-    pub(crate) fn get(&self, index: u32) -> &str {
-        Strings::at(&self.text, &self.ends, index)
+    /// The bytes of the string at `index`, of those inserted, read without slicing the buffer
+    /// as text (no character boundary to check: every string is whole).
+    pub(crate) fn bytes(&self, index: u32) -> &[u8] {
+        let index = index as usize;
+        let start = if index == 0 { 0 } else { self.ends[index - 1] };
+        &self.text.as_bytes()[start..self.ends[index]]
     }
 
     /// How many strings the set holds.
@@ -772,6 +773,37 @@ impl Strings {
         table.shrink_to_fit(|&i| hasher.hash_one(Strings::at(text, ends, i)));
     }
 
+    /// Appends `s` without looking for it in the set, which must not hold it (the table, if the
+    /// set has one, is not told): its index, or `None` past `u32::MAX` strings (more than any
+    /// input limit lets in), when nothing is added.
+    pub(crate) fn push_unindexed(&mut self, s: &str) -> Option<u32> {
+        let next = u32::try_from(self.ends.len()).ok()?;
+        self.text.push_str(s);
+        self.ends.push(self.text.len());
+        Some(next)
+    }
+
+    /// Makes the table that finds each string again, for a set whose strings were appended with
+    /// [`Strings::push_unindexed`] (so are distinct).
+    pub(crate) fn index_all(&mut self) {
+        let Strings {
+            text,
+            ends,
+            table,
+            hasher,
+        } = self;
+        *table = hashbrown::HashTable::with_capacity(ends.len());
+        for index in 0..ends.len() {
+            // Fewer than `u32::MAX` strings are ever held.
+            let index = index as u32;
+            table.insert_unique(
+                hasher.hash_one(Strings::at(text, ends, index)),
+                index,
+                |&i| hasher.hash_one(Strings::at(text, ends, i)),
+            );
+        }
+    }
+
     /// Adds `s`; whether it was new.
     pub(crate) fn insert(&mut self, s: &str) -> bool {
         let hash = self.hasher.hash_one(s);
@@ -810,42 +842,79 @@ pub(crate) struct Compiled {
     /// Every string searched for.
     pub(crate) patterns: Strings,
     pub(crate) searcher: Option<Searcher>,
+    /// While the patterns are gathered, what tells a new one from one held: the patterns by
+    /// their last eight bytes, which the search by tails then keeps (decision 0094). `None` when
+    /// `patterns` keeps its own table instead: once more strings end alike than the search by
+    /// tails takes, and once searched.
+    gathering: Option<Tails>,
 }
 
 impl Compiled {
-    /// The patterns of uris carried by a result, each searched for with its parts.
-    fn of_keys(keys: Strings) -> Compiled {
-        let mut patterns = Strings::with_capacity(keys.len() * 3);
-        let mut scratch = String::new();
-        for key in keys.iter() {
-            patterns_of(key, &mut scratch, |pattern| {
-                patterns.insert(pattern);
-            });
-        }
+    /// An empty set gathering the patterns of about `uris` uris, held in `key_bytes` bytes of
+    /// canonical forms, by their last eight bytes.
+    fn gathering(keys: Strings, uris: usize, key_bytes: usize) -> Compiled {
+        // A uri's patterns mostly end alike (its form, the same with its default port, its
+        // query and its last credential value): about one last eight bytes a uri. Their text
+        // is about twice the forms', and a query more.
+        let text = (key_bytes / 2)
+            .saturating_mul(5)
+            .saturating_add(uris.saturating_mul(8));
+        let patterns = Strings::unindexed(uris.saturating_mul(3), text);
         Compiled {
             keys,
             patterns,
             searcher: None,
+            gathering: Some(Tails::with_capacity(uris, uris.saturating_mul(3))),
         }
     }
 
+    /// The patterns of uris carried by a result, each searched for with its parts, with room
+    /// for `more` uris besides.
+    fn of_keys(keys: Strings, more: usize) -> Compiled {
+        let uris = keys.len().saturating_add(more);
+        let key_bytes = keys.text.len();
+        let mut compiled = Compiled::gathering(Strings::default(), uris, key_bytes);
+        let mut scratch = String::new();
+        let Compiled {
+            patterns,
+            gathering,
+            ..
+        } = &mut compiled;
+        for key in keys.iter() {
+            patterns_of(key, &mut scratch, |pattern| {
+                add_pattern(patterns, gathering, pattern);
+            });
+        }
+        compiled.keys = keys;
+        compiled
+    }
+
     /// Adds a uri by its canonical form: with its parts, or alone.
-    fn add(&mut self, key: &str, with_parts: bool) {
+    fn add(&mut self, key: &str, with_parts: bool, scratch: &mut String) {
         if !self.keys.insert(key) {
             return;
         }
-        let patterns = &mut self.patterns;
+        let Compiled {
+            patterns,
+            gathering,
+            ..
+        } = self;
         if with_parts {
-            patterns_of(key, &mut String::new(), |pattern| {
-                patterns.insert(pattern);
+            patterns_of(key, scratch, |pattern| {
+                add_pattern(patterns, gathering, pattern);
             });
         } else if is_searchable(key) {
-            patterns.insert(key);
+            add_pattern(patterns, gathering, key);
         }
     }
 
     fn with_searcher(mut self) -> Compiled {
-        self.searcher = (self.patterns.len() > 0).then(|| Searcher::new(&self.patterns));
+        let gathering = self.gathering.take();
+        self.searcher = match gathering {
+            _ if self.patterns.len() == 0 => None,
+            Some(tails) => Some(Searcher::of_tails(&mut self.patterns, tails)),
+            None => Some(Searcher::new(&self.patterns)),
+        };
         // Only the search by beginnings asks whether a string is a pattern; the others find
         // patterns by index, and nothing adds to a compiled set.
         if !matches!(self.searcher, Some(Searcher::ByPrefix { .. })) {
@@ -855,6 +924,22 @@ impl Compiled {
         self.keys.shrink_to_fit();
         self
     }
+}
+
+/// Adds a pattern (at least eight bytes) to a set being gathered, unless it holds it: by its
+/// last eight bytes while they tell, else by the set's own table (made from the strings held
+/// when more of them end alike than the search by tails takes).
+fn add_pattern(patterns: &mut Strings, gathering: &mut Option<Tails>, pattern: &str) {
+    if let Some(tails) = gathering {
+        match tails.add(patterns, pattern) {
+            Added::New | Added::Held => return,
+            Added::Crowded => {
+                patterns.index_all();
+                *gathering = None;
+            }
+        }
+    }
+    patterns.insert(pattern);
 }
 
 impl HiddenSet {
@@ -902,6 +987,8 @@ impl HiddenSet {
     /// and only those are ever added to it: the others would be forgotten at once.
     pub(crate) fn hide_result(&mut self, uris: &[&str]) -> Arc<Compiled> {
         let mut keys = Strings::with_capacity(uris.len());
+        // A canonical form is at most as long as its uri.
+        keys.text.reserve(uris.iter().map(|uri| uri.len()).sum());
         let mut key = String::new();
         for uri in uris {
             canonical_into(uri, &mut key);
@@ -929,7 +1016,7 @@ impl HiddenSet {
                 self.entries.insert(key.clone(), true);
                 self.order.push_back(key);
             }
-            return Arc::new(Compiled::of_keys(keys).with_searcher());
+            return Arc::new(Compiled::of_keys(keys, 0).with_searcher());
         }
         for key in keys.iter() {
             self.insert_key(key, true);
@@ -937,9 +1024,10 @@ impl HiddenSet {
         if keys.iter().all(|key| self.entries.contains_key(key)) {
             return self.compiled();
         }
-        let mut compiled = Compiled::of_keys(keys);
+        let mut compiled = Compiled::of_keys(keys, self.entries.len());
+        let mut scratch = String::new();
         for (key, &with_parts) in &self.entries {
-            compiled.add(key, with_parts);
+            compiled.add(key, with_parts, &mut scratch);
         }
         Arc::new(compiled.with_searcher())
     }
@@ -979,9 +1067,12 @@ impl HiddenSet {
         if let Some(compiled) = &self.compiled {
             return Arc::clone(compiled);
         }
-        let mut compiled = Compiled::default();
+        let key_bytes = self.entries.keys().map(String::len).sum();
+        let keys = Strings::with_capacity(self.entries.len());
+        let mut compiled = Compiled::gathering(keys, self.entries.len(), key_bytes);
+        let mut scratch = String::new();
         for (key, &with_parts) in &self.entries {
-            compiled.add(key, with_parts);
+            compiled.add(key, with_parts, &mut scratch);
         }
         let compiled = Arc::new(compiled.with_searcher());
         self.compiled = Some(Arc::clone(&compiled));
@@ -1151,6 +1242,50 @@ mod tests {
                 None => proptest::prop_assert!(
                     text.bytes().any(|b| !(0x20..0x7F).contains(&b) || b"%&\\".contains(&b))
                 ),
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Patterns gathered by their last eight bytes are the patterns a table gathers, in the
+        /// same order; the search made from them is the one `Searcher::new` makes from those,
+        /// and finds the same. Many strings ending alike (past what the search by tails takes)
+        /// hand the gathering over to the table.
+        #[test]
+        fn patterns_gathered_by_their_tails_are_those_a_table_gathers(
+            patterns in proptest::collection::vec(
+                proptest::prop_oneof![
+                    1 => "[ab:/]{8,14}",
+                    2 => "[ab]{0,7}xxxxxxxx",
+                    1 => "(http|demo)://[ab]{1,3}",
+                ],
+                0..120,
+            ),
+            text in "[abx:/ ]{0,80}|(http://|demo://|[abx ]){0,20}",
+        ) {
+            let mut by_table = Compiled::default();
+            let mut by_tails = Compiled::gathering(Strings::default(), 0, 0);
+            for pattern in &patterns {
+                add_pattern(&mut by_table.patterns, &mut by_table.gathering, pattern);
+                add_pattern(&mut by_tails.patterns, &mut by_tails.gathering, pattern);
+            }
+            proptest::prop_assert!(by_table.patterns.iter().eq(by_tails.patterns.iter()));
+            let (by_table, by_tails) = (by_table.with_searcher(), by_tails.with_searcher());
+            let kind = |compiled: &Compiled| {
+                compiled.searcher.as_ref().map(std::mem::discriminant)
+            };
+            proptest::prop_assert_eq!(kind(&by_table), kind(&by_tails));
+            let found = |compiled: &Compiled| {
+                compiled
+                    .searcher
+                    .as_ref()
+                    .map(|searcher| searcher.find_all(&compiled.patterns, &text))
+            };
+            proptest::prop_assert_eq!(found(&by_table), found(&by_tails));
+            if matches!(by_tails.searcher, Some(Searcher::ByPrefix { .. })) {
+                for pattern in &patterns {
+                    proptest::prop_assert!(by_tails.patterns.contains(pattern));
+                }
             }
         }
     }

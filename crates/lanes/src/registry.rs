@@ -83,6 +83,36 @@ impl Claims {
             disposition: reference.disposition,
         }
     }
+
+    /// Makes these claims `reference`'s, as [`Claims::of`] would, in the strings they hold.
+    fn refill(&mut self, reference: &Reference<'_>) {
+        refill(&mut self.uri, reference.uri);
+        refill_option(&mut self.mime_type, reference.mime_type);
+        refill_option(&mut self.name, reference.name);
+        refill_option(&mut self.expires_at, reference.expires_at);
+        self.size_bytes = reference.size_bytes;
+        refill_option(&mut self.digest, reference.digest);
+        self.disposition = reference.disposition;
+    }
+}
+
+/// Makes `held` a copy of `value`, in its own buffer unless that is far larger than `value`
+/// needs (a long string once held is not kept alive by the short ones after it).
+fn refill(held: &mut String, value: &str) {
+    if held.capacity() > 2 * value.len() + 64 {
+        *held = value.to_owned();
+    } else {
+        held.clear();
+        held.push_str(value);
+    }
+}
+
+/// [`refill`] for a claim that may be absent.
+fn refill_option(held: &mut Option<String>, value: Option<&str>) {
+    match (held.as_mut(), value) {
+        (Some(held), Some(value)) => refill(held, value),
+        (_, value) => *held = value.map(str::to_owned),
+    }
 }
 
 /// What the host verified when it fetched a reference.
@@ -183,7 +213,7 @@ impl Registry {
     pub fn register(&mut self, reference: &Reference<'_>, server: &ServerName) -> &Record {
         let (counter, new) = match self.counter_of(reference.uri) {
             Some(counter) => (counter, false),
-            None => (self.insert(reference), true),
+            None => (self.insert(reference, server), true),
         };
         let index = self.index_of(counter).expect("every uri held has a record");
         let record = &mut self.records[index];
@@ -192,28 +222,39 @@ impl Registry {
         }
         // A new record already holds these claims.
         if record.fetched.is_none() && !new {
-            record.claims = Claims::of(reference);
+            record.claims.refill(reference);
         }
         record
     }
 
-    /// Issues an id for a uri not held, and returns its counter.
-    fn insert(&mut self, reference: &Reference<'_>) -> u64 {
+    /// Issues an id for a uri not held, and returns its counter. A full registry evicts its
+    /// oldest record first, and the new record is written into the old one's strings: a long
+    /// run of new references costs no allocation each.
+    fn insert(&mut self, reference: &Reference<'_>, server: &ServerName) -> u64 {
+        let mut recycled = None;
+        while self.records.len() >= self.capacity.max(1) {
+            recycled = self.evict_oldest();
+        }
         self.issued += 1;
         let suffix = self.random.next() % 36u64.pow(4);
-        // `ref_<counter>_<suffix>`, the suffix padded to four digits.
-        let mut id = String::with_capacity(20);
-        id.push_str("ref_");
-        push_base36(&mut id, self.issued, 1);
-        id.push('_');
-        push_base36(&mut id, suffix, 4);
-        let id = RefId(id);
-        self.records.push_back(Record {
-            id,
-            claims: Claims::of(reference),
-            servers: Vec::new(),
-            fetched: None,
-        });
+        let record = match recycled {
+            Some(mut record) => {
+                record.id.0.clear();
+                record.claims.refill(reference);
+                // The delivering server is added by the caller, unless it is the one kept.
+                let keep = usize::from(record.servers.first() == Some(server));
+                record.servers.truncate(keep);
+                record.fetched = None;
+                record
+            }
+            None => Record {
+                id: RefId(String::with_capacity(20)),
+                claims: Claims::of(reference),
+                servers: Vec::new(),
+                fetched: None,
+            },
+        };
+        self.records.push_back(record);
         let Registry {
             records,
             by_uri,
@@ -221,6 +262,14 @@ impl Registry {
             issued,
             ..
         } = self;
+        if let Some(record) = records.back_mut() {
+            // `ref_<counter>_<suffix>`, the suffix padded to four digits.
+            let id = &mut record.id.0;
+            id.push_str("ref_");
+            push_base36(id, *issued, 1);
+            id.push('_');
+            push_base36(id, suffix, 4);
+        }
         let evicted = *issued - records.len() as u64;
         let uri_of = |counter: u64| -> &str {
             counter
@@ -232,18 +281,20 @@ impl Registry {
         by_uri.insert_unique(hasher.hash_one(reference.uri), *issued, |&counter| {
             hasher.hash_one(uri_of(counter))
         });
-        while self.records.len() > self.capacity {
-            let oldest_counter = self.issued - self.records.len() as u64 + 1;
-            if let Some(oldest) = self.records.pop_front()
-                && let Ok(held) = self.by_uri.find_entry(
-                    self.hasher.hash_one(oldest.claims.uri.as_str()),
-                    |&counter| counter == oldest_counter,
-                )
-            {
-                held.remove();
-            }
-        }
         self.issued
+    }
+
+    /// Takes the oldest record out, and its uri out of the index.
+    fn evict_oldest(&mut self) -> Option<Record> {
+        let oldest_counter = self.issued - self.records.len() as u64 + 1;
+        let oldest = self.records.pop_front()?;
+        if let Ok(held) = self.by_uri.find_entry(
+            self.hasher.hash_one(oldest.claims.uri.as_str()),
+            |&counter| counter == oldest_counter,
+        ) {
+            held.remove();
+        }
+        Some(oldest)
     }
 
     /// The counter of the record that holds `uri`, if one does.
@@ -413,6 +464,66 @@ mod tests {
             registry.lookup(id.as_str()).unwrap().claims.size_bytes,
             Some(1)
         );
+    }
+
+    #[test]
+    fn a_record_written_over_an_evicted_one_holds_only_its_own_claims_and_server() {
+        let mut registry = Registry::with_seed(5);
+        let (a, b) = (ServerName::new("a"), ServerName::new("b"));
+        // Full of records with every claim, two servers each, fetched.
+        for n in 0..REGISTRY_CAPACITY {
+            let block = json!({"type": "resource", "uri": format!("u:{n}"), "name": "old name",
+                "mimeType": "text/csv", "sizeBytes": 9, "expiresAt": "2030-01-01T00:00:00Z",
+                "digest": "sha256:00", "disposition": "never"});
+            let id = with_reference(block.clone(), |r| registry.register(r, &a).id.clone());
+            with_reference(block, |r| registry.register(r, &b));
+            let fetched = Fetched {
+                path: "refs/x.bin".into(),
+                bytes: 1,
+                mime_type: "text/csv".into(),
+                digest_verified: true,
+            };
+            registry.mark_fetched(&id, fetched).unwrap();
+        }
+        // Each new one takes an evicted record's place: by a kept server, by another, with
+        // fewer claims, with as many.
+        let fresh = [
+            (json!({"type": "resource", "uri": "v:0"}), &a),
+            (json!({"type": "resource", "uri": "v:1", "name": "n"}), &b),
+            (
+                json!({"type": "resource", "uri": format!("v:{}", "x".repeat(500)),
+                "mimeType": "text/plain", "sizeBytes": 3}),
+                &a,
+            ),
+            (
+                json!({"type": "resource", "uri": "v:3", "name": "old name", "mimeType": "text/csv",
+                "digest": "sha256:11", "disposition": "never"}),
+                &b,
+            ),
+        ];
+        for (n, (block, server)) in fresh.iter().enumerate() {
+            let (claims, record) = with_reference(block.clone(), |r| {
+                (Claims::of(r), registry.register(r, server).clone())
+            });
+            assert_eq!(record.claims, claims, "{n}");
+            assert_eq!(record.servers, [(*server).clone()], "{n}");
+            assert_eq!(record.fetched, None, "{n}");
+            // `ref_<counter>_<four digits>`, the counter going on from the evicted ones.
+            let mut prefix = String::from("ref_");
+            push_base36(&mut prefix, (REGISTRY_CAPACITY + n + 1) as u64, 1);
+            prefix.push('_');
+            let id = record.id.as_str();
+            assert!(
+                id.starts_with(&prefix) && id.len() == prefix.len() + 4,
+                "{id}"
+            );
+            assert_eq!(
+                registry.find_uri(&claims.uri).map(|r| &r.id),
+                Some(&record.id)
+            );
+            assert!(registry.find_uri(&format!("u:{n}")).is_none(), "{n}");
+        }
+        assert_eq!(registry.len(), REGISTRY_CAPACITY);
     }
 
     #[test]
