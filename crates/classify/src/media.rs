@@ -1,5 +1,7 @@
 //! Data-bearing blocks: claimed and sniffed media types, decoded size, dimensions, limits.
 
+use std::borrow::Cow;
+
 use crate::payload::{Base64Finding, Payload};
 use crate::sniff::{SNIFF_LEN, Sniffed, sniff};
 
@@ -37,8 +39,9 @@ pub struct ClaimedType<'a> {
     /// The label exactly as sent.
     pub raw: &'a str,
     /// The essence lowercased with parameters dropped (`Image/PNG; q=1` is `image/png`), or
-    /// `None` when the label is not a `type/subtype` pair.
-    pub essence: Option<String>,
+    /// `None` when the label is not a `type/subtype` pair. Borrowed from the label when it is
+    /// already lower case.
+    pub essence: Option<Cow<'a, str>>,
 }
 
 impl<'a> ClaimedType<'a> {
@@ -48,10 +51,11 @@ impl<'a> ClaimedType<'a> {
         let valid = essence
             .split_once('/')
             .is_some_and(|(kind, subtype)| is_token(kind) && is_token(subtype));
-        ClaimedType {
-            raw,
-            essence: valid.then(|| essence.to_ascii_lowercase()),
-        }
+        let essence = valid.then(|| match essence.bytes().any(|b| b.is_ascii_uppercase()) {
+            true => Cow::Owned(essence.to_ascii_lowercase()),
+            false => Cow::Borrowed(essence),
+        });
+        ClaimedType { raw, essence }
     }
 
     /// Whether the label names a type under `top` (`image`, `audio`) with a subtype.

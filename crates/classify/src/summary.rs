@@ -1,5 +1,7 @@
 //! A flat, serialisable account of a classified block: what `mcpl classify` prints.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 
 use crate::block::{Block, ContradictionSource, Unreadable};
@@ -105,7 +107,10 @@ impl Summary {
             }
             Block::EmbeddedBlob(blob) => summary.describe_media(&blob.media, limits),
             Block::EmbeddedText(text) => {
-                summary.claimed_type = text.claimed.as_ref().and_then(|c| c.essence.clone());
+                summary.claimed_type = text
+                    .claimed
+                    .as_ref()
+                    .and_then(|c| c.essence.as_deref().map(str::to_owned));
             }
             Block::EmbeddedUnreadable(unreadable) => {
                 summary.contents = Some(match unreadable.contents {
@@ -129,7 +134,7 @@ impl Summary {
                 });
                 summary.claimed_type = reference
                     .mime_type
-                    .and_then(|m| crate::ClaimedType::parse(m).essence);
+                    .and_then(|m| crate::ClaimedType::parse(m).essence.map(Cow::into_owned));
                 summary.name = reference.name.map(str::to_owned);
                 summary.size_bytes = reference.size_bytes;
                 summary.expires_at = reference.expires_at.map(str::to_owned);
@@ -151,7 +156,7 @@ impl Summary {
 
     fn describe_media(&mut self, media: &Media<'_>, limits: &Limits) {
         if let Some(claimed) = &media.claimed {
-            self.claimed_type = claimed.essence.clone();
+            self.claimed_type = claimed.essence.as_deref().map(str::to_owned);
             if claimed.essence.is_none() {
                 self.claimed_type_unparsable = Some(claimed.raw.to_owned());
             }

@@ -237,8 +237,8 @@ impl HiddenUris {
     }
 
     /// Whether redaction surely leaves this piece as it is and finds nothing in it, whatever
-    /// pieces it is run with: no uri is hidden and, when scanning, it holds nothing a url is
-    /// made of. A run of such pieces is [`HiddenUris::redact_run`]'s input unchanged, so a lane
+    /// pieces it is run with: no uri is hidden, or the piece holds nothing a hidden uri's
+    /// pattern needs (decision 0099), and, when scanning, it holds nothing a url is made of. A run of such pieces is [`HiddenUris::redact_run`]'s input unchanged, so a lane
     /// need not keep the run to redact it.
     pub fn passes_unchanged(&self, piece: &str) -> bool {
         let may_hold_url = || {
@@ -246,7 +246,8 @@ impl HiddenUris {
             memchr::memchr3(b':', b'%', b'&', bytes).is_some()
                 || memchr::memchr(b'\\', bytes).is_some()
         };
-        self.compiled.searcher.is_none() && !(self.scan && may_hold_url())
+        (self.compiled.searcher.is_none() || self.compiled.lacks_anchors_in_any_run(piece))
+            && !(self.scan && may_hold_url())
     }
 
     /// Adjacent pieces of one message's text, redacted as one: a uri split across pieces is
@@ -309,8 +310,11 @@ impl HiddenUris {
     /// Where hidden uris and, when scanning, credential-shaped urls are in `joined`, as its
     /// byte ranges, in order, those that overlap or touch merged.
     fn merged_ranges(&self, joined: &str) -> Vec<(usize, usize)> {
-        // Only urls are looked for, and the text's view can hold none: no view to make.
-        if self.compiled.searcher.is_none() && view_holds_no_url(joined) {
+        // Only urls are looked for, or patterns the text surely lacks (decision 0099), and the
+        // text's view can hold no url: no view to make.
+        if (self.compiled.searcher.is_none() || self.compiled.lacks_anchors(joined))
+            && view_holds_no_url(joined)
+        {
             return Vec::new();
         }
         let mut spans = if joined.len() > 2 * REDACT_WINDOW {
@@ -1164,6 +1168,105 @@ mod tests {
         "caf\u{e9} \u{4e2d}\u{6587} ",
         "demo://long/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/segment/",
     ];
+
+    /// Hidden uris whose every pattern holds `://` or one of a few anchor bytes (decision
+    /// 0099): with `dotted`, a credential value with a `.` in it too; with `plain`, one with
+    /// none, which turns the anchors off.
+    fn anchored_uris(scan: bool, dotted: bool, plain: bool) -> HiddenUris {
+        let mut blocks = vec![
+            json!({"type": "resource_link", "uri": "demo://resource/one"}),
+            json!({"type": "resource_link", "uri": "https://files.example/q3?page=2&sort=name"}),
+            json!({"type": "resource_link", "uri": "mailto:someone@mail.example"}),
+        ];
+        if dotted {
+            blocks.push(
+                json!({"type": "resource_link", "uri": "https://a.example/?token=tok.en.value"}),
+            );
+        }
+        if plain {
+            blocks.push(json!({"type": "resource_link", "uri": "urn:isbn:9780306406157"}));
+        }
+        let content = Value::Array(blocks);
+        let uris =
+            HiddenUris::in_session(&[&content], UriPolicy::Hidden, &mut HiddenSet::new(), scan);
+        assert_eq!(uris.compiled.anchors.is_some(), !plain);
+        uris
+    }
+
+    /// Pieces that hold, or almost hold, what the anchored uris' patterns need.
+    const ANCHOR_FRAGMENTS: &[&str] = &[
+        "page=2&sort=name",
+        "PAGE%3D2%26sort%3Dname",
+        "page&#61;2&amp;sort=name",
+        "files.example/q3",
+        "https:",
+        "//files.example/q3?page=2&sort=name",
+        "https:\\u002f/files.example/q3",
+        "someone@mail.example",
+        "mailto:someone@mail.example",
+        "tok.en.value",
+        "token=tok.en.value",
+        "urn:isbn:9780306406157",
+        "9780306406157",
+        "isbn",
+        "=",
+        ":",
+        ".",
+        "/",
+        "@",
+        "#",
+        "?",
+    ];
+
+    proptest::proptest! {
+        /// What redaction makes of a run is what it makes with the anchors' quick answer turned
+        /// off, and it remembers the same urls; a piece that passes unchanged is left as it is
+        /// in any run.
+        #[test]
+        fn anchors_change_no_redaction(
+            picks in proptest::collection::vec(
+                (proptest::bool::ANY, 0..FRAGMENTS.len().max(ANCHOR_FRAGMENTS.len())),
+                0..12,
+            ),
+            cuts in proptest::collection::vec(0usize..12, 0..4),
+            scan: bool,
+            dotted: bool,
+            plain: bool,
+        ) {
+            let fragments: Vec<&str> = picks
+                .iter()
+                .map(|&(anchor, i)| match anchor {
+                    true => ANCHOR_FRAGMENTS[i % ANCHOR_FRAGMENTS.len()],
+                    false => FRAGMENTS[i % FRAGMENTS.len()],
+                })
+                .collect();
+            let mut bounds: Vec<usize> = cuts.iter().map(|&cut| cut.min(fragments.len())).collect();
+            bounds.push(fragments.len());
+            bounds.sort_unstable();
+            let mut pieces: Vec<String> = Vec::new();
+            let mut at = 0;
+            for bound in bounds {
+                pieces.push(fragments[at..bound].concat());
+                at = bound;
+            }
+            let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+            let anchored = anchored_uris(scan, dotted, plain);
+            let mut searched = anchored_uris(scan, dotted, plain);
+            if let Some(compiled) = Arc::get_mut(&mut searched.compiled) {
+                compiled.anchors = None;
+            }
+            proptest::prop_assert!(searched.compiled.anchors.is_none());
+            let quick = anchored.redact_run(&pieces);
+            let slow = searched.redact_run(&pieces);
+            proptest::prop_assert_eq!(&quick, &slow);
+            proptest::prop_assert_eq!(anchored.take_found(), searched.take_found());
+            for (piece, redacted) in pieces.iter().zip(&slow) {
+                if anchored.passes_unchanged(piece) {
+                    proptest::prop_assert_eq!(*piece, redacted.as_ref());
+                }
+            }
+        }
+    }
 
     proptest::proptest! {
         /// Reading a long text a window at a time finds what reading its whole view finds, and

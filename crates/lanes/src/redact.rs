@@ -847,7 +847,15 @@ pub(crate) struct Compiled {
     /// `patterns` keeps its own table instead: once more strings end alike than the search by
     /// tails takes, and once searched.
     gathering: Option<Tails>,
+    /// Which of [`ANCHOR_BYTES`] every pattern without `://` holds one of, as a mask (bit `k`
+    /// for `ANCHOR_BYTES[k]`); `None` when some pattern holds neither (decision 0099).
+    pub(crate) anchors: Option<u8>,
 }
+
+/// Bytes one of which a hidden uri's pattern without `://` usually holds: a query's `=`, a
+/// path's `/`, a name's `.`, ... In that order, so a set of uris with queries needs only the
+/// first.
+const ANCHOR_BYTES: [u8; 6] = [b'=', b'/', b'.', b'?', b'#', b'@'];
 
 impl Compiled {
     /// An empty set gathering the patterns of about `uris` uris, held in `key_bytes` bytes of
@@ -865,6 +873,7 @@ impl Compiled {
             patterns,
             searcher: None,
             gathering: Some(Tails::with_capacity(uris, uris.saturating_mul(3))),
+            anchors: None,
         }
     }
 
@@ -922,7 +931,61 @@ impl Compiled {
         }
         self.patterns.shrink_to_fit();
         self.keys.shrink_to_fit();
+        self.anchors = (0..self.patterns.len()).try_fold(0u8, |mask, index| {
+            // `Strings` holds fewer than `u32::MAX` strings.
+            let pattern = self.patterns.bytes(index as u32);
+            if holds_scheme_separator(pattern) {
+                return Some(mask);
+            }
+            let k = ANCHOR_BYTES.iter().position(|b| pattern.contains(b))?;
+            Some(mask | 1 << k)
+        });
         self
+    }
+
+    /// Whether no pattern can be in the view of a text whose view holds no `://`
+    /// ([`view_holds_no_url`], which the caller checks: no `://`, even with control or format
+    /// characters between, and no escape that could decode to one): the text holds none of the
+    /// anchor bytes every pattern without `://` holds. A view only drops characters, folds ASCII
+    /// letters and decodes escapes, so without an escape it holds no byte the text lacks.
+    /// `false` when a pattern holds neither `://` nor an anchor byte.
+    pub(crate) fn lacks_anchors(&self, text: &str) -> bool {
+        self.anchors
+            .is_some_and(|mask| lacks_anchor_bytes(text.as_bytes(), mask))
+    }
+
+    /// Whether no pattern can be in the view of any run of pieces like this one: it holds none
+    /// of the anchor bytes, no `:` (a `://` needs one) and no escape. `false` when a pattern
+    /// holds neither `://` nor an anchor byte.
+    pub(crate) fn lacks_anchors_in_any_run(&self, piece: &str) -> bool {
+        let bytes = piece.as_bytes();
+        self.lacks_anchors(piece)
+            && memchr::memchr3(b':', b'%', b'&', bytes).is_none()
+            && memchr::memchr(b'\\', bytes).is_none()
+    }
+}
+
+/// Whether a pattern holds `://`.
+fn holds_scheme_separator(pattern: &[u8]) -> bool {
+    memchr::memchr_iter(b':', pattern).any(|at| pattern[at..].starts_with(b"://"))
+}
+
+/// Whether `bytes` holds none of the anchor bytes `mask` names.
+fn lacks_anchor_bytes(bytes: &[u8], mask: u8) -> bool {
+    let mut wanted = [0u8; ANCHOR_BYTES.len()];
+    let mut count = 0;
+    for (k, &byte) in ANCHOR_BYTES.iter().enumerate() {
+        if mask & 1 << k != 0 {
+            wanted[count] = byte;
+            count += 1;
+        }
+    }
+    match wanted[..count] {
+        [] => true,
+        [a] => memchr::memchr(a, bytes).is_none(),
+        [a, b] => memchr::memchr2(a, b, bytes).is_none(),
+        [a, b, c] => memchr::memchr3(a, b, c, bytes).is_none(),
+        _ => !bytes.iter().any(|byte| wanted[..count].contains(byte)),
     }
 }
 
