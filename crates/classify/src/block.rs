@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::media::{ClaimedType, Media};
 use crate::reference::{Disposition, Reference, ReferenceError, ReferenceForm, read_reference};
-use crate::view::{ObjectView, ResourceSlot, Slot};
+use crate::view::{ObjectView, ResourceField, Slot};
 
 /// What a content block is. Every lane matches on this exhaustively.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,10 +244,10 @@ impl<'a> Field<'a> {
         }
     }
 
-    pub(crate) fn of_resource(slot: &'a ResourceSlot<'_>) -> Field<'a> {
-        match slot {
-            ResourceSlot::Object(view) => Field::View(view),
-            ResourceSlot::Other(slot) => Field::of_slot(slot),
+    pub(crate) fn of_resource(field: ResourceField<'a, '_>) -> Field<'a> {
+        match field {
+            ResourceField::Object(view) => Field::View(view),
+            ResourceField::Other(slot) => Field::of_slot(slot),
         }
     }
 
@@ -318,22 +318,21 @@ impl<'a> Fields<'a> {
 
     /// The same fields of an object read from bytes, which kept just these.
     pub(crate) fn of_view(view: &'a ObjectView<'_>) -> Fields<'a> {
-        let slot = |slot: &'a Option<Slot<'_>>| slot.as_ref().map(Field::of_slot);
-        let more = view.more_fields();
+        let slot = |slot: Option<&'a Slot<'_>>| slot.map(Field::of_slot);
         Fields {
-            kind: slot(&view.kind),
-            text: slot(&view.text),
-            data: slot(&view.data),
-            blob: slot(&more.blob),
-            uri: slot(&view.uri),
-            resource: view.resource.as_ref().map(Field::of_resource),
-            disposition: slot(&more.disposition),
-            mime_type: slot(&view.mime_type),
-            name: slot(&view.name),
-            expires_at: slot(&more.expires_at),
-            size: slot(&more.size),
-            size_bytes: slot(&more.size_bytes),
-            digest: slot(&more.digest),
+            kind: slot(view.kind()),
+            text: slot(view.text()),
+            data: slot(view.data()),
+            blob: slot(view.blob()),
+            uri: slot(view.uri()),
+            resource: view.resource().map(Field::of_resource),
+            disposition: slot(view.disposition()),
+            mime_type: slot(view.mime_type()),
+            name: slot(view.name()),
+            expires_at: slot(view.expires_at()),
+            size: slot(view.size()),
+            size_bytes: slot(view.size_bytes()),
+            digest: slot(view.digest()),
         }
     }
 }
