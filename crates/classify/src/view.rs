@@ -97,40 +97,20 @@ const FIELDS: [&str; 13] = [
     "digest",
     "resource",
 ];
-const KIND: usize = 0;
-const TEXT: usize = 1;
-const DATA: usize = 2;
-const BLOB: usize = 3;
-const URI: usize = 4;
-const DISPOSITION: usize = 5;
-const MIME_TYPE: usize = 6;
-const NAME: usize = 7;
-const EXPIRES_AT: usize = 8;
-const SIZE: usize = 9;
-const SIZE_BYTES: usize = 10;
-const DIGEST: usize = 11;
-const RESOURCE: usize = 12;
-const NESTED: usize = 13;
-
-/// Where a known field's value goes in an [`ObjectView`], by its key.
-fn field_at(key: &str) -> Option<usize> {
-    Some(match key {
-        "type" => KIND,
-        "text" => TEXT,
-        "data" => DATA,
-        "blob" => BLOB,
-        "uri" => URI,
-        "disposition" => DISPOSITION,
-        "mimeType" => MIME_TYPE,
-        "name" => NAME,
-        "expiresAt" => EXPIRES_AT,
-        "size" => SIZE,
-        "sizeBytes" => SIZE_BYTES,
-        "digest" => DIGEST,
-        "resource" => RESOURCE,
-        _ => return None,
-    })
-}
+pub(crate) const KIND: usize = 0;
+pub(crate) const TEXT: usize = 1;
+pub(crate) const DATA: usize = 2;
+pub(crate) const BLOB: usize = 3;
+pub(crate) const URI: usize = 4;
+pub(crate) const DISPOSITION: usize = 5;
+pub(crate) const MIME_TYPE: usize = 6;
+pub(crate) const NAME: usize = 7;
+pub(crate) const EXPIRES_AT: usize = 8;
+pub(crate) const SIZE: usize = 9;
+pub(crate) const SIZE_BYTES: usize = 10;
+pub(crate) const DIGEST: usize = 11;
+pub(crate) const RESOURCE: usize = 12;
+pub(crate) const NESTED: usize = 13;
 
 /// One value an [`ObjectView`] holds: a known field's, or the other fields' objects and arrays.
 /// Three machine words, as a [`Slot`] is.
@@ -294,47 +274,88 @@ impl<'de> ObjectView<'de> {
         })
     }
 
-    /// The object holding these values: `present` marks the fields whose values `entries`
-    /// yields, in the fields' order. The values go straight into one allocation of their number.
-    fn hold(present: u16, entries: impl Iterator<Item = Entry<'de>>) -> ObjectView<'de> {
+    /// The object holding the values read: `present` marks the fields that have one in
+    /// `values`. They are taken out, straight into one allocation of their number.
+    fn hold(present: u16, values: &mut Values<'de>) -> ObjectView<'de> {
         /// `N` values and the presence bits in one box, unsized to a slice.
         fn sized<'de, const N: usize>(
             present: u16,
-            mut entries: impl Iterator<Item = Entry<'de>>,
+            values: &mut Values<'de>,
         ) -> Box<Held<[Entry<'de>]>> {
-            // `present` has as many bits as `entries` has values, so the empty string is never
-            // used: it only spares a panic.
+            let mut bits = present;
+            // Each of `present`'s bits marks a value, so the empty string is never used: it
+            // only spares a panic.
             let entries: [Entry<'de>; N] = std::array::from_fn(|_| {
-                entries
-                    .next()
+                let at = bits.trailing_zeros() as usize;
+                bits &= bits.wrapping_sub(1);
+                values
+                    .get_mut(at)
+                    .and_then(Option::take)
                     .unwrap_or(Entry::Slot(Slot::Str(Cow::Borrowed(""))))
             });
             Box::new(Held { present, entries })
         }
         // Fourteen bits at most (`NESTED` is the last).
         ObjectView(match present.count_ones() {
-            0 => sized::<0>(present, entries),
-            1 => sized::<1>(present, entries),
-            2 => sized::<2>(present, entries),
-            3 => sized::<3>(present, entries),
-            4 => sized::<4>(present, entries),
-            5 => sized::<5>(present, entries),
-            6 => sized::<6>(present, entries),
-            7 => sized::<7>(present, entries),
-            8 => sized::<8>(present, entries),
-            9 => sized::<9>(present, entries),
-            10 => sized::<10>(present, entries),
-            11 => sized::<11>(present, entries),
-            12 => sized::<12>(present, entries),
-            13 => sized::<13>(present, entries),
-            _ => sized::<14>(present, entries),
+            0 => sized::<0>(present, values),
+            1 => sized::<1>(present, values),
+            2 => sized::<2>(present, values),
+            3 => sized::<3>(present, values),
+            4 => sized::<4>(present, values),
+            5 => sized::<5>(present, values),
+            6 => sized::<6>(present, values),
+            7 => sized::<7>(present, values),
+            8 => sized::<8>(present, values),
+            9 => sized::<9>(present, values),
+            10 => sized::<10>(present, values),
+            11 => sized::<11>(present, values),
+            12 => sized::<12>(present, values),
+            13 => sized::<13>(present, values),
+            _ => sized::<14>(present, values),
+        })
+    }
+
+    /// Each value held, with the place of its field.
+    fn held(&self) -> impl Iterator<Item = (usize, &Entry<'de>)> {
+        let mut bits = self.0.present;
+        self.0.entries.iter().map(move |entry| {
+            let at = bits.trailing_zeros() as usize;
+            bits &= bits.wrapping_sub(1);
+            (at, entry)
+        })
+    }
+
+    /// The known fields' values, each with its field's place ([`Fields::of_view`] reads them
+    /// in one pass).
+    pub(crate) fn known(&self) -> impl Iterator<Item = (usize, Known<'_, 'de>)> {
+        self.held().filter_map(|(at, entry)| match entry {
+            Entry::Slot(slot) => Some((at, Known::Slot(slot))),
+            Entry::Object(object) => Some((at, Known::Object(object))),
+            Entry::Nested(_) => None,
         })
     }
 }
 
+/// A known field's value as [`ObjectView::known`] gives it.
+pub(crate) enum Known<'a, 'de> {
+    /// A value read as a slot.
+    Slot(&'a Slot<'de>),
+    /// `resource` holding an object.
+    Object(&'a ObjectView<'de>),
+}
+
+/// The values of an object being read, at their fields' places.
+type Values<'de> = [Option<Entry<'de>>; NESTED + 1];
+
 impl Clone for ObjectView<'_> {
     fn clone(&self) -> Self {
-        ObjectView::hold(self.0.present, self.0.entries.iter().cloned())
+        let mut values: Values<'_> = [const { None }; NESTED + 1];
+        for (at, entry) in self.held() {
+            if let Some(value) = values.get_mut(at) {
+                *value = Some(entry.clone());
+            }
+        }
+        ObjectView::hold(self.0.present, &mut values)
     }
 }
 
@@ -352,30 +373,6 @@ impl fmt::Debug for ObjectView<'_> {
             map.entry(name, value);
         }
         map.finish()
-    }
-}
-
-/// An object's fields as they are read, before they are held: a known field's value at its
-/// place, the other fields' objects and arrays in a list.
-struct Reading<'de> {
-    values: [Option<Entry<'de>>; FIELDS.len()],
-    nested: Vec<(Cow<'de, str>, Value)>,
-}
-
-impl<'de> Reading<'de> {
-    /// The object holding what was read.
-    fn hold(self) -> ObjectView<'de> {
-        let mut present = 0u16;
-        for (at, value) in self.values.iter().enumerate() {
-            if value.is_some() {
-                present |= 1 << at;
-            }
-        }
-        let nested = (!self.nested.is_empty()).then(|| {
-            present |= 1 << NESTED;
-            Entry::Nested(self.nested.into_boxed_slice())
-        });
-        ObjectView::hold(present, self.values.into_iter().flatten().chain(nested))
     }
 }
 
@@ -404,23 +401,18 @@ impl<'de> BlockView<'de> {
         }
     }
 
-    /// An object as read: a plain text block becomes [`BlockView::Text`], any other object is
-    /// held.
-    fn of_object(mut object: Reading<'de>) -> BlockView<'de> {
-        let plain = object.nested.is_empty()
-            && object
-                .values
-                .iter()
-                .enumerate()
-                .all(|(at, value)| value.is_some() == (at == KIND || at == TEXT))
-            && matches!(&object.values[KIND], Some(Entry::Slot(Slot::Str(kind))) if kind == "text");
-        match object.values[TEXT].take() {
-            Some(Entry::Slot(Slot::Str(text))) if plain => BlockView::Text(text),
-            text => {
-                object.values[TEXT] = text;
-                BlockView::Object(object.hold())
+    /// An object as read (`present` marks the fields that have a value in `values`): a plain
+    /// text block becomes [`BlockView::Text`], any other object is held.
+    fn of_object(present: u16, values: &mut Values<'de>) -> BlockView<'de> {
+        if present == 1 << KIND | 1 << TEXT
+            && matches!(&values[KIND], Some(Entry::Slot(Slot::Str(kind))) if kind == "text")
+        {
+            match values[TEXT].take() {
+                Some(Entry::Slot(Slot::Str(text))) => return BlockView::Text(text),
+                text => values[TEXT] = text,
             }
         }
+        BlockView::Object(ObjectView::hold(present, values))
     }
 
     /// The values a lane's uri walk reads in the element's fields, as
@@ -811,9 +803,12 @@ impl<'de> Deserialize<'de> for ResourceEntry<'de> {
                 Ok(ResourceEntry(Entry::Slot(Slot::Str(Cow::Borrowed(v)))))
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                ObjectVisitor
-                    .visit_map(map)
-                    .map(|object| ResourceEntry(Entry::Object(object.hold())))
+                let mut values: Values<'_> = [const { None }; NESTED + 1];
+                let present = read_fields(map, &mut values)?;
+                Ok(ResourceEntry(Entry::Object(ObjectView::hold(
+                    present,
+                    &mut values,
+                ))))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
                 seq_value(seq).map(|value| ResourceEntry(Entry::Slot(Slot::Json(Box::new(value)))))
@@ -824,41 +819,55 @@ impl<'de> Deserialize<'de> for ResourceEntry<'de> {
     }
 }
 
-/// Reads an object's fields; the last of a repeated key wins, as in a `Value`.
-struct ObjectVisitor;
-
-impl<'de> Visitor<'de> for ObjectVisitor {
-    type Value = Reading<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Reading<'de>, A::Error> {
-        let mut read = Reading {
-            values: [const { None }; FIELDS.len()],
-            nested: Vec::new(),
-        };
-        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-            match field_at(&key) {
-                Some(RESOURCE) => {
-                    read.values[RESOURCE] = Some(map.next_value::<ResourceEntry<'de>>()?.0);
-                }
-                Some(at) => read.values[at] = Some(Entry::Slot(map.next_value::<Slot<'de>>()?)),
-                None => {
-                    // Most blocks' other fields (annotations' scalars, say) are skipped, and
-                    // the list grows only for a value kept.
-                    let nested = map.next_value::<Nested>()?.0;
-                    // A repeated key keeps only its last value, as a `Value` does.
-                    read.nested.retain(|(name, _)| *name != key);
-                    if let Some(value) = nested {
-                        read.nested.push((key, value));
-                    }
-                }
+/// Reads an object's fields into `values`, each at its field's place (the other fields' objects
+/// and arrays at [`NESTED`]), and returns which have one. The last of a repeated key wins, as in
+/// a `Value`.
+fn read_fields<'de, A: MapAccess<'de>>(
+    mut map: A,
+    values: &mut Values<'de>,
+) -> Result<u16, A::Error> {
+    let mut present = 0u16;
+    // Most blocks' other fields (annotations' scalars, say) are skipped: the list grows only
+    // for a value kept.
+    let mut nested: Vec<(Cow<'de, str>, Value)> = Vec::new();
+    while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+        let at = match key.as_ref() {
+            "type" => KIND,
+            "text" => TEXT,
+            "data" => DATA,
+            "blob" => BLOB,
+            "uri" => URI,
+            "disposition" => DISPOSITION,
+            "mimeType" => MIME_TYPE,
+            "name" => NAME,
+            "expiresAt" => EXPIRES_AT,
+            "size" => SIZE,
+            "sizeBytes" => SIZE_BYTES,
+            "digest" => DIGEST,
+            "resource" => RESOURCE,
+            _ => {
+                let value = map.next_value::<Nested>()?.0;
+                // A repeated key keeps only its last value, as a `Value` does.
+                nested.retain(|(name, _)| *name != key);
+                nested.extend(value.map(|value| (key, value)));
+                continue;
             }
+        };
+        let value = if at == RESOURCE {
+            map.next_value::<ResourceEntry<'de>>()?.0
+        } else {
+            Entry::Slot(map.next_value::<Slot<'de>>()?)
+        };
+        if let Some(place) = values.get_mut(at) {
+            *place = Some(value);
+            present |= 1 << at;
         }
-        Ok(read)
     }
+    if !nested.is_empty() {
+        values[NESTED] = Some(Entry::Nested(nested.into_boxed_slice()));
+        present |= 1 << NESTED;
+    }
+    Ok(present)
 }
 
 /// A value read and dropped. Unlike serde's `IgnoredAny` it reads every string as a string, so
@@ -926,7 +935,9 @@ impl<'de> Deserialize<'de> for BlockView<'de> {
                 f.write_str("any JSON value")
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                ObjectVisitor.visit_map(map).map(BlockView::of_object)
+                let mut values: Values<'_> = [const { None }; NESTED + 1];
+                let present = read_fields(map, &mut values)?;
+                Ok(BlockView::of_object(present, &mut values))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
                 seq_value(seq).map(|value| BlockView::Other(Box::new(value)))
