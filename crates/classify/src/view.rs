@@ -8,7 +8,8 @@
 //! JSON (structured content, content that is not an array, an element that is not an object) is
 //! read into a `Value`, keys in the server's order. A block is three machine words: a plain text
 //! block is its text alone, any other block one box (decision 0088), so a result of a million
-//! tiny blocks holds less in its views than in its bytes.
+//! tiny blocks holds less in its views than in its bytes. That box holds just the fields the
+//! object has: their presence bits, then their values (decision 0096).
 //!
 //! Reading a result this way and classifying its blocks gives exactly what [`classify`] gives on
 //! the same result parsed into a `Value` (a test checks it on every case and on arbitrary JSON).
@@ -97,6 +98,7 @@ const FIELDS: [&str; 13] = [
     "digest",
     "resource",
 ];
+// Each field's place: its index in `FIELDS` and its bit in an object's presence bits.
 pub(crate) const KIND: usize = 0;
 pub(crate) const TEXT: usize = 1;
 pub(crate) const DATA: usize = 2;
@@ -134,9 +136,9 @@ struct Held<E: ?Sized> {
 
 /// An object read from bytes: the fields classification reads, and the values of the others
 /// that are objects or arrays (a uri may sit in them); scalars in other fields are skipped. It
-/// holds just the fields present, in one allocation of two bytes of presence bits and three
-/// machine words a field, so a resource link of four fields costs about four words' worth of
-/// slots, not a slot for every field a block might have (decision 0096).
+/// holds just the fields present, in one allocation: a word of presence bits, then three machine
+/// words a field, so a resource link of four fields costs four slots and a word, not a slot for
+/// every field a block might have (decision 0096).
 #[derive(PartialEq)]
 pub struct ObjectView<'de>(Box<Held<[Entry<'de>]>>);
 
