@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::media::{ClaimedType, Media};
 use crate::reference::{Disposition, Reference, ReferenceError, ReferenceForm, read_reference};
-use crate::view::{ObjectView, ResourceSlot, Slot};
+use crate::view::{Known, ObjectView, Slot};
 
 /// What a content block is. Every lane matches on this exhaustively.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,13 +244,6 @@ impl<'a> Field<'a> {
         }
     }
 
-    pub(crate) fn of_resource(slot: &'a ResourceSlot<'_>) -> Field<'a> {
-        match slot {
-            ResourceSlot::Object(view) => Field::View(view),
-            ResourceSlot::Other(slot) => Field::of_slot(slot),
-        }
-    }
-
     pub(crate) fn as_str(self) -> Option<&'a str> {
         match self {
             Field::Str(s) => Some(s),
@@ -318,23 +311,34 @@ impl<'a> Fields<'a> {
 
     /// The same fields of an object read from bytes, which kept just these.
     pub(crate) fn of_view(view: &'a ObjectView<'_>) -> Fields<'a> {
-        let slot = |slot: &'a Option<Slot<'_>>| slot.as_ref().map(Field::of_slot);
-        let more = view.more_fields();
-        Fields {
-            kind: slot(&view.kind),
-            text: slot(&view.text),
-            data: slot(&view.data),
-            blob: slot(&more.blob),
-            uri: slot(&view.uri),
-            resource: view.resource.as_ref().map(Field::of_resource),
-            disposition: slot(&more.disposition),
-            mime_type: slot(&view.mime_type),
-            name: slot(&view.name),
-            expires_at: slot(&more.expires_at),
-            size: slot(&more.size),
-            size_bytes: slot(&more.size_bytes),
-            digest: slot(&more.digest),
+        use crate::view::{
+            BLOB, DATA, DIGEST, DISPOSITION, EXPIRES_AT, KIND, MIME_TYPE, NAME, RESOURCE, SIZE,
+            SIZE_BYTES, TEXT, URI,
+        };
+        let mut fields = Fields::default();
+        for (at, value) in view.known() {
+            let field = match at {
+                KIND => &mut fields.kind,
+                TEXT => &mut fields.text,
+                DATA => &mut fields.data,
+                BLOB => &mut fields.blob,
+                URI => &mut fields.uri,
+                DISPOSITION => &mut fields.disposition,
+                MIME_TYPE => &mut fields.mime_type,
+                NAME => &mut fields.name,
+                EXPIRES_AT => &mut fields.expires_at,
+                SIZE => &mut fields.size,
+                SIZE_BYTES => &mut fields.size_bytes,
+                DIGEST => &mut fields.digest,
+                RESOURCE => &mut fields.resource,
+                _ => continue,
+            };
+            *field = Some(match value {
+                Known::Slot(slot) => Field::of_slot(slot),
+                Known::Object(object) => Field::View(object),
+            });
         }
+        fields
     }
 }
 

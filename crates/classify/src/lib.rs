@@ -65,6 +65,6 @@ pub use reference::{
 pub use sniff::{SNIFF_LEN, Sniffed, sniff};
 pub use summary::Summary;
 pub use view::{
-    BlockView, ContentView, MoreFields, ObjectView, ResourceSlot, ResultView, Slot,
-    mend_lone_surrogates, parse_view_mending,
+    BlockView, ContentView, ObjectView, ResourceField, ResultView, Slot, mend_lone_surrogates,
+    parse_view_mending,
 };

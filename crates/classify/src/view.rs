@@ -8,7 +8,8 @@
 //! JSON (structured content, content that is not an array, an element that is not an object) is
 //! read into a `Value`, keys in the server's order. A block is three machine words: a plain text
 //! block is its text alone, any other block one box (decision 0088), so a result of a million
-//! tiny blocks holds less in its views than in its bytes.
+//! tiny blocks holds less in its views than in its bytes. That box holds just the fields the
+//! object has: their presence bits, then their values (decision 0096).
 //!
 //! Reading a result this way and classifying its blocks gives exactly what [`classify`] gives on
 //! the same result parsed into a `Value` (a test checks it on every case and on arbitrary JSON).
@@ -80,69 +81,76 @@ impl Slot<'_> {
     }
 }
 
-/// An embedded resource's `resource` field: an object read as a block is, or any other value.
+/// The fields an [`ObjectView`] keeps by name, in the order it holds their values; after them,
+/// at [`NESTED`], the other fields that hold an object or an array.
+const FIELDS: [&str; 13] = [
+    "type",
+    "text",
+    "data",
+    "blob",
+    "uri",
+    "disposition",
+    "mimeType",
+    "name",
+    "expiresAt",
+    "size",
+    "sizeBytes",
+    "digest",
+    "resource",
+];
+// Each field's place: its index in `FIELDS` and its bit in an object's presence bits.
+pub(crate) const KIND: usize = 0;
+pub(crate) const TEXT: usize = 1;
+pub(crate) const DATA: usize = 2;
+pub(crate) const BLOB: usize = 3;
+pub(crate) const URI: usize = 4;
+pub(crate) const DISPOSITION: usize = 5;
+pub(crate) const MIME_TYPE: usize = 6;
+pub(crate) const NAME: usize = 7;
+pub(crate) const EXPIRES_AT: usize = 8;
+pub(crate) const SIZE: usize = 9;
+pub(crate) const SIZE_BYTES: usize = 10;
+pub(crate) const DIGEST: usize = 11;
+pub(crate) const RESOURCE: usize = 12;
+pub(crate) const NESTED: usize = 13;
+
+/// One value an [`ObjectView`] holds: a known field's, or the other fields' objects and arrays.
+/// Three machine words, as a [`Slot`] is.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ResourceSlot<'de> {
-    /// An object.
-    Object(Box<ObjectView<'de>>),
-    /// Anything else.
-    Other(Slot<'de>),
+enum Entry<'de> {
+    /// A known field's value (`resource` too, when it is no object).
+    Slot(Slot<'de>),
+    /// `resource` holding an object, read as a block is.
+    Object(ObjectView<'de>),
+    /// Every other field whose value is an object or an array, by name, in order.
+    Nested(Box<[(Cow<'de, str>, Value)]>),
+}
+
+/// An object's values, in one allocation: which fields are present (bit `i` for the field at
+/// `i`), then their values in the fields' order.
+#[derive(Debug, PartialEq)]
+struct Held<E: ?Sized> {
+    present: u16,
+    entries: E,
 }
 
 /// An object read from bytes: the fields classification reads, and the values of the others
-/// that are objects or arrays (a uri may sit in them). The fields most blocks have are inline;
-/// the rest sit in one box made only for a block that has one, so a block costs little more
-/// than its fields' strings, which are borrowed.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct ObjectView<'de> {
-    /// `type`.
-    pub kind: Option<Slot<'de>>,
-    /// `text`.
-    pub text: Option<Slot<'de>>,
-    /// `data`.
-    pub data: Option<Slot<'de>>,
-    /// `uri`.
-    pub uri: Option<Slot<'de>>,
-    /// `mimeType`.
-    pub mime_type: Option<Slot<'de>>,
-    /// `name`.
-    pub name: Option<Slot<'de>>,
-    /// `resource`: inline, so an embedded resource costs two boxes (its block's and its
-    /// resource's), not three.
-    pub resource: Option<ResourceSlot<'de>>,
-    /// The other fields, when the object has any of them.
-    pub more: Option<Box<MoreFields<'de>>>,
-}
+/// that are objects or arrays (a uri may sit in them); scalars in other fields are skipped. It
+/// holds just the fields present, in one allocation: a word of presence bits, then three machine
+/// words a field, so a resource link of four fields costs four slots and a word, not a slot for
+/// every field a block might have (decision 0096).
+#[derive(PartialEq)]
+pub struct ObjectView<'de>(Box<Held<[Entry<'de>]>>);
 
-/// The fields of an [`ObjectView`] that fewer blocks have.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct MoreFields<'de> {
-    /// `blob`.
-    pub blob: Option<Slot<'de>>,
-    /// `disposition`.
-    pub disposition: Option<Slot<'de>>,
-    /// `expiresAt`.
-    pub expires_at: Option<Slot<'de>>,
-    /// `size`.
-    pub size: Option<Slot<'de>>,
-    /// `sizeBytes`.
-    pub size_bytes: Option<Slot<'de>>,
-    /// `digest`.
-    pub digest: Option<Slot<'de>>,
-    /// Every other field whose value is an object or an array, by name, in order.
-    pub nested: Vec<(Cow<'de, str>, Value)>,
+/// An embedded resource's `resource` field, as an [`ObjectView`] gives it: an object read as a
+/// block is, or any other value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ResourceField<'a, 'de> {
+    /// An object.
+    Object(&'a ObjectView<'de>),
+    /// Anything else.
+    Other(&'a Slot<'de>),
 }
-
-/// No more fields.
-static NO_MORE: MoreFields<'static> = MoreFields {
-    blob: None,
-    disposition: None,
-    expires_at: None,
-    size: None,
-    size_bytes: None,
-    digest: None,
-    nested: Vec::new(),
-};
 
 impl<'de> ObjectView<'de> {
     /// What the object is, as [`classify`](crate::classify) says of the same object as a `Value`.
@@ -150,49 +158,223 @@ impl<'de> ObjectView<'de> {
         classify_fields(&Fields::of_view(self))
     }
 
-    /// The known fields' values that are JSON other than strings (a uri may sit in them), and
-    /// every other field's object or array.
-    pub fn json_values(&self) -> impl Iterator<Item = &Value> {
-        let more = self.more_fields();
-        let resource = match &self.resource {
-            Some(ResourceSlot::Other(slot)) => Some(slot),
-            Some(ResourceSlot::Object(_)) | None => None,
-        };
-        [
-            &self.kind,
-            &self.text,
-            &self.data,
-            &more.blob,
-            &self.uri,
-            &more.disposition,
-            &self.mime_type,
-            &self.name,
-            &more.expires_at,
-            &more.size,
-            &more.size_bytes,
-            &more.digest,
-        ]
-        .into_iter()
-        .filter_map(Option::as_ref)
-        .chain(resource)
-        .filter_map(|slot| match slot {
-            Slot::Json(value) => Some(&**value),
-            Slot::Str(_) => None,
-        })
-        .chain(more.nested.iter().map(|(_, value)| value))
+    /// The value held for the field at `at`, when the object has that field.
+    fn entry(&self, at: usize) -> Option<&Entry<'de>> {
+        let bit = 1u16 << at;
+        let present = self.0.present;
+        if present & bit == 0 {
+            return None;
+        }
+        self.0
+            .entries
+            .get((present & (bit - 1)).count_ones() as usize)
     }
 
-    /// The fields fewer blocks have (all absent when the object has none).
-    pub fn more_fields(&self) -> &MoreFields<'de> {
-        self.more.as_deref().unwrap_or(&NO_MORE)
+    /// A known field's value, when it has one.
+    fn slot(&self, at: usize) -> Option<&Slot<'de>> {
+        match self.entry(at)? {
+            Entry::Slot(slot) => Some(slot),
+            Entry::Object(_) | Entry::Nested(_) => None,
+        }
+    }
+
+    /// `type`.
+    pub fn kind(&self) -> Option<&Slot<'de>> {
+        self.slot(KIND)
+    }
+
+    /// `text`.
+    pub fn text(&self) -> Option<&Slot<'de>> {
+        self.slot(TEXT)
+    }
+
+    /// `data`.
+    pub fn data(&self) -> Option<&Slot<'de>> {
+        self.slot(DATA)
+    }
+
+    /// `blob`.
+    pub fn blob(&self) -> Option<&Slot<'de>> {
+        self.slot(BLOB)
+    }
+
+    /// `uri`.
+    pub fn uri(&self) -> Option<&Slot<'de>> {
+        self.slot(URI)
+    }
+
+    /// `disposition`.
+    pub fn disposition(&self) -> Option<&Slot<'de>> {
+        self.slot(DISPOSITION)
+    }
+
+    /// `mimeType`.
+    pub fn mime_type(&self) -> Option<&Slot<'de>> {
+        self.slot(MIME_TYPE)
+    }
+
+    /// `name`.
+    pub fn name(&self) -> Option<&Slot<'de>> {
+        self.slot(NAME)
+    }
+
+    /// `expiresAt`.
+    pub fn expires_at(&self) -> Option<&Slot<'de>> {
+        self.slot(EXPIRES_AT)
+    }
+
+    /// `size`.
+    pub fn size(&self) -> Option<&Slot<'de>> {
+        self.slot(SIZE)
+    }
+
+    /// `sizeBytes`.
+    pub fn size_bytes(&self) -> Option<&Slot<'de>> {
+        self.slot(SIZE_BYTES)
+    }
+
+    /// `digest`.
+    pub fn digest(&self) -> Option<&Slot<'de>> {
+        self.slot(DIGEST)
+    }
+
+    /// `resource`.
+    pub fn resource(&self) -> Option<ResourceField<'_, 'de>> {
+        match self.entry(RESOURCE)? {
+            Entry::Slot(slot) => Some(ResourceField::Other(slot)),
+            Entry::Object(object) => Some(ResourceField::Object(object)),
+            Entry::Nested(_) => None,
+        }
     }
 
     /// The nested object of an embedded resource's `resource` field, when it is one.
     pub fn resource_object(&self) -> Option<&ObjectView<'de>> {
-        match &self.resource {
-            Some(ResourceSlot::Object(inner)) => Some(inner),
-            Some(ResourceSlot::Other(_)) | None => None,
+        match self.resource()? {
+            ResourceField::Object(object) => Some(object),
+            ResourceField::Other(_) => None,
         }
+    }
+
+    /// Every other field whose value is an object or an array, by name, in order.
+    pub fn nested(&self) -> &[(Cow<'de, str>, Value)] {
+        match self.entry(NESTED) {
+            Some(Entry::Nested(nested)) => nested,
+            Some(Entry::Slot(_) | Entry::Object(_)) | None => &[],
+        }
+    }
+
+    /// The known fields' values that are JSON other than strings (a uri may sit in them), and
+    /// every other field's object or array, in the fields' order.
+    pub fn json_values(&self) -> impl Iterator<Item = &Value> {
+        self.0.entries.iter().flat_map(|entry| {
+            let (one, many): (Option<&Value>, &[(Cow<'de, str>, Value)]) = match entry {
+                Entry::Slot(Slot::Json(value)) => (Some(&**value), &[]),
+                Entry::Slot(Slot::Str(_)) | Entry::Object(_) => (None, &[]),
+                Entry::Nested(nested) => (None, nested),
+            };
+            one.into_iter().chain(many.iter().map(|(_, value)| value))
+        })
+    }
+
+    /// The object holding the values read: `present` marks the fields that have one in
+    /// `values`. They are taken out, straight into one allocation of their number.
+    fn hold(present: u16, values: &mut Values<'de>) -> ObjectView<'de> {
+        /// `N` values and the presence bits in one box, unsized to a slice.
+        fn sized<'de, const N: usize>(
+            present: u16,
+            values: &mut Values<'de>,
+        ) -> Box<Held<[Entry<'de>]>> {
+            let mut bits = present;
+            // Each of `present`'s bits marks a value, so the empty string is never used: it
+            // only spares a panic.
+            let entries: [Entry<'de>; N] = std::array::from_fn(|_| {
+                let at = bits.trailing_zeros() as usize;
+                bits &= bits.wrapping_sub(1);
+                values
+                    .get_mut(at)
+                    .and_then(Option::take)
+                    .unwrap_or(Entry::Slot(Slot::Str(Cow::Borrowed(""))))
+            });
+            Box::new(Held { present, entries })
+        }
+        // Fourteen bits at most (`NESTED` is the last).
+        ObjectView(match present.count_ones() {
+            0 => sized::<0>(present, values),
+            1 => sized::<1>(present, values),
+            2 => sized::<2>(present, values),
+            3 => sized::<3>(present, values),
+            4 => sized::<4>(present, values),
+            5 => sized::<5>(present, values),
+            6 => sized::<6>(present, values),
+            7 => sized::<7>(present, values),
+            8 => sized::<8>(present, values),
+            9 => sized::<9>(present, values),
+            10 => sized::<10>(present, values),
+            11 => sized::<11>(present, values),
+            12 => sized::<12>(present, values),
+            13 => sized::<13>(present, values),
+            _ => sized::<14>(present, values),
+        })
+    }
+
+    /// Each value held, with the place of its field.
+    fn held(&self) -> impl Iterator<Item = (usize, &Entry<'de>)> {
+        let mut bits = self.0.present;
+        self.0.entries.iter().map(move |entry| {
+            let at = bits.trailing_zeros() as usize;
+            bits &= bits.wrapping_sub(1);
+            (at, entry)
+        })
+    }
+
+    /// The known fields' values, each with its field's place ([`Fields::of_view`] reads them
+    /// in one pass).
+    pub(crate) fn known(&self) -> impl Iterator<Item = (usize, Known<'_, 'de>)> {
+        self.held().filter_map(|(at, entry)| match entry {
+            Entry::Slot(slot) => Some((at, Known::Slot(slot))),
+            Entry::Object(object) => Some((at, Known::Object(object))),
+            Entry::Nested(_) => None,
+        })
+    }
+}
+
+/// A known field's value as [`ObjectView::known`] gives it.
+pub(crate) enum Known<'a, 'de> {
+    /// A value read as a slot.
+    Slot(&'a Slot<'de>),
+    /// `resource` holding an object.
+    Object(&'a ObjectView<'de>),
+}
+
+/// The values of an object being read, at their fields' places.
+type Values<'de> = [Option<Entry<'de>>; NESTED + 1];
+
+impl Clone for ObjectView<'_> {
+    fn clone(&self) -> Self {
+        let mut values: Values<'_> = [const { None }; NESTED + 1];
+        for (at, entry) in self.held() {
+            if let Some(value) = values.get_mut(at) {
+                *value = Some(entry.clone());
+            }
+        }
+        ObjectView::hold(self.0.present, &mut values)
+    }
+}
+
+impl fmt::Debug for ObjectView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut map = f.debug_map();
+        for (at, name) in FIELDS.iter().enumerate() {
+            match self.entry(at) {
+                Some(Entry::Slot(slot)) => map.entry(name, slot),
+                Some(Entry::Object(object)) => map.entry(name, object),
+                Some(Entry::Nested(_)) | None => &mut map,
+            };
+        }
+        for (name, value) in self.nested() {
+            map.entry(name, value);
+        }
+        map.finish()
     }
 }
 
@@ -205,7 +387,7 @@ pub enum BlockView<'de> {
     /// may be there). It reads exactly as the same object in an [`ObjectView`] would.
     Text(Cow<'de, str>),
     /// Any other object.
-    Object(Box<ObjectView<'de>>),
+    Object(ObjectView<'de>),
     /// Anything else, which is no content block.
     Other(Box<Value>),
 }
@@ -221,22 +403,18 @@ impl<'de> BlockView<'de> {
         }
     }
 
-    /// An object as read: a plain text block becomes [`BlockView::Text`], any other object is
-    /// boxed.
-    pub fn of_object(object: ObjectView<'de>) -> BlockView<'de> {
-        match object {
-            ObjectView {
-                kind: Some(Slot::Str(kind)),
-                text: Some(Slot::Str(text)),
-                data: None,
-                uri: None,
-                mime_type: None,
-                name: None,
-                resource: None,
-                more: None,
-            } if kind == "text" => BlockView::Text(text),
-            object => BlockView::Object(Box::new(object)),
+    /// An object as read (`present` marks the fields that have a value in `values`): a plain
+    /// text block becomes [`BlockView::Text`], any other object is held.
+    fn of_object(present: u16, values: &mut Values<'de>) -> BlockView<'de> {
+        if present == 1 << KIND | 1 << TEXT
+            && matches!(&values[KIND], Some(Entry::Slot(Slot::Str(kind))) if kind == "text")
+        {
+            match values[TEXT].take() {
+                Some(Entry::Slot(Slot::Str(text))) => return BlockView::Text(text),
+                text => values[TEXT] = text,
+            }
         }
+        BlockView::Object(ObjectView::hold(present, values))
     }
 
     /// The values a lane's uri walk reads in the element's fields, as
@@ -244,7 +422,7 @@ impl<'de> BlockView<'de> {
     /// is no object.
     pub fn json_values(&self) -> impl Iterator<Item = &Value> {
         let object = match self {
-            BlockView::Object(object) => Some(&**object),
+            BlockView::Object(object) => Some(object),
             BlockView::Text(_) | BlockView::Other(_) => None,
         };
         object.into_iter().flat_map(ObjectView::json_values)
@@ -612,85 +790,86 @@ fn slot_of<'de>(value: Value) -> Slot<'de> {
     }
 }
 
-impl<'de> Deserialize<'de> for ResourceSlot<'de> {
+/// An object's `resource` field as held: an object read as a block is, or any other value.
+struct ResourceEntry<'de>(Entry<'de>);
+
+impl<'de> Deserialize<'de> for ResourceEntry<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct ResourceVisitor;
         impl<'de> Visitor<'de> for ResourceVisitor {
-            type Value = ResourceSlot<'de>;
+            type Value = ResourceEntry<'de>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("any JSON value")
             }
             fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(ResourceSlot::Other(Slot::Str(Cow::Borrowed(v))))
+                Ok(ResourceEntry(Entry::Slot(Slot::Str(Cow::Borrowed(v)))))
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                ObjectVisitor
-                    .visit_map(map)
-                    .map(|view| ResourceSlot::Object(Box::new(view)))
+                let mut values: Values<'_> = [const { None }; NESTED + 1];
+                let present = read_fields(map, &mut values)?;
+                Ok(ResourceEntry(Entry::Object(ObjectView::hold(
+                    present,
+                    &mut values,
+                ))))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-                seq_value(seq).map(|value| ResourceSlot::Other(Slot::Json(Box::new(value))))
+                seq_value(seq).map(|value| ResourceEntry(Entry::Slot(Slot::Json(Box::new(value)))))
             }
-            scalars_as!(|value| ResourceSlot::Other(slot_of(value)));
+            scalars_as!(|value| ResourceEntry(Entry::Slot(slot_of(value))));
         }
         deserializer.deserialize_any(ResourceVisitor)
     }
 }
 
-/// Reads an object's fields; the last of a repeated key wins, as in a `Value`.
-struct ObjectVisitor;
-
-impl<'de> Visitor<'de> for ObjectVisitor {
-    type Value = ObjectView<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ObjectView<'de>, A::Error> {
-        let mut view = ObjectView::default();
-        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-            let slot = match key.as_ref() {
-                "type" => &mut view.kind,
-                "text" => &mut view.text,
-                "data" => &mut view.data,
-                "uri" => &mut view.uri,
-                "mimeType" => &mut view.mime_type,
-                "name" => &mut view.name,
-                "resource" => {
-                    view.resource = Some(map.next_value::<ResourceSlot<'de>>()?);
-                    continue;
-                }
-                "blob" | "disposition" | "expiresAt" | "size" | "sizeBytes" | "digest" => {
-                    let more = view.more.get_or_insert_with(Box::default);
-                    match key.as_ref() {
-                        "blob" => &mut more.blob,
-                        "disposition" => &mut more.disposition,
-                        "expiresAt" => &mut more.expires_at,
-                        "size" => &mut more.size,
-                        "sizeBytes" => &mut more.size_bytes,
-                        _ => &mut more.digest,
-                    }
-                }
-                _ => {
-                    // The other fields' box is made only for a value kept: most blocks' other
-                    // fields (annotations' scalars, say) are skipped.
-                    let nested = map.next_value::<Nested>()?.0;
-                    // A repeated key keeps only its last value, as a `Value` does.
-                    if let Some(more) = &mut view.more {
-                        more.nested.retain(|(name, _)| *name != key);
-                    }
-                    if let Some(value) = nested {
-                        let more = view.more.get_or_insert_with(Box::default);
-                        more.nested.push((key, value));
-                    }
-                    continue;
-                }
-            };
-            *slot = Some(map.next_value::<Slot<'de>>()?);
+/// Reads an object's fields into `values`, each at its field's place (the other fields' objects
+/// and arrays at [`NESTED`]), and returns which have one. The last of a repeated key wins, as in
+/// a `Value`.
+fn read_fields<'de, A: MapAccess<'de>>(
+    mut map: A,
+    values: &mut Values<'de>,
+) -> Result<u16, A::Error> {
+    let mut present = 0u16;
+    // Most blocks' other fields (annotations' scalars, say) are skipped: the list grows only
+    // for a value kept.
+    let mut nested: Vec<(Cow<'de, str>, Value)> = Vec::new();
+    while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+        let at = match key.as_ref() {
+            "type" => KIND,
+            "text" => TEXT,
+            "data" => DATA,
+            "blob" => BLOB,
+            "uri" => URI,
+            "disposition" => DISPOSITION,
+            "mimeType" => MIME_TYPE,
+            "name" => NAME,
+            "expiresAt" => EXPIRES_AT,
+            "size" => SIZE,
+            "sizeBytes" => SIZE_BYTES,
+            "digest" => DIGEST,
+            "resource" => RESOURCE,
+            _ => {
+                let value = map.next_value::<Nested>()?.0;
+                // A repeated key keeps only its last value, as a `Value` does.
+                nested.retain(|(name, _)| *name != key);
+                nested.extend(value.map(|value| (key, value)));
+                continue;
+            }
+        };
+        let value = if at == RESOURCE {
+            map.next_value::<ResourceEntry<'de>>()?.0
+        } else {
+            Entry::Slot(map.next_value::<Slot<'de>>()?)
+        };
+        if let Some(place) = values.get_mut(at) {
+            *place = Some(value);
+            present |= 1 << at;
         }
-        Ok(view)
     }
+    if !nested.is_empty() {
+        values[NESTED] = Some(Entry::Nested(nested.into_boxed_slice()));
+        present |= 1 << NESTED;
+    }
+    Ok(present)
 }
 
 /// A value read and dropped. Unlike serde's `IgnoredAny` it reads every string as a string, so
@@ -758,7 +937,9 @@ impl<'de> Deserialize<'de> for BlockView<'de> {
                 f.write_str("any JSON value")
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                ObjectVisitor.visit_map(map).map(BlockView::of_object)
+                let mut values: Values<'_> = [const { None }; NESTED + 1];
+                let present = read_fields(map, &mut values)?;
+                Ok(BlockView::of_object(present, &mut values))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
                 seq_value(seq).map(|value| BlockView::Other(Box::new(value)))
@@ -827,7 +1008,10 @@ mod tests {
         };
         // An escaped key is still the key; an escaped string is copied, decoded.
         assert_eq!(text, &Cow::<str>::Owned("a\nb".to_owned()));
-        assert!(matches!(image.data, Some(Slot::Str(Cow::Borrowed("AAAA")))));
+        assert!(matches!(
+            image.data(),
+            Some(Slot::Str(Cow::Borrowed("AAAA")))
+        ));
         assert_eq!(blocks[0].classify(), Block::Text("a\nb"));
         let view = ResultView::parse(br#"[{"type":"text","text":"ab"}]"#).unwrap();
         assert!(matches!(
@@ -846,7 +1030,7 @@ mod tests {
         };
         let slot = blocks.into_iter().next().and_then(|block| match block {
             BlockView::Text(text) => Some(Slot::Str(text)),
-            BlockView::Object(object) => object.text,
+            BlockView::Object(object) => object.text().cloned(),
             BlockView::Other(_) => None,
         });
         Ok(slot.map(|slot| match slot {
@@ -918,6 +1102,9 @@ mod tests {
         // A plain text block is its borrowed text; every other kind is one box.
         assert!(std::mem::size_of::<Slot<'_>>() <= 24);
         assert!(std::mem::size_of::<BlockView<'_>>() <= 24);
+        // An object's box holds three words a field and its presence bits.
+        assert!(std::mem::size_of::<Entry<'_>>() <= 24);
+        assert!(std::mem::size_of::<Held<[Entry<'_>; 0]>>() <= 8);
     }
 
     #[rstest::rstest]
@@ -944,35 +1131,94 @@ mod tests {
         assert_eq!(blocks[0].classify(), crate::classify(&value));
     }
 
+    /// The blocks of a content array.
+    fn blocks(bytes: &[u8]) -> Vec<BlockView<'_>> {
+        match ResultView::parse(bytes).unwrap().content {
+            Some(ContentView::Blocks(blocks)) => blocks,
+            other => panic!("a content array, not {other:?}"),
+        }
+    }
+
+    /// The names of the fields an object holds values for, in the order it holds them.
+    fn held(object: &ObjectView<'_>) -> Vec<&'static str> {
+        (0..=NESTED)
+            .filter(|at| object.0.present & (1 << at) != 0)
+            .map(|at| FIELDS.get(at).copied().unwrap_or("(nested)"))
+            .collect()
+    }
+
     #[test]
-    fn another_fields_box_is_made_only_for_a_value_kept() {
-        let bytes = br#"[{"type":"image","data":"AAAA","annotations":{"a":1},"annotations":2},
-            {"type":"image","data":"AAAA","_meta":3}]"#;
-        let view = ResultView::parse(bytes).unwrap();
-        let Some(ContentView::Blocks(blocks)) = &view.content else {
-            panic!("a content array")
+    fn an_object_holds_just_the_fields_it_has() {
+        let bytes = br#"[{"type":"resource_link","uri":"u","name":"n","mimeType":"text/csv"},
+            {"type":"resource","resource":{"uri":"u","mimeType":"text/plain","text":"t"}},
+            {"type":"image","data":"AAAA","annotations":{"a":1},"annotations":2},
+            {"type":"image","data":"AAAA","_meta":3,"x":[1]},
+            {"type":"resource","resource":"r","disposition":"never","digest":{}}]"#;
+        let blocks = blocks(bytes);
+        let [
+            BlockView::Object(link),
+            BlockView::Object(embedded),
+            BlockView::Object(repeated),
+            BlockView::Object(scalar),
+            BlockView::Object(other),
+        ] = &blocks[..]
+        else {
+            panic!("five objects")
         };
-        let [BlockView::Object(repeated), BlockView::Object(scalar)] = &blocks[..] else {
-            panic!("two objects")
-        };
-        // The repeated key's last value, a scalar, is not kept.
-        assert!(repeated.more_fields().nested.is_empty());
-        assert!(scalar.more.is_none());
-        // An embedded resource's `resource` is inline.
-        let bytes = br#"[{"type":"resource","resource":{"uri":"u","text":"t"}}]"#;
-        let view = ResultView::parse(bytes).unwrap();
-        let Some(ContentView::Blocks(blocks)) = &view.content else {
-            panic!("a content array")
-        };
-        let [BlockView::Object(embedded)] = &blocks[..] else {
+        assert_eq!(held(link), ["type", "uri", "mimeType", "name"]);
+        assert_eq!(link.0.entries.len(), 4);
+        assert_eq!(link.name().and_then(Slot::as_str), Some("n"));
+        assert_eq!(link.text(), None);
+        // An embedded resource: its block's two fields, its resource's three.
+        assert_eq!(held(embedded), ["type", "resource"]);
+        let inner = embedded.resource_object().unwrap();
+        assert_eq!(held(inner), ["text", "uri", "mimeType"]);
+        assert_eq!(inner.0.entries.len(), 3);
+        assert_eq!(inner.text().and_then(Slot::as_str), Some("t"));
+        // The repeated key's last value, a scalar, is not kept; another's array is.
+        assert_eq!(held(repeated), ["type", "data"]);
+        assert!(repeated.nested().is_empty());
+        assert_eq!(held(scalar), ["type", "data", "(nested)"]);
+        assert_eq!(
+            scalar.nested(),
+            [(Cow::Borrowed("x"), serde_json::json!([1]))]
+        );
+        assert_eq!(
+            scalar.json_values().collect::<Vec<_>>(),
+            [&serde_json::json!([1])]
+        );
+        // A resource that is no object is a value like any other.
+        assert_eq!(held(other), ["type", "disposition", "digest", "resource"]);
+        assert!(matches!(other.resource(), Some(ResourceField::Other(Slot::Str(r))) if r == "r"));
+        assert_eq!(other.resource_object(), None);
+        assert_eq!(
+            other.digest(),
+            Some(&Slot::Json(Box::new(serde_json::json!({}))))
+        );
+        assert_eq!(
+            other.json_values().collect::<Vec<_>>(),
+            [&serde_json::json!({})]
+        );
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_its_last_value() {
+        let bytes = br#"[{"type":"image","uri":"a","_meta":{"a":1},"uri":"b","_meta":[2],
+            "resource":{"uri":"c"},"resource":{"name":"d"}}]"#;
+        let blocks = blocks(bytes);
+        let [BlockView::Object(object)] = &blocks[..] else {
             panic!("an object")
         };
-        assert!(embedded.more.is_none());
-        assert!(
-            embedded
-                .resource_object()
-                .is_some_and(|inner| inner.more.is_none())
+        assert_eq!(object.uri().and_then(Slot::as_str), Some("b"));
+        assert_eq!(
+            object.nested(),
+            [(Cow::Borrowed("_meta"), serde_json::json!([2]))]
         );
+        let inner = object.resource_object().unwrap();
+        assert_eq!(held(inner), ["name"]);
+        // A clone holds what the object holds.
+        assert_eq!(&object.clone(), object);
+        assert_eq!(format!("{object:?}"), format!("{:?}", object.clone()));
     }
 
     #[test]

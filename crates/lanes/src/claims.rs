@@ -937,22 +937,19 @@ fn walk_view<'v>(
     never: &mut Vec<&'v str>,
     uris: &mut Vec<&'v str>,
 ) {
-    let kind = object.kind.as_ref().and_then(Slot::as_str);
+    let kind = object.kind().and_then(Slot::as_str);
     let block = kind.is_some_and(|t| CONTENT_BLOCK_TYPES.contains(&t));
     let inner = object.resource_object();
     if block {
-        let inner_uri = inner
-            .and_then(|inner| inner.uri.as_ref())
-            .and_then(Slot::as_str);
-        let inner_disposition =
-            inner.is_some_and(|inner| inner.more_fields().disposition.is_some());
+        let inner_uri = inner.and_then(ObjectView::uri).and_then(Slot::as_str);
+        let inner_disposition = inner.is_some_and(|inner| inner.disposition().is_some());
         if claims_count
-            && (object.more_fields().disposition.is_some() || inner_disposition)
+            && (object.disposition().is_some() || inner_disposition)
             && let Some(never_uri) = object.classify().never_uri()
         {
             never.push(never_uri);
         }
-        uris.extend(object.uri.as_ref().and_then(Slot::as_str));
+        uris.extend(object.uri().and_then(Slot::as_str));
         uris.extend(inner_uri);
     }
     let inner_claims = claims_count && !block;
