@@ -241,13 +241,17 @@ impl HiddenUris {
     /// pattern needs (decision 0099), and, when scanning, it holds nothing a url is made of. A run of such pieces is [`HiddenUris::redact_run`]'s input unchanged, so a lane
     /// need not keep the run to redact it.
     pub fn passes_unchanged(&self, piece: &str) -> bool {
+        // A url needs a `:` (or an escape that decodes to one), as a `://` that another piece
+        // of the run could finish does.
         let may_hold_url = || {
             let bytes = piece.as_bytes();
             memchr::memchr3(b':', b'%', b'&', bytes).is_some()
                 || memchr::memchr(b'\\', bytes).is_some()
         };
-        (self.compiled.searcher.is_none() || self.compiled.lacks_anchors_in_any_run(piece))
-            && !(self.scan && may_hold_url())
+        match self.compiled.searcher {
+            None => !(self.scan && may_hold_url()),
+            Some(_) => self.compiled.lacks_anchors(piece) && !may_hold_url(),
+        }
     }
 
     /// Adjacent pieces of one message's text, redacted as one: a uri split across pieces is

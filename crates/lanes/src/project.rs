@@ -185,6 +185,9 @@ struct StoredText<'a> {
 /// resource link's line.
 const STORED_BYTES_PER_BLOCK: usize = 96;
 
+/// The room a reference's line is given up front.
+const STUB_BYTES: usize = 128;
+
 /// The most [`ToolResult::stored_hint`] reserves, whatever the blocks: a guess never asks for
 /// more than this up front.
 const MAX_STORED_HINT: usize = 256 << 20;
@@ -227,9 +230,14 @@ impl<'a> StoredText<'a> {
 
     /// Appends a part, after a `\n` unless it is the first.
     fn push(&mut self, part: &str) {
+        self.push_with(part.len(), |text| text.push_str(part));
+    }
+
+    /// Appends a part `write` writes, about `len` bytes long, as [`StoredText::push`] does.
+    fn push_with(&mut self, len: usize, write: impl FnOnce(&mut String)) {
         if let Cow::Borrowed(first) = self.text {
             // Copied once, into the room the whole text is guessed to take.
-            let needed = first.len() + 1 + part.len();
+            let needed = first.len() + 1 + len;
             let mut owned = String::with_capacity(self.reserve.max(needed));
             owned.push_str(first);
             self.text = Cow::Owned(owned);
@@ -238,7 +246,7 @@ impl<'a> StoredText<'a> {
         if self.parts > 0 {
             text.push('\n');
         }
-        text.push_str(part);
+        write(text);
         self.parts += 1;
         if let Some(ends) = &mut self.ends {
             ends.push(text.len());
@@ -559,12 +567,13 @@ pub struct Projector<'h> {
 
 /// One block of a tool result as both copies show it.
 struct Piece<'a> {
-    text: String,
+    /// Borrowed where it is a server text redaction left as it was, or a marker.
+    text: Cow<'a, str>,
     native: Option<Part<'a>>,
 }
 
 impl<'a> Piece<'a> {
-    fn text(text: impl Into<String>) -> Piece<'a> {
+    fn text(text: impl Into<Cow<'a, str>>) -> Piece<'a> {
         Piece {
             text: text.into(),
             native: None,
@@ -724,6 +733,15 @@ impl<'h> Projector<'h> {
                         continue;
                     }
                     flush(&mut run, &mut stored);
+                    // A reference's line is written straight into the stored copy: the same
+                    // line its piece would hold, with no string of its own.
+                    if let Block::Reference(reference) = &block {
+                        stored.push_with(STUB_BYTES, |text| {
+                            self.stub_into(text, reference, Provenance::ToolResult, &hidden);
+                        });
+                        found_elsewhere.extend(hidden.take_found());
+                        continue;
+                    }
                     let piece = self.tool_result_piece(&block, &hidden, attach);
                     found_elsewhere.extend(hidden.take_found());
                     if let Some(part) = piece.native {
@@ -827,7 +845,7 @@ impl<'h> Projector<'h> {
                 Piece::text(self.image_placeholder(media, sniffed))
             }
             Ok((sniffed, dimensions)) => Piece {
-                text: self.image_placeholder(media, sniffed),
+                text: self.image_placeholder(media, sniffed).into(),
                 native: Some(Part::Image {
                     sniffed,
                     dimensions,
@@ -858,7 +876,10 @@ impl<'h> Projector<'h> {
             }
             _ => None,
         };
-        Piece { text: line, native }
+        Piece {
+            text: line.into(),
+            native,
+        }
     }
 
     /// A PDF in a tool result: native where the route takes documents there, its base64 is
@@ -880,7 +901,7 @@ impl<'h> Projector<'h> {
         let mime = Sniffed::Pdf.mime();
         let doc_ref = self.ledger.retain_document(media.data, mime);
         Piece {
-            text: markers::document_placeholder(mime, size_of(media), &doc_ref),
+            text: markers::document_placeholder(mime, size_of(media), &doc_ref).into(),
             native: Some(Part::Document {
                 pages,
                 data: media.data,
@@ -903,12 +924,16 @@ impl<'h> Projector<'h> {
         attach: &mut Option<&mut Attach<'_>>,
     ) -> String {
         if is_content_block(data) {
-            return self.tool_result_piece(&classify(data), hidden, attach).text;
+            return self
+                .tool_result_piece(&classify(data), hidden, attach)
+                .text
+                .into_owned();
         }
         let shown = self.map_blocks(data, hidden, &mut 0, &mut |this, block, hidden| {
             Value::String(
                 this.tool_result_piece(&classify(block), hidden, attach)
-                    .text,
+                    .text
+                    .into_owned(),
             )
         });
         serde_json::to_string(&shown).unwrap_or_default()
@@ -1266,30 +1291,39 @@ impl<'h> Projector<'h> {
         provenance: Provenance,
         hidden: &HiddenUris,
     ) -> String {
+        let mut stub = String::with_capacity(STUB_BYTES);
+        self.stub_into(&mut stub, reference, provenance, hidden);
+        stub
+    }
+
+    /// [`Projector::stub`], written at the end of `stub`.
+    fn stub_into(
+        &mut self,
+        stub: &mut String,
+        reference: &Reference<'_>,
+        provenance: Provenance,
+        hidden: &HiddenUris,
+    ) {
         const SEPARATOR: &str = " — ";
         let show_uri = hidden.shows(reference.uri);
         let record = self.registry.register(reference, self.server);
         let claims = &record.claims;
         // `[<id>] <name> — <uri> — <mime>, <size> claimed — <provenance> — <hint>`, each part
         // but the last two only when there is something to say, written in one string.
-        let mut stub = String::with_capacity(128);
         stub.push('[');
         stub.push_str(record.id.as_str());
         stub.push_str("] ");
         if let Some(name) = &claims.name {
-            markers::sanitize_into(&mut stub, &hidden.redact_label(name));
+            markers::sanitize_into(stub, &hidden.redact_label(name));
             stub.push_str(SEPARATOR);
         }
         if show_uri {
-            markers::sanitize_into(&mut stub, &claims.uri);
+            markers::sanitize_into(stub, &claims.uri);
             stub.push_str(SEPARATOR);
         }
         if let Some(m) = claims.mime_type.as_deref() {
             let essence = mcpl_classify::ClaimedType::parse(m).essence;
-            markers::sanitize_into(
-                &mut stub,
-                &hidden.redact_label(essence.as_deref().unwrap_or(m)),
-            );
+            markers::sanitize_into(stub, &hidden.redact_label(essence.as_deref().unwrap_or(m)));
         }
         if let Some(size) = claims.size_bytes {
             if claims.mime_type.is_some() {
@@ -1306,11 +1340,10 @@ impl<'h> Projector<'h> {
         match &record.fetched {
             Some(fetched) => {
                 stub.push_str("saved: ");
-                markers::sanitize_into(&mut stub, &fetched.path);
+                markers::sanitize_into(stub, &fetched.path);
             }
             None => stub.push_str(markers::FETCH_HINT),
         }
-        stub
     }
 
     /// What an embedded blob is shown as, by its claimed type: an image or audio type makes the

@@ -953,16 +953,6 @@ impl Compiled {
         self.anchors
             .is_some_and(|mask| lacks_anchor_bytes(text.as_bytes(), mask))
     }
-
-    /// Whether no pattern can be in the view of any run of pieces like this one: it holds none
-    /// of the anchor bytes, no `:` (a `://` needs one) and no escape. `false` when a pattern
-    /// holds neither `://` nor an anchor byte.
-    pub(crate) fn lacks_anchors_in_any_run(&self, piece: &str) -> bool {
-        let bytes = piece.as_bytes();
-        self.lacks_anchors(piece)
-            && memchr::memchr3(b':', b'%', b'&', bytes).is_none()
-            && memchr::memchr(b'\\', bytes).is_none()
-    }
 }
 
 /// Whether a pattern holds `://`.
