@@ -47,7 +47,12 @@ pub struct ClaimedType<'a> {
 impl<'a> ClaimedType<'a> {
     /// Normalises a label.
     pub fn parse(raw: &'a str) -> ClaimedType<'a> {
-        let essence = raw.split(';').next().unwrap_or("").trim();
+        // `;` is ASCII: the text before it is whole characters.
+        let essence = match memchr::memchr(b';', raw.as_bytes()) {
+            Some(at) => raw.get(..at).unwrap_or_default(),
+            None => raw,
+        }
+        .trim();
         let valid = essence
             .split_once('/')
             .is_some_and(|(kind, subtype)| is_token(kind) && is_token(subtype));
@@ -69,10 +74,37 @@ impl<'a> ClaimedType<'a> {
 
 /// An RFC 9110 token: what a media type's type and subtype are made of.
 fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|c| c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&c))
+    !s.is_empty() && s.bytes().all(|c| TOKEN[usize::from(c)])
 }
+
+/// `TOKEN[byte]`: whether the byte may be in an RFC 9110 token.
+const TOKEN: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'!' | b'#'
+                    | b'$'
+                    | b'%'
+                    | b'&'
+                    | b'\''
+                    | b'*'
+                    | b'+'
+                    | b'-'
+                    | b'.'
+                    | b'^'
+                    | b'_'
+                    | b'`'
+                    | b'|'
+                    | b'~'
+            );
+        b += 1;
+    }
+    table
+};
 
 /// An image's size in pixels, as its header records it (before any EXIF rotation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,6 +254,24 @@ fn truncation(payload: &Payload<'_>, sniffed: Option<Sniffed>) -> Option<ImageDe
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_is_rfc_9110s_tchar_and_a_type_is_parsed_by_it() {
+        for byte in 0..=255u8 {
+            let tchar = byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte);
+            assert_eq!(TOKEN[usize::from(byte)], tchar, "{byte:#04x}");
+        }
+        let essence = |raw| ClaimedType::parse(raw).essence.map(Cow::into_owned);
+        assert_eq!(essence(" Image/PNG ; q=1"), Some("image/png".to_owned()));
+        assert_eq!(essence("text/csv;"), Some("text/csv".to_owned()));
+        assert!(matches!(
+            ClaimedType::parse("text/csv").essence,
+            Some(Cow::Borrowed("text/csv"))
+        ));
+        for odd in ["text", "/csv", "text/", "te xt/csv", "text/c\u{e9}sv", ";text/csv", ""] {
+            assert_eq!(essence(odd), None, "{odd}");
+        }
+    }
 
     #[test]
     fn labels_are_normalised() {
