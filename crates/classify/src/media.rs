@@ -268,7 +268,15 @@ mod tests {
             ClaimedType::parse("text/csv").essence,
             Some(Cow::Borrowed("text/csv"))
         ));
-        for odd in ["text", "/csv", "text/", "te xt/csv", "text/c\u{e9}sv", ";text/csv", ""] {
+        for odd in [
+            "text",
+            "/csv",
+            "text/",
+            "te xt/csv",
+            "text/c\u{e9}sv",
+            ";text/csv",
+            "",
+        ] {
             assert_eq!(essence(odd), None, "{odd}");
         }
     }

@@ -847,9 +847,9 @@ pub(crate) struct Compiled {
     /// `patterns` keeps its own table instead: once more strings end alike than the search by
     /// tails takes, and once searched.
     gathering: Option<Tails>,
-    /// Which of [`ANCHOR_BYTES`] every pattern without `://` holds one of, as a mask (bit `k`
-    /// for `ANCHOR_BYTES[k]`); `None` when some pattern holds neither (decision 0099).
-    pub(crate) anchors: Option<u8>,
+    /// Which of [`ANCHOR_BYTES`] every pattern without `://` holds one of; `None` when some
+    /// pattern holds neither (decision 0099).
+    pub(crate) anchors: Option<Anchors>,
 }
 
 /// Bytes one of which a hidden uri's pattern without `://` usually holds: a query's `=`, a
@@ -931,15 +931,17 @@ impl Compiled {
         }
         self.patterns.shrink_to_fit();
         self.keys.shrink_to_fit();
-        self.anchors = (0..self.patterns.len()).try_fold(0u8, |mask, index| {
-            // `Strings` holds fewer than `u32::MAX` strings.
-            let pattern = self.patterns.bytes(index as u32);
-            if holds_scheme_separator(pattern) {
-                return Some(mask);
-            }
-            let k = ANCHOR_BYTES.iter().position(|b| pattern.contains(b))?;
-            Some(mask | 1 << k)
-        });
+        self.anchors = (0..self.patterns.len())
+            .try_fold(0u8, |mask, index| {
+                // `Strings` holds fewer than `u32::MAX` strings.
+                let pattern = self.patterns.bytes(index as u32);
+                if holds_scheme_separator(pattern) {
+                    return Some(mask);
+                }
+                let k = ANCHOR_BYTES.iter().position(|b| pattern.contains(b))?;
+                Some(mask | 1 << k)
+            })
+            .map(Anchors::of_mask);
         self
     }
 
@@ -951,7 +953,7 @@ impl Compiled {
     /// `false` when a pattern holds neither `://` nor an anchor byte.
     pub(crate) fn lacks_anchors(&self, text: &str) -> bool {
         self.anchors
-            .is_some_and(|mask| lacks_anchor_bytes(text.as_bytes(), mask))
+            .is_some_and(|anchors| anchors.absent_from(text.as_bytes()))
     }
 }
 
@@ -960,22 +962,39 @@ fn holds_scheme_separator(pattern: &[u8]) -> bool {
     memchr::memchr_iter(b':', pattern).any(|at| pattern[at..].starts_with(b"://"))
 }
 
-/// Whether `bytes` holds none of the anchor bytes `mask` names.
-fn lacks_anchor_bytes(bytes: &[u8], mask: u8) -> bool {
-    let mut wanted = [0u8; ANCHOR_BYTES.len()];
-    let mut count = 0;
-    for (k, &byte) in ANCHOR_BYTES.iter().enumerate() {
-        if mask & 1 << k != 0 {
-            wanted[count] = byte;
-            count += 1;
+/// The anchor bytes a set of patterns needs (decision 0099).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Anchors {
+    bytes: [u8; ANCHOR_BYTES.len()],
+    count: usize,
+}
+
+impl Anchors {
+    /// The bytes of [`ANCHOR_BYTES`] that `mask` names (bit `k` for `ANCHOR_BYTES[k]`).
+    fn of_mask(mask: u8) -> Anchors {
+        let mut anchors = Anchors {
+            bytes: [0; ANCHOR_BYTES.len()],
+            count: 0,
+        };
+        for (k, &byte) in ANCHOR_BYTES.iter().enumerate() {
+            if mask & 1 << k != 0 {
+                anchors.bytes[anchors.count] = byte;
+                anchors.count += 1;
+            }
         }
+        anchors
     }
-    match wanted[..count] {
-        [] => true,
-        [a] => memchr::memchr(a, bytes).is_none(),
-        [a, b] => memchr::memchr2(a, b, bytes).is_none(),
-        [a, b, c] => memchr::memchr3(a, b, c, bytes).is_none(),
-        _ => !bytes.iter().any(|byte| wanted[..count].contains(byte)),
+
+    /// Whether `bytes` holds none of them.
+    fn absent_from(&self, bytes: &[u8]) -> bool {
+        let wanted = &self.bytes[..self.count];
+        match *wanted {
+            [] => true,
+            [a] => memchr::memchr(a, bytes).is_none(),
+            [a, b] => memchr::memchr2(a, b, bytes).is_none(),
+            [a, b, c] => memchr::memchr3(a, b, c, bytes).is_none(),
+            _ => !bytes.iter().any(|byte| wanted.contains(byte)),
+        }
     }
 }
 
