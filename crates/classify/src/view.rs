@@ -824,15 +824,29 @@ impl<'de> Deserialize<'de> for ResourceEntry<'de> {
 /// Reads an object's fields into `values`, each at its field's place (the other fields' objects
 /// and arrays at [`NESTED`]), and returns which have one. The last of a repeated key wins, as in
 /// a `Value`.
-fn read_fields<'de, A: MapAccess<'de>>(
+fn read_fields<'de, A: MapAccess<'de>>(map: A, values: &mut Values<'de>) -> Result<u16, A::Error> {
+    read_fields_from(map, None, values, 0)
+}
+
+/// [`read_fields`] on an object whose fields `present` marks are already in `values`, and
+/// whose key `pending` has been read but not its value.
+fn read_fields_from<'de, A: MapAccess<'de>>(
     mut map: A,
+    mut pending: Option<Cow<'de, str>>,
     values: &mut Values<'de>,
+    mut present: u16,
 ) -> Result<u16, A::Error> {
-    let mut present = 0u16;
     // Most blocks' other fields (annotations' scalars, say) are skipped: the list grows only
     // for a value kept.
     let mut nested: Vec<(Cow<'de, str>, Value)> = Vec::new();
-    while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+    loop {
+        let key = match pending.take() {
+            Some(key) => key,
+            None => match map.next_key::<Key<'de>>()? {
+                Some(Key(key)) => key,
+                None => break,
+            },
+        };
         let at = match key.as_ref() {
             "type" => KIND,
             "text" => TEXT,
@@ -936,9 +950,37 @@ impl<'de> Deserialize<'de> for BlockView<'de> {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("any JSON value")
             }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                // A plain text block, `type` and `text` once each and nothing else, is read
+                // without the table of every field; at the first other key (or a repeated one)
+                // the table takes over with what was read so far.
+                let (mut kind, mut text) = (None, None);
+                let pending = loop {
+                    let Some(Key(key)) = map.next_key::<Key<'de>>()? else {
+                        break None;
+                    };
+                    match key.as_ref() {
+                        "type" if kind.is_none() => kind = Some(map.next_value::<Slot<'de>>()?),
+                        "text" if text.is_none() => text = Some(map.next_value::<Slot<'de>>()?),
+                        _ => break Some(key),
+                    }
+                };
+                if pending.is_none()
+                    && let (Some(Slot::Str(kind)), Some(Slot::Str(_))) = (&kind, &text)
+                    && kind == "text"
+                    && let Some(Slot::Str(text)) = text
+                {
+                    return Ok(BlockView::Text(text));
+                }
                 let mut values: Values<'_> = [const { None }; NESTED + 1];
-                let present = read_fields(map, &mut values)?;
+                let mut present = 0;
+                for (at, slot) in [(KIND, kind), (TEXT, text)] {
+                    if let Some(slot) = slot {
+                        values[at] = Some(Entry::Slot(slot));
+                        present |= 1 << at;
+                    }
+                }
+                let present = read_fields_from(map, pending, &mut values, present)?;
                 Ok(BlockView::of_object(present, &mut values))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
@@ -994,6 +1036,33 @@ impl<'de> Deserialize<'de> for ContentView<'de> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A text block is read without the table of every field only when it is plain: `type`
+    /// `text` and `text` a string, once each, and any other field skipped; whatever else is read
+    /// as an object, and every one classifies as its `Value` does.
+    #[rstest::rstest]
+    #[case::plain(r#"{"type":"text","text":"a"}"#, true)]
+    #[case::text_first(r#"{"text":"a","type":"text"}"#, true)]
+    #[case::a_scalar_skipped(r#"{"type":"text","x":1,"text":"a"}"#, true)]
+    #[case::type_repeated(r#"{"type":"image","text":"a","type":"text"}"#, true)]
+    #[case::text_repeated(r#"{"type":"text","text":1,"text":"b"}"#, true)]
+    #[case::type_repeated_last_not_text(r#"{"type":"text","text":"a","type":"image"}"#, false)]
+    #[case::nested_kept(r#"{"type":"text","text":"a","annotations":{"x":1}}"#, false)]
+    #[case::text_not_a_string(r#"{"type":"text","text":["a"]}"#, false)]
+    #[case::not_a_text(r#"{"type":"image","text":"a"}"#, false)]
+    #[case::no_text(r#"{"type":"text"}"#, false)]
+    #[case::a_known_field_besides(r#"{"type":"text","text":"a","uri":"x://y"}"#, false)]
+    #[case::empty(r#"{}"#, false)]
+    fn a_plain_text_block_is_read_as_its_text(#[case] block: &str, #[case] plain: bool) {
+        let bytes = format!(r#"{{"content":[{block}]}}"#);
+        let view = ResultView::parse(bytes.as_bytes()).unwrap();
+        let Some(ContentView::Blocks(blocks)) = &view.content else {
+            panic!("a content array")
+        };
+        assert_eq!(matches!(blocks[0], BlockView::Text(_)), plain, "{block}");
+        let value: Value = serde_json::from_str(block).unwrap();
+        assert_eq!(blocks[0].classify(), crate::classify(&value), "{block}");
+    }
 
     #[test]
     fn strings_without_escapes_are_borrowed_from_the_input() {

@@ -709,7 +709,9 @@ impl<'h> Projector<'h> {
                         }
                         found_in_texts.extend(hidden.take_found());
                     }
-                    *run = TextRun::default();
+                    // The list is kept for the next run: most runs are short.
+                    run.start = None;
+                    run.kept.clear();
                 };
                 for (index, block) in result.blocks().enumerate() {
                     if let Some(text) = text_of(&block) {
