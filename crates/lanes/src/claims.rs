@@ -131,7 +131,8 @@ impl HiddenUris {
                     || session.contains(uri))
         });
         uris.extend(never_uris.iter().copied().filter(|uri| !uri.is_empty()));
-        let compiled = session.hide_result(&uris);
+        // Only the credential-free policy asks whether a uri may be shown.
+        let compiled = session.hide_result_for(&uris, policy == UriPolicy::CredentialFree);
         HiddenUris {
             never,
             compiled,

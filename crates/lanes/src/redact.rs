@@ -1050,6 +1050,12 @@ impl HiddenSet {
         }
     }
 
+    /// [`HiddenSet::hide_result_for`], the forms kept.
+    #[cfg(test)]
+    pub(crate) fn hide_result(&mut self, uris: &[&str]) -> Arc<Compiled> {
+        self.hide_result_for(uris, true)
+    }
+
     /// Adds a result's uris, in order, and returns the patterns to search that result with: the
     /// set's own and every one of the result's. A result's uri the set forgets while the result
     /// is added (it was the oldest), or that the set cannot keep (the result brought more new
@@ -1057,7 +1063,18 @@ impl HiddenSet {
     ///
     /// A result with more new uris than the set keeps replaces the set with its newest ones,
     /// and only those are ever added to it: the others would be forgotten at once.
-    pub(crate) fn hide_result(&mut self, uris: &[&str]) -> Arc<Compiled> {
+    ///
+    /// The canonical forms (`Compiled::keys`) are kept in what it returns only when
+    /// `keys_asked`: they answer whether a uri may be shown, which only the credential-free
+    /// policy asks, and a result of tens of thousands of uris holds them in megabytes. The
+    /// session's own compiled set always keeps them.
+    pub(crate) fn hide_result_for(&mut self, uris: &[&str], keys_asked: bool) -> Arc<Compiled> {
+        let unasked = |mut compiled: Compiled| {
+            if !keys_asked {
+                compiled.keys = Strings::default();
+            }
+            Arc::new(compiled)
+        };
         let mut keys = Strings::with_capacity(uris.len());
         // A canonical form is at most as long as its uri.
         keys.text.reserve(uris.iter().map(|uri| uri.len()).sum());
@@ -1088,7 +1105,7 @@ impl HiddenSet {
                 self.entries.insert(key.clone(), true);
                 self.order.push_back(key);
             }
-            return Arc::new(Compiled::of_keys(keys, 0).with_searcher());
+            return unasked(Compiled::of_keys(keys, 0).with_searcher());
         }
         for key in keys.iter() {
             self.insert_key(key, true);
@@ -1101,7 +1118,7 @@ impl HiddenSet {
         for (key, &with_parts) in &self.entries {
             compiled.add(key, with_parts, &mut scratch);
         }
-        Arc::new(compiled.with_searcher())
+        unasked(compiled.with_searcher())
     }
 
     /// Adds a credential-shaped url found in text, by its canonical form alone.
@@ -1270,6 +1287,32 @@ mod tests {
         assert!(compiled.keys.contains("demo://resource/new"));
         // Every other uri the set holds is searched for too.
         assert!(compiled.keys.contains("demo://resource/1"));
+    }
+
+    /// A result's canonical forms are kept only where asked for; its patterns are searched
+    /// either way, and the session's own compiled set keeps its forms.
+    #[rstest::rstest]
+    fn a_results_forms_are_kept_only_when_asked_for(
+        #[values(false, true)] keys_asked: bool,
+        #[values(2, HIDDEN_SET_CAPACITY + 1)] count: usize,
+    ) {
+        let uris: Vec<String> = (0..count)
+            .map(|n| format!("https://h.example/r/{n}?sig=s{n}"))
+            .collect();
+        let uris: Vec<&str> = uris.iter().map(String::as_str).collect();
+        let mut set = HiddenSet::new();
+        let compiled = set.hide_result_for(&uris, keys_asked);
+        // Within the set's capacity the session's own compiled set answers, forms and all.
+        let kept = keys_asked || count <= HIDDEN_SET_CAPACITY;
+        assert_eq!(compiled.keys.len(), if kept { count } else { 0 });
+        let last = canonical(uris[count - 1]);
+        assert!(compiled.patterns.contains(&last) || compiled.searcher.is_some());
+        let found = compiled
+            .searcher
+            .as_ref()
+            .map(|searcher| searcher.find_all(&compiled.patterns, &last))
+            .unwrap_or_default();
+        assert_eq!(found, [(0, last.len())]);
     }
 
     #[test]
