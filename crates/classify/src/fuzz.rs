@@ -72,21 +72,7 @@ pub fn view_matches_value(bytes: &[u8]) {
 }
 
 /// The fields an [`ObjectView`](crate::ObjectView) keeps by name.
-const KNOWN: &[&str] = &[
-    "type",
-    "text",
-    "data",
-    "blob",
-    "uri",
-    "disposition",
-    "mimeType",
-    "name",
-    "expiresAt",
-    "size",
-    "sizeBytes",
-    "digest",
-    "resource",
-];
+const KNOWN: &[&str] = &crate::view::FIELDS;
 
 fn is_block(value: &Value) -> bool {
     value

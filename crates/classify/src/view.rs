@@ -83,7 +83,7 @@ impl Slot<'_> {
 
 /// The fields an [`ObjectView`] keeps by name, in the order it holds their values; after them,
 /// at [`NESTED`], the other fields that hold an object or an array.
-const FIELDS: [&str; 13] = [
+pub(crate) const FIELDS: [&str; 13] = [
     "type",
     "text",
     "data",
