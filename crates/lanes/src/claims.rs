@@ -12,8 +12,8 @@ use serde_json::Value;
 use crate::markers::WITHHELD_LINK;
 use crate::redact::{
     Compiled, FastSet, HiddenSet, Strings, View, canonical, is_control_or_format,
-    is_credential_free, is_credential_shaped, is_url_terminator, plain_case, safe_cut, urls_in,
-    view_holds_no_url,
+    is_credential_free, is_credential_shaped, is_url_terminator, piece_holds_no_url, plain_case,
+    safe_cut, urls_in, view_holds_no_url,
 };
 
 /// Whether a server's uris may appear in what a model sees.
@@ -244,16 +244,11 @@ impl HiddenUris {
     /// not keep the run to redact it. Beside a piece that does not pass, it may change: a url
     /// begun in the piece before runs on into it.
     pub fn passes_unchanged(&self, piece: &str) -> bool {
-        // A url needs a `:` (or an escape that decodes to one), as a `://` that another piece
-        // of the run could finish does.
-        let may_hold_url = || {
-            let bytes = piece.as_bytes();
-            memchr::memchr3(b':', b'%', b'&', bytes).is_some()
-                || memchr::memchr(b'\\', bytes).is_some()
-        };
+        // A url, and a pattern with `://`, need a `://` in the run's view, which no run of
+        // such pieces holds.
         match self.compiled.searcher {
-            None => !(self.scan && may_hold_url()),
-            Some(_) => self.compiled.lacks_anchors(piece) && !may_hold_url(),
+            None => !self.scan || piece_holds_no_url(piece),
+            Some(_) => self.compiled.lacks_anchors(piece) && piece_holds_no_url(piece),
         }
     }
 
@@ -1195,6 +1190,21 @@ mod tests {
             HiddenUris::in_session(&[&content], UriPolicy::Hidden, &mut HiddenSet::new(), scan);
         assert_eq!(uris.compiled.anchors.is_some(), !plain);
         uris
+    }
+
+    /// A `:` that cannot begin a url lets a text pass whole, scanned or not; one near a piece's
+    /// end keeps the run, and the url the next piece finishes is still withheld.
+    #[rstest::rstest]
+    fn a_colon_that_begins_no_url_lets_a_text_pass(#[values(false, true)] scan: bool) {
+        let uris = anchored_uris(scan, false, false);
+        assert!(uris.passes_unchanged("row 42: the quick brown fox"));
+        assert!(!uris.passes_unchanged("see https:"));
+        let run = uris.redact_run(&["see https:", "//u:p@a.example/x now"]);
+        if scan {
+            assert_eq!(run, [format!("see {WITHHELD_LINK}"), " now".to_owned()]);
+        } else {
+            assert_eq!(run, ["see https:", "//u:p@a.example/x now"]);
+        }
     }
 
     /// Pieces that hold, or almost hold, what the anchored uris' patterns need.

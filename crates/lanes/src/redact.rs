@@ -622,6 +622,19 @@ pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize, bool)> {
 /// without making the view: `text` has nothing to decode (no `%`, `\\` or `&`), and no `:` in it
 /// is followed by `//` once the characters the view drops are left out.
 pub(crate) fn view_holds_no_url(text: &str) -> bool {
+    holds_no_scheme_separator(text, true)
+}
+
+/// Whether no run of pieces that each answer so holds `://` in its view, whatever the pieces
+/// beside it: as [`view_holds_no_url`], and each `:` is followed within the piece by a character
+/// the view keeps that is not `/`, or by `/` and then one. A `:` with less after it could begin
+/// a `://` that the next piece finishes.
+pub(crate) fn piece_holds_no_url(piece: &str) -> bool {
+    holds_no_scheme_separator(piece, false)
+}
+
+/// [`view_holds_no_url`] when the text is `whole`, else [`piece_holds_no_url`].
+fn holds_no_scheme_separator(text: &str, whole: bool) -> bool {
     let bytes = text.as_bytes();
     if memchr::memchr3(b'%', b'\\', b'&', bytes).is_some() {
         return false;
@@ -633,7 +646,11 @@ pub(crate) fn view_holds_no_url(text: &str) -> bool {
             .unwrap_or_default()
             .chars()
             .filter(|&c| !is_control_or_format(c));
-        !(next.next() == Some('/') && next.next() == Some('/'))
+        match (next.next(), next.next()) {
+            (Some('/'), Some('/')) => false,
+            (None, _) | (Some('/'), None) => whole,
+            _ => true,
+        }
     })
 }
 
@@ -1324,6 +1341,23 @@ mod tests {
         assert!(compiled.patterns.contains("0123456789abcdef"));
     }
 
+    #[rstest::rstest]
+    #[case::colon_then_space("row 0: fox", true)]
+    #[case::colon_then_slash_then_letter("a:/b", true)]
+    #[case::colon_then_hidden_then_letter("a:\u{200b}x", true)]
+    #[case::no_colon("plain words", true)]
+    #[case::colon_at_the_end("see https:", false)]
+    #[case::colon_then_one_slash("see https:/", false)]
+    #[case::colon_then_only_hidden("a:\u{200b}\u{ad}", false)]
+    #[case::scheme_separator("x://y", false)]
+    #[case::escape("a%3A", false)]
+    fn a_piece_holds_no_url_only_when_no_neighbour_can_finish_one(
+        #[case] piece: &str,
+        #[case] holds_none: bool,
+    ) {
+        assert_eq!(piece_holds_no_url(piece), holds_none);
+    }
+
     proptest::proptest! {
         /// A text said to hold no url in its view is one with nothing to decode whose view has
         /// no `://`.
@@ -1336,6 +1370,24 @@ mod tests {
             proptest::prop_assert_eq!(view_holds_no_url(&text), expected);
             if expected {
                 proptest::prop_assert!(urls_in(&View::of(&text).text).is_empty());
+            }
+        }
+
+        /// Pieces that each hold no url, joined in any order, hold none: a `:` near a piece's
+        /// end, which the next could turn into `://`, makes its piece fail.
+        #[test]
+        fn pieces_that_hold_no_url_join_into_a_text_that_holds_none(
+            pieces in proptest::collection::vec("[:/a \n\u{200b}\u{ad}\u{e9}]{0,6}", 1..6),
+        ) {
+            for piece in &pieces {
+                if piece_holds_no_url(piece) {
+                    proptest::prop_assert!(view_holds_no_url(piece));
+                }
+            }
+            if pieces.iter().all(|piece| piece_holds_no_url(piece)) {
+                let joined = pieces.concat();
+                proptest::prop_assert!(!View::of(&joined).text.contains("://"));
+                proptest::prop_assert!(urls_in(&View::of(&joined).text).is_empty());
             }
         }
 
