@@ -131,8 +131,7 @@ impl HiddenUris {
                     || session.contains(uri))
         });
         uris.extend(never_uris.iter().copied().filter(|uri| !uri.is_empty()));
-        // Only the credential-free policy asks whether a uri may be shown.
-        let compiled = session.hide_result_for(&uris, policy == UriPolicy::CredentialFree);
+        let compiled = session.hide_result(&uris);
         HiddenUris {
             never,
             compiled,
@@ -246,9 +245,9 @@ impl HiddenUris {
     pub fn passes_unchanged(&self, piece: &str) -> bool {
         // A url, and a pattern with `://`, need a `://` in the run's view, which no run of
         // such pieces holds.
-        match self.compiled.searcher {
-            None => !self.scan || piece_holds_no_url(piece),
-            Some(_) => self.compiled.lacks_anchors(piece) && piece_holds_no_url(piece),
+        match self.compiled.is_searched() {
+            false => !self.scan || piece_holds_no_url(piece),
+            true => self.compiled.lacks_anchors(piece) && piece_holds_no_url(piece),
         }
     }
 
@@ -314,7 +313,7 @@ impl HiddenUris {
     fn merged_ranges(&self, joined: &str) -> Vec<(usize, usize)> {
         // Only urls are looked for, or patterns the text surely lacks (decision 0099), and the
         // text's view can hold no url: no view to make.
-        if (self.compiled.searcher.is_none() || self.compiled.lacks_anchors(joined))
+        if (!self.compiled.is_searched() || self.compiled.lacks_anchors(joined))
             && view_holds_no_url(joined)
         {
             return Vec::new();
@@ -355,8 +354,11 @@ impl HiddenUris {
     /// view's byte ranges.
     fn find_in_view(&self, view: &str) -> Vec<(usize, usize)> {
         let mut ranges: Vec<(usize, usize)> = Vec::new();
-        if let Some(searcher) = &self.compiled.searcher {
-            ranges.extend(searcher.find_all(&self.compiled.patterns, view));
+        if self.compiled.is_searched() {
+            let search = self.compiled.search();
+            if let Some(searcher) = &search.searcher {
+                ranges.extend(searcher.find_all(&search.patterns, view));
+            }
         }
         if self.scan {
             self.scan_urls(view, 0, &mut ranges);
@@ -388,17 +390,11 @@ impl HiddenUris {
     /// long way, makes a longer window: memory then grows with that stretch, as the url found
     /// in it would.
     fn find_windowed(&self, text: &str, window: usize) -> Vec<(usize, usize)> {
-        let searcher = self.compiled.searcher.as_ref();
-        let longest = match searcher {
-            Some(_) => self
-                .compiled
-                .patterns
-                .iter()
-                .map(str::len)
-                .max()
-                .unwrap_or(0),
-            None => 0,
-        };
+        let search = self.compiled.is_searched().then(|| self.compiled.search());
+        let searcher = search.and_then(|search| search.searcher.as_ref());
+        let longest = search.map_or(0, |search| {
+            search.patterns.iter().map(str::len).max().unwrap_or(0)
+        });
         let mut ranges = Vec::new();
         // The pieces whose views are still needed to map ranges back: each one's offset in
         // `text`, the offset of its view in the whole view, and its view (its text moved out).
@@ -449,11 +445,10 @@ impl HiddenUris {
             };
             let core = &buffer[..core_end - base];
             let mut found = Vec::new();
-            if let Some(searcher) = searcher {
+            if let (Some(searcher), Some(search)) = (searcher, search) {
                 let from = last_end.max(base);
                 if from < core_end {
-                    let matches =
-                        searcher.find_all(&self.compiled.patterns, &buffer[from - base..]);
+                    let matches = searcher.find_all(&search.patterns, &buffer[from - base..]);
                     for (start, end) in matches {
                         if from + start >= core_end {
                             break;
@@ -1132,7 +1127,10 @@ mod tests {
         let content = Value::Array(blocks);
         let uris =
             HiddenUris::in_session(&[&content], UriPolicy::Hidden, &mut HiddenSet::new(), scan);
-        let by_tail = matches!(uris.compiled.searcher, Some(Searcher::ByTail { .. }));
+        let by_tail = matches!(
+            uris.compiled.search().searcher,
+            Some(Searcher::ByTail { .. })
+        );
         assert_eq!(by_tail, many);
         uris
     }
@@ -1205,6 +1203,27 @@ mod tests {
         } else {
             assert_eq!(run, ["see https:", "//u:p@a.example/x now"]);
         }
+    }
+
+    /// Texts and labels that hold no anchor byte and no url are redacted without the patterns
+    /// ever being built (decision 0100); the first text that may hold one builds them, and is
+    /// redacted as before.
+    #[rstest::rstest]
+    fn the_patterns_are_built_only_for_a_text_that_may_hold_one(#[values(false, true)] scan: bool) {
+        let uris = anchored_uris(scan, false, false);
+        assert!(!uris.compiled.is_built());
+        let run = uris.redact_run(&["row 1: the quick brown fox", "\n", "row 2: jumps"]);
+        assert!(run.iter().all(|text| matches!(text, Cow::Borrowed(_))));
+        assert_eq!(
+            uris.redact_label("report: third quarter"),
+            "report: third quarter"
+        );
+        assert!(!uris.compiled.is_built());
+        assert_eq!(
+            uris.redact("see files.example/q3?page=2&sort=name now"),
+            format!("see files.example/q3?{WITHHELD_LINK} now")
+        );
+        assert!(uris.compiled.is_built());
     }
 
     /// Pieces that hold, or almost hold, what the anchored uris' patterns need.
