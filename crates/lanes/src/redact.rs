@@ -429,8 +429,8 @@ fn default_port(scheme: &str) -> Option<&'static str> {
 }
 
 /// Each string searched for a hidden uri, given its canonical form: the form itself, the same
-/// with its default port, and its query, its fragment and each credential parameter's value,
-/// those long enough to search for ([`is_searchable`]). A string may come more than once.
+/// with its default port, and its parts ([`parts_of`]), those long enough to search for
+/// ([`is_searchable`]). A string may come more than once.
 fn patterns_of(key: &str, scratch: &mut String, mut each: impl FnMut(&str)) {
     let mut emit = |pattern: &str| {
         if is_searchable(pattern) {
@@ -441,12 +441,19 @@ fn patterns_of(key: &str, scratch: &mut String, mut each: impl FnMut(&str)) {
     if let Some((scheme, _, end)) = authority(key)
         && let Some(port) = default_port(scheme)
     {
+        // A form with an authority holds `://`, and so does the same with its port.
         scratch.clear();
         scratch.push_str(&key[..end]);
         scratch.push_str(port);
         scratch.push_str(&key[end..]);
         emit(scratch);
     }
+    parts_of(key, emit);
+}
+
+/// A canonical form's query, its fragment and each credential parameter's value in them, long
+/// enough or not.
+fn parts_of(key: &str, mut emit: impl FnMut(&str)) {
     let bytes = key.as_bytes();
     if memchr::memchr2(b'?', b'#', bytes).is_none() {
         return;
@@ -925,27 +932,25 @@ impl Compiled {
     }
 
     /// The set as added, its anchors read from every pattern its keys make (no pattern kept).
+    /// A form's default-port spelling is read only until some pattern is long enough to search
+    /// for: it holds `://` whenever there is one ([`patterns_of`]), so it needs no anchor.
     fn finish(mut self) -> Compiled {
         self.keys.shrink_to_fit();
+        let mut anchors = AnchorsOf::default();
         let mut scratch = String::new();
-        let mut mask = Some(0u8);
-        let mut searched = false;
         for (key, with_parts) in self.each_key() {
-            each_pattern(key, with_parts, &mut scratch, |pattern| {
-                searched = true;
-                let bytes = pattern.as_bytes();
-                if let Some(held) = mask
-                    && !holds_scheme_separator(bytes)
-                {
-                    mask = ANCHOR_BYTES
-                        .iter()
-                        .position(|b| bytes.contains(b))
-                        .map(|k| held | 1 << k);
+            match with_parts && !anchors.searched {
+                true => patterns_of(key, &mut scratch, |pattern| anchors.note(pattern)),
+                false => {
+                    anchors.note(key);
+                    if with_parts {
+                        parts_of(key, |part| anchors.note(part));
+                    }
                 }
-            });
+            }
         }
-        self.searched = searched;
-        self.anchors = mask.map(Anchors::of_mask);
+        self.searched = anchors.searched;
+        self.anchors = anchors.mask.map(Anchors::of_mask);
         self
     }
 
@@ -1062,6 +1067,43 @@ impl Gathering {
         }
         patterns.shrink_to_fit();
         Search { patterns, searcher }
+    }
+}
+
+/// The anchors of a set of patterns, read one pattern at a time.
+#[derive(Debug)]
+struct AnchorsOf {
+    /// Whether any pattern was long enough to search for.
+    searched: bool,
+    /// Bit `k` for `ANCHOR_BYTES[k]`; `None` once a pattern holds neither `://` nor an anchor.
+    mask: Option<u8>,
+}
+
+impl Default for AnchorsOf {
+    fn default() -> AnchorsOf {
+        AnchorsOf {
+            searched: false,
+            mask: Some(0),
+        }
+    }
+}
+
+impl AnchorsOf {
+    /// Notes a string, if it is long enough to be searched for.
+    fn note(&mut self, pattern: &str) {
+        if !is_searchable(pattern) {
+            return;
+        }
+        self.searched = true;
+        let bytes = pattern.as_bytes();
+        if let Some(held) = self.mask
+            && !holds_scheme_separator(bytes)
+        {
+            self.mask = ANCHOR_BYTES
+                .iter()
+                .position(|b| memchr::memchr(*b, bytes).is_some())
+                .map(|k| held | 1 << k);
+        }
     }
 }
 
@@ -1521,6 +1563,36 @@ mod tests {
                     proptest::prop_assert!(by_tails.patterns.contains(pattern));
                 }
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// The anchors read from a set's forms before its patterns are built are those of the
+        /// patterns once built, and it is searched exactly when it has a pattern.
+        #[test]
+        fn anchors_read_from_the_forms_are_those_of_the_patterns(
+            keys in proptest::collection::vec(
+                (
+                    "(https|http|wss|demo|urn|mailto)(://|:)[a-z.@]{0,12}(:443|:80)?(/[a-z]{0,6})?",
+                    "(\\?((token|sig|page|q)=[a-z0-9.]{0,12}&?){0,3})?(#[a-z=.]{0,10})?",
+                    proptest::bool::ANY,
+                ),
+                0..12,
+            ),
+        ) {
+            let mut compiled = Compiled::of_keys(Strings::default(), 0);
+            for (start, rest, with_parts) in &keys {
+                compiled.add(&canonical(&format!("{start}{rest}")), *with_parts);
+            }
+            let compiled = compiled.finish();
+            let search = compiled.search();
+            let mut built = AnchorsOf::default();
+            for pattern in search.patterns.iter() {
+                built.note(pattern);
+            }
+            proptest::prop_assert_eq!(compiled.anchors, built.mask.map(Anchors::of_mask));
+            proptest::prop_assert_eq!(compiled.is_searched(), search.patterns.len() > 0);
+            proptest::prop_assert_eq!(compiled.is_searched(), search.searcher.is_some());
         }
     }
 
