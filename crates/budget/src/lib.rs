@@ -113,9 +113,9 @@ pub use route::{
     PricedRoute, Pricer, Unpriceable,
 };
 pub use spill::{
-    LocalSpillStore, Manifest, ManifestAttachment, SPILL_ID_LENGTH, SPILL_ID_PREFIX, Spill,
-    SpillError, SpillId, SpillNotice, SpillStore, extension_for, is_spill_name, private_dir,
-    write_spill, write_spill_of, write_text_spill,
+    LocalSpillStore, Manifest, ManifestAttachment, SPILL_ID_LENGTH, SPILL_ID_PREFIX,
+    SPILL_WRITEBACK_EVERY, Spill, SpillError, SpillId, SpillNotice, SpillStore, extension_for,
+    is_spill_name, private_dir, write_spill, write_spill_of, write_text_spill,
 };
 pub use store_config::{S3Location, SpillStoreConfig};
 #[cfg(feature = "exact")]

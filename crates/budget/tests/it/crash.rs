@@ -7,7 +7,7 @@ use std::path::Path;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use mcpl_budget::{LocalSpillStore, PricedRoute, SpillError, SpillStore};
+use mcpl_budget::{LocalSpillStore, PricedRoute, SPILL_WRITEBACK_EVERY, SpillError, SpillStore};
 use serde_json::{Value, json};
 
 use crate::{TempDir, fit};
@@ -179,6 +179,34 @@ fn a_disk_filling_after_many_attachments_leaves_nothing_at_all() {
         assert!(fitted.spill.is_none());
         assert!(fitted.diagnostics.join(" ").contains("disk full"));
         assert_eq!(entries(&dir.0), Vec::<String>::new(), "fail at {fail_at}");
+    }
+}
+
+/// Past the point where the store begins writing back in the background, a spill is still
+/// whole when it succeeds, and nothing at all when the disk fills after that point.
+#[test]
+fn a_spill_past_the_background_writeback_is_whole_or_nothing() {
+    let images = SPILL_WRITEBACK_EVERY + 40;
+    let result = result_with_images(images);
+    let dir = TempDir::new("filling-after-writeback");
+    let mut store = FillingStore {
+        inner: LocalSpillStore::new(&dir.0).unwrap(),
+        writes: 0,
+        fail_at: SPILL_WRITEBACK_EVERY + 20,
+    };
+    let fitted = fit(&result, &PricedRoute::ANTHROPIC, 200, Some(&mut store));
+    assert!(fitted.spill.is_none());
+    assert_eq!(entries(&dir.0), Vec::<String>::new());
+    let dir = TempDir::new("whole-after-writeback");
+    let mut store = LocalSpillStore::new(&dir.0).unwrap();
+    let spill = fit(&result, &PricedRoute::ANTHROPIC, 200, Some(&mut store))
+        .spill
+        .expect("a spill");
+    assert_eq!(spill.attachments.len(), images);
+    assert_eq!(entries(&dir.0).len(), images + 3);
+    for (n, path) in spill.attachments.iter().enumerate() {
+        let bytes = std::fs::read(path).unwrap();
+        assert_eq!(bytes[bytes.len() - 4..], (n as u32).to_be_bytes());
     }
 }
 
