@@ -325,22 +325,18 @@ impl Heuristic {
 
 /// The weight of `N` ASCII bytes (`N` even, `bytes` at least that long) after characters of
 /// classes `before` and `previous`, which it moves on to the last two bytes' classes: two
-/// characters a table read, the classes of the two before them and their own its index.
+/// characters a table read, indexed by the classes of the two before them and their own, which
+/// one read of [`PAIR_CLASSES`] gives from the two bytes.
 fn weigh_ascii<const N: usize>(bytes: &[u8], before: &mut u8, previous: &mut u8) -> u64 {
-    let c: [u8; N] = std::array::from_fn(|i| CLASS_OF_BYTE[usize::from(bytes[i])]);
-    let (mut two_back, mut one_back) = (*before, *previous);
+    let mut back = usize::from(*before & 7) << 3 | usize::from(*previous & 7);
     let mut sum = 0u32;
-    for pair in c.chunks_exact(2) {
-        sum += u32::from(
-            PAIR_WEIGHTS[(usize::from(two_back) << 9
-                | usize::from(one_back) << 6
-                | usize::from(pair[0]) << 3
-                | usize::from(pair[1]))
-                & 4095],
-        );
-        (two_back, one_back) = (pair[0], pair[1]);
+    for pair in bytes[..N].chunks_exact(2) {
+        let classes =
+            usize::from(PAIR_CLASSES[(usize::from(pair[0]) | usize::from(pair[1]) << 7) & 16383]);
+        sum += u32::from(PAIR_WEIGHTS[(back << 6 | classes) & 4095]);
+        back = classes;
     }
-    (*before, *previous) = (two_back, one_back);
+    (*before, *previous) = ((back >> 3) as u8, (back & 7) as u8);
     u64::from(sum)
 }
 
@@ -402,6 +398,18 @@ const ASCII_WEIGHTS: [u32; 512] = {
         if !matches!(class, Class::NonAscii | Class::Start) {
             table[i] = ascii_weight(class, previous, before);
         }
+        i += 1;
+    }
+    table
+};
+
+/// `PAIR_CLASSES[first | second << 7]`: the classes of two ASCII bytes, `first`'s in the upper
+/// three bits (`first_class << 3 | second_class`).
+const PAIR_CLASSES: [u8; 16384] = {
+    let mut table = [0u8; 16384];
+    let mut i = 0;
+    while i < 16384 {
+        table[i] = CLASS_OF_BYTE[i & 127] << 3 | CLASS_OF_BYTE[i >> 7];
         i += 1;
     }
     table
