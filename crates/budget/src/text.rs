@@ -323,18 +323,22 @@ impl Heuristic {
     }
 }
 
-/// The weight of `N` ASCII bytes (`N` even, `bytes` at least that long) after characters of
-/// classes `before` and `previous`, which it moves on to the last two bytes' classes: two
-/// characters a table read, indexed by the classes of the two before them and their own, which
-/// one read of [`PAIR_CLASSES`] gives from the two bytes.
+/// The weight of `N` ASCII bytes (`N` a multiple of eight, `bytes` at least that long) after
+/// characters of classes `before` and `previous`, which it moves on to the last two bytes'
+/// classes: two characters a table read, indexed by the classes of the two before them and
+/// their own, which one read of [`PAIR_CLASSES`] gives from the two bytes.
 fn weigh_ascii<const N: usize>(bytes: &[u8], before: &mut u8, previous: &mut u8) -> u64 {
     let mut back = usize::from(*before & 7) << 3 | usize::from(*previous & 7);
     let mut sum = 0u32;
-    for pair in bytes[..N].chunks_exact(2) {
-        let classes =
-            usize::from(PAIR_CLASSES[(usize::from(pair[0]) | usize::from(pair[1]) << 7) & 16383]);
-        sum += u32::from(PAIR_WEIGHTS[(back << 6 | classes) & 4095]);
-        back = classes;
+    for eight in bytes[..N].chunks_exact(8) {
+        let word = u64::from_le_bytes(std::array::from_fn(|i| eight[i]));
+        for shift in [0, 16, 32, 48] {
+            // Two ASCII bytes, each under 128, side by side.
+            let pair = (word >> shift) as usize & 0x7F7F;
+            let classes = usize::from(PAIR_CLASSES[pair]);
+            sum += u32::from(PAIR_WEIGHTS[(back << 6 | classes) & 4095]);
+            back = classes;
+        }
     }
     (*before, *previous) = ((back >> 3) as u8, (back & 7) as u8);
     u64::from(sum)
@@ -403,13 +407,13 @@ const ASCII_WEIGHTS: [u32; 512] = {
     table
 };
 
-/// `PAIR_CLASSES[first | second << 7]`: the classes of two ASCII bytes, `first`'s in the upper
-/// three bits (`first_class << 3 | second_class`).
-const PAIR_CLASSES: [u8; 16384] = {
-    let mut table = [0u8; 16384];
+/// `PAIR_CLASSES[first | second << 8]`, for two ASCII bytes: their classes, `first`'s in the
+/// upper three bits (`first_class << 3 | second_class`). Indices with a byte over 127 are unused.
+static PAIR_CLASSES: [u8; 0x7F80] = {
+    let mut table = [0u8; 0x7F80];
     let mut i = 0;
-    while i < 16384 {
-        table[i] = CLASS_OF_BYTE[i & 127] << 3 | CLASS_OF_BYTE[i >> 7];
+    while i < 0x7F80 {
+        table[i] = CLASS_OF_BYTE[i & 127] << 3 | CLASS_OF_BYTE[i >> 8 & 127];
         i += 1;
     }
     table
