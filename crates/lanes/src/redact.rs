@@ -747,14 +747,21 @@ impl Strings {
 
     /// Room for `more` strings besides those held.
     pub(crate) fn reserve(&mut self, more: usize) {
-        let Strings {
-            text,
-            ends,
-            table,
-            hasher,
-        } = self;
-        ends.reserve(more);
-        table.reserve(more, |&i| hasher.hash_one(Strings::at(text, ends, i)));
+        self.ends.reserve(more);
+        self.table.reserve(more, |&i| {
+            Strings::hash_at(&self.hasher, &self.text, &self.ends, i)
+        });
+    }
+
+    /// The hash the table holds the string at `index` by, from the set's parts (so that a
+    /// closure can read them while the table is borrowed).
+    fn hash_at(
+        hasher: &foldhash::fast::RandomState,
+        text: &str,
+        ends: &[usize],
+        index: u32,
+    ) -> u64 {
+        hasher.hash_one(Strings::at(text, ends, index))
     }
 
     fn at<'s>(text: &'s str, ends: &[usize], index: u32) -> &'s str {
@@ -800,13 +807,8 @@ impl Strings {
     pub(crate) fn shrink_to_fit(&mut self) {
         self.text.shrink_to_fit();
         self.ends.shrink_to_fit();
-        let Strings {
-            text,
-            ends,
-            table,
-            hasher,
-        } = self;
-        table.shrink_to_fit(|&i| hasher.hash_one(Strings::at(text, ends, i)));
+        self.table
+            .shrink_to_fit(|&i| Strings::hash_at(&self.hasher, &self.text, &self.ends, i));
     }
 
     /// Appends `s` without looking for it in the set, which must not hold it (the table, if the
@@ -822,48 +824,35 @@ impl Strings {
     /// Makes the table that finds each string again, for a set whose strings were appended with
     /// [`Strings::push_unindexed`] (so are distinct).
     pub(crate) fn index_all(&mut self) {
-        let Strings {
-            text,
-            ends,
-            table,
-            hasher,
-        } = self;
-        *table = hashbrown::HashTable::with_capacity(ends.len());
-        for index in 0..ends.len() {
+        self.table = hashbrown::HashTable::with_capacity(self.ends.len());
+        for index in 0..self.ends.len() {
             // Fewer than `u32::MAX` strings are ever held.
             let index = index as u32;
-            table.insert_unique(
-                hasher.hash_one(Strings::at(text, ends, index)),
-                index,
-                |&i| hasher.hash_one(Strings::at(text, ends, i)),
-            );
+            let hash = Strings::hash_at(&self.hasher, &self.text, &self.ends, index);
+            self.table.insert_unique(hash, index, |&i| {
+                Strings::hash_at(&self.hasher, &self.text, &self.ends, i)
+            });
         }
     }
 
     /// Adds `s`; whether it was new.
     pub(crate) fn insert(&mut self, s: &str) -> bool {
         let hash = self.hasher.hash_one(s);
-        let Strings {
-            text,
-            ends,
-            table,
-            hasher,
-        } = self;
         // Past `u32::MAX` strings (more than any input limit lets in) nothing more is added.
-        let Ok(next) = u32::try_from(ends.len()) else {
+        let Ok(next) = u32::try_from(self.ends.len()) else {
             return false;
         };
-        let entry = table.entry(
+        let entry = self.table.entry(
             hash,
-            |&i| Strings::at(text, ends, i) == s,
-            |&i| hasher.hash_one(Strings::at(text, ends, i)),
+            |&i| Strings::at(&self.text, &self.ends, i) == s,
+            |&i| Strings::hash_at(&self.hasher, &self.text, &self.ends, i),
         );
         match entry {
             hashbrown::hash_table::Entry::Occupied(_) => false,
             hashbrown::hash_table::Entry::Vacant(vacant) => {
                 vacant.insert(next);
-                text.push_str(s);
-                ends.push(text.len());
+                self.text.push_str(s);
+                self.ends.push(self.text.len());
                 true
             }
         }
