@@ -288,57 +288,49 @@ impl<'a> Fields<'a> {
     pub(crate) fn of(object: &'a Map<String, Value>) -> Fields<'a> {
         let mut fields = Fields::default();
         for (key, value) in object {
-            let field = match key.as_str() {
-                "type" => &mut fields.kind,
-                "text" => &mut fields.text,
-                "data" => &mut fields.data,
-                "blob" => &mut fields.blob,
-                "uri" => &mut fields.uri,
-                "resource" => &mut fields.resource,
-                "disposition" => &mut fields.disposition,
-                "mimeType" => &mut fields.mime_type,
-                "name" => &mut fields.name,
-                "expiresAt" => &mut fields.expires_at,
-                "size" => &mut fields.size,
-                "sizeBytes" => &mut fields.size_bytes,
-                "digest" => &mut fields.digest,
-                _ => continue,
-            };
-            *field = Some(Field::of_value(value));
+            if let Some(field) = crate::view::field_at(key).and_then(|at| fields.at_mut(at)) {
+                *field = Some(Field::of_value(value));
+            }
         }
         fields
     }
 
     /// The same fields of an object read from bytes, which kept just these.
     pub(crate) fn of_view(view: &'a ObjectView<'_>) -> Fields<'a> {
+        let mut fields = Fields::default();
+        for (at, value) in view.known() {
+            if let Some(field) = fields.at_mut(at) {
+                *field = Some(match value {
+                    Known::Slot(slot) => Field::of_slot(slot),
+                    Known::Object(object) => Field::View(object),
+                });
+            }
+        }
+        fields
+    }
+
+    /// The field at a place of [`crate::view::FIELDS`].
+    fn at_mut(&mut self, at: usize) -> Option<&mut Option<Field<'a>>> {
         use crate::view::{
             BLOB, DATA, DIGEST, DISPOSITION, EXPIRES_AT, KIND, MIME_TYPE, NAME, RESOURCE, SIZE,
             SIZE_BYTES, TEXT, URI,
         };
-        let mut fields = Fields::default();
-        for (at, value) in view.known() {
-            let field = match at {
-                KIND => &mut fields.kind,
-                TEXT => &mut fields.text,
-                DATA => &mut fields.data,
-                BLOB => &mut fields.blob,
-                URI => &mut fields.uri,
-                DISPOSITION => &mut fields.disposition,
-                MIME_TYPE => &mut fields.mime_type,
-                NAME => &mut fields.name,
-                EXPIRES_AT => &mut fields.expires_at,
-                SIZE => &mut fields.size,
-                SIZE_BYTES => &mut fields.size_bytes,
-                DIGEST => &mut fields.digest,
-                RESOURCE => &mut fields.resource,
-                _ => continue,
-            };
-            *field = Some(match value {
-                Known::Slot(slot) => Field::of_slot(slot),
-                Known::Object(object) => Field::View(object),
-            });
-        }
-        fields
+        Some(match at {
+            KIND => &mut self.kind,
+            TEXT => &mut self.text,
+            DATA => &mut self.data,
+            BLOB => &mut self.blob,
+            URI => &mut self.uri,
+            DISPOSITION => &mut self.disposition,
+            MIME_TYPE => &mut self.mime_type,
+            NAME => &mut self.name,
+            EXPIRES_AT => &mut self.expires_at,
+            SIZE => &mut self.size,
+            SIZE_BYTES => &mut self.size_bytes,
+            DIGEST => &mut self.digest,
+            RESOURCE => &mut self.resource,
+            _ => return None,
+        })
     }
 }
 

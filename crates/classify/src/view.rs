@@ -114,6 +114,26 @@ pub(crate) const DIGEST: usize = 11;
 pub(crate) const RESOURCE: usize = 12;
 pub(crate) const NESTED: usize = 13;
 
+/// A known field's place by its name: its index in [`FIELDS`].
+pub(crate) fn field_at(name: &str) -> Option<usize> {
+    Some(match name {
+        "type" => KIND,
+        "text" => TEXT,
+        "data" => DATA,
+        "blob" => BLOB,
+        "uri" => URI,
+        "disposition" => DISPOSITION,
+        "mimeType" => MIME_TYPE,
+        "name" => NAME,
+        "expiresAt" => EXPIRES_AT,
+        "size" => SIZE,
+        "sizeBytes" => SIZE_BYTES,
+        "digest" => DIGEST,
+        "resource" => RESOURCE,
+        _ => return None,
+    })
+}
+
 /// One value an [`ObjectView`] holds: a known field's, or the other fields' objects and arrays.
 /// Three machine words, as a [`Slot`] is.
 #[derive(Debug, Clone, PartialEq)]
@@ -847,27 +867,12 @@ fn read_fields_from<'de, A: MapAccess<'de>>(
                 None => break,
             },
         };
-        let at = match key.as_ref() {
-            "type" => KIND,
-            "text" => TEXT,
-            "data" => DATA,
-            "blob" => BLOB,
-            "uri" => URI,
-            "disposition" => DISPOSITION,
-            "mimeType" => MIME_TYPE,
-            "name" => NAME,
-            "expiresAt" => EXPIRES_AT,
-            "size" => SIZE,
-            "sizeBytes" => SIZE_BYTES,
-            "digest" => DIGEST,
-            "resource" => RESOURCE,
-            _ => {
-                let value = map.next_value::<Nested>()?.0;
-                // A repeated key keeps only its last value, as a `Value` does.
-                nested.retain(|(name, _)| *name != key);
-                nested.extend(value.map(|value| (key, value)));
-                continue;
-            }
+        let Some(at) = field_at(&key) else {
+            let value = map.next_value::<Nested>()?.0;
+            // A repeated key keeps only its last value, as a `Value` does.
+            nested.retain(|(name, _)| *name != key);
+            nested.extend(value.map(|value| (key, value)));
+            continue;
         };
         let value = if at == RESOURCE {
             map.next_value::<ResourceEntry<'de>>()?.0
@@ -1036,6 +1041,16 @@ impl<'de> Deserialize<'de> for ContentView<'de> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_known_field_is_found_at_its_place_by_its_name() {
+        for (at, name) in FIELDS.iter().enumerate() {
+            assert_eq!(field_at(name), Some(at), "{name}");
+        }
+        for other in ["Type", "mime_type", "annotations", "_meta", ""] {
+            assert_eq!(field_at(other), None, "{other}");
+        }
+    }
 
     /// A text block is read without the table of every field only when it is plain: `type`
     /// `text` and `text` a string, once each, and any other field skipped; whatever else is read
