@@ -354,11 +354,8 @@ impl HiddenUris {
     /// view's byte ranges.
     fn find_in_view(&self, view: &str) -> Vec<(usize, usize)> {
         let mut ranges: Vec<(usize, usize)> = Vec::new();
-        if self.compiled.is_searched() {
-            let search = self.compiled.search();
-            if let Some(searcher) = &search.searcher {
-                ranges.extend(searcher.find_all(&search.patterns, view));
-            }
+        if let Some((searcher, patterns)) = self.compiled.searcher() {
+            ranges.extend(searcher.find_all(patterns, view));
         }
         if self.scan {
             self.scan_urls(view, 0, &mut ranges);
@@ -390,10 +387,9 @@ impl HiddenUris {
     /// long way, makes a longer window: memory then grows with that stretch, as the url found
     /// in it would.
     fn find_windowed(&self, text: &str, window: usize) -> Vec<(usize, usize)> {
-        let search = self.compiled.is_searched().then(|| self.compiled.search());
-        let searcher = search.and_then(|search| search.searcher.as_ref());
-        let longest = search.map_or(0, |search| {
-            search.patterns.iter().map(str::len).max().unwrap_or(0)
+        let searcher = self.compiled.searcher();
+        let longest = searcher.map_or(0, |(_, patterns)| {
+            patterns.iter().map(str::len).max().unwrap_or(0)
         });
         let mut ranges = Vec::new();
         // The pieces whose views are still needed to map ranges back: each one's offset in
@@ -445,10 +441,10 @@ impl HiddenUris {
             };
             let core = &buffer[..core_end - base];
             let mut found = Vec::new();
-            if let (Some(searcher), Some(search)) = (searcher, search) {
+            if let Some((searcher, patterns)) = searcher {
                 let from = last_end.max(base);
                 if from < core_end {
-                    let matches = searcher.find_all(&search.patterns, &buffer[from - base..]);
+                    let matches = searcher.find_all(patterns, &buffer[from - base..]);
                     for (start, end) in matches {
                         if from + start >= core_end {
                             break;

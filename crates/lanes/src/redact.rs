@@ -954,6 +954,19 @@ impl Compiled {
         self.search.get().is_some()
     }
 
+    /// The search and the patterns it finds, built on the first call; `None` when no string is
+    /// searched for.
+    pub(crate) fn searcher(&self) -> Option<(&Searcher, &Strings)> {
+        if !self.searched {
+            return None;
+        }
+        let search = self.search();
+        search
+            .searcher
+            .as_ref()
+            .map(|searcher| (searcher, &search.patterns))
+    }
+
     /// The patterns and their search, built on the first call.
     pub(crate) fn search(&self) -> &Search {
         self.search.get_or_init(|| {
