@@ -1002,35 +1002,33 @@ fn write_spill_with<'t>(
         }
     });
     manifest.bytes = text.len() as u64;
-    if let Some(error) = failure {
-        for name in &names {
-            store.remove(name);
-        }
-        return Err(error);
-    }
-    finish_spill(store, id, notice, &manifest, &text, attachments, &mut names)
+    let attached = failure.map_or(Ok(()), Err);
+    finish_spill(store, id, &manifest, &text, attachments, names, attached)
 }
 
-/// Writes a spill's text and manifest after its attachments (`names` so far), and commits
-/// them; on failure every file named is removed.
+/// Writes a spill's text and manifest after its attachments (`names` so far, `attached` the
+/// error that stopped them, if one did), and commits them; on failure every file named is
+/// removed.
 fn finish_spill(
     store: &mut dyn SpillStore,
     id: SpillId,
-    notice: SpillNotice,
     manifest: &Manifest,
     text: &str,
     attachments: Vec<String>,
-    names: &mut Vec<String>,
+    mut names: Vec<String>,
+    attached: Result<(), SpillError>,
 ) -> Result<Spill, SpillError> {
-    match put_text_and_manifest(store, &id, manifest, text, names) {
+    let written =
+        attached.and_then(|()| put_text_and_manifest(store, &id, manifest, text, &mut names));
+    match written {
         Ok(path) => Ok(Spill {
             id,
             path,
             attachments,
-            notice,
+            notice: store.notice(),
         }),
         Err(error) => {
-            for name in names.iter() {
+            for name in &names {
                 store.remove(name);
             }
             Err(error)
@@ -1069,22 +1067,13 @@ fn put_text_and_manifest(
 /// left.
 pub fn write_text_spill(text: &str, store: &mut dyn SpillStore) -> Result<Spill, SpillError> {
     let id = SpillId::random()?;
-    let notice = store.notice();
     let manifest = Manifest {
         conversation: store.conversation().to_owned(),
         text: format!("{id}.txt"),
         bytes: text.len() as u64,
         attachments: Vec::new(),
     };
-    finish_spill(
-        store,
-        id,
-        notice,
-        &manifest,
-        text,
-        Vec::new(),
-        &mut Vec::new(),
-    )
+    finish_spill(store, id, &manifest, text, Vec::new(), Vec::new(), Ok(()))
 }
 
 /// A payload's bytes, extension and description. Sound base64 is decoded; anything else is kept
