@@ -21,9 +21,14 @@ const INVARIANT: &str = "**Architecture Invariant:**";
 /// A crate missing here is a problem, so a new crate cannot join without a rule.
 const LAYERS: &[(&str, &[&str])] = &[
     ("mcpl-classify", &[]),
-    ("mcpl-lanes", &["mcpl-classify"]),
+    // The redaction engine: strings and JSON in, the same with every secret replaced.
+    ("mcpl-redact", &["mcpl-classify"]),
+    ("mcpl-lanes", &["mcpl-classify", "mcpl-redact"]),
     ("mcpl-scale", &["mcpl-classify", "mcpl-lanes"]),
-    ("mcpl-budget", &["mcpl-classify", "mcpl-lanes"]),
+    (
+        "mcpl-budget",
+        &["mcpl-classify", "mcpl-redact", "mcpl-lanes"],
+    ),
     // An object store behind mcpl-budget's `SpillStore`, and nothing else of mcpl.
     ("mcpl-spill-s3", &["mcpl-budget"]),
     (
@@ -44,6 +49,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "mcpl-host",
         &[
             "mcpl-classify",
+            "mcpl-redact",
             "mcpl-lanes",
             "mcpl-scale",
             "mcpl-budget",
@@ -58,6 +64,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "mcpl-cli",
         &[
             "mcpl-classify",
+            "mcpl-redact",
             "mcpl-lanes",
             "mcpl-scale",
             "mcpl-budget",
@@ -765,7 +772,9 @@ fn a_source_file_missing_from_the_architecture_fails() {
 fn a_dependency_against_the_layering_fails() {
     assert_eq!(
         layering_violations(&with_dependency("mcpl-lanes", "mcpl-budget", Kind::Normal)),
-        [r#"mcpl-lanes may not depend on mcpl-budget (the layering allows ["mcpl-classify"])"#]
+        [
+            r#"mcpl-lanes may not depend on mcpl-budget (the layering allows ["mcpl-classify", "mcpl-redact"])"#
+        ]
     );
     assert_eq!(
         layering_violations(&with_dependency("mcpl-client", "mcpl-lanes", Kind::Normal)),

@@ -97,30 +97,26 @@
 //! The crate does no I/O, and knows nothing about tokens: pricing and fitting are
 //! `mcpl-budget`'s.
 
-mod claims;
 mod document;
 pub mod fuzz;
 mod ledger;
 pub mod markers;
 mod project;
-pub mod redact;
 mod registry;
 mod route;
 
-pub use claims::{CONTENT_BLOCK_TYPES, HiddenUris, UriPolicy, block_uris, is_content_block};
 pub use document::{PDF_COUNT_LIMIT, PDF_STREAM_LIMIT, pdf_pages};
 pub use ledger::{
     ImageLedger, ImageLookup, LEDGER_MAX_BASE64, LEDGER_MAX_IMAGES, LEDGER_REMEMBERED_REFS,
+};
+pub use mcpl_redact::{
+    CONTENT_BLOCK_TYPES, CREDENTIAL_PARAMETERS, HIDDEN_SET_CAPACITY, HiddenSet, HiddenUris,
+    MAX_URLS_PER_STRETCH, REDACT_MIN_CHARS, ServerName, UriPolicy, block_uris, is_content_block,
+    is_credential_free, normalised,
 };
 pub use project::{
     Attach, ChannelRefusal, LiveCopy, MessageView, Part, Projector, Provenance, PushRefusal,
     RenderOutcome, ToolResult, ToolResultCopies, is_visibly_empty, withheld,
 };
-pub use redact::{
-    CREDENTIAL_PARAMETERS, HIDDEN_SET_CAPACITY, HiddenSet, MAX_URLS_PER_STRETCH, REDACT_MIN_CHARS,
-    is_credential_free, normalised,
-};
-pub use registry::{
-    Claims, Fetched, REGISTRY_CAPACITY, Record, RefId, Registry, ServerName, UnknownReference,
-};
+pub use registry::{Claims, Fetched, REGISTRY_CAPACITY, Record, RefId, Registry, UnknownReference};
 pub use route::{RequestLimits, Route, RouteId, UnknownRoute};

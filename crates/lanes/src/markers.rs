@@ -23,7 +23,7 @@ pub const SYSTEM_AUDIO: &str = "[audio block not shown: the system prompt carrie
 /// What a reference stub ends with until the reference is fetched.
 pub const FETCH_HINT: &str = "fetch with fetch_reference";
 /// What stands in any text a lane shows for a hidden uri (see [`crate::HiddenUris`]).
-pub const WITHHELD_LINK: &str = "[withheld link]";
+pub use mcpl_redact::WITHHELD_LINK;
 /// What stands for a hidden uri in a key of structured content: numbered, so that two keys
 /// never become one (`[withheld link 1]`, `[withheld link 2]`, ...).
 pub fn withheld_link_numbered(n: usize) -> String {
@@ -178,7 +178,7 @@ pub(crate) fn sanitize_into(out: &mut String, label: &str) {
 }
 
 fn is_stripped(c: char) -> bool {
-    crate::redact::is_control_or_format(c)
+    mcpl_redact::internal::is_control_or_format(c)
 }
 
 #[cfg(test)]

@@ -9,12 +9,13 @@ use mcpl_classify::{
 };
 use serde_json::{Map, Value};
 
-use crate::claims::{HiddenUris, Scope, UriPolicy, is_content_block};
 use crate::ledger::ImageLedger;
 use crate::markers;
 use crate::markers::WITHHELD_LINK;
-use crate::registry::{Registry, ServerName};
+use crate::registry::Registry;
 use crate::route::Route;
+use mcpl_redact::internal::Scope;
+use mcpl_redact::{HiddenUris, ServerName, UriPolicy, is_content_block};
 
 /// What a spill writer does with each payload: given the payload and the text the stored copy
 /// would show for it, returns the text the spill file shows in its place (an attachment's path).

@@ -7,33 +7,10 @@ use std::hash::BuildHasher as _;
 use mcpl_classify::{Disposition, Reference};
 
 use crate::markers;
-use crate::redact::HiddenSet;
+use mcpl_redact::{HiddenSet, ServerName};
 
 /// How many records the registry keeps before evicting the oldest.
 pub const REGISTRY_CAPACITY: usize = 2000;
-
-/// The name a host gives one of its servers. Every registration names one, so a reference can
-/// always be traced to the servers that may fetch it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ServerName(String);
-
-impl ServerName {
-    /// A server's name as the host's configuration spells it.
-    pub fn new(name: impl Into<String>) -> ServerName {
-        ServerName(name.into())
-    }
-
-    /// The name.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for ServerName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 /// A reference's id, `ref_<base36 counter>_<4 random base36>`; never reused in a process.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

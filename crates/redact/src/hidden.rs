@@ -2,19 +2,22 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::VecDeque;
-use std::hash::BuildHasher as _;
+use std::collections::{HashSet, VecDeque};
+use std::fmt;
 use std::sync::Arc;
 
-use mcpl_classify::{BlockView, ObjectView, Slot, classify};
+use mcpl_classify::BlockView;
 use serde_json::Value;
 
-use crate::markers::WITHHELD_LINK;
-use crate::redact::{
-    Compiled, FastSet, HiddenSet, Strings, View, canonical, is_control_or_format,
-    is_credential_free, is_credential_shaped, is_url_terminator, piece_holds_no_url, plain_case,
-    safe_cut, urls_in, view_holds_no_url,
+use crate::search::{Compiled, Strings};
+use crate::uri::{
+    canonical, canonical_into, is_credential_free, is_credential_shaped, is_url_terminator,
+    piece_holds_no_url, plain_case, safe_cut, urls_in, view_holds_no_url,
 };
+use crate::view::{
+    FastMap, FastSet, HIDDEN_SET_CAPACITY, View, WITHHELD_LINK, is_control_or_format,
+};
+use crate::walk::{Scope, walk, walk_view};
 
 /// Whether a server's uris may appear in what a model sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -25,18 +28,6 @@ pub enum UriPolicy {
     /// A reference's stub shows its uri when the uri carries no credential (no userinfo, no
     /// query, no fragment, not `data:`) and nothing in the result marks it `never`.
     CredentialFree,
-}
-
-/// The block types that make an object at any depth of a result a content block.
-pub const CONTENT_BLOCK_TYPES: &[&str] = &["text", "image", "audio", "resource", "resource_link"];
-
-/// Whether a value is a content block: an object whose `type` is one of
-/// [`CONTENT_BLOCK_TYPES`]. Other objects in a result's data are data.
-pub fn is_content_block(value: &Value) -> bool {
-    value
-        .get("type")
-        .and_then(Value::as_str)
-        .is_some_and(|t| CONTENT_BLOCK_TYPES.contains(&t))
 }
 
 /// What no lane may show of one result (or one message), and the session's memory of what
@@ -99,7 +90,7 @@ impl HiddenUris {
 
     /// As [`HiddenUris::in_session`], for a result whose content array may have been read from
     /// bytes.
-    pub(crate) fn in_scope(
+    pub fn in_scope(
         scope: &Scope<'_>,
         policy: UriPolicy,
         session: &mut HiddenSet,
@@ -189,7 +180,7 @@ impl HiddenUris {
     }
 
     /// A server's label: control and format characters removed, then redacted.
-    pub(crate) fn redact_label<'t>(&self, label: &'t str) -> Cow<'t, str> {
+    pub fn redact_label<'t>(&self, label: &'t str) -> Cow<'t, str> {
         // In ASCII only C0 controls and DEL are control or format characters.
         let has_control = if label.is_ascii() {
             label.bytes().any(|b| b < 0x20 || b == 0x7F)
@@ -481,7 +472,7 @@ impl HiddenUris {
     }
 
     /// The credential-shaped urls this view found, for the session to remember.
-    pub(crate) fn take_found(&self) -> Vec<String> {
+    pub fn take_found(&self) -> Vec<String> {
         std::mem::take(&mut *self.found.borrow_mut())
     }
 }
@@ -507,7 +498,7 @@ fn origin_in(pieces: &VecDeque<(usize, usize, View)>, start: usize, end: usize) 
 }
 
 /// The largest character boundary of `text` at or before `index`.
-fn floor_boundary(text: &str, index: usize) -> usize {
+pub fn floor_boundary(text: &str, index: usize) -> usize {
     let mut index = index.min(text.len());
     while !text.is_char_boundary(index) {
         index -= 1;
@@ -515,510 +506,182 @@ fn floor_boundary(text: &str, index: usize) -> usize {
     index
 }
 
-/// Finds every occurrence of a set of strings of at least eight bytes, held in a [`Strings`].
-///
-/// Uris share few beginnings (`https://`, `file:///`), so when the strings have at most
-/// [`Searcher::MAX_PREFIXES`] distinct first eight bytes, each beginning is searched for with a
-/// vectorised substring search and only its rare hits are compared, longest first, against the
-/// set. Otherwise the strings are found by their last eight bytes (Wu-Manber with two-byte
-/// blocks). Either way building is linear in the strings and allocates nothing per string, so
-/// a result with 50,000 uris costs milliseconds, and a text is searched in one pass whatever
-/// their number.
-#[derive(Debug, Clone)]
-pub(crate) enum Searcher {
-    ByPrefix {
-        starts: Vec<(memchr::memmem::Finder<'static>, Vec<usize>)>,
-    },
-    ByTail {
-        /// How far the end of a window may move, by its last two bytes.
-        shift: Box<[u8; 1 << 16]>,
-        /// One string that ends in each distinct last eight bytes, found by the hash of those
-        /// bytes (four bytes a string: the bytes are read again from the string).
-        by_tail: hashbrown::HashTable<u32>,
-        hasher: foldhash::fast::RandomState,
-        /// For each string, another that ends in the same eight bytes, the strings of each
-        /// last eight bytes making one chain from the one the table finds (`u32::MAX` ends it).
-        next: Vec<u32>,
-    },
-    /// Strings that would make either search above slow on a hostile text (many share a
-    /// beginning in many lengths, or share their last eight bytes): an Aho-Corasick automaton,
-    /// slower to build, linear in the text whatever the strings.
-    Automaton(aho_corasick::AhoCorasick),
-}
-
-impl Searcher {
-    /// The most distinct beginnings searched for one by one.
-    const MAX_PREFIXES: usize = 16;
-    /// How far a window may move when its last two bytes appear in no string's tail.
-    const MAX_SHIFT: u8 = 7;
-    /// The most lengths compared at each hit of the beginnings, all beginnings together.
-    const MAX_PREFIX_LENGTHS: usize = 64;
-    /// The most strings compared at a position whose last eight bytes they all end in.
-    const MAX_SAME_TAIL: u32 = 32;
-
-    /// A searcher for every string in `patterns`, each at least eight bytes long.
-    pub(crate) fn new(patterns: &Strings) -> Searcher {
-        match Searcher::heads(patterns) {
-            Heads::Few(prefixes) => Searcher::by_prefix(prefixes),
-            Heads::InManyLengths => {
-                Searcher::automaton(patterns).unwrap_or_else(|| Searcher::by_tail(patterns))
-            }
-            Heads::Many => Searcher::by_tail(patterns),
-        }
-    }
-
-    /// [`Searcher::new`] for strings gathered by their last eight bytes (none of which more than
-    /// [`Searcher::MAX_SAME_TAIL`] end in), which the search by tails keeps as they are. The
-    /// search by beginnings asks whether a string is one of them: `patterns` gains its table.
-    pub(crate) fn of_tails(patterns: &mut Strings, tails: Tails) -> Searcher {
-        match Searcher::heads(patterns) {
-            Heads::Few(prefixes) => {
-                patterns.index_all();
-                Searcher::by_prefix(prefixes)
-            }
-            Heads::InManyLengths => {
-                Searcher::automaton(patterns).unwrap_or_else(|| tails.into_searcher(patterns))
-            }
-            Heads::Many => tails.into_searcher(patterns),
-        }
-    }
-
-    /// Which search the strings' beginnings call for.
-    fn heads(patterns: &Strings) -> Heads {
-        // Each distinct beginning, with the distinct lengths of the strings that have it. There
-        // are few, so a list serves better than a map that hashes every string.
-        let mut prefixes: Vec<(u64, Vec<usize>)> = Vec::new();
-        for pattern in patterns.iter() {
-            let prefix = head_key(pattern.as_bytes());
-            let index = match prefixes.iter().position(|(p, _)| *p == prefix) {
-                Some(index) => index,
-                None if prefixes.len() < Self::MAX_PREFIXES => {
-                    prefixes.push((prefix, Vec::new()));
-                    prefixes.len() - 1
-                }
-                None => return Heads::Many,
-            };
-            let lengths = &mut prefixes[index].1;
-            if !lengths.contains(&pattern.len()) {
-                lengths.push(pattern.len());
-            }
-        }
-        if prefixes
-            .iter()
-            .map(|(_, lengths)| lengths.len())
-            .sum::<usize>()
-            > Self::MAX_PREFIX_LENGTHS
-        {
-            return Heads::InManyLengths;
-        }
-        Heads::Few(prefixes)
-    }
-
-    fn by_prefix(prefixes: Vec<(u64, Vec<usize>)>) -> Searcher {
-        let starts = prefixes
-            .into_iter()
-            .map(|(prefix, mut lengths)| {
-                lengths.sort_unstable_by(|a, b| b.cmp(a));
-                let finder = memchr::memmem::Finder::new(&prefix.to_le_bytes()).into_owned();
-                (finder, lengths)
-            })
-            .collect();
-        Searcher::ByPrefix { starts }
-    }
-
-    fn by_tail(patterns: &Strings) -> Searcher {
-        let mut shift = Box::new([Self::MAX_SHIFT; 1 << 16]);
-        let hasher = foldhash::fast::RandomState::default();
-        let tail_of = |index: u32| {
-            let bytes = patterns.bytes(index);
-            tail_key(bytes, bytes.len())
-        };
-        let mut by_tail: hashbrown::HashTable<u32> =
-            hashbrown::HashTable::with_capacity(patterns.len());
-        let mut next = Vec::with_capacity(patterns.len());
-        // How many strings end in each string's last eight bytes, counting it and those
-        // before it.
-        let mut same_tail: Vec<u32> = Vec::with_capacity(patterns.len());
-        for (index, pattern) in patterns.iter().enumerate() {
-            let bytes = pattern.as_bytes();
-            let tail = &bytes[bytes.len() - 8..];
-            for j in 0..=6 {
-                let block = usize::from(u16::from_le_bytes([tail[j], tail[j + 1]]));
-                shift[block] = shift[block].min((6 - j) as u8);
-            }
-            // `Strings` holds fewer than `u32::MAX` strings.
-            let index = index as u32;
-            let tail = tail_key(bytes, bytes.len());
-            let previous = match by_tail.entry(
-                hasher.hash_one(tail),
-                |&held| tail_of(held) == tail,
-                |&held| hasher.hash_one(tail_of(held)),
-            ) {
-                hashbrown::hash_table::Entry::Occupied(mut held) => {
-                    Some(std::mem::replace(held.get_mut(), index))
-                }
-                hashbrown::hash_table::Entry::Vacant(vacant) => {
-                    vacant.insert(index);
-                    None
-                }
-            };
-            next.push(previous.unwrap_or(u32::MAX));
-            let count = previous.map_or(1, |p| same_tail[p as usize] + 1);
-            same_tail.push(count);
-            if count > Self::MAX_SAME_TAIL
-                && let Some(automaton) = Searcher::automaton(patterns)
-            {
-                return automaton;
-            }
-        }
-        Searcher::ByTail {
-            shift,
-            by_tail,
-            hasher,
-            next,
-        }
-    }
-
-    /// An automaton for the strings; `None` when it cannot be built (it would be too large),
-    /// and then the caller's search serves, slower but correct.
-    fn automaton(patterns: &Strings) -> Option<Searcher> {
-        aho_corasick::AhoCorasick::builder()
-            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
-            .build(patterns.iter())
-            .ok()
-            .map(Searcher::Automaton)
-    }
-
-    /// The leftmost-longest occurrences in `text` of the strings of `patterns` (the set this
-    /// searcher was made from), as byte ranges that do not overlap, in order. A match of a
-    /// whole UTF-8 string always falls on character boundaries.
-    pub(crate) fn find_all(&self, patterns: &Strings, text: &str) -> Vec<(usize, usize)> {
-        let bytes = text.as_bytes();
-        let mut found: Vec<(usize, usize)> = Vec::new();
-        match self {
-            Searcher::ByPrefix { starts } => {
-                for (finder, lengths) in starts {
-                    for start in finder.find_iter(bytes) {
-                        let longest = lengths.iter().find(|&&len| {
-                            text.get(start..start + len)
-                                .is_some_and(|candidate| patterns.contains(candidate))
-                        });
-                        if let Some(len) = longest {
-                            found.push((start, start + len));
-                        }
-                    }
-                }
-            }
-            Searcher::ByTail {
-                shift,
-                by_tail,
-                hasher,
-                next,
-            } => {
-                let mut end = 8;
-                while end <= bytes.len() {
-                    let block = usize::from(u16::from_le_bytes([bytes[end - 2], bytes[end - 1]]));
-                    let step = shift[block];
-                    if step > 0 {
-                        end += usize::from(step);
-                        continue;
-                    }
-                    let tail = tail_key(bytes, end);
-                    let mut index = by_tail
-                        .find(hasher.hash_one(tail), |&held| {
-                            let held = patterns.bytes(held);
-                            tail_key(held, held.len()) == tail
-                        })
-                        .copied();
-                    while let Some(at) = index.filter(|&at| at != u32::MAX) {
-                        let pattern = patterns.bytes(at);
-                        if end >= pattern.len() && &bytes[end - pattern.len()..end] == pattern {
-                            found.push((end - pattern.len(), end));
-                        }
-                        index = next.get(at as usize).copied();
-                    }
-                    end += 1;
-                }
-            }
-            Searcher::Automaton(automaton) => {
-                found.extend(
-                    automaton
-                        .find_iter(text)
-                        .map(|found| (found.start(), found.end())),
-                );
-            }
-        }
-        // Leftmost first, and of those the longest; then drop any that overlap one kept.
-        found.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-        let mut kept: Vec<(usize, usize)> = Vec::with_capacity(found.len());
-        for (start, end) in found {
-            if kept.last().is_none_or(|&(_, last_end)| start >= last_end) {
-                kept.push((start, end));
-            }
-        }
-        kept
-    }
-}
-
-/// What the beginnings of a set of strings call for.
-enum Heads {
-    /// At most [`Searcher::MAX_PREFIXES`] beginnings, in at most
-    /// [`Searcher::MAX_PREFIX_LENGTHS`] lengths in all: each with its strings' lengths.
-    Few(Vec<(u64, Vec<usize>)>),
-    /// Few beginnings in too many lengths.
-    InManyLengths,
-    /// Too many beginnings.
-    Many,
-}
-
-/// Distinct strings of at least eight bytes, held in a [`Strings`] without its table, found
-/// again by their last eight bytes: each distinct last eight bytes leads to the first string
-/// that ends in them, and a chain from it through the others. While a set's patterns are
-/// gathered it tells a new one from one held, with one probe for the strings a uri gives (they
-/// mostly end alike) rather than one a string (decision 0094), and it is the search by tails.
+/// The uris a session has hidden, at most [`HIDDEN_SET_CAPACITY`], oldest forgotten first, and
+/// the servers whose unclaimed credential-shaped urls are not withheld. The host's
+/// [`Registry`](crate::Registry) holds one for the life of the host, so every lane of every
+/// server uses the same.
 #[derive(Debug, Default)]
-pub(crate) struct Tails {
-    /// The first string that ends in each distinct last eight bytes, found by their hash.
-    heads: hashbrown::HashTable<u32>,
-    hasher: foldhash::fast::RandomState,
-    /// For each string, the next in its chain (`u32::MAX` for the last).
-    next: Vec<u32>,
-    /// The last eight bytes of the string added or found last, and the first string of their
-    /// chain.
-    last: Option<(u64, u32)>,
+pub struct HiddenSet {
+    order: VecDeque<String>,
+    /// Each uri held, by canonical form, and whether it is searched for by its parts too (a uri
+    /// a result carries) or by itself alone (a credential-shaped url found in text).
+    entries: FastMap<String, bool>,
+    unscanned: HashSet<ServerName>,
+    compiled: Option<Arc<Compiled>>,
 }
 
-/// What [`Tails::add`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Added {
-    /// The string was new, and is added (or the set is full: see [`Strings::push_unindexed`]).
-    New,
-    /// The set held it already.
-    Held,
-    /// The string is new, but [`Searcher::MAX_SAME_TAIL`] strings end in its last eight bytes
-    /// already: nothing is added, and the set is no longer searched by its tails.
-    Crowded,
-}
+impl HiddenSet {
+    /// An empty set; every server's credential-shaped urls withheld.
+    pub fn new() -> HiddenSet {
+        HiddenSet::default()
+    }
 
-impl Tails {
-    /// Room for about `tails` distinct last eight bytes and `strings` strings.
-    pub(crate) fn with_capacity(tails: usize, strings: usize) -> Tails {
-        Tails {
-            heads: hashbrown::HashTable::with_capacity(tails),
-            next: Vec::with_capacity(strings),
-            ..Tails::default()
+    /// How many uris the set holds.
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Whether the set holds no uri.
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    /// Whether a uri, in any spelling, is in the set.
+    pub fn contains(&self, uri: &str) -> bool {
+        self.entries.contains_key(&canonical(uri))
+    }
+
+    /// Whether unclaimed credential-shaped urls from `server` are withheld (the default).
+    pub fn scans(&self, server: &ServerName) -> bool {
+        !self.unscanned.contains(server)
+    }
+
+    /// Turns the withholding of `server`'s unclaimed credential-shaped urls on or off. Uris a
+    /// result claims, and uris already hidden, stay hidden either way.
+    pub fn set_scan(&mut self, server: &ServerName, on: bool) {
+        if on {
+            self.unscanned.remove(server);
+        } else {
+            self.unscanned.insert(server.clone());
         }
     }
 
-    /// Adds `s` (at least eight bytes) to `strings` (the set these tails index) unless the set
-    /// holds it.
-    pub(crate) fn add(&mut self, strings: &mut Strings, s: &str) -> Added {
-        let bytes = s.as_bytes();
-        if bytes.len() < 8 {
-            // Never asked: every pattern is at least eight bytes long.
-            return Added::Crowded;
-        }
-        let tail = tail_key(bytes, bytes.len());
-        let Tails {
-            heads,
-            hasher,
-            next,
-            last,
-        } = self;
-        let tail_of = |index: u32| {
-            let held = strings.bytes(index);
-            tail_key(held, held.len())
-        };
-        let head = match *last {
-            Some((last_tail, head)) if last_tail == tail => Some(head),
-            _ => heads
-                .find(hasher.hash_one(tail), |&held| tail_of(held) == tail)
-                .copied(),
-        };
-        let Some(head) = head else {
-            if let Some(index) = strings.push_unindexed(s) {
-                next.push(u32::MAX);
-                heads.insert_unique(hasher.hash_one(tail), index, |&held| {
-                    let held = strings.bytes(held);
-                    hasher.hash_one(tail_key(held, held.len()))
-                });
-                *last = Some((tail, index));
-            }
-            return Added::New;
-        };
-        *last = Some((tail, head));
-        let mut count = 0;
-        let mut at = head;
-        while at != u32::MAX {
-            if strings.bytes(at) == bytes {
-                return Added::Held;
-            }
-            count += 1;
-            at = next.get(at as usize).copied().unwrap_or(u32::MAX);
-        }
-        if count >= Searcher::MAX_SAME_TAIL {
-            return Added::Crowded;
-        }
-        if let Some(index) = strings.push_unindexed(s)
-            && let Some(after) = next.get_mut(head as usize)
-        {
-            // Second in the chain: the first stays where the table finds it.
-            let after = std::mem::replace(after, index);
-            next.push(after);
-        }
-        Added::New
-    }
-
-    /// The search by tails of the strings these tails index.
-    fn into_searcher(self, strings: &Strings) -> Searcher {
-        let mut shift = Box::new([Searcher::MAX_SHIFT; 1 << 16]);
-        let mut previous = None;
-        for pattern in strings.iter() {
-            let bytes = pattern.as_bytes();
-            let tail = &bytes[bytes.len() - 8..];
-            // The shifts depend on the last eight bytes alone.
-            if previous == Some(tail) {
-                continue;
-            }
-            previous = Some(tail);
-            for j in 0..=6 {
-                let block = usize::from(u16::from_le_bytes([tail[j], tail[j + 1]]));
-                shift[block] = shift[block].min((6 - j) as u8);
+    /// Adds a result's uris, in order, and returns the set to search that result for: the
+    /// set's own uris and every one of the result's. A result's uri the set forgets while the
+    /// result is added (it was the oldest), or that the set cannot keep (the result brought more
+    /// new uris than the set keeps), is still searched for in that result.
+    ///
+    /// A result with more new uris than the set keeps replaces the set with its newest ones,
+    /// and only those are ever added to it: the others would be forgotten at once.
+    pub(crate) fn hide_result(&mut self, uris: &[&str]) -> Arc<Compiled> {
+        let mut keys = Strings::with_capacity(uris.len());
+        // A canonical form is at most as long as its uri.
+        keys.text.reserve(uris.iter().map(|uri| uri.len()).sum());
+        let mut key = String::new();
+        for uri in uris {
+            canonical_into(uri, &mut key);
+            if !key.is_empty() {
+                keys.insert(&key);
             }
         }
-        let Tails {
-            heads,
-            hasher,
-            mut next,
-            ..
-        } = self;
-        next.shrink_to_fit();
-        Searcher::ByTail {
-            shift,
-            by_tail: heads,
-            hasher,
-            next,
-        }
-    }
-}
-
-/// The first eight bytes, as a number.
-fn head_key(bytes: &[u8]) -> u64 {
-    tail_key(bytes, 8)
-}
-
-/// The eight bytes ending at `end`, as a number.
-fn tail_key(bytes: &[u8], end: usize) -> u64 {
-    let mut key = [0u8; 8];
-    key.copy_from_slice(&bytes[end - 8..end]);
-    u64::from_le_bytes(key)
-}
-
-/// What a result's uris are read from: values, and the elements of a content array read from
-/// bytes (each as the element of an array, where a `never` counts).
-#[derive(Debug)]
-pub(crate) struct Scope<'v> {
-    pub(crate) values: Vec<&'v Value>,
-    pub(crate) views: &'v [BlockView<'v>],
-}
-
-/// [`walk`] on an object read from bytes: the same uris and `never` marks, from the fields it
-/// kept (a string in any other field holds no block).
-fn walk_view<'v>(
-    object: &'v ObjectView<'v>,
-    claims_count: bool,
-    never: &mut Vec<&'v str>,
-    uris: &mut Vec<&'v str>,
-) {
-    let kind = object.kind().and_then(Slot::as_str);
-    let block = kind.is_some_and(|t| CONTENT_BLOCK_TYPES.contains(&t));
-    let inner = object.resource_object();
-    if block {
-        let inner_uri = inner.and_then(ObjectView::uri).and_then(Slot::as_str);
-        let inner_disposition = inner.is_some_and(|inner| inner.disposition().is_some());
-        if claims_count
-            && (object.disposition().is_some() || inner_disposition)
-            && let Some(never_uri) = object.classify().never_uri()
-        {
-            never.push(never_uri);
-        }
-        uris.extend(object.uri().and_then(Slot::as_str));
-        uris.extend(inner_uri);
-    }
-    let inner_claims = claims_count && !block;
-    for value in object.json_values() {
-        walk(value, inner_claims, never, uris);
-    }
-    if let Some(inner) = inner {
-        walk_view(inner, inner_claims, never, uris);
-    }
-}
-
-/// Every uri a content block in `value` carries, at any depth: a reference's, an embedded
-/// resource's, or one beside inline data. These are the uris no lane shows by default.
-pub fn block_uris(value: &Value) -> Vec<String> {
-    let (mut never, mut uris) = (Vec::new(), Vec::new());
-    walk(value, true, &mut never, &mut uris);
-    uris.into_iter().map(str::to_owned).collect()
-}
-
-fn walk<'v>(
-    value: &'v Value,
-    claims_count: bool,
-    never: &mut Vec<&'v str>,
-    uris: &mut Vec<&'v str>,
-) {
-    match value {
-        Value::Object(object) => {
-            // One pass over the fields: lookups by key hash each key, and this runs on every
-            // object of every result.
-            let (mut kind, mut disposition, mut uri, mut resource) = (None, false, None, None);
-            for (key, field) in object {
-                match key.as_str() {
-                    "type" => kind = field.as_str(),
-                    "disposition" => disposition = true,
-                    "uri" => uri = field.as_str(),
-                    "resource" => resource = field.as_object(),
-                    _ => {}
-                }
-            }
-            let block = kind.is_some_and(|t| CONTENT_BLOCK_TYPES.contains(&t));
-            if block {
-                let (mut inner_uri, mut inner_disposition) = (None, false);
-                for (key, field) in resource.into_iter().flatten() {
-                    match key.as_str() {
-                        "uri" => inner_uri = field.as_str(),
-                        "disposition" => inner_disposition = true,
-                        _ => {}
-                    }
-                }
-                // Only a block that claims a disposition can mark a uri `never`; classify just
-                // those.
-                if claims_count
-                    && (disposition || inner_disposition)
-                    && let Some(never_uri) = classify(value).never_uri()
-                {
-                    never.push(never_uri);
-                }
-                uris.extend(uri);
-                uris.extend(inner_uri);
-            }
-            // Inside a block, claims no longer count; uris are still collected.
-            let inner_claims = claims_count && !block;
-            object
-                .values()
-                .for_each(|v| walk(v, inner_claims, never, uris));
-        }
-        Value::Array(items) => items
+        let new = keys
             .iter()
-            .for_each(|v| walk(v, claims_count, never, uris)),
-        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+            .filter(|key| !self.entries.contains_key(*key))
+            .count();
+        if new > HIDDEN_SET_CAPACITY {
+            let mut newest: Vec<String> = keys
+                .iter()
+                .rev()
+                .filter(|key| !self.entries.contains_key(*key))
+                .take(HIDDEN_SET_CAPACITY)
+                .map(str::to_owned)
+                .collect();
+            newest.reverse();
+            self.order.clear();
+            self.entries.clear();
+            self.compiled = None;
+            for key in newest {
+                self.entries.insert(key.clone(), true);
+                self.order.push_back(key);
+            }
+            return Arc::new(Compiled::of_keys(keys, 0).finish());
+        }
+        for key in keys.iter() {
+            self.insert_key(key, true);
+        }
+        if keys.iter().all(|key| self.entries.contains_key(key)) {
+            return self.compiled();
+        }
+        let mut compiled = Compiled::of_keys(keys, self.entries.len());
+        for (key, &with_parts) in &self.entries {
+            compiled.add(key, with_parts);
+        }
+        Arc::new(compiled.finish())
+    }
+
+    /// Adds a credential-shaped url found in text, by its canonical form alone.
+    pub fn insert_found(&mut self, key: String) -> bool {
+        self.insert_key(&key, false)
+    }
+
+    /// Adds a uri by its canonical form; whether the set changed. A uri held alone and now
+    /// carried by a result is searched for by its parts from then on.
+    fn insert_key(&mut self, key: &str, with_parts: bool) -> bool {
+        if key.is_empty() {
+            return false;
+        }
+        if let Some(held) = self.entries.get_mut(key) {
+            if with_parts && !*held {
+                *held = true;
+                self.compiled = None;
+                return true;
+            }
+            return false;
+        }
+        self.order.push_back(key.to_owned());
+        self.entries.insert(key.to_owned(), with_parts);
+        while self.order.len() > HIDDEN_SET_CAPACITY {
+            if let Some(oldest) = self.order.pop_front() {
+                self.entries.remove(&oldest);
+            }
+        }
+        self.compiled = None;
+        true
+    }
+
+    /// The set's uris, ready to search for, made once per change.
+    pub(crate) fn compiled(&mut self) -> Arc<Compiled> {
+        if let Some(compiled) = &self.compiled {
+            return Arc::clone(compiled);
+        }
+        let mut compiled = Compiled::of_keys(Strings::with_capacity(self.entries.len()), 0);
+        for (key, &with_parts) in &self.entries {
+            compiled.add(key, with_parts);
+        }
+        let compiled = Arc::new(compiled.finish());
+        self.compiled = Some(Arc::clone(&compiled));
+        compiled
+    }
+}
+
+/// The name a host gives one of its servers. Every registration names one, so a reference can
+/// always be traced to the servers that may fetch it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ServerName(String);
+
+impl ServerName {
+    /// A server's name as the host's configuration spells it.
+    pub fn new(name: impl Into<String>) -> ServerName {
+        ServerName(name.into())
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ServerName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::*;
+    use crate::view::*;
     use serde_json::json;
 
     fn strings(items: &[String]) -> Strings {

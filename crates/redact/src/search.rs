@@ -1,0 +1,845 @@
+//! Many literal strings found in one pass: the set that holds them, the searches by prefix,
+//! by tail or by automaton, and a result's compiled set with the anchor bytes its patterns need.
+
+use std::hash::BuildHasher as _;
+use std::sync::OnceLock;
+
+use crate::uri::{is_searchable, parts_of, patterns_of};
+
+/// Distinct strings kept in one buffer and found again by their hash: a set of tens of
+/// thousands of patterns costs a few allocations, not one (or three) per string.
+#[derive(Debug, Default)]
+pub(crate) struct Strings {
+    pub(crate) text: String,
+    /// Where each string ends in `text`; each starts where the one before it ends.
+    pub(crate) ends: Vec<usize>,
+    /// Each string's index, by the string's hash: four bytes a string, the hash computed again
+    /// from the string when the table grows (sets are sized up front, so it seldom does).
+    pub(crate) table: hashbrown::HashTable<u32>,
+    pub(crate) hasher: foldhash::fast::RandomState,
+}
+
+impl Strings {
+    /// An empty set with room for `capacity` strings.
+    pub(crate) fn with_capacity(capacity: usize) -> Strings {
+        Strings {
+            ends: Vec::with_capacity(capacity),
+            table: hashbrown::HashTable::with_capacity(capacity),
+            ..Strings::default()
+        }
+    }
+
+    /// An empty set with room for `capacity` strings of `text` bytes in all, and no table: its
+    /// strings are added with [`Strings::push_unindexed`] by a caller that tells a new string from
+    /// a held one itself.
+    pub(crate) fn unindexed(capacity: usize, text: usize) -> Strings {
+        Strings {
+            text: String::with_capacity(text),
+            ends: Vec::with_capacity(capacity),
+            ..Strings::default()
+        }
+    }
+
+    /// Room for `more` strings besides those held.
+    pub(crate) fn reserve(&mut self, more: usize) {
+        self.ends.reserve(more);
+        self.table.reserve(more, |&i| {
+            Strings::hash_at(&self.hasher, &self.text, &self.ends, i)
+        });
+    }
+
+    /// The hash the table holds the string at `index` by, from the set's parts (so that a
+    /// closure can read them while the table is borrowed).
+    fn hash_at(
+        hasher: &foldhash::fast::RandomState,
+        text: &str,
+        ends: &[usize],
+        index: u32,
+    ) -> u64 {
+        hasher.hash_one(Strings::at(text, ends, index))
+    }
+
+    fn at<'s>(text: &'s str, ends: &[usize], index: u32) -> &'s str {
+        let index = index as usize;
+        let start = if index == 0 { 0 } else { ends[index - 1] };
+        &text[start..ends[index]]
+    }
+
+    /// The bytes of the string at `index`, of those inserted, read without slicing the buffer
+    /// as text (no character boundary to check: every string is whole).
+    pub(crate) fn bytes(&self, index: u32) -> &[u8] {
+        let index = index as usize;
+        let start = if index == 0 { 0 } else { self.ends[index - 1] };
+        &self.text.as_bytes()[start..self.ends[index]]
+    }
+
+    /// How many strings the set holds.
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// The strings, in the order they were first inserted.
+    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = &str> {
+        (0..self.ends.len()).map(|i| Strings::at(&self.text, &self.ends, i as u32))
+    }
+
+    /// Whether the set holds `s`.
+    pub(crate) fn contains(&self, s: &str) -> bool {
+        let hash = self.hasher.hash_one(s);
+        self.table
+            .find(hash, |&i| Strings::at(&self.text, &self.ends, i) == s)
+            .is_some()
+    }
+
+    /// Drops the table that finds a string again, once nothing will insert into the set or ask
+    /// whether it holds a string ([`Strings::contains`] then answers `false`): the strings stay,
+    /// by index.
+    pub(crate) fn forget_table(&mut self) {
+        self.table = hashbrown::HashTable::new();
+    }
+
+    /// Gives back what the buffers reserved beyond what they hold.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.text.shrink_to_fit();
+        self.ends.shrink_to_fit();
+        self.table
+            .shrink_to_fit(|&i| Strings::hash_at(&self.hasher, &self.text, &self.ends, i));
+    }
+
+    /// Appends `s` without looking for it in the set, which must not hold it (the table, if the
+    /// set has one, is not told): its index, or `None` past `u32::MAX` strings (more than any
+    /// input limit lets in), when nothing is added.
+    pub(crate) fn push_unindexed(&mut self, s: &str) -> Option<u32> {
+        let next = u32::try_from(self.ends.len()).ok()?;
+        self.text.push_str(s);
+        self.ends.push(self.text.len());
+        Some(next)
+    }
+
+    /// Makes the table that finds each string again, for a set whose strings were appended with
+    /// [`Strings::push_unindexed`] (so are distinct).
+    pub(crate) fn index_all(&mut self) {
+        self.table = hashbrown::HashTable::with_capacity(self.ends.len());
+        for index in 0..self.ends.len() {
+            // Fewer than `u32::MAX` strings are ever held.
+            let index = index as u32;
+            let hash = Strings::hash_at(&self.hasher, &self.text, &self.ends, index);
+            self.table.insert_unique(hash, index, |&i| {
+                Strings::hash_at(&self.hasher, &self.text, &self.ends, i)
+            });
+        }
+    }
+
+    /// Adds `s`; whether it was new.
+    pub(crate) fn insert(&mut self, s: &str) -> bool {
+        let hash = self.hasher.hash_one(s);
+        // Past `u32::MAX` strings (more than any input limit lets in) nothing more is added.
+        let Ok(next) = u32::try_from(self.ends.len()) else {
+            return false;
+        };
+        let entry = self.table.entry(
+            hash,
+            |&i| Strings::at(&self.text, &self.ends, i) == s,
+            |&i| Strings::hash_at(&self.hasher, &self.text, &self.ends, i),
+        );
+        match entry {
+            hashbrown::hash_table::Entry::Occupied(_) => false,
+            hashbrown::hash_table::Entry::Vacant(vacant) => {
+                vacant.insert(next);
+                self.text.push_str(s);
+                self.ends.push(self.text.len());
+                true
+            }
+        }
+    }
+}
+
+/// A set of hidden uris, ready to search for: their canonical forms, and what a text must
+/// hold for one of their patterns to be in it. The patterns themselves, and the search made of
+/// them, are built the first time a text may hold one (decision 0100): a result whose texts
+/// hold none of the bytes the patterns need never builds them.
+#[derive(Debug, Default)]
+pub(crate) struct Compiled {
+    /// The uris' canonical forms.
+    pub(crate) keys: Strings,
+    /// Which of `keys` are searched for alone, without their parts (credential-shaped urls
+    /// found in text), in order.
+    alone: Vec<u32>,
+    /// Whether any string is searched for.
+    searched: bool,
+    /// Which of [`ANCHOR_BYTES`] every pattern without `://` holds one of; `None` when some
+    /// pattern holds neither (decision 0099).
+    pub(crate) anchors: Option<Anchors>,
+    pub(crate) search: OnceLock<Search>,
+}
+
+/// The strings searched for, and the search made of them.
+#[derive(Debug, Default)]
+pub(crate) struct Search {
+    /// Every string searched for.
+    pub(crate) patterns: Strings,
+    pub(crate) searcher: Option<Searcher>,
+}
+
+/// Bytes one of which a hidden uri's pattern without `://` usually holds: a query's `=`, a
+/// path's `/`, a name's `.`, ... In that order, so a set of uris with queries needs only the
+/// first.
+const ANCHOR_BYTES: [u8; 6] = [b'=', b'/', b'.', b'?', b'#', b'@'];
+
+impl Compiled {
+    /// The uris carried by a result, each searched for with its parts, with room for `more`
+    /// uris besides.
+    pub(crate) fn of_keys(mut keys: Strings, more: usize) -> Compiled {
+        keys.reserve(more);
+        Compiled {
+            keys,
+            ..Compiled::default()
+        }
+    }
+
+    /// Adds a uri by its canonical form: with its parts, or alone.
+    pub(crate) fn add(&mut self, key: &str, with_parts: bool) {
+        let index = self.keys.len();
+        if self.keys.insert(key) && !with_parts {
+            // `Strings` holds fewer than `u32::MAX` strings.
+            self.alone.push(index as u32);
+        }
+    }
+
+    /// Each key with whether it is searched for with its parts.
+    fn each_key(&self) -> impl Iterator<Item = (&str, bool)> {
+        let mut alone = self.alone.iter().copied().peekable();
+        self.keys.iter().enumerate().map(move |(index, key)| {
+            let with_parts = alone.next_if_eq(&(index as u32)).is_none();
+            (key, with_parts)
+        })
+    }
+
+    /// The set as added, its anchors read from every pattern its keys make (no pattern kept).
+    /// A form's default-port spelling is read only until some pattern is long enough to search
+    /// for: it holds `://` whenever there is one ([`patterns_of`]), so it needs no anchor.
+    pub(crate) fn finish(mut self) -> Compiled {
+        self.keys.shrink_to_fit();
+        let mut anchors = AnchorsOf::default();
+        let mut scratch = String::new();
+        for (key, with_parts) in self.each_key() {
+            match with_parts && !anchors.searched {
+                true => patterns_of(key, &mut scratch, |pattern| anchors.note(pattern)),
+                false => {
+                    anchors.note(key);
+                    if with_parts {
+                        parts_of(key, |part| anchors.note(part));
+                    }
+                }
+            }
+        }
+        self.searched = anchors.searched;
+        self.anchors = anchors.mask.map(Anchors::of_mask);
+        self
+    }
+
+    /// Whether any string is searched for.
+    pub(crate) fn is_searched(&self) -> bool {
+        self.searched
+    }
+
+    /// Whether the patterns and their search have been built.
+    #[cfg(test)]
+    pub(crate) fn is_built(&self) -> bool {
+        self.search.get().is_some()
+    }
+
+    /// The search and the patterns it finds, built on the first call; `None` when no string is
+    /// searched for.
+    pub(crate) fn searcher(&self) -> Option<(&Searcher, &Strings)> {
+        if !self.searched {
+            return None;
+        }
+        let search = self.search();
+        search
+            .searcher
+            .as_ref()
+            .map(|searcher| (searcher, &search.patterns))
+    }
+
+    /// The patterns and their search, built on the first call.
+    pub(crate) fn search(&self) -> &Search {
+        self.search.get_or_init(|| {
+            let key_bytes = self.keys.text.len();
+            let mut gathering = Gathering::by_tails(self.keys.len(), key_bytes);
+            let mut scratch = String::new();
+            for (key, with_parts) in self.each_key() {
+                each_pattern(key, with_parts, &mut scratch, |pattern| {
+                    gathering.add(pattern);
+                });
+            }
+            gathering.finish()
+        })
+    }
+
+    /// Whether no pattern can be in the view of a text whose view holds no `://`
+    /// ([`view_holds_no_url`], which the caller checks: no `://`, even with control or format
+    /// characters between, and no escape that could decode to one): the text holds none of the
+    /// anchor bytes every pattern without `://` holds. A view only drops characters, folds ASCII
+    /// letters and decodes escapes, so without an escape it holds no byte the text lacks.
+    /// `false` when a pattern holds neither `://` nor an anchor byte.
+    pub(crate) fn lacks_anchors(&self, text: &str) -> bool {
+        self.anchors
+            .is_some_and(|anchors| anchors.absent_from(text.as_bytes()))
+    }
+}
+
+/// The patterns of a key searched for with its parts ([`patterns_of`]), or of one searched for
+/// alone: the key itself, when long enough.
+fn each_pattern(key: &str, with_parts: bool, scratch: &mut String, mut each: impl FnMut(&str)) {
+    if with_parts {
+        patterns_of(key, scratch, each);
+    } else if is_searchable(key) {
+        each(key);
+    }
+}
+
+/// Patterns being gathered, each kept once: while they tell, by their last eight bytes, which
+/// the search by tails then keeps (decision 0094); else by the set's own table, once more of
+/// them end alike than the search by tails takes.
+pub(crate) struct Gathering {
+    patterns: Strings,
+    tails: Option<Tails>,
+}
+
+impl Gathering {
+    /// Room for the patterns of about `uris` uris, held in `key_bytes` bytes of canonical
+    /// forms, told apart by their last eight bytes.
+    pub(crate) fn by_tails(uris: usize, key_bytes: usize) -> Gathering {
+        // A uri's patterns mostly end alike (its form, the same with its default port, its
+        // query and its last credential value): about one last eight bytes a uri. Their text
+        // is about twice the forms', and a query more.
+        let text = (key_bytes / 2)
+            .saturating_mul(5)
+            .saturating_add(uris.saturating_mul(8));
+        Gathering {
+            patterns: Strings::unindexed(uris.saturating_mul(3), text),
+            tails: Some(Tails::with_capacity(uris, uris.saturating_mul(3))),
+        }
+    }
+
+    /// Patterns told apart by the set's own table from the start.
+    #[cfg(test)]
+    pub(crate) fn by_table() -> Gathering {
+        Gathering {
+            patterns: Strings::default(),
+            tails: None,
+        }
+    }
+
+    /// Adds a pattern (at least eight bytes), unless it is held.
+    pub(crate) fn add(&mut self, pattern: &str) {
+        if let Some(tails) = &mut self.tails {
+            match tails.add(&mut self.patterns, pattern) {
+                Added::New | Added::Held => return,
+                Added::Crowded => {
+                    self.patterns.index_all();
+                    self.tails = None;
+                }
+            }
+        }
+        self.patterns.insert(pattern);
+    }
+
+    /// The patterns gathered, in the order first added, and the search made of them.
+    pub(crate) fn finish(self) -> Search {
+        let Gathering {
+            mut patterns,
+            tails,
+        } = self;
+        let searcher = match tails {
+            _ if patterns.len() == 0 => None,
+            Some(tails) => Some(Searcher::of_tails(&mut patterns, tails)),
+            None => Some(Searcher::new(&patterns)),
+        };
+        // Only the search by beginnings asks whether a string is a pattern; the others find
+        // patterns by index, and nothing adds to a finished set.
+        if !matches!(searcher, Some(Searcher::ByPrefix { .. })) {
+            patterns.forget_table();
+        }
+        patterns.shrink_to_fit();
+        Search { patterns, searcher }
+    }
+}
+
+/// The anchors of a set of patterns, read one pattern at a time.
+#[derive(Debug)]
+pub(crate) struct AnchorsOf {
+    /// Whether any pattern was long enough to search for.
+    searched: bool,
+    /// Bit `k` for `ANCHOR_BYTES[k]`; `None` once a pattern holds neither `://` nor an anchor.
+    pub(crate) mask: Option<u8>,
+}
+
+impl Default for AnchorsOf {
+    fn default() -> AnchorsOf {
+        AnchorsOf {
+            searched: false,
+            mask: Some(0),
+        }
+    }
+}
+
+impl AnchorsOf {
+    /// Notes a string, if it is long enough to be searched for.
+    pub(crate) fn note(&mut self, pattern: &str) {
+        if !is_searchable(pattern) {
+            return;
+        }
+        self.searched = true;
+        let bytes = pattern.as_bytes();
+        if let Some(held) = self.mask
+            && !holds_scheme_separator(bytes)
+        {
+            self.mask = ANCHOR_BYTES
+                .iter()
+                .position(|b| memchr::memchr(*b, bytes).is_some())
+                .map(|k| held | 1 << k);
+        }
+    }
+}
+
+/// Whether a pattern holds `://`.
+fn holds_scheme_separator(pattern: &[u8]) -> bool {
+    memchr::memchr_iter(b':', pattern).any(|at| pattern[at..].starts_with(b"://"))
+}
+
+/// The anchor bytes a set of patterns needs (decision 0099).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Anchors {
+    bytes: [u8; ANCHOR_BYTES.len()],
+    count: usize,
+}
+
+impl Anchors {
+    /// The bytes of [`ANCHOR_BYTES`] that `mask` names (bit `k` for `ANCHOR_BYTES[k]`).
+    pub(crate) fn of_mask(mask: u8) -> Anchors {
+        let mut anchors = Anchors {
+            bytes: [0; ANCHOR_BYTES.len()],
+            count: 0,
+        };
+        for (k, &byte) in ANCHOR_BYTES.iter().enumerate() {
+            if mask & 1 << k != 0 {
+                anchors.bytes[anchors.count] = byte;
+                anchors.count += 1;
+            }
+        }
+        anchors
+    }
+
+    /// Whether `bytes` holds none of them.
+    fn absent_from(&self, bytes: &[u8]) -> bool {
+        let wanted = &self.bytes[..self.count];
+        match *wanted {
+            [] => true,
+            [a] => memchr::memchr(a, bytes).is_none(),
+            [a, b] => memchr::memchr2(a, b, bytes).is_none(),
+            [a, b, c] => memchr::memchr3(a, b, c, bytes).is_none(),
+            _ => !bytes.iter().any(|byte| wanted.contains(byte)),
+        }
+    }
+}
+
+/// Finds every occurrence of a set of strings of at least eight bytes, held in a [`Strings`].
+///
+/// Uris share few beginnings (`https://`, `file:///`), so when the strings have at most
+/// [`Searcher::MAX_PREFIXES`] distinct first eight bytes, each beginning is searched for with a
+/// vectorised substring search and only its rare hits are compared, longest first, against the
+/// set. Otherwise the strings are found by their last eight bytes (Wu-Manber with two-byte
+/// blocks). Either way building is linear in the strings and allocates nothing per string, so
+/// a result with 50,000 uris costs milliseconds, and a text is searched in one pass whatever
+/// their number.
+#[derive(Debug, Clone)]
+pub(crate) enum Searcher {
+    ByPrefix {
+        starts: Vec<(memchr::memmem::Finder<'static>, Vec<usize>)>,
+    },
+    ByTail {
+        /// How far the end of a window may move, by its last two bytes.
+        shift: Box<[u8; 1 << 16]>,
+        /// One string that ends in each distinct last eight bytes, found by the hash of those
+        /// bytes (four bytes a string: the bytes are read again from the string).
+        by_tail: hashbrown::HashTable<u32>,
+        hasher: foldhash::fast::RandomState,
+        /// For each string, another that ends in the same eight bytes, the strings of each
+        /// last eight bytes making one chain from the one the table finds (`u32::MAX` ends it).
+        next: Vec<u32>,
+    },
+    /// Strings that would make either search above slow on a hostile text (many share a
+    /// beginning in many lengths, or share their last eight bytes): an Aho-Corasick automaton,
+    /// slower to build, linear in the text whatever the strings.
+    Automaton(aho_corasick::AhoCorasick),
+}
+
+impl Searcher {
+    /// The most distinct beginnings searched for one by one.
+    const MAX_PREFIXES: usize = 16;
+    /// How far a window may move when its last two bytes appear in no string's tail.
+    const MAX_SHIFT: u8 = 7;
+    /// The most lengths compared at each hit of the beginnings, all beginnings together.
+    const MAX_PREFIX_LENGTHS: usize = 64;
+    /// The most strings compared at a position whose last eight bytes they all end in.
+    const MAX_SAME_TAIL: u32 = 32;
+
+    /// A searcher for every string in `patterns`, each at least eight bytes long.
+    pub(crate) fn new(patterns: &Strings) -> Searcher {
+        match Searcher::heads(patterns) {
+            Heads::Few(prefixes) => Searcher::by_prefix(prefixes),
+            Heads::InManyLengths => {
+                Searcher::automaton(patterns).unwrap_or_else(|| Searcher::by_tail(patterns))
+            }
+            Heads::Many => Searcher::by_tail(patterns),
+        }
+    }
+
+    /// [`Searcher::new`] for strings gathered by their last eight bytes (none of which more than
+    /// [`Searcher::MAX_SAME_TAIL`] end in), which the search by tails keeps as they are. The
+    /// search by beginnings asks whether a string is one of them: `patterns` gains its table.
+    pub(crate) fn of_tails(patterns: &mut Strings, tails: Tails) -> Searcher {
+        match Searcher::heads(patterns) {
+            Heads::Few(prefixes) => {
+                patterns.index_all();
+                Searcher::by_prefix(prefixes)
+            }
+            Heads::InManyLengths => {
+                Searcher::automaton(patterns).unwrap_or_else(|| tails.into_searcher(patterns))
+            }
+            Heads::Many => tails.into_searcher(patterns),
+        }
+    }
+
+    /// Which search the strings' beginnings call for.
+    fn heads(patterns: &Strings) -> Heads {
+        // Each distinct beginning, with the distinct lengths of the strings that have it. There
+        // are few, so a list serves better than a map that hashes every string.
+        let mut prefixes: Vec<(u64, Vec<usize>)> = Vec::new();
+        for pattern in patterns.iter() {
+            let prefix = head_key(pattern.as_bytes());
+            let index = match prefixes.iter().position(|(p, _)| *p == prefix) {
+                Some(index) => index,
+                None if prefixes.len() < Self::MAX_PREFIXES => {
+                    prefixes.push((prefix, Vec::new()));
+                    prefixes.len() - 1
+                }
+                None => return Heads::Many,
+            };
+            let lengths = &mut prefixes[index].1;
+            if !lengths.contains(&pattern.len()) {
+                lengths.push(pattern.len());
+            }
+        }
+        if prefixes
+            .iter()
+            .map(|(_, lengths)| lengths.len())
+            .sum::<usize>()
+            > Self::MAX_PREFIX_LENGTHS
+        {
+            return Heads::InManyLengths;
+        }
+        Heads::Few(prefixes)
+    }
+
+    fn by_prefix(prefixes: Vec<(u64, Vec<usize>)>) -> Searcher {
+        let starts = prefixes
+            .into_iter()
+            .map(|(prefix, mut lengths)| {
+                lengths.sort_unstable_by(|a, b| b.cmp(a));
+                let finder = memchr::memmem::Finder::new(&prefix.to_le_bytes()).into_owned();
+                (finder, lengths)
+            })
+            .collect();
+        Searcher::ByPrefix { starts }
+    }
+
+    pub(crate) fn by_tail(patterns: &Strings) -> Searcher {
+        let mut shift = Box::new([Self::MAX_SHIFT; 1 << 16]);
+        let hasher = foldhash::fast::RandomState::default();
+        let tail_of = |index: u32| {
+            let bytes = patterns.bytes(index);
+            tail_key(bytes, bytes.len())
+        };
+        let mut by_tail: hashbrown::HashTable<u32> =
+            hashbrown::HashTable::with_capacity(patterns.len());
+        let mut next = Vec::with_capacity(patterns.len());
+        // How many strings end in each string's last eight bytes, counting it and those
+        // before it.
+        let mut same_tail: Vec<u32> = Vec::with_capacity(patterns.len());
+        for (index, pattern) in patterns.iter().enumerate() {
+            let bytes = pattern.as_bytes();
+            let tail = &bytes[bytes.len() - 8..];
+            for j in 0..=6 {
+                let block = usize::from(u16::from_le_bytes([tail[j], tail[j + 1]]));
+                shift[block] = shift[block].min((6 - j) as u8);
+            }
+            // `Strings` holds fewer than `u32::MAX` strings.
+            let index = index as u32;
+            let tail = tail_key(bytes, bytes.len());
+            let previous = match by_tail.entry(
+                hasher.hash_one(tail),
+                |&held| tail_of(held) == tail,
+                |&held| hasher.hash_one(tail_of(held)),
+            ) {
+                hashbrown::hash_table::Entry::Occupied(mut held) => {
+                    Some(std::mem::replace(held.get_mut(), index))
+                }
+                hashbrown::hash_table::Entry::Vacant(vacant) => {
+                    vacant.insert(index);
+                    None
+                }
+            };
+            next.push(previous.unwrap_or(u32::MAX));
+            let count = previous.map_or(1, |p| same_tail[p as usize] + 1);
+            same_tail.push(count);
+            if count > Self::MAX_SAME_TAIL
+                && let Some(automaton) = Searcher::automaton(patterns)
+            {
+                return automaton;
+            }
+        }
+        Searcher::ByTail {
+            shift,
+            by_tail,
+            hasher,
+            next,
+        }
+    }
+
+    /// An automaton for the strings; `None` when it cannot be built (it would be too large),
+    /// and then the caller's search serves, slower but correct.
+    pub(crate) fn automaton(patterns: &Strings) -> Option<Searcher> {
+        aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+            .build(patterns.iter())
+            .ok()
+            .map(Searcher::Automaton)
+    }
+
+    /// The leftmost-longest occurrences in `text` of the strings of `patterns` (the set this
+    /// searcher was made from), as byte ranges that do not overlap, in order. A match of a
+    /// whole UTF-8 string always falls on character boundaries.
+    pub(crate) fn find_all(&self, patterns: &Strings, text: &str) -> Vec<(usize, usize)> {
+        let bytes = text.as_bytes();
+        let mut found: Vec<(usize, usize)> = Vec::new();
+        match self {
+            Searcher::ByPrefix { starts } => {
+                for (finder, lengths) in starts {
+                    for start in finder.find_iter(bytes) {
+                        let longest = lengths.iter().find(|&&len| {
+                            text.get(start..start + len)
+                                .is_some_and(|candidate| patterns.contains(candidate))
+                        });
+                        if let Some(len) = longest {
+                            found.push((start, start + len));
+                        }
+                    }
+                }
+            }
+            Searcher::ByTail {
+                shift,
+                by_tail,
+                hasher,
+                next,
+            } => {
+                let mut end = 8;
+                while end <= bytes.len() {
+                    let block = usize::from(u16::from_le_bytes([bytes[end - 2], bytes[end - 1]]));
+                    let step = shift[block];
+                    if step > 0 {
+                        end += usize::from(step);
+                        continue;
+                    }
+                    let tail = tail_key(bytes, end);
+                    let mut index = by_tail
+                        .find(hasher.hash_one(tail), |&held| {
+                            let held = patterns.bytes(held);
+                            tail_key(held, held.len()) == tail
+                        })
+                        .copied();
+                    while let Some(at) = index.filter(|&at| at != u32::MAX) {
+                        let pattern = patterns.bytes(at);
+                        if end >= pattern.len() && &bytes[end - pattern.len()..end] == pattern {
+                            found.push((end - pattern.len(), end));
+                        }
+                        index = next.get(at as usize).copied();
+                    }
+                    end += 1;
+                }
+            }
+            Searcher::Automaton(automaton) => {
+                found.extend(
+                    automaton
+                        .find_iter(text)
+                        .map(|found| (found.start(), found.end())),
+                );
+            }
+        }
+        // Leftmost first, and of those the longest; then drop any that overlap one kept.
+        found.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        let mut kept: Vec<(usize, usize)> = Vec::with_capacity(found.len());
+        for (start, end) in found {
+            if kept.last().is_none_or(|&(_, last_end)| start >= last_end) {
+                kept.push((start, end));
+            }
+        }
+        kept
+    }
+}
+
+/// What the beginnings of a set of strings call for.
+enum Heads {
+    /// At most [`Searcher::MAX_PREFIXES`] beginnings, in at most
+    /// [`Searcher::MAX_PREFIX_LENGTHS`] lengths in all: each with its strings' lengths.
+    Few(Vec<(u64, Vec<usize>)>),
+    /// Few beginnings in too many lengths.
+    InManyLengths,
+    /// Too many beginnings.
+    Many,
+}
+
+/// Distinct strings of at least eight bytes, held in a [`Strings`] without its table, found
+/// again by their last eight bytes: each distinct last eight bytes leads to the first string
+/// that ends in them, and a chain from it through the others. While a set's patterns are
+/// gathered it tells a new one from one held, with one probe for the strings a uri gives (they
+/// mostly end alike) rather than one a string (decision 0094), and it is the search by tails.
+#[derive(Debug, Default)]
+pub(crate) struct Tails {
+    /// The first string that ends in each distinct last eight bytes, found by their hash.
+    heads: hashbrown::HashTable<u32>,
+    pub(crate) hasher: foldhash::fast::RandomState,
+    /// For each string, the next in its chain (`u32::MAX` for the last).
+    next: Vec<u32>,
+    /// The last eight bytes of the string added or found last, and the first string of their
+    /// chain.
+    last: Option<(u64, u32)>,
+}
+
+/// What [`Tails::add`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Added {
+    /// The string was new, and is added (or the set is full: see [`Strings::push_unindexed`]).
+    New,
+    /// The set held it already.
+    Held,
+    /// The string is new, but [`Searcher::MAX_SAME_TAIL`] strings end in its last eight bytes
+    /// already: nothing is added, and the set is no longer searched by its tails.
+    Crowded,
+}
+
+impl Tails {
+    /// Room for about `tails` distinct last eight bytes and `strings` strings.
+    pub(crate) fn with_capacity(tails: usize, strings: usize) -> Tails {
+        Tails {
+            heads: hashbrown::HashTable::with_capacity(tails),
+            next: Vec::with_capacity(strings),
+            ..Tails::default()
+        }
+    }
+
+    /// Adds `s` (at least eight bytes) to `strings` (the set these tails index) unless the set
+    /// holds it.
+    pub(crate) fn add(&mut self, strings: &mut Strings, s: &str) -> Added {
+        let bytes = s.as_bytes();
+        if bytes.len() < 8 {
+            // Never asked: every pattern is at least eight bytes long.
+            return Added::Crowded;
+        }
+        let tail = tail_key(bytes, bytes.len());
+        let Tails {
+            heads,
+            hasher,
+            next,
+            last,
+        } = self;
+        let tail_of = |index: u32| {
+            let held = strings.bytes(index);
+            tail_key(held, held.len())
+        };
+        let head = match *last {
+            Some((last_tail, head)) if last_tail == tail => Some(head),
+            _ => heads
+                .find(hasher.hash_one(tail), |&held| tail_of(held) == tail)
+                .copied(),
+        };
+        let Some(head) = head else {
+            if let Some(index) = strings.push_unindexed(s) {
+                next.push(u32::MAX);
+                heads.insert_unique(hasher.hash_one(tail), index, |&held| {
+                    let held = strings.bytes(held);
+                    hasher.hash_one(tail_key(held, held.len()))
+                });
+                *last = Some((tail, index));
+            }
+            return Added::New;
+        };
+        *last = Some((tail, head));
+        let mut count = 0;
+        let mut at = head;
+        while at != u32::MAX {
+            if strings.bytes(at) == bytes {
+                return Added::Held;
+            }
+            count += 1;
+            at = next.get(at as usize).copied().unwrap_or(u32::MAX);
+        }
+        if count >= Searcher::MAX_SAME_TAIL {
+            return Added::Crowded;
+        }
+        if let Some(index) = strings.push_unindexed(s)
+            && let Some(after) = next.get_mut(head as usize)
+        {
+            // Second in the chain: the first stays where the table finds it.
+            let after = std::mem::replace(after, index);
+            next.push(after);
+        }
+        Added::New
+    }
+
+    /// The search by tails of the strings these tails index.
+    fn into_searcher(self, strings: &Strings) -> Searcher {
+        let mut shift = Box::new([Searcher::MAX_SHIFT; 1 << 16]);
+        let mut previous = None;
+        for pattern in strings.iter() {
+            let bytes = pattern.as_bytes();
+            let tail = &bytes[bytes.len() - 8..];
+            // The shifts depend on the last eight bytes alone.
+            if previous == Some(tail) {
+                continue;
+            }
+            previous = Some(tail);
+            for j in 0..=6 {
+                let block = usize::from(u16::from_le_bytes([tail[j], tail[j + 1]]));
+                shift[block] = shift[block].min((6 - j) as u8);
+            }
+        }
+        let Tails {
+            heads,
+            hasher,
+            mut next,
+            ..
+        } = self;
+        next.shrink_to_fit();
+        Searcher::ByTail {
+            shift,
+            by_tail: heads,
+            hasher,
+            next,
+        }
+    }
+}
+
+/// The first eight bytes, as a number.
+fn head_key(bytes: &[u8]) -> u64 {
+    tail_key(bytes, 8)
+}
+
+/// The eight bytes ending at `end`, as a number.
+fn tail_key(bytes: &[u8], end: usize) -> u64 {
+    let mut key = [0u8; 8];
+    key.copy_from_slice(&bytes[end - 8..end]);
+    u64::from_le_bytes(key)
+}

@@ -1,0 +1,351 @@
+//! A uri's canonical forms and the parts searched for, what makes a url credential-shaped or
+//! credential-free, and where urls are in a view.
+
+use crate::view::{CREDENTIAL_PARAMETERS, REDACT_MIN_CHARS, View, is_control_or_format};
+
+/// A string as redaction reads it: control and format characters dropped, ASCII in lower case,
+/// percent-encoding, JSON escapes and HTML references decoded (layer on layer).
+pub fn normalised(text: &str) -> String {
+    View::of(text).text
+}
+
+/// A uri as redaction compares it: its view, without a default port or trailing slashes.
+pub(crate) fn canonical(uri: &str) -> String {
+    let mut key = String::new();
+    canonical_into(uri, &mut key);
+    key
+}
+
+/// [`canonical`], written into `key` (cleared first), so that a result's tens of thousands of
+/// uris reuse one buffer. A uri of printable ASCII with nothing to decode, as most are, is its
+/// view in lower case, made without a [`View`].
+pub(crate) fn canonical_into(uri: &str, key: &mut String) {
+    key.clear();
+    if is_plain(uri) {
+        key.push_str(uri);
+        key.make_ascii_lowercase();
+    } else {
+        key.push_str(&View::of(uri).text);
+    }
+    if let Some((scheme, start, end)) = authority(key)
+        && let Some(port) = default_port(scheme)
+        && key[start..end].ends_with(port)
+    {
+        key.replace_range(end - port.len()..end, "");
+    }
+    while key.ends_with('/') {
+        key.pop();
+    }
+}
+
+/// Whether a string's view is the string in lower case, byte for byte (it is printable ASCII
+/// with no `%`, `\\` or `&`, which start escapes), and if so whether it has an upper-case letter.
+pub(crate) fn plain_case(text: &str) -> Option<bool> {
+    let mut upper = false;
+    // Whole chunks without an early exit inside, and comparisons rather than a table, which the
+    // compiler vectorises.
+    for chunk in text.as_bytes().chunks(64) {
+        let (mut not_plain, mut has_upper) = (false, false);
+        for &b in chunk {
+            // Outside 0x20..0x7F, or a byte that starts an escape.
+            not_plain |= (b.wrapping_sub(0x20) >= 0x5F) | (b == b'%') | (b == b'\\') | (b == b'&');
+            has_upper |= b.wrapping_sub(b'A') < 26;
+        }
+        if not_plain {
+            return None;
+        }
+        upper |= has_upper;
+    }
+    Some(upper)
+}
+
+/// Whether a string's view is the string in lower case, byte for byte.
+pub(crate) fn is_plain(text: &str) -> bool {
+    plain_case(text).is_some()
+}
+
+/// Where a url's authority is in a view: after `scheme://`, up to the first `/`, `?` or `#`.
+pub(crate) fn authority(view: &str) -> Option<(&str, usize, usize)> {
+    let bytes = view.as_bytes();
+    let scheme_end = memchr::memchr_iter(b':', bytes).find(|&i| bytes[i..].starts_with(b"://"))?;
+    let start = scheme_end + 3;
+    let end = memchr::memchr3(b'/', b'?', b'#', &bytes[start..]).map_or(view.len(), |i| start + i);
+    Some((&view[..scheme_end], start, end))
+}
+
+pub(crate) fn default_port(scheme: &str) -> Option<&'static str> {
+    match scheme {
+        "http" | "ws" => Some(":80"),
+        "https" | "wss" => Some(":443"),
+        _ => None,
+    }
+}
+
+/// Each string searched for a hidden uri, given its canonical form: the form itself, the same
+/// with its default port, and its parts ([`parts_of`]), those long enough to search for
+/// ([`is_searchable`]). A string may come more than once.
+pub(crate) fn patterns_of(key: &str, scratch: &mut String, mut each: impl FnMut(&str)) {
+    let mut emit = |pattern: &str| {
+        if is_searchable(pattern) {
+            each(pattern);
+        }
+    };
+    emit(key);
+    if let Some((scheme, _, end)) = authority(key)
+        && let Some(port) = default_port(scheme)
+    {
+        // A form with an authority holds `://`, and so does the same with its port.
+        scratch.clear();
+        scratch.push_str(&key[..end]);
+        scratch.push_str(port);
+        scratch.push_str(&key[end..]);
+        emit(scratch);
+    }
+    parts_of(key, emit);
+}
+
+/// A canonical form's query, its fragment and each credential parameter's value in them, long
+/// enough or not.
+pub(crate) fn parts_of(key: &str, mut emit: impl FnMut(&str)) {
+    let bytes = key.as_bytes();
+    if memchr::memchr2(b'?', b'#', bytes).is_none() {
+        return;
+    }
+    // `?` and `#` are ASCII: the text either side of one is whole characters.
+    let (before_fragment, fragment) = match memchr::memchr(b'#', bytes) {
+        Some(at) => (&key[..at], Some(&key[at + 1..])),
+        None => (key, None),
+    };
+    let query =
+        memchr::memchr(b'?', before_fragment.as_bytes()).map(|at| &before_fragment[at + 1..]);
+    for part in [query, fragment].into_iter().flatten() {
+        emit(part);
+        for (name, value) in parameters(part) {
+            if CREDENTIAL_PARAMETERS.contains(&name) {
+                emit(value);
+            }
+        }
+    }
+}
+
+fn parameters(part: &str) -> impl Iterator<Item = (&str, &str)> {
+    part.split(['&', ';'])
+        .filter_map(|pair| pair.split_once('='))
+        .filter(|(_, value)| !value.is_empty())
+}
+
+/// Whether a string is long enough to be searched for in free text: at least
+/// [`REDACT_MIN_CHARS`] code points.
+pub(crate) fn is_searchable(s: &str) -> bool {
+    s.len() >= 4 * REDACT_MIN_CHARS
+        || (s.len() >= REDACT_MIN_CHARS && (s.is_ascii() || s.chars().count() >= REDACT_MIN_CHARS))
+}
+
+/// Whether a url (in a view: lower case, decoded) carries a credential a host can see: userinfo,
+/// a credential parameter in its query or fragment ([`CREDENTIAL_PARAMETERS`]), or a JWT.
+pub(crate) fn is_credential_shaped(view: &str) -> bool {
+    if let Some((_, start, end)) = authority(view)
+        && view[start..end].contains('@')
+    {
+        return true;
+    }
+    let (before_fragment, fragment) = match view.split_once('#') {
+        Some((b, f)) => (b, Some(f)),
+        None => (view, None),
+    };
+    let query = before_fragment.split_once('?').map(|(_, q)| q);
+    let named = [query, fragment]
+        .into_iter()
+        .flatten()
+        .flat_map(parameters)
+        .any(|(name, _)| CREDENTIAL_PARAMETERS.contains(&name));
+    named || has_jwt(view)
+}
+
+/// Whether a view holds a JWT: `eyJ`, then base64url, a dot, base64url, a dot.
+fn has_jwt(view: &str) -> bool {
+    let is_b64 = |c: u8| c.is_ascii_alphanumeric() || c == b'-' || c == b'_';
+    view.match_indices("eyj").any(|(at, _)| {
+        let b = &view.as_bytes()[at..];
+        let first = b.iter().take_while(|&&c| is_b64(c)).count();
+        if first < 10 || b.get(first) != Some(&b'.') {
+            return false;
+        }
+        let second = b[first + 1..].iter().take_while(|&&c| is_b64(c)).count();
+        second >= 10 && b.get(first + 1 + second) == Some(&b'.')
+    })
+}
+
+/// Whether a path segment (in a view) looks like a secret: a run of at least 12 letters and
+/// digits, two of each at least, between `-`, `_`, `.` or `~`, or a UUID.
+fn is_random_looking(segment: &str) -> bool {
+    let uuid = segment.len() == 36
+        && segment.bytes().enumerate().all(|(i, c)| {
+            if matches!(i, 8 | 13 | 18 | 23) {
+                c == b'-'
+            } else {
+                c.is_ascii_hexdigit()
+            }
+        });
+    uuid || segment.split(['-', '_', '.', '~']).any(|piece| {
+        piece.len() >= 12
+            && piece.bytes().all(|c| c.is_ascii_alphanumeric())
+            && piece.bytes().filter(u8::is_ascii_digit).count() >= 2
+            && piece.bytes().filter(u8::is_ascii_alphabetic).count() >= 2
+    })
+}
+
+/// Whether a uri carries no credential a host can see: it has a scheme, is not `data:`, has no
+/// white space or control character, and, read through every spelling, no `?`, `#` or `@`
+/// (encoded or not), no random-looking path segment, and nothing credential-shaped.
+pub fn is_credential_free(uri: &str) -> bool {
+    let Some((scheme, _)) = uri.split_once(':') else {
+        return false;
+    };
+    let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if !scheme_ok
+        || scheme.eq_ignore_ascii_case("data")
+        || uri
+            .chars()
+            .any(|c| c.is_whitespace() || is_control_or_format(c))
+    {
+        return false;
+    }
+    let view = View::of(uri).text;
+    !view.contains(['?', '#', '@'])
+        && !view.split('/').any(is_random_looking)
+        && !is_credential_shaped(&view)
+}
+
+/// The most `://` one stretch without a terminator may hold before the whole stretch is withheld
+/// as one: each is judged with the rest of the stretch, so more would cost quadratic time, and
+/// no ordinary text strings that many urls together.
+pub const MAX_URLS_PER_STRETCH: usize = 32;
+
+/// The longest scheme read back from a `://`.
+const MAX_SCHEME_CHARS: usize = 32;
+
+/// Every url in a view: from each `scheme://`, overlapping ones included, up to white space, a
+/// quote, `<`, `>`, a backtick, `{`, `}`, `|`, `\` or `^`, less trailing punctuation; byte
+/// ranges, each with whether it is past [`MAX_URLS_PER_STRETCH`] (then it runs to the stretch's
+/// end and is withheld whatever its shape). Every `://` is read, even inside another url, so that
+/// whatever a later search finds of a url found here, this reading found too (a stored copy made
+/// twice reads the same).
+pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize, bool)> {
+    let b = view.as_bytes();
+    let mut found = Vec::new();
+    // The end of the stretch the last `://` was in, and how many it held so far.
+    let (mut stretch_end, mut in_stretch) = (0, 0);
+    let schemes = memchr::memchr_iter(b':', b).filter(|&i| b[i..].starts_with(b"://"));
+    for i in schemes {
+        if i >= stretch_end {
+            stretch_end = i + 3;
+            while stretch_end < b.len() && !is_url_terminator(b[stretch_end]) {
+                stretch_end += 1;
+            }
+            in_stretch = 0;
+        }
+        in_stretch += 1;
+        let mut start = i;
+        while start > 0
+            && i - start < MAX_SCHEME_CHARS
+            && (b[start - 1].is_ascii_alphanumeric() || matches!(b[start - 1], b'+' | b'-' | b'.'))
+        {
+            start -= 1;
+        }
+        while start < i && !b[start].is_ascii_alphabetic() {
+            start += 1;
+        }
+        if start == i {
+            continue;
+        }
+        if in_stretch > MAX_URLS_PER_STRETCH {
+            // Withheld whole: from this url to the stretch's end.
+            found.push((start, stretch_end, true));
+            continue;
+        }
+        let mut end = stretch_end;
+        while end > i + 3 && matches!(b[end - 1], b'.' | b',' | b';' | b':' | b'!' | b'?') {
+            end -= 1;
+        }
+        if view.is_char_boundary(end) {
+            found.push((start, end, false));
+        }
+    }
+    found
+}
+
+/// Whether the view of `text` holds no `://`, so that [`urls_in`] finds nothing in it, told
+/// without making the view: `text` has nothing to decode (no `%`, `\\` or `&`), and no `:` in it
+/// is followed by `//` once the characters the view drops are left out.
+pub(crate) fn view_holds_no_url(text: &str) -> bool {
+    holds_no_scheme_separator(text, true)
+}
+
+/// Whether no run of pieces that each answer so holds `://` in its view, whatever the pieces
+/// beside it: as [`view_holds_no_url`], and each `:` is followed within the piece by a character
+/// the view keeps that is not `/`, or by `/` and then one. A `:` with less after it could begin
+/// a `://` that the next piece finishes.
+pub(crate) fn piece_holds_no_url(piece: &str) -> bool {
+    holds_no_scheme_separator(piece, false)
+}
+
+/// [`view_holds_no_url`] when the text is `whole`, else [`piece_holds_no_url`].
+fn holds_no_scheme_separator(text: &str, whole: bool) -> bool {
+    let bytes = text.as_bytes();
+    if memchr::memchr3(b'%', b'\\', b'&', bytes).is_some() {
+        return false;
+    }
+    memchr::memchr_iter(b':', bytes).all(|at| {
+        // A colon is ASCII, so the text after it starts on a character boundary.
+        let mut next = text
+            .get(at + 1..)
+            .unwrap_or_default()
+            .chars()
+            .filter(|&c| !is_control_or_format(c));
+        match (next.next(), next.next()) {
+            (Some('/'), Some('/')) => false,
+            (None, _) | (Some('/'), None) => whole,
+            _ => true,
+        }
+    })
+}
+
+/// Whether a byte of a view ends a url: white space, a quote, `<`, `>`, a backtick, `{`, `}`,
+/// `|`, `\\` or `^`. No url [`urls_in`] finds holds one, or reaches back past one.
+pub(crate) fn is_url_terminator(c: u8) -> bool {
+    c.is_ascii_whitespace()
+        || matches!(
+            c,
+            b'"' | b'\'' | b'<' | b'>' | b'`' | b'{' | b'}' | b'|' | b'\\' | b'^'
+        )
+}
+
+/// How many characters that start no escape (`%`, `\\`, `&`; dropped characters not counted,
+/// as the view does not hold them) must come before a place where a text is cut so that its
+/// two sides' views, side by side, are the whole text's view. An escape reaches at most 14
+/// characters past where it starts, and only an escape or what one decodes to starts one in a
+/// later layer, so escapes before such a run reach at most [`DECODE_LAYERS`] times 14 (56)
+/// characters into it, and look at most 14 further: 72 keeps every escape on one side.
+pub(crate) const SAFE_RUN: usize = 72;
+
+/// The first place at or after `from` (a character boundary) where `text` can be cut so that
+/// the views of the two sides, side by side, are the view of the whole, each character of
+/// them coming from the same bytes (see [`SAFE_RUN`]); `None` when there is none.
+pub(crate) fn safe_cut(text: &str, from: usize) -> Option<usize> {
+    let mut run = 0;
+    for (at, c) in text.get(from..)?.char_indices() {
+        if matches!(c, '%' | '\\' | '&') {
+            run = 0;
+        } else if !is_control_or_format(c) {
+            run += 1;
+            if run >= SAFE_RUN {
+                return Some(from + at + c.len_utf8());
+            }
+        }
+    }
+    None
+}

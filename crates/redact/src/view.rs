@@ -1,0 +1,720 @@
+//! The normalised view redaction searches, the session's hidden set, and what makes a url
+//! credential-shaped.
+//!
+//! A server's string is never searched as it came. Its view drops control and format
+//! characters, folds ASCII to lower case, and decodes percent-encoding, JSON string escapes and
+//! HTML character references, layer on layer (at most [`DECODE_LAYERS`]), keeping for every
+//! byte of the view the bytes of the original it came from. A match in the view replaces exactly
+//! those original bytes, so text outside a match is kept byte for byte.
+
+use std::collections::HashSet;
+
+/// What a hidden uri becomes wherever it appears in a server's string.
+pub const WITHHELD_LINK: &str = "[withheld link]";
+
+/// The sets and maps of uris and patterns: a result may hold tens of thousands, each hashed
+/// several times, so they use foldhash (randomly seeded per process, as hashbrown's own default),
+/// not the standard library's SipHash.
+pub(crate) type FastSet<T> = HashSet<T, foldhash::fast::RandomState>;
+/// See [`FastSet`].
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
+/// How many decoding layers a view peels: enough for every composition of percent-encoding,
+/// JSON escapes and HTML references, and one more.
+pub const DECODE_LAYERS: usize = 4;
+
+/// How many hidden uris a session remembers; past it the oldest is forgotten. A forgotten uri is
+/// still hidden in any result that carries it, and still withheld wherever it is
+/// credential-shaped (unless its server turned that off).
+pub const HIDDEN_SET_CAPACITY: usize = 4096;
+
+/// Hidden uris shorter than this are not searched for in free text: they cannot carry a
+/// credential, and replacing every occurrence of, say, `a:b` would garble text.
+pub const REDACT_MIN_CHARS: usize = 8;
+
+/// Query and fragment parameter names that carry credentials, in lower case: a url with one of
+/// them (with a value) is withheld wherever it appears, claimed or not.
+pub const CREDENTIAL_PARAMETERS: &[&str] = &[
+    "token",
+    "access_token",
+    "id_token",
+    "refresh_token",
+    "auth_token",
+    "private_token",
+    "code",
+    "sig",
+    "signature",
+    "x-amz-signature",
+    "x-amz-credential",
+    "x-amz-security-token",
+    "x-goog-signature",
+    "x-goog-credential",
+    "se",
+    "sp",
+    "key",
+    "api_key",
+    "apikey",
+    "secret",
+    "client_secret",
+    "password",
+    "passwd",
+    "auth",
+    "session",
+    "jwt",
+];
+
+/// One stretch of a view and the bytes of the layer below it came from: a linear stretch maps
+/// byte to byte; any other stretch is one decoded character standing for `from_len` bytes.
+#[derive(Debug, Clone, Copy)]
+struct Seg {
+    view: usize,
+    from: usize,
+    from_len: usize,
+    linear: bool,
+}
+
+/// A string as redaction sees it, with the way back to the original's bytes.
+#[derive(Debug)]
+pub(crate) struct View {
+    pub(crate) text: String,
+    /// `layers[0]` maps the first view to the original; each later one maps a view to the one
+    /// before it.
+    layers: Vec<Vec<Seg>>,
+}
+
+impl View {
+    pub(crate) fn of(original: &str) -> View {
+        // Printable ASCII (most uris and texts) has nothing to drop: the first layer is the
+        // text in lower case, one stretch mapping byte to byte.
+        let (mut text, first) = if original.bytes().all(|b| (0x20..0x7F).contains(&b)) {
+            let seg = Seg {
+                view: 0,
+                from: 0,
+                from_len: 0,
+                linear: true,
+            };
+            (original.to_ascii_lowercase(), vec![seg])
+        } else {
+            layer(original, false)
+        };
+        let mut layers = vec![first];
+        for _ in 0..DECODE_LAYERS {
+            if !text.bytes().any(|b| matches!(b, b'%' | b'\\' | b'&')) {
+                break;
+            }
+            let (decoded, segs) = layer(&text, true);
+            if decoded == text {
+                break;
+            }
+            text = decoded;
+            layers.push(segs);
+        }
+        View { text, layers }
+    }
+
+    /// The original's byte range a range of the view came from.
+    pub(crate) fn origin(&self, start: usize, end: usize) -> (usize, usize) {
+        let (mut start, mut end) = (start, end);
+        for segs in self.layers.iter().rev() {
+            let first = &segs[seg_at(segs, start)];
+            let new_start = if first.linear {
+                first.from + (start - first.view)
+            } else {
+                first.from
+            };
+            let last = &segs[seg_at(segs, end - 1)];
+            let new_end = if last.linear {
+                last.from + (end - 1 - last.view) + 1
+            } else {
+                last.from + last.from_len
+            };
+            start = new_start;
+            end = new_end.max(new_start);
+        }
+        (start, end)
+    }
+}
+
+fn seg_at(segs: &[Seg], at: usize) -> usize {
+    segs.partition_point(|s| s.view <= at).saturating_sub(1)
+}
+
+/// One layer of a view: without `decode`, control and format characters dropped and ASCII
+/// folded; with it, one layer of escapes decoded (and what they decode to dropped or folded).
+fn layer(source: &str, decode: bool) -> (String, Vec<Seg>) {
+    let mut out = String::with_capacity(source.len());
+    let mut segs: Vec<Seg> = Vec::new();
+    let mut i = 0;
+    while i < source.len() {
+        let decoded = if decode { decode_at(source, i) } else { None };
+        if let Some((c, len)) = decoded {
+            if !is_control_or_format(c) {
+                segs.push(Seg {
+                    view: out.len(),
+                    from: i,
+                    from_len: len,
+                    linear: false,
+                });
+                out.push(c.to_ascii_lowercase());
+            }
+            i += len;
+            continue;
+        }
+        let Some(c) = source[i..].chars().next() else {
+            break;
+        };
+        if !is_control_or_format(c) {
+            let contiguous = segs
+                .last()
+                .is_some_and(|s| s.linear && s.from + (out.len() - s.view) == i);
+            if !contiguous {
+                segs.push(Seg {
+                    view: out.len(),
+                    from: i,
+                    from_len: 0,
+                    linear: true,
+                });
+            }
+            out.push(c.to_ascii_lowercase());
+        }
+        i += c.len_utf8();
+    }
+    if segs.is_empty() {
+        segs.push(Seg {
+            view: 0,
+            from: 0,
+            from_len: 0,
+            linear: true,
+        });
+    }
+    (out, segs)
+}
+
+/// Control characters (C0, DEL, C1) and the format characters that hide or reorder text.
+pub fn is_control_or_format(c: char) -> bool {
+    matches!(c,
+        '\u{0000}'..='\u{001F}'
+        | '\u{007F}'..='\u{009F}'
+        | '\u{00AD}'
+        | '\u{061C}'
+        | '\u{180E}'
+        | '\u{200B}'..='\u{200F}'
+        | '\u{2028}'..='\u{202E}'
+        | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{206F}'
+        | '\u{FEFF}'
+        | '\u{FFF9}'..='\u{FFFB}'
+        | '\u{E0001}'
+        | '\u{E0020}'..='\u{E007F}')
+}
+
+/// The character an escape at `at` stands for, and the escape's length in bytes.
+fn decode_at(s: &str, at: usize) -> Option<(char, usize)> {
+    let b = s.as_bytes();
+    match b[at] {
+        b'%' => percent_at(b, at),
+        b'\\' => json_escape_at(b, at),
+        b'&' => html_reference_at(s, at),
+        _ => None,
+    }
+}
+
+fn hex(b: &[u8]) -> Option<u32> {
+    let text = std::str::from_utf8(b).ok()?;
+    if text.is_empty() || !text.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    u32::from_str_radix(text, 16).ok()
+}
+
+fn percent_byte(b: &[u8], at: usize) -> Option<u8> {
+    if b.get(at) != Some(&b'%') {
+        return None;
+    }
+    let value = hex(b.get(at + 1..at + 3)?)?;
+    u8::try_from(value).ok()
+}
+
+/// `%XX`, or a UTF-8 sequence of them.
+fn percent_at(b: &[u8], at: usize) -> Option<(char, usize)> {
+    let first = percent_byte(b, at)?;
+    let len = match first {
+        0x00..=0x7F => return Some((char::from(first), 3)),
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        0xF0..=0xF7 => 4,
+        _ => return None,
+    };
+    let mut bytes = vec![first];
+    for k in 1..len {
+        bytes.push(percent_byte(b, at + 3 * k)?);
+    }
+    let c = std::str::from_utf8(&bytes).ok()?.chars().next()?;
+    Some((c, 3 * len))
+}
+
+/// `\/`, `\\`, `\"`, `\'`, `\n`-style escapes, `\xXX`, and `\uXXXX` (surrogate pairs joined).
+fn json_escape_at(b: &[u8], at: usize) -> Option<(char, usize)> {
+    let simple = match *b.get(at + 1)? {
+        c @ (b'/' | b'\\' | b'"' | b'\'') => Some(char::from(c)),
+        b'n' => Some('\n'),
+        b't' => Some('\t'),
+        b'r' => Some('\r'),
+        b'b' => Some('\u{8}'),
+        b'f' => Some('\u{c}'),
+        _ => None,
+    };
+    if let Some(c) = simple {
+        return Some((c, 2));
+    }
+    match *b.get(at + 1)? {
+        b'x' => Some((char::from_u32(hex(b.get(at + 2..at + 4)?)?)?, 4)),
+        b'u' => {
+            let unit = hex(b.get(at + 2..at + 6)?)?;
+            if (0xD800..0xDC00).contains(&unit) && b.get(at + 6..at + 8) == Some(b"\\u") {
+                let low = hex(b.get(at + 8..at + 12)?)?;
+                if (0xDC00..0xE000).contains(&low) {
+                    let c = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+                    return Some((char::from_u32(c)?, 12));
+                }
+            }
+            Some((char::from_u32(unit)?, 6))
+        }
+        _ => None,
+    }
+}
+
+/// HTML's named references that can spell a uri, and numeric references (`&#38;`, `&#x26;`,
+/// the `;` optional as browsers read them).
+fn html_reference_at(s: &str, at: usize) -> Option<(char, usize)> {
+    let rest = s.get(at + 1..)?;
+    if let Some(numeric) = rest.strip_prefix('#') {
+        let (digits, radix) = match numeric.strip_prefix(['x', 'X']) {
+            Some(h) => (h, 16),
+            None => (numeric, 10),
+        };
+        let count = digits
+            .bytes()
+            .take_while(|c| {
+                if radix == 16 {
+                    c.is_ascii_hexdigit()
+                } else {
+                    c.is_ascii_digit()
+                }
+            })
+            .count();
+        if count == 0 || count > 7 {
+            return None;
+        }
+        let value = u32::from_str_radix(&digits[..count], radix).ok()?;
+        let prefix = 2 + usize::from(radix == 16);
+        let semicolon = usize::from(digits[count..].starts_with(';'));
+        return Some((char::from_u32(value)?, prefix + count + semicolon));
+    }
+    let name_len = rest
+        .bytes()
+        .take(12)
+        .take_while(u8::is_ascii_alphanumeric)
+        .count();
+    if !rest[name_len..].starts_with(';') {
+        return None;
+    }
+    let c = match &rest[..name_len] {
+        "amp" | "AMP" => '&',
+        "lt" | "LT" => '<',
+        "gt" | "GT" => '>',
+        "quot" | "QUOT" => '"',
+        "apos" => '\'',
+        "sol" => '/',
+        "bsol" => '\\',
+        "colon" => ':',
+        "quest" => '?',
+        "equals" => '=',
+        "num" => '#',
+        "percnt" => '%',
+        "period" => '.',
+        "commat" => '@',
+        "lowbar" | "UnderBar" => '_',
+        "hyphen" | "dash" => '-',
+        "plus" => '+',
+        "semi" => ';',
+        "comma" => ',',
+        "excl" => '!',
+        "dollar" => '$',
+        "tilde" => '~',
+        "nbsp" => '\u{a0}',
+        _ => return None,
+    };
+    Some((c, 1 + name_len + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hidden::*;
+    use crate::search::*;
+    use crate::uri::*;
+
+    #[test]
+    fn a_view_maps_back_to_the_original_bytes() {
+        let original = "A%2Fb&amp;c\u{0}D\\u0026e";
+        let view = View::of(original);
+        assert_eq!(view.text, "a/b&cd&e");
+        let at = view.text.find("b&c").unwrap();
+        let (start, end) = view.origin(at, at + 3);
+        assert_eq!(&original[start..end], "b&amp;c");
+        let (start, end) = view.origin(0, view.text.len());
+        assert_eq!(&original[start..end], original);
+        // Layers compose: an HTML reference to a percent sign that encodes a slash.
+        assert_eq!(View::of("a&#37;2Fb").text, "a/b");
+        assert_eq!(View::of("\\u0026amp;").text, "&");
+    }
+
+    #[test]
+    fn canonical_forms_drop_case_default_ports_and_trailing_slashes() {
+        assert_eq!(
+            canonical("HTTPS://Files.Example.com:443/Q3.pdf/"),
+            "https://files.example.com/q3.pdf"
+        );
+        assert_eq!(canonical("http://a.example:8080/"), "http://a.example:8080");
+        assert_eq!(canonical("demo://x%2Fy"), "demo://x/y");
+    }
+
+    #[test]
+    fn urls_are_found_and_judged_in_a_view() {
+        let view = "see https://a.example/x?token=1, and (ftp://b.example/y).";
+        let urls: Vec<&str> = urls_in(view).iter().map(|&(s, e, _)| &view[s..e]).collect();
+        assert_eq!(urls, ["https://a.example/x?token=1", "ftp://b.example/y)"]);
+        assert!(is_credential_shaped("https://a.example/x?token=1"));
+        assert!(is_credential_shaped("https://u:p@a.example/"));
+        assert!(is_credential_shaped("https://a.example/#access_token=x"));
+        assert!(!is_credential_shaped("https://a.example/x?page=2&tokens=3"));
+        assert!(!is_credential_shaped("https://a.example/x?token="));
+        // Every `://` is read, inside another url too.
+        let nested = "x://a/?q=https://u:p@b.example/";
+        let urls: Vec<&str> = urls_in(nested)
+            .iter()
+            .map(|&(s, e, _)| &nested[s..e])
+            .collect();
+        assert_eq!(urls, [nested, "https://u:p@b.example/"]);
+        let crowded = "a://".repeat(MAX_URLS_PER_STRETCH + 1);
+        let last = urls_in(&crowded).pop().unwrap();
+        assert_eq!(last, (4 * MAX_URLS_PER_STRETCH, crowded.len(), true));
+    }
+
+    #[test]
+    fn a_compiled_set_searched_by_tails_keeps_no_table_of_its_patterns_and_still_finds_them() {
+        let uris: Vec<String> = (0..5000)
+            .map(|i| format!("https://h.example/r/{i}?sig=s{i}"))
+            .collect();
+        let uris: Vec<&str> = uris.iter().map(String::as_str).collect();
+        let compiled = HiddenSet::new().hide_result(&uris);
+        let search = compiled.search();
+        assert!(
+            matches!(search.searcher, Some(Searcher::ByTail { .. })),
+            "{:?}",
+            search.searcher.as_ref().map(|_| ())
+        );
+        // The table that found a pattern again is gone; the keys keep theirs.
+        assert!(search.patterns.len() > uris.len());
+        assert!(!search.patterns.contains(uris[4321]));
+        assert!(compiled.keys.contains(uris[4321]));
+        let text = format!("see {} and sig=s4321 now", uris[4321]);
+        let found = search
+            .searcher
+            .as_ref()
+            .map(|searcher| searcher.find_all(&search.patterns, &text))
+            .unwrap_or_default();
+        let start = text.find(uris[4321]).unwrap_or_default();
+        let query = text.rfind("sig=s4321").unwrap_or_default();
+        assert_eq!(
+            found,
+            [
+                (start, start + uris[4321].len()),
+                (query, query + "sig=s4321".len())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_result_with_more_uris_than_the_set_keeps_hides_all_of_its_own() {
+        let mut set = HiddenSet::new();
+        set.hide_result(&["demo://earlier/one", "demo://earlier/two"]);
+        let mut uris = vec!["demo://earlier/two".to_owned()];
+        uris.extend((0..HIDDEN_SET_CAPACITY + 10).map(|n| format!("demo://resource/{n}")));
+        let uris: Vec<&str> = uris.iter().map(String::as_str).collect();
+        let compiled = set.hide_result(&uris);
+        assert_eq!(set.len(), HIDDEN_SET_CAPACITY);
+        assert!(!set.contains("demo://resource/9"));
+        for uri in &uris {
+            assert!(compiled.keys.contains(uri), "{uri}");
+        }
+        // Forgotten, and not the result's: not searched for in it.
+        assert!(!compiled.keys.contains("demo://earlier/one"));
+        assert_eq!(compiled.keys.len(), uris.len());
+    }
+
+    #[test]
+    fn a_results_own_uri_forgotten_while_it_is_added_is_still_searched_for() {
+        let mut set = HiddenSet::new();
+        let uris: Vec<String> = (0..HIDDEN_SET_CAPACITY)
+            .map(|n| format!("demo://resource/{n}"))
+            .collect();
+        let uris: Vec<&str> = uris.iter().map(String::as_str).collect();
+        set.hide_result(&uris);
+        // The oldest uri again, and one new one that pushes it out of the full set.
+        let compiled = set.hide_result(&["demo://resource/0", "demo://resource/new"]);
+        assert!(!set.contains("demo://resource/0"));
+        assert!(compiled.keys.contains("demo://resource/0"));
+        assert!(compiled.search().patterns.contains("demo://resource/0"));
+        assert!(compiled.keys.contains("demo://resource/new"));
+        // Every other uri the set holds is searched for too.
+        assert!(compiled.keys.contains("demo://resource/1"));
+    }
+
+    /// A set's patterns are what its keys make, with their parts or alone, and its anchors are
+    /// read from them before they are built; built once, they find every key.
+    #[rstest::rstest]
+    fn a_sets_patterns_are_built_once_from_its_keys(
+        #[values(2, HIDDEN_SET_CAPACITY + 1)] count: usize,
+    ) {
+        let uris: Vec<String> = (0..count)
+            .map(|n| format!("https://h.example/r/{n}?sig=s{n:08}"))
+            .collect();
+        let uris: Vec<&str> = uris.iter().map(String::as_str).collect();
+        let mut set = HiddenSet::new();
+        assert!(set.insert_found(canonical("https://found.example/?token=abcdefgh")));
+        let compiled = set.hide_result(&uris);
+        assert!(compiled.is_searched());
+        assert!(compiled.search.get().is_none());
+        // Every pattern without `://` is a query or a credential value, with its `=` or not.
+        assert_eq!(compiled.anchors, None);
+        let search = compiled.search();
+        assert!(std::ptr::eq(search, compiled.search()));
+        let last = canonical(uris[count - 1]);
+        let found = search
+            .searcher
+            .as_ref()
+            .map(|searcher| searcher.find_all(&search.patterns, &last))
+            .unwrap_or_default();
+        assert_eq!(found.first(), Some(&(0, last.len())));
+        // The url found alone is searched for by itself, not by its parts.
+        let found_key = canonical("https://found.example/?token=abcdefgh");
+        let alone_parts = search
+            .patterns
+            .iter()
+            .filter(|pattern| *pattern == "abcdefgh" || *pattern == "token=abcdefgh")
+            .count();
+        assert_eq!(alone_parts, 0);
+        assert_eq!(
+            search.patterns.iter().any(|pattern| pattern == found_key),
+            count <= HIDDEN_SET_CAPACITY
+        );
+    }
+
+    #[test]
+    fn a_url_found_in_text_and_then_carried_by_a_result_is_searched_for_by_its_parts() {
+        let mut set = HiddenSet::new();
+        let key = canonical("https://a.example/f?token=0123456789abcdef");
+        assert!(set.insert_found(key));
+        let compiled = set.hide_result(&["https://a.example/f?token=0123456789abcdef"]);
+        assert!(compiled.search().patterns.contains("0123456789abcdef"));
+    }
+
+    #[rstest::rstest]
+    #[case::colon_then_space("row 0: fox", true)]
+    #[case::colon_then_slash_then_letter("a:/b", true)]
+    #[case::colon_then_hidden_then_letter("a:\u{200b}x", true)]
+    #[case::no_colon("plain words", true)]
+    #[case::colon_at_the_end("see https:", false)]
+    #[case::colon_then_one_slash("see https:/", false)]
+    #[case::colon_then_only_hidden("a:\u{200b}\u{ad}", false)]
+    #[case::scheme_separator("x://y", false)]
+    #[case::escape("a%3A", false)]
+    fn a_piece_holds_no_url_only_when_no_neighbour_can_finish_one(
+        #[case] piece: &str,
+        #[case] holds_none: bool,
+    ) {
+        assert_eq!(piece_holds_no_url(piece), holds_none);
+    }
+
+    proptest::proptest! {
+        /// A text said to hold no url in its view is one with nothing to decode whose view has
+        /// no `://`.
+        #[test]
+        fn a_view_holds_no_url_exactly_when_it_has_no_scheme_separator(
+            text in "[:/a %&\\\\\n\t\u{200b}\u{ad}\u{e9}]{0,24}",
+        ) {
+            let undecoded = !text.contains(['%', '\\', '&']);
+            let expected = undecoded && !View::of(&text).text.contains("://");
+            proptest::prop_assert_eq!(view_holds_no_url(&text), expected);
+            if expected {
+                proptest::prop_assert!(urls_in(&View::of(&text).text).is_empty());
+            }
+        }
+
+        /// Pieces that each hold no url, joined in any order, hold none: a `:` near a piece's
+        /// end, which the next could turn into `://`, makes its piece fail.
+        #[test]
+        fn pieces_that_hold_no_url_join_into_a_text_that_holds_none(
+            pieces in proptest::collection::vec("[:/a \n\u{200b}\u{ad}\u{e9}]{0,6}", 1..6),
+        ) {
+            for piece in &pieces {
+                if piece_holds_no_url(piece) {
+                    proptest::prop_assert!(view_holds_no_url(piece));
+                }
+            }
+            if pieces.iter().all(|piece| piece_holds_no_url(piece)) {
+                let joined = pieces.concat();
+                proptest::prop_assert!(!View::of(&joined).text.contains("://"));
+                proptest::prop_assert!(urls_in(&View::of(&joined).text).is_empty());
+            }
+        }
+
+        /// The short way for plain text is exact: where `plain_case` says a string is plain,
+        /// its view is the string in lower case and maps back byte for byte.
+        #[test]
+        fn a_plain_strings_view_is_itself_in_lower_case(
+            text in "[ -~]{0,40}|[ -~\\t\\n\u{ad}\u{200b}\u{e9}]{0,40}",
+        ) {
+            let view = View::of(&text);
+            match plain_case(&text) {
+                Some(upper) => {
+                    proptest::prop_assert_eq!(&view.text, &text.to_ascii_lowercase());
+                    proptest::prop_assert_eq!(upper, text.bytes().any(|b| b.is_ascii_uppercase()));
+                    for end in 1..=text.len() {
+                        proptest::prop_assert_eq!(view.origin(end - 1, end), (end - 1, end));
+                    }
+                }
+                None => proptest::prop_assert!(
+                    text.bytes().any(|b| !(0x20..0x7F).contains(&b) || b"%&\\".contains(&b))
+                ),
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Patterns gathered by their last eight bytes are the patterns a table gathers, in the
+        /// same order; the search made from them is the one `Searcher::new` makes from those,
+        /// and finds the same. Many strings ending alike (past what the search by tails takes)
+        /// hand the gathering over to the table.
+        #[test]
+        fn patterns_gathered_by_their_tails_are_those_a_table_gathers(
+            patterns in proptest::collection::vec(
+                proptest::prop_oneof![
+                    1 => "[ab:/]{8,14}",
+                    2 => "[ab]{0,7}xxxxxxxx",
+                    1 => "(http|demo)://[ab]{1,3}",
+                ],
+                0..120,
+            ),
+            text in "[abx:/ ]{0,80}|(http://|demo://|[abx ]){0,20}",
+        ) {
+            let mut by_table = Gathering::by_table();
+            let mut by_tails = Gathering::by_tails(0, 0);
+            for pattern in &patterns {
+                by_table.add(pattern);
+                by_tails.add(pattern);
+            }
+            let (by_table, by_tails) = (by_table.finish(), by_tails.finish());
+            proptest::prop_assert!(by_table.patterns.iter().eq(by_tails.patterns.iter()));
+            let kind = |search: &Search| search.searcher.as_ref().map(std::mem::discriminant);
+            proptest::prop_assert_eq!(kind(&by_table), kind(&by_tails));
+            let found = |search: &Search| {
+                search
+                    .searcher
+                    .as_ref()
+                    .map(|searcher| searcher.find_all(&search.patterns, &text))
+            };
+            proptest::prop_assert_eq!(found(&by_table), found(&by_tails));
+            if matches!(by_tails.searcher, Some(Searcher::ByPrefix { .. })) {
+                for pattern in &patterns {
+                    proptest::prop_assert!(by_tails.patterns.contains(pattern));
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// The anchors read from a set's forms before its patterns are built are those of the
+        /// patterns once built, and it is searched exactly when it has a pattern.
+        #[test]
+        fn anchors_read_from_the_forms_are_those_of_the_patterns(
+            keys in proptest::collection::vec(
+                (
+                    "(https|http|wss|demo|urn|mailto)(://|:)[a-z.@]{0,12}(:443|:80)?(/[a-z]{0,6})?",
+                    "(\\?((token|sig|page|q)=[a-z0-9.]{0,12}&?){0,3})?(#[a-z=.]{0,10})?",
+                    proptest::bool::ANY,
+                ),
+                0..12,
+            ),
+        ) {
+            let mut compiled = Compiled::of_keys(Strings::default(), 0);
+            for (start, rest, with_parts) in &keys {
+                compiled.add(&canonical(&format!("{start}{rest}")), *with_parts);
+            }
+            let compiled = compiled.finish();
+            let search = compiled.search();
+            let mut built = AnchorsOf::default();
+            for pattern in search.patterns.iter() {
+                built.note(pattern);
+            }
+            proptest::prop_assert_eq!(compiled.anchors, built.mask.map(Anchors::of_mask));
+            proptest::prop_assert_eq!(compiled.is_searched(), search.patterns.len() > 0);
+            proptest::prop_assert_eq!(compiled.is_searched(), search.searcher.is_some());
+        }
+    }
+
+    #[test]
+    fn plain_uris_take_the_short_way_to_the_same_canonical_form() {
+        for uri in [
+            "HTTPS://Files.Example.com:443/Q3.pdf/",
+            "http://a.example:80",
+            "wss://A.example:443/x?y=Z#F",
+            "demo://x/y//",
+            "https://a.example:4430/",
+            "",
+            "/",
+        ] {
+            assert!(is_plain(uri), "{uri}");
+            let slow = View::of(uri).text;
+            let slow = match authority(&slow) {
+                Some((scheme, start, end))
+                    if default_port(scheme).is_some_and(|p| slow[start..end].ends_with(p)) =>
+                {
+                    let port = default_port(scheme).unwrap_or_default();
+                    format!("{}{}", &slow[..end - port.len()], &slow[end..])
+                }
+                _ => slow,
+            };
+            assert_eq!(canonical(uri), slow.trim_end_matches('/'), "{uri}");
+        }
+        for text in [
+            "a%2Fb",
+            "a\\u0041",
+            "a&amp;b",
+            "tab\tin",
+            "caf\u{e9}",
+            "\u{7f}",
+        ] {
+            assert!(!is_plain(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn past_its_capacity_the_set_forgets_the_oldest() {
+        let mut set = HiddenSet::new();
+        // A full set, then one more in a later result.
+        let uris: Vec<String> = (0..=HIDDEN_SET_CAPACITY)
+            .map(|n| format!("demo://resource/{n}"))
+            .collect();
+        let uris: Vec<&str> = uris.iter().map(String::as_str).collect();
+        set.hide_result(&uris[..HIDDEN_SET_CAPACITY]);
+        assert!(set.contains("demo://resource/0"));
+        set.hide_result(&uris[HIDDEN_SET_CAPACITY..]);
+        assert_eq!(set.len(), HIDDEN_SET_CAPACITY);
+        assert!(!set.contains("demo://resource/0"));
+        assert!(set.contains("demo://resource/1"));
+        assert!(set.contains(&format!("DEMO://resource/{HIDDEN_SET_CAPACITY}")));
+    }
+}

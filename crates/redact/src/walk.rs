@@ -1,0 +1,121 @@
+//! The uris of a result, over values and classify's byte views, and the `never` marks read on
+//! the way.
+
+use mcpl_classify::{BlockView, ObjectView, Slot, classify};
+use serde_json::Value;
+
+/// The block types that make an object at any depth of a result a content block.
+pub const CONTENT_BLOCK_TYPES: &[&str] = &["text", "image", "audio", "resource", "resource_link"];
+
+/// Whether a value is a content block: an object whose `type` is one of
+/// [`CONTENT_BLOCK_TYPES`]. Other objects in a result's data are data.
+pub fn is_content_block(value: &Value) -> bool {
+    value
+        .get("type")
+        .and_then(Value::as_str)
+        .is_some_and(|t| CONTENT_BLOCK_TYPES.contains(&t))
+}
+
+/// What a result's uris are read from: values, and the elements of a content array read from
+/// bytes (each as the element of an array, where a `never` counts).
+#[derive(Debug)]
+pub struct Scope<'v> {
+    /// Values a result is read from (whole results, blocks or messages).
+    pub values: Vec<&'v Value>,
+    /// Content-array elements read from bytes.
+    pub views: &'v [BlockView<'v>],
+}
+
+/// [`walk`] on an object read from bytes: the same uris and `never` marks, from the fields it
+/// kept (a string in any other field holds no block).
+pub(crate) fn walk_view<'v>(
+    object: &'v ObjectView<'v>,
+    claims_count: bool,
+    never: &mut Vec<&'v str>,
+    uris: &mut Vec<&'v str>,
+) {
+    let kind = object.kind().and_then(Slot::as_str);
+    let block = kind.is_some_and(|t| CONTENT_BLOCK_TYPES.contains(&t));
+    let inner = object.resource_object();
+    if block {
+        let inner_uri = inner.and_then(ObjectView::uri).and_then(Slot::as_str);
+        let inner_disposition = inner.is_some_and(|inner| inner.disposition().is_some());
+        if claims_count
+            && (object.disposition().is_some() || inner_disposition)
+            && let Some(never_uri) = object.classify().never_uri()
+        {
+            never.push(never_uri);
+        }
+        uris.extend(object.uri().and_then(Slot::as_str));
+        uris.extend(inner_uri);
+    }
+    let inner_claims = claims_count && !block;
+    for value in object.json_values() {
+        walk(value, inner_claims, never, uris);
+    }
+    if let Some(inner) = inner {
+        walk_view(inner, inner_claims, never, uris);
+    }
+}
+
+/// Every uri a content block in `value` carries, at any depth: a reference's, an embedded
+/// resource's, or one beside inline data. These are the uris no lane shows by default.
+pub fn block_uris(value: &Value) -> Vec<String> {
+    let (mut never, mut uris) = (Vec::new(), Vec::new());
+    walk(value, true, &mut never, &mut uris);
+    uris.into_iter().map(str::to_owned).collect()
+}
+
+pub(crate) fn walk<'v>(
+    value: &'v Value,
+    claims_count: bool,
+    never: &mut Vec<&'v str>,
+    uris: &mut Vec<&'v str>,
+) {
+    match value {
+        Value::Object(object) => {
+            // One pass over the fields: lookups by key hash each key, and this runs on every
+            // object of every result.
+            let (mut kind, mut disposition, mut uri, mut resource) = (None, false, None, None);
+            for (key, field) in object {
+                match key.as_str() {
+                    "type" => kind = field.as_str(),
+                    "disposition" => disposition = true,
+                    "uri" => uri = field.as_str(),
+                    "resource" => resource = field.as_object(),
+                    _ => {}
+                }
+            }
+            let block = kind.is_some_and(|t| CONTENT_BLOCK_TYPES.contains(&t));
+            if block {
+                let (mut inner_uri, mut inner_disposition) = (None, false);
+                for (key, field) in resource.into_iter().flatten() {
+                    match key.as_str() {
+                        "uri" => inner_uri = field.as_str(),
+                        "disposition" => inner_disposition = true,
+                        _ => {}
+                    }
+                }
+                // Only a block that claims a disposition can mark a uri `never`; classify just
+                // those.
+                if claims_count
+                    && (disposition || inner_disposition)
+                    && let Some(never_uri) = classify(value).never_uri()
+                {
+                    never.push(never_uri);
+                }
+                uris.extend(uri);
+                uris.extend(inner_uri);
+            }
+            // Inside a block, claims no longer count; uris are still collected.
+            let inner_claims = claims_count && !block;
+            object
+                .values()
+                .for_each(|v| walk(v, inner_claims, never, uris));
+        }
+        Value::Array(items) => items
+            .iter()
+            .for_each(|v| walk(v, claims_count, never, uris)),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+    }
+}
