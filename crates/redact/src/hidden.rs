@@ -9,7 +9,10 @@ use std::sync::Arc;
 use mcpl_classify::BlockView;
 use serde_json::Value;
 
+use crate::scrub::{Scrubber, Secrets};
 use crate::search::{Compiled, Strings};
+use crate::secrets::Admitted;
+use crate::uri::secret_parts;
 use crate::uri::{
     canonical, canonical_into, is_credential_free, is_credential_shaped, is_url_terminator,
     piece_holds_no_url, plain_case, safe_cut, urls_in, view_holds_no_url,
@@ -46,6 +49,8 @@ pub struct HiddenUris {
     compiled: Arc<Compiled>,
     policy: UriPolicy,
     scan: bool,
+    /// The second pass: the session's secrets, credential parameters, token formats.
+    scrub: Scrubber,
     /// Credential-shaped urls found in text, by canonical form, for the session to remember.
     found: RefCell<Vec<String>>,
     /// The buffer a short run of several pieces is joined in, kept from run to run.
@@ -128,6 +133,10 @@ impl HiddenUris {
             compiled,
             policy,
             scan,
+            scrub: Scrubber {
+                secrets: session.secrets.clone(),
+                scan,
+            },
             found: RefCell::new(Vec::new()),
             joined: RefCell::new(String::new()),
             unchanged_labels: RefCell::default(),
@@ -153,7 +162,12 @@ impl HiddenUris {
     /// A server's string with every hidden uri in it replaced by [`WITHHELD_LINK`]: what
     /// [`HiddenUris::redact_run`] makes of it alone.
     pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        if self.passes_unchanged(text) {
+        self.scrub.apply(self.redact_uris(text))
+    }
+
+    /// [`HiddenUris::redact`]'s first pass: hidden and credential-shaped urls.
+    fn redact_uris<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        if self.uris_pass(text) {
             return Cow::Borrowed(text);
         }
         let merged = self.merged_ranges(text);
@@ -234,6 +248,11 @@ impl HiddenUris {
     /// not keep the run to redact it. Beside a piece that does not pass, it may change: a url
     /// begun in the piece before runs on into it.
     pub fn passes_unchanged(&self, piece: &str) -> bool {
+        self.uris_pass(piece) && self.scrub.passes(piece)
+    }
+
+    /// [`HiddenUris::passes_unchanged`] for the first pass alone.
+    fn uris_pass(&self, piece: &str) -> bool {
         // A url, and a pattern with `://`, need a `://` in the run's view, which no run of
         // such pieces holds.
         match self.compiled.is_searched() {
@@ -245,8 +264,16 @@ impl HiddenUris {
     /// Adjacent pieces of one message's text, redacted as one: a uri split across pieces is
     /// found, its first piece holds the [`WITHHELD_LINK`] and the rest of it is removed.
     pub fn redact_run<'t>(&self, pieces: &[&'t str]) -> Vec<Cow<'t, str>> {
+        self.redact_run_uris(pieces)
+            .into_iter()
+            .map(|piece| self.scrub.apply(piece))
+            .collect()
+    }
+
+    /// [`HiddenUris::redact_run`]'s first pass: hidden and credential-shaped urls.
+    fn redact_run_uris<'t>(&self, pieces: &[&'t str]) -> Vec<Cow<'t, str>> {
         let borrowed = || pieces.iter().map(|p| Cow::Borrowed(*p)).collect();
-        if pieces.iter().all(|piece| self.passes_unchanged(piece)) {
+        if pieces.iter().all(|piece| self.uris_pass(piece)) {
             return borrowed();
         }
         let length: usize = pieces.iter().map(|piece| piece.len()).sum();
@@ -518,7 +545,20 @@ pub struct HiddenSet {
     entries: FastMap<String, bool>,
     unscanned: HashSet<ServerName>,
     compiled: Option<Arc<Compiled>>,
+    /// What the host holds and the secret parts of every uri hidden, found by their content.
+    secrets: Secrets,
+    /// How many uri parts were offered to `secrets`, at most [`MAX_URI_PARTS`].
+    parts_offered: usize,
+    /// The last parts not searched for, with the reason, at most [`UNSEARCHED_PARTS_KEPT`].
+    unsearched: VecDeque<(String, Admitted)>,
 }
+
+/// The most parts of hidden uris one session searches for on their own; a uri hidden past
+/// that is still withheld by its canonical forms.
+pub const MAX_URI_PARTS: usize = 1 << 15;
+
+/// How many parts not searched for a set remembers, with their reasons.
+const UNSEARCHED_PARTS_KEPT: usize = 64;
 
 impl HiddenSet {
     /// An empty set; every server's credential-shaped urls withheld.
@@ -591,6 +631,7 @@ impl HiddenSet {
             self.entries.clear();
             self.compiled = None;
             for key in newest {
+                self.offer_parts(&key);
                 self.entries.insert(key.clone(), true);
                 self.order.push_back(key);
             }
@@ -607,6 +648,43 @@ impl HiddenSet {
             compiled.add(key, with_parts);
         }
         Arc::new(compiled.finish())
+    }
+
+    /// The secrets this set withholds by their content, shared (a host's log writer holds a
+    /// clone).
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
+    }
+
+    /// Registers a secret the host holds: withheld in every server string from now on,
+    /// whatever the server, in any spelling.
+    pub fn insert_secret(&mut self, secret: &str) -> Admitted {
+        self.secrets.insert(secret)
+    }
+
+    /// The last parts of hidden uris not searched for on their own, with the reason; such a
+    /// uri is withheld by its canonical forms, as a whole.
+    pub fn unsearched_parts(&self) -> impl Iterator<Item = (&str, Admitted)> {
+        self.unsearched
+            .iter()
+            .map(|(part, why)| (part.as_str(), *why))
+    }
+
+    /// Offers each secret-bearing part of a hidden uri's canonical form to the secrets.
+    fn offer_parts(&mut self, key: &str) {
+        secret_parts(key, |part| {
+            if self.parts_offered >= MAX_URI_PARTS {
+                return;
+            }
+            self.parts_offered += 1;
+            let admitted = self.secrets.insert(part);
+            if admitted != Admitted::Searched {
+                if self.unsearched.len() == UNSEARCHED_PARTS_KEPT {
+                    self.unsearched.pop_front();
+                }
+                self.unsearched.push_back((part.to_owned(), admitted));
+            }
+        });
     }
 
     /// Adds a credential-shaped url found in text, by its canonical form alone.
@@ -630,6 +708,7 @@ impl HiddenSet {
         }
         self.order.push_back(key.to_owned());
         self.entries.insert(key.to_owned(), with_parts);
+        self.offer_parts(key);
         while self.order.len() > HIDDEN_SET_CAPACITY {
             if let Some(oldest) = self.order.pop_front() {
                 self.entries.remove(&oldest);

@@ -23,13 +23,20 @@
 //! strings and JSON in, the same out with every secret replaced by its marker. It depends on
 //! `mcpl-classify` alone among mcpl's crates, does no I/O and never returns `Err`.
 
+pub mod formats;
 mod hidden;
+mod params;
+mod scrub;
 mod search;
+mod secrets;
+mod unicode;
 mod uri;
 mod view;
 mod walk;
 
-pub use hidden::{HiddenSet, HiddenUris, ServerName, UriPolicy};
+pub use hidden::{HiddenSet, HiddenUris, MAX_URI_PARTS, ServerName, UriPolicy};
+pub use scrub::{Secrets, WITHHELD_SECRET};
+pub use secrets::Admitted;
 pub use uri::{MAX_URLS_PER_STRETCH, is_credential_free, normalised};
 pub use view::{
     CREDENTIAL_PARAMETERS, DECODE_LAYERS, HIDDEN_SET_CAPACITY, REDACT_MIN_CHARS, WITHHELD_LINK,

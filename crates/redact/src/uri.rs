@@ -349,3 +349,41 @@ pub(crate) fn safe_cut(text: &str, from: usize) -> Option<usize> {
     }
     None
 }
+
+/// The parts of a canonical form that could carry a capability, each searched for on its own
+/// by its content (decision 0102): the user and password of its userinfo, every path segment,
+/// every query and fragment value (a name without `=` counts as a value), and the whole query
+/// and fragment. The scheme, the host and the port carry none. A form without `://` is one
+/// part, itself.
+pub(crate) fn secret_parts(key: &str, mut each: impl FnMut(&str)) {
+    let Some(scheme_end) = key.find("://") else {
+        each(key);
+        return;
+    };
+    let rest = &key[scheme_end + 3..];
+    let (before_fragment, fragment) = match rest.split_once('#') {
+        Some((before, fragment)) => (before, Some(fragment)),
+        None => (rest, None),
+    };
+    let (before_query, query) = match before_fragment.split_once('?') {
+        Some((before, query)) => (before, Some(query)),
+        None => (before_fragment, None),
+    };
+    let (authority, path) = match before_query.find('/') {
+        Some(at) => before_query.split_at(at),
+        None => (before_query, ""),
+    };
+    if let Some((userinfo, _)) = authority.rsplit_once('@') {
+        userinfo.split(':').for_each(&mut each);
+    }
+    path.split('/')
+        .filter(|s| !s.is_empty())
+        .for_each(&mut each);
+    for part in [query, fragment].into_iter().flatten() {
+        each(part);
+        for pair in part.split(['&', ';', '?', '/']) {
+            let value = pair.split_once('=').map_or(pair, |(_, value)| value);
+            each(value);
+        }
+    }
+}

@@ -9,6 +9,8 @@
 
 use std::collections::HashSet;
 
+use crate::unicode::{fold, folds_to_itself};
+
 /// What a hidden uri becomes wherever it appears in a server's string.
 pub const WITHHELD_LINK: &str = "[withheld link]";
 
@@ -149,13 +151,15 @@ fn layer(source: &str, decode: bool) -> (String, Vec<Seg>) {
         let decoded = if decode { decode_at(source, i) } else { None };
         if let Some((c, len)) = decoded {
             if !is_control_or_format(c) {
-                segs.push(Seg {
-                    view: out.len(),
-                    from: i,
-                    from_len: len,
-                    linear: false,
+                fold(c, |folded| {
+                    segs.push(Seg {
+                        view: out.len(),
+                        from: i,
+                        from_len: len,
+                        linear: false,
+                    });
+                    out.push(folded);
                 });
-                out.push(c.to_ascii_lowercase());
             }
             i += len;
             continue;
@@ -163,7 +167,19 @@ fn layer(source: &str, decode: bool) -> (String, Vec<Seg>) {
         let Some(c) = source[i..].chars().next() else {
             break;
         };
-        if !is_control_or_format(c) {
+        if !c.is_ascii() && !is_control_or_format(c) && !folds_to_itself(c) {
+            // A character whose compatibility form or lower case differs stands alone.
+            let len = c.len_utf8();
+            fold(c, |folded| {
+                segs.push(Seg {
+                    view: out.len(),
+                    from: i,
+                    from_len: len,
+                    linear: false,
+                });
+                out.push(folded);
+            });
+        } else if !is_control_or_format(c) {
             let contiguous = segs
                 .last()
                 .is_some_and(|s| s.linear && s.from + (out.len() - s.view) == i);
@@ -190,22 +206,10 @@ fn layer(source: &str, decode: bool) -> (String, Vec<Seg>) {
     (out, segs)
 }
 
-/// Control characters (C0, DEL, C1) and the format characters that hide or reorder text.
+/// Whether the view drops a character: a control character, a format character that hides or
+/// reorders text, or any other Default_Ignorable_Code_Point ([`crate::unicode::is_dropped`]).
 pub fn is_control_or_format(c: char) -> bool {
-    matches!(c,
-        '\u{0000}'..='\u{001F}'
-        | '\u{007F}'..='\u{009F}'
-        | '\u{00AD}'
-        | '\u{061C}'
-        | '\u{180E}'
-        | '\u{200B}'..='\u{200F}'
-        | '\u{2028}'..='\u{202E}'
-        | '\u{2060}'..='\u{2064}'
-        | '\u{2066}'..='\u{206F}'
-        | '\u{FEFF}'
-        | '\u{FFF9}'..='\u{FFFB}'
-        | '\u{E0001}'
-        | '\u{E0020}'..='\u{E007F}')
+    crate::unicode::is_dropped(c)
 }
 
 /// The character an escape at `at` stands for, and the escape's length in bytes.

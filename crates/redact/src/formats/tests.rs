@@ -1,0 +1,95 @@
+//! Tests of every gitleaks rule against its own examples, and of the engine's parts.
+
+use crate::formats::gitleaks;
+use crate::formats::rules::{GLOBAL, SPECS};
+
+#[test]
+fn every_kept_regex_compiles() {
+    let mut bad = Vec::new();
+    for s in &SPECS {
+        if let Err(e) = regex::bytes::RegexBuilder::new(s.regex)
+            .unicode(false)
+            .build()
+        {
+            bad.push(format!("{}: {e}", s.id));
+        }
+        for a in s.allows {
+            for p in a.regexes {
+                if let Err(e) = regex::bytes::RegexBuilder::new(p).unicode(false).build() {
+                    bad.push(format!("{} allowlist: {e}", s.id));
+                }
+            }
+        }
+    }
+    for p in GLOBAL.regexes {
+        if let Err(e) = regex::bytes::RegexBuilder::new(p).unicode(false).build() {
+            bad.push(format!("global allowlist: {e}"));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// What one table rule alone finds in `text`, as gitleaks' own rule tests run it.
+fn by_rule(index: usize, text: &str) -> Vec<crate::formats::Found> {
+    let mut out = Vec::new();
+    let lower = text.to_ascii_lowercase();
+    let keywords = SPECS.get(index).map_or(&[][..], |s| s.keywords);
+    if keywords.is_empty() || keywords.iter().any(|k| lower.contains(k)) {
+        gitleaks::scan(index, text, &mut out);
+    }
+    out
+}
+
+#[test]
+fn every_rule_finds_its_positives_and_not_its_negatives() {
+    let doc: serde_json::Value =
+        serde_json::from_str(include_str!("../../data/gitleaks/cases.json")).unwrap_or_default();
+    let mut failures = Vec::new();
+    for (index, spec) in SPECS.iter().enumerate() {
+        let case = &doc["cases"][spec.id];
+        let list = |k: &str| case[k].as_array().cloned().unwrap_or_default();
+        let (positives, negatives) = (list("positives"), list("negatives"));
+        if positives.is_empty() || negatives.is_empty() {
+            failures.push(format!("{}: no cases", spec.id));
+        }
+        for p in positives.iter().filter_map(|v| v.as_str()) {
+            if by_rule(index, p).is_empty() {
+                failures.push(format!("{}: missed {p:?}", spec.id));
+            }
+            // Through the whole pipeline, with its prefilter and merging, too.
+            if crate::formats::credentials_in(p).is_empty() {
+                failures.push(format!("{}: credentials_in missed {p:?}", spec.id));
+            }
+        }
+        for n in negatives.iter().filter_map(|v| v.as_str()) {
+            let found = by_rule(index, n);
+            if let Some(f) = found.first() {
+                failures.push(format!(
+                    "{}: found {:?} in {n:?}",
+                    spec.id,
+                    &n[f.start..f.end]
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn ranges_widen_to_character_boundaries() {
+    assert_eq!(crate::formats::secret_text("aéb", 2, 3), Some((1, 3, "é")));
+    assert_eq!(crate::formats::secret_text("aéb", 0, 2), Some((0, 3, "aé")));
+    assert_eq!(crate::formats::secret_text("ab", 5, 9), Some((2, 2, "")));
+}
+
+#[test]
+fn entropy_is_computed_as_gitleaks_does() {
+    assert_eq!(gitleaks::entropy(""), 0.0);
+    assert_eq!(gitleaks::entropy("aaaa"), 0.0);
+    assert!((gitleaks::entropy("abcd") - 2.0).abs() < 1e-9);
+}

@@ -1,0 +1,211 @@
+//! Credential parameters anywhere in a text: `name=value` or `"name": "value"` whose name,
+//! read through every spelling, says it holds a secret.
+//!
+//! The rule needs no url around the parameter, so a url cut before its query, a scheme-less
+//! host, a single-page app's `#/callback?access_token=…` and a JSON answer echoed in prose are
+//! all covered. A name is read in the view (decoded, folded, invisible characters gone) and then
+//! by its letters and digits alone: `accessToken`, `access_token`, `access-token`,
+//! `auth[token]` and `ACCESS%5FTOKEN` are one name. A value is read in the original text from
+//! where it starts to the first character that ends a value there, so an encoded space (`%20`)
+//! does not cut it short.
+
+use crate::view::View;
+
+/// Names that hold a secret wherever they appear in a name (`oauth_token`, `x-api-key`,
+/// `client_secret`, `X-Amz-Signature`), read by letters and digits only.
+const SECRET_WORDS: &[&str] = &[
+    "token",
+    "secret",
+    "passw",
+    "signature",
+    "credential",
+    "apikey",
+    "accesskey",
+    "privatekey",
+    "sessionid",
+    "sessionkey",
+    "authkey",
+    "authorization",
+    "jwt",
+    "bearer",
+];
+
+/// Whole names that hold a secret (`sig=`, `pwd=`, `auth=`).
+const SECRET_NAMES: &[&str] = &["sig", "pwd", "pass", "auth", "passphrase"];
+
+/// Names that hold a secret only when the value looks random (`code=`, `key=`, `session=`, a
+/// name ending in `key`): `key=value` and `code=200` are ordinary.
+const RANDOM_VALUE_NAMES: &[&str] = &[
+    "code", "key", "session", "sid", "sp", "se", "st", "ak", "sk",
+];
+
+/// The fewest letters and digits a value needs before it is withheld.
+const MIN_VALUE_CHARS: usize = 6;
+
+/// The longest name read back from a separator.
+const MAX_NAME_BYTES: usize = 64;
+
+/// Which kind of secret a name says its value is, read by its letters and digits only.
+fn name_holds_secret(name: &str) -> Option<bool> {
+    let letters: String = name.chars().filter(char::is_ascii_alphanumeric).collect();
+    if letters.is_empty() {
+        return None;
+    }
+    if SECRET_NAMES.contains(&letters.as_str()) || SECRET_WORDS.iter().any(|w| letters.contains(w))
+    {
+        return Some(true);
+    }
+    if RANDOM_VALUE_NAMES.contains(&letters.as_str()) || letters.ends_with("key") {
+        return Some(false);
+    }
+    None
+}
+
+/// Whether a value looks random: at least 12 letters and digits, two of each at least.
+fn looks_random(value: &str) -> bool {
+    let alnum = value.chars().filter(char::is_ascii_alphanumeric).count();
+    let digits = value.chars().filter(char::is_ascii_digit).count();
+    let letters = value.chars().filter(char::is_ascii_alphabetic).count();
+    alnum >= 12 && digits >= 2 && letters >= 2
+}
+
+/// Whether a character of the original text ends a parameter's value.
+fn ends_value(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '"' | '\'' | '`' | '&' | '#' | '<' | '>' | ',' | ';' | ')' | ']' | '}' | '|' | '\\'
+        )
+}
+
+/// Whether a view character may be part of a parameter's name.
+fn in_name(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'[' | b']' | b'$')
+}
+
+/// Whether a text may hold a credential parameter at all: it has a separator, or an escape
+/// that may decode to one.
+pub(crate) fn may_hold(text: &str) -> bool {
+    memchr::memchr3(b'=', b':', b'%', text.as_bytes()).is_some()
+        || memchr::memchr2(b'\\', b'&', text.as_bytes()).is_some()
+}
+
+/// The byte ranges of `text` that are the values of credential parameters.
+pub(crate) fn values_in(text: &str) -> Vec<(usize, usize)> {
+    if !may_hold(text) {
+        return Vec::new();
+    }
+    let view = View::of(text);
+    let b = view.text.as_bytes();
+    let mut found: Vec<(usize, usize)> = Vec::new();
+    for k in memchr::memchr2_iter(b'=', b':', b) {
+        let colon = b[k] == b':';
+        if colon && b[k + 1..].starts_with(b"//") {
+            continue;
+        }
+        // The name: back over white space and a closing quote, then its characters.
+        let mut end = k;
+        while end > 0 && b[end - 1] == b' ' {
+            end -= 1;
+        }
+        if end > 0 && matches!(b[end - 1], b'"' | b'\'') {
+            end -= 1;
+        }
+        let mut start = end;
+        while start > 0 && end - start < MAX_NAME_BYTES && in_name(b[start - 1]) {
+            start -= 1;
+        }
+        let Some(strong) = name_holds_secret(&view.text[start..end]) else {
+            continue;
+        };
+        // The value: past white space and an opening quote, in the view.
+        let mut from = k + 1;
+        while from < b.len() && matches!(b[from], b' ' | b'"' | b'\'') {
+            from += 1;
+        }
+        if from >= b.len() {
+            continue;
+        }
+        let (origin_start, _) = view.origin(from, from + 1);
+        let Some(value_end) = text[origin_start..]
+            .char_indices()
+            .find(|&(_, c)| ends_value(c))
+            .map(|(at, _)| origin_start + at)
+            .or(Some(text.len()))
+        else {
+            continue;
+        };
+        let value = &text[origin_start..value_end];
+        let alnum = value.chars().filter(char::is_ascii_alphanumeric).count();
+        let shaped = if strong {
+            alnum >= MIN_VALUE_CHARS
+                && (!colon || value.chars().any(|c| !c.is_ascii_alphabetic()) || alnum >= 16)
+        } else {
+            looks_random(value)
+        };
+        if shaped {
+            found.push((origin_start, value_end));
+        }
+    }
+    found.sort_unstable();
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn withheld(text: &str) -> Vec<&str> {
+        values_in(text)
+            .into_iter()
+            .map(|(s, e)| &text[s..e])
+            .collect()
+    }
+
+    #[test]
+    fn every_spelling_of_a_name_is_one_name() {
+        for text in [
+            "https://h.example/cb?oauth_token=Zx81kQ02mmYT",
+            "see h.example/cb?accessToken=Zx81kQ02mmYT ok",
+            "//h.example/x?api-key=Zx81kQ02mmYT",
+            "x-api-key=Zx81kQ02mmYT",
+            "auth[token]=Zx81kQ02mmYT",
+            "https://app.example/#/callback?access_token=Zx81kQ02mmYT",
+            "ACCESS%5FTOKEN=Zx81kQ02mmYT",
+            "acc\u{034F}ess_tok\u{FE0F}en=Zx81kQ02mmYT",
+            "https://h.example/a\\b?token=Zx81kQ02mmYT",
+            "https://h.example/a^b?token=Zx81kQ02mmYT",
+            "https://h.example/{a}?token=Zx81kQ02mmYT",
+            "{\"access_token\": \"Zx81kQ02mmYT\"}",
+            "ｔｏｋｅｎ=Zx81kQ02mmYT",
+        ] {
+            assert_eq!(withheld(text), ["Zx81kQ02mmYT"], "{text}");
+        }
+    }
+
+    #[test]
+    fn an_encoded_space_does_not_cut_a_value_short() {
+        assert_eq!(withheld("?token=Zx81%20kQ02mmYT&x=1"), ["Zx81%20kQ02mmYT"]);
+    }
+
+    #[test]
+    fn ordinary_parameters_are_kept() {
+        for text in [
+            "https://docs.example/search?q=rust&page=2",
+            "key=value and code=200",
+            "status: ok, token: see below",
+            "a == b; x = 1",
+            "https://example.com/path",
+            "keyboard=qwerty",
+            "monkey: banana",
+        ] {
+            assert!(withheld(text).is_empty(), "{text}: {:?}", withheld(text));
+        }
+    }
+
+    #[test]
+    fn a_random_value_of_a_weak_name_is_withheld() {
+        assert_eq!(withheld("?code=4f0AX4XfWh7r2k"), ["4f0AX4XfWh7r2k"]);
+        assert_eq!(withheld("signing_key: a81kq02mmyt9z"), ["a81kq02mmyt9z"]);
+    }
+}

@@ -1,0 +1,138 @@
+//! The second pass every server string takes: what the host knows is secret, credential
+//! parameters and known token formats, withheld in any spelling.
+//!
+//! The uri pass ([`crate::HiddenUris`]) finds hidden and credential-shaped urls by their shape.
+//! This pass finds secrets by their content, so it needs no url around them: a token a server
+//! echoes, a hidden uri's path segment quoted alone, a key in a log line, a JWT in prose. It
+//! runs on what the uri pass left, and replaces each finding with [`WITHHELD_SECRET`].
+
+use std::borrow::Cow;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use crate::formats;
+use crate::params;
+use crate::secrets::{self, Admitted};
+
+/// What a secret becomes wherever it appears.
+pub const WITHHELD_SECRET: &str = "[withheld secret]";
+
+/// The secrets a host holds, shared: the session's [`crate::HiddenSet`] and the host's log
+/// writer hold the same set, so a secret registered once is withheld in both. Cloning shares.
+#[derive(Clone, Default)]
+pub struct Secrets {
+    inner: Arc<RwLock<secrets::Secrets>>,
+}
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Secrets")
+            .field("len", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Secrets {
+    /// An empty set.
+    pub fn new() -> Secrets {
+        Secrets::default()
+    }
+
+    /// Registers a secret the host holds (a token it sends, a key it reads), and says whether
+    /// it is searched for (see [`Admitted`]).
+    pub fn insert(&self, secret: &str) -> Admitted {
+        self.inner
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(secret)
+    }
+
+    /// How many secrets are searched for.
+    pub fn len(&self) -> usize {
+        self.inner
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Whether no secret is searched for.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A text with every registered secret, credential parameter and known token format in it
+    /// replaced by [`WITHHELD_SECRET`]: what a log line passes through.
+    pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        Scrubber {
+            secrets: self.clone(),
+            scan: true,
+        }
+        .apply(Cow::Borrowed(text))
+    }
+
+    fn hits(&self, text: &str) -> Vec<(usize, usize)> {
+        self.inner
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .hits(text)
+    }
+}
+
+/// The second pass for one server: the session's secrets always, credential parameters and
+/// token formats unless the server turned credential scanning off.
+#[derive(Debug, Clone)]
+pub(crate) struct Scrubber {
+    pub(crate) secrets: Secrets,
+    pub(crate) scan: bool,
+}
+
+impl Scrubber {
+    /// The byte ranges of `text` to withhold, sorted and merged.
+    fn spans(&self, text: &str) -> Vec<(usize, usize)> {
+        let mut spans = self.secrets.hits(text);
+        if self.scan {
+            spans.extend(params::values_in(text));
+            spans.extend(
+                formats::credentials_in(text)
+                    .iter()
+                    .map(|f| (f.start, f.end)),
+            );
+        }
+        merge(spans)
+    }
+
+    /// Whether the pass leaves `text` as it is.
+    pub(crate) fn passes(&self, text: &str) -> bool {
+        self.spans(text).is_empty()
+    }
+
+    /// `text` with every finding replaced by [`WITHHELD_SECRET`].
+    pub(crate) fn apply<'t>(&self, text: Cow<'t, str>) -> Cow<'t, str> {
+        let spans = self.spans(&text);
+        if spans.is_empty() {
+            return text;
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for (start, end) in spans {
+            out.push_str(&text[at..start]);
+            out.push_str(WITHHELD_SECRET);
+            at = end;
+        }
+        out.push_str(&text[at..]);
+        Cow::Owned(out)
+    }
+}
+
+/// Sorted ranges with overlapping and touching ones joined.
+fn merge(mut spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
+    spans.retain(|&(start, end)| start < end);
+    spans.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+    for (start, end) in spans {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    merged
+}

@@ -1,0 +1,194 @@
+//! The search: every view of a text, walked by one automaton over the secrets' skeletons.
+
+use aho_corasick::Anchored;
+use aho_corasick::automaton::Automaton;
+
+use crate::secrets::encoded::{self, Hidden};
+use crate::secrets::view::{self, MAX_LAYERS, Skeleton, Unit, View};
+
+/// The automaton over every searched skeleton; it reports overlapping matches.
+pub(crate) type Matcher = dyn Automaton + Send + Sync;
+
+/// One search of one text.
+struct Scan<'a> {
+    aut: &'a Matcher,
+    /// Original byte ranges to withhold, in no order.
+    hits: Vec<(u32, u32)>,
+    /// Units that views decoded from base64 or base32 may still take, so that nesting
+    /// cannot make the work grow faster than the text.
+    budget: usize,
+}
+
+/// The original byte ranges that hold a secret, sorted, with overlapping or touching ranges merged.
+///
+/// The caller keeps the text under 4 GiB.
+pub(crate) fn find(aut: &Matcher, text: &str) -> Vec<(usize, usize)> {
+    let mut scan = Scan {
+        aut,
+        hits: Vec::new(),
+        budget: text.len().saturating_mul(16).saturating_add(1 << 20),
+    };
+    if is_plain(text) {
+        scan.plain(text);
+    } else {
+        scan.chain(
+            View {
+                units: view::units_of(text),
+                alts: Vec::new(),
+            },
+            0,
+            false,
+        );
+    }
+    let mut hits = scan.hits;
+    hits.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(hits.len());
+    for (start, end) in hits {
+        let (start, end) = (start as usize, end as usize);
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    merged
+}
+
+/// True when nothing in the text can be decoded: ASCII only, no `%`, `\`, `&` or `=`, and no
+/// run long enough to be base64 or base32.
+fn is_plain(text: &str) -> bool {
+    let mut run = 0;
+    for &b in text.as_bytes() {
+        if !b.is_ascii() || matches!(b, b'%' | b'\\' | b'&' | b'=') {
+            return false;
+        }
+        run = if encoded::is_base64(char::from(b)) {
+            run + 1
+        } else {
+            0
+        };
+        if run >= encoded::MIN_RUN {
+            return false;
+        }
+    }
+    true
+}
+
+impl Scan<'_> {
+    /// The fast path: the skeleton of a plain text is built by one loop over its bytes.
+    fn plain(&mut self, text: &str) {
+        let mut sk = Skeleton {
+            bytes: Vec::with_capacity(text.len()),
+            owner: Vec::with_capacity(text.len()),
+        };
+        for (i, &b) in text.as_bytes().iter().enumerate() {
+            if b.is_ascii_alphanumeric() {
+                sk.bytes.push(b.to_ascii_lowercase());
+                sk.owner.push(i as u32);
+            }
+        }
+        self.walk(&sk, |o| (o, o + 1));
+    }
+
+    /// Searches a view and every layer decoded from it, up to `MAX_LAYERS` in all.
+    ///
+    /// A view decoded from base64 or base32 is `charged` to the budget; when the budget runs
+    /// out, everything it came from is withheld, since it could not be read.
+    fn chain(&mut self, mut view: View, mut depth: usize, charged: bool) {
+        loop {
+            let sk = view::skeleton(&view.units);
+            let units = &view.units;
+            self.walk(&sk, |o| (units[o as usize].start, units[o as usize].end));
+            self.resume(&sk, &view);
+            if depth >= MAX_LAYERS {
+                return;
+            }
+            encoded::for_each_hidden(&view.units, |h| self.hidden(&view.units, h, depth + 1));
+            let Some(next) = view::decode_layer(&view) else {
+                return;
+            };
+            if charged && !self.charge(next.units.len()) {
+                self.withhold(&next.units);
+                return;
+            }
+            view = next;
+            depth += 1;
+        }
+    }
+
+    /// Searches a text decoded from a run: a hit anywhere in it withholds the whole run.
+    fn hidden(&mut self, units: &[Unit], h: Hidden, depth: usize) {
+        let (start, end) = (units[h.from].start, units[h.to - 1].end);
+        let decoded = view::units_spanning(&h.text, start, end);
+        if self.charge(decoded.len()) {
+            self.chain(
+                View {
+                    units: decoded,
+                    alts: Vec::new(),
+                },
+                depth,
+                true,
+            );
+        } else {
+            self.hits.push((start, end));
+        }
+    }
+
+    fn charge(&mut self, units: usize) -> bool {
+        let ok = units <= self.budget;
+        self.budget = self.budget.saturating_sub(units);
+        ok
+    }
+
+    fn withhold(&mut self, units: &[Unit]) {
+        let start = units.iter().map(|u| u.start).min();
+        let end = units.iter().map(|u| u.end).max();
+        if let (Some(start), Some(end)) = (start, end) {
+            self.hits.push((start, end));
+        }
+    }
+
+    /// Reports every match in the skeleton; `span` gives the original bytes of a skeleton owner.
+    fn walk(&mut self, sk: &Skeleton, span: impl Fn(u32) -> (u32, u32)) {
+        let aut = self.aut;
+        let Ok(mut sid) = aut.start_state(Anchored::No) else {
+            return;
+        };
+        for (p, &b) in sk.bytes.iter().enumerate() {
+            sid = aut.next_state(Anchored::No, sid, b);
+            if !(aut.is_special(sid) && aut.is_match(sid)) {
+                continue;
+            }
+            for k in 0..aut.match_len(sid) {
+                let first = (p + 1).saturating_sub(aut.pattern_len(aut.match_pattern(sid, k)));
+                self.hits
+                    .push((span(sk.owner[first]).0, span(sk.owner[p]).1));
+            }
+        }
+    }
+
+    /// Tries each decoded character's literal reading as the start of a secret that goes on
+    /// in this view: an anchored walk that ends as soon as no secret can match.
+    fn resume(&mut self, sk: &Skeleton, view: &View) {
+        let aut = self.aut;
+        let Ok(start) = aut.start_state(Anchored::Yes) else {
+            return;
+        };
+        for alt in &view.alts {
+            let mut sid = alt
+                .literal
+                .bytes()
+                .fold(start, |sid, b| aut.next_state(Anchored::Yes, sid, b));
+            let from = sk.owner.partition_point(|&o| o <= alt.at);
+            for p in from..sk.bytes.len() {
+                if aut.is_dead(sid) {
+                    break;
+                }
+                sid = aut.next_state(Anchored::Yes, sid, sk.bytes[p]);
+                if aut.is_match(sid) {
+                    self.hits
+                        .push((alt.start, view.units[sk.owner[p] as usize].end));
+                }
+            }
+        }
+    }
+}

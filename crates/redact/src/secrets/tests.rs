@@ -1,0 +1,180 @@
+//! Tests of the whole: spellings in contexts withheld, ordinary text left alone, odd input.
+
+use std::borrow::Cow;
+
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use proptest::prelude::*;
+
+use crate::secrets::{Admitted, Secrets, spellings};
+
+const MARKER: &str = "[withheld]";
+
+fn secrets(list: &[&str]) -> Secrets {
+    let mut secrets = Secrets::default();
+    for s in list {
+        assert_eq!(secrets.insert(s), Admitted::Searched, "{s}");
+    }
+    secrets
+}
+
+#[test]
+fn admission() {
+    let mut s = Secrets::default();
+    assert_eq!(s.insert(""), Admitted::TooShort);
+    assert_eq!(s.insert("ab-12-cd"), Admitted::TooShort);
+    assert_eq!(s.insert("0000000000000000"), Admitted::TooCommon);
+    assert_eq!(s.insert("12345678901"), Admitted::TooCommon);
+    assert_eq!(s.insert("Password"), Admitted::TooCommon);
+    assert_eq!(
+        s.insert("correct horse battery staple"),
+        Admitted::TooCommon
+    );
+    assert!(s.is_empty());
+    assert_eq!(s.insert("123456789012"), Admitted::Searched);
+    assert_eq!(s.insert("xkcdqrstvwbnmz"), Admitted::Searched);
+    assert_eq!(s.insert("a8f3k2j9"), Admitted::Searched);
+    assert_eq!(s.len(), 3);
+}
+
+#[test]
+fn an_encoded_secret_is_searched_raw_and_decoded() {
+    let s = secrets(&["sig%3DZm9vYmFy%2Bx"]);
+    assert_eq!(s.len(), 2);
+    assert_eq!(s.redact("a sig=Zm9vYmFy+x b", "#"), "a # b");
+    assert_eq!(s.redact("a sig%3DZm9vYmFy%2Bx b", "#"), "a # b");
+}
+
+#[test]
+fn nothing_found_is_borrowed() {
+    let s = secrets(&["a8f3k2j9x7q1"]);
+    let text = "%41 &amp; \\u0041 nothing here, QUJDREVGR0hJSktMTU5PUA==";
+    assert!(matches!(s.redact(text, MARKER), Cow::Borrowed(t) if t == text));
+    assert!(matches!(
+        Secrets::default().redact(text, MARKER),
+        Cow::Borrowed(_)
+    ));
+}
+
+#[test]
+fn each_occurrence_gets_one_marker_and_touching_ones_merge() {
+    let s = secrets(&["abcdefgh12", "gh12ijklmn"]);
+    assert_eq!(s.redact("x abcdefgh12ijklmn y", "#"), "x # y");
+    assert_eq!(s.redact("abcdefgh12 abcdefgh12", "#"), "# #");
+    assert_eq!(s.redact("AbCd.Efgh-12", "#"), "#");
+}
+
+#[test]
+fn a_hit_in_base64_withholds_the_run() {
+    let s = secrets(&["a8f3k2j9x7q1"]);
+    let text = format!("see {} ok", STANDARD.encode("{\"key\": \"a8f3k2j9x7q1\"}"));
+    assert_eq!(s.redact(&text, "#"), "see # ok");
+}
+
+#[test]
+fn a_secret_may_start_inside_an_escape() {
+    let s = secrets(&["4Fxyz12345"]);
+    assert_eq!(s.redact("q?sig=4F%78yz12345&a=1", "#"), "q?sig=#&a=1");
+    assert_eq!(s.redact("q?sig=4F=78yz12345&a=1", "#"), "q?sig=#&a=1");
+    assert_eq!(s.redact("q?sig=4F%255Cx78yz12345&a=1", "#"), "q?sig=#&a=1");
+}
+
+#[test]
+fn debug_shows_no_secret() {
+    let s = secrets(&["a8f3k2j9x7q1"]);
+    let shown = format!("{s:?}");
+    assert!(
+        !shown.contains("a8f3") && shown.contains("Secrets"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn deep_and_large_input_is_bounded() {
+    let s = secrets(&["a8f3k2j9x7q1"]);
+    let deep = "%25".repeat(100_000) + "41";
+    assert!(!s.contains_secret(&deep));
+    let nested = (0..6).fold("a8f3k2j9x7q1".to_owned(), |t, _| STANDARD.encode(t));
+    let _ = s.redact(&nested.repeat(200), "#");
+    let escapes = "\\\\u0041&amp;#=3D=\n\\101".repeat(50_000);
+    assert!(!s.contains_secret(&escapes));
+    let wide: String = (0..200_000u32)
+        .filter_map(|i| char::from_u32(0x80 + i * 7 % 0x10FF70))
+        .collect();
+    let _ = s.redact(&wide, "#");
+}
+
+fn alnum_secret() -> impl Strategy<Value = String> {
+    let alnum: Vec<char> = ('a'..='z').chain('A'..='Z').chain('0'..='9').collect();
+    prop::collection::vec(prop::sample::select(alnum), 12..=40)
+        .prop_map(String::from_iter)
+        .prop_filter("letters and digits", |s| {
+            s.chars().any(|c| c.is_ascii_digit()) && s.chars().any(|c| c.is_ascii_alphabetic())
+        })
+}
+
+fn token_secret() -> impl Strategy<Value = String> {
+    prop::collection::vec(any::<u8>(), 12..=32).prop_map(|b| URL_SAFE_NO_PAD.encode(b))
+}
+
+fn ordinary_text() -> impl Strategy<Value = String> {
+    let pieces = vec![
+        "the",
+        " ",
+        "server",
+        "said",
+        "\n",
+        "%41",
+        "%",
+        "\\u0041",
+        "\\",
+        "&amp;",
+        "&#65;",
+        "=3D",
+        "=",
+        "QUJDREVGR0hJSktMTU5PUA==",
+        "ＡＢＣ",
+        "\u{200B}",
+        "é",
+        "{\"k\": \"v\"}",
+        "https://x.org/a?b=c&d",
+    ];
+    prop_oneof![
+        any::<String>(),
+        "[ -~]{0,300}",
+        prop::collection::vec(prop::sample::select(pieces), 0..60).prop_map(|p| p.concat()),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_spelling_in_every_context_is_withheld(
+        (secret, (text, spelling, rules)) in prop_oneof![alnum_secret(), token_secret()]
+            .prop_flat_map(|s| (Just(s.clone()), spellings::in_context(s)))
+    ) {
+        let mut s = Secrets::default();
+        prop_assume!(s.insert(&secret) == Admitted::Searched);
+        let out = s.redact(&text, MARKER);
+        let why = format!("rules {rules:?}\ntext {text:?}\nout {out:?}");
+        prop_assert!(out.contains(MARKER), "{}", why);
+        prop_assert!(!out.contains(&secret), "{}", why);
+        prop_assert!(!out.to_lowercase().contains(&secret.to_lowercase()), "{}", why);
+        prop_assert!(!out.contains(&spelling), "{}", why);
+        prop_assert!(!s.contains_secret(&out), "{}", why);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn text_without_a_secret_comes_back_byte_for_byte(text in ordinary_text(), secret in alnum_secret()) {
+        let mut s = Secrets::default();
+        s.insert(&secret);
+        s.insert("a8f3k2j9x7q1");
+        let out = s.redact(&text, MARKER);
+        prop_assert!(matches!(out, Cow::Borrowed(t) if t == text), "{:?}", out);
+    }
+}
