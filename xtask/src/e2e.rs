@@ -706,11 +706,15 @@ fn play_memory_example(
     on_path("npx")?;
     println!("\nxtask: mcpl run examples/memory");
     let started = Instant::now();
+    // npx finds the pinned server in `node_modules` here, and offline it never downloads one:
+    // the run uses exactly what the lock file installed, or fails. A server inherits only a
+    // short list of mcpl's environment (decision 0101), so the setting goes in the project's
+    // `.npmrc`, which npx reads; it is removed after the run, so a later `npm ci` downloads.
+    let npmrc = work.join(".npmrc");
+    std::fs::write(&npmrc, "offline=true\n").map_err(|e| format!("{}: {e}", npmrc.display()))?;
     let output = Command::new(mcpl)
-        // npx finds the pinned server in `node_modules` here, and offline it never downloads
-        // one: the run uses exactly what the lock file installed, or fails.
         .current_dir(work)
-        .env("npm_config_offline", "true")
+        // The example's `inheritEnv` passes it to the server.
         .env("MEMORY_FILE_PATH", &graph)
         .arg("run")
         .arg("--config")
@@ -721,8 +725,9 @@ fn play_memory_example(
         .arg(&transcript)
         .arg("--prompt")
         .arg(EXAMPLE_PROMPT)
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", mcpl.display()))?;
+        .output();
+    let _ = std::fs::remove_file(&npmrc);
+    let output = output.map_err(|e| format!("cannot run {}: {e}", mcpl.display()))?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     let stdout = String::from_utf8_lossy(&output.stdout);
     std::fs::write(run_dir.join("memory-run.stderr"), stderr.as_bytes())

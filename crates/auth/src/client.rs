@@ -18,7 +18,7 @@ use url::Url;
 
 use crate::challenge::{Challenge, split_scopes};
 use crate::discovery::{Discovered, canonical_resource, discover};
-use crate::error::{AuthError, shown};
+use crate::error::{AuthError, error_code, shown};
 use crate::http::{Http, require_secure};
 use crate::jwt::{ASSERTION_TYPE, JwtAlgorithm, SigningKey};
 use crate::redirect::{HEADLESS_REDIRECT, LoopbackRedirect, follow};
@@ -737,7 +737,10 @@ impl OAuthClient {
                 .get("error")
                 .and_then(Value::as_str)
                 .unwrap_or("no error code");
-            return Err(failed(format!("it answered {status}: {}", shown(error))));
+            return Err(failed(format!(
+                "it answered {status}: {}",
+                error_code(error)
+            )));
         }
         let client_id = answer
             .get("client_id")
@@ -807,7 +810,7 @@ fn authorization_response(
     }
     if let Some(error) = first("error") {
         return Err(AuthError::AuthorizationResponse {
-            reason: format!("the authorization server answered {}", shown(&error)),
+            reason: format!("the authorization server answered {}", error_code(&error)),
         });
     }
     first("code")
@@ -860,12 +863,9 @@ fn token_error(
     error: RequestTokenError<crate::http::HttpError, oauth2::basic::BasicErrorResponse>,
 ) -> AuthError {
     let reason = match error {
+        // The code only: the description may echo the request's secrets (`error_code`).
         RequestTokenError::ServerResponse(answer) => {
-            let mut reason = format!("it answered {}", shown(answer.error().as_ref()));
-            if let Some(description) = answer.error_description() {
-                reason.push_str(&format!(" ({})", shown(description)));
-            }
-            reason
+            format!("it answered {}", error_code(answer.error().as_ref()))
         }
         RequestTokenError::Request(error) => error.to_string(),
         // serde's message could quote a value of the answer, a token among them: say where.

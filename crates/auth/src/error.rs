@@ -4,6 +4,9 @@ use url::Url;
 
 /// The longest server-given text an error repeats.
 const MAX_SHOWN_CHARS: usize = 200;
+/// The longest error code an error repeats: RFC 6749's and RFC 7591's registered codes are all
+/// shorter than 32 characters.
+const MAX_ERROR_CODE_CHARS: usize = 40;
 
 /// Why authorization with a remote server failed. No variant holds a token, a code, a
 /// verifier, a client secret or a key: what a server sent is repeated only where it names a
@@ -172,9 +175,35 @@ pub(crate) fn shown(text: &str) -> String {
     out
 }
 
+/// An OAuth `error` code as an error may repeat it. RFC 6749 (§4.1.2.1, §5.2) allows only
+/// %x20-21 / %x23-5B / %x5D-7E in it, so any other character becomes `?`, and it is cut at
+/// [`MAX_ERROR_CODE_CHARS`]. Its `error_description` is never repeated: a server may echo the
+/// request in it, and the request holds the code, the PKCE verifier, the client secret or the
+/// refresh token.
+pub(crate) fn error_code(code: &str) -> String {
+    let allowed = |c: char| matches!(c, '\x20'..='\x21' | '\x23'..='\x5b' | '\x5d'..='\x7e');
+    let mut out: String = code
+        .chars()
+        .take(MAX_ERROR_CODE_CHARS)
+        .map(|c| if allowed(c) { c } else { '?' })
+        .collect();
+    if code.chars().nth(MAX_ERROR_CODE_CHARS).is_some() {
+        out.push('…');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_code_keeps_rfc_6749_characters_and_is_cut() {
+        assert_eq!(error_code("invalid_grant"), "invalid_grant");
+        assert_eq!(error_code("a\"b\\c\nd\u{e9}"), "a?b?c?d?");
+        let long = "x".repeat(500);
+        assert_eq!(error_code(&long).chars().count(), MAX_ERROR_CODE_CHARS + 1);
+    }
 
     #[test]
     fn shown_cuts_and_replaces_control_characters() {

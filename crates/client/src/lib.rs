@@ -12,6 +12,11 @@
 //! the way, so push events and channel messages sent mid-call are handled, not mistaken for the
 //! answer.
 //!
+//! A server's process starts with a short environment: the few variables of the host's in
+//! [`DEFAULT_INHERITED_ENV`], those its [`Launch::inherit_env`] names, and its own
+//! [`Launch::env`]. No provider key or cloud credential of the host's reaches it unless its
+//! config asks (decision 0101).
+//!
 //! Reading is lenient, as the official SDKs' is: a line that is not JSON, a notification and a
 //! response that matches no call are logged and skipped, before `initialize` as well as during a
 //! call, and a result with bytes strict JSON refuses is repaired (decision 0030). A call fails
@@ -30,13 +35,15 @@
 
 mod answers;
 mod auth;
+mod environment;
 mod headers;
 mod http;
 mod sse;
 mod ws;
 
 pub use answers::elicit_without_person;
-pub use auth::{Authorizer, BearerToken};
+pub use auth::{Authorizer, BearerToken, Recorded};
+pub use environment::{DEFAULT_INHERITED_ENV, InheritEnv};
 pub use http::{DEFAULT_RETRY, Dial, cleartext_credential_warning};
 
 use std::borrow::Cow;
@@ -107,8 +114,11 @@ pub struct Launch {
     pub command: String,
     /// Its arguments.
     pub args: Vec<String>,
-    /// Environment variables set for it, on top of the host's.
+    /// Environment variables set for it, over those it inherits.
     pub env: BTreeMap<String, String>,
+    /// Which of the host's environment variables it inherits: [`DEFAULT_INHERITED_ENV`] unless
+    /// its config says more.
+    pub inherit_env: InheritEnv,
     /// Its working directory; the host's when absent.
     pub cwd: Option<PathBuf>,
 }
@@ -1235,6 +1245,9 @@ fn spawn_process(
     stderr_log: &Arc<StderrLog>,
 ) -> Result<Child, String> {
     let mut command = Command::new(&launch.command);
+    if let Some(inherited) = launch.inherit_env.inherited(|name| std::env::var_os(name)) {
+        command.env_clear().envs(inherited);
+    }
     command
         .args(&launch.args)
         .envs(&launch.env)

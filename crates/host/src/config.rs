@@ -20,6 +20,10 @@
 //! whose credentials come from the usual AWS environment variables or profile: a credential
 //! key in the file is an error (`docs/spill-stores.md`).
 //!
+//! A stdio server inherits only the variables [`DEFAULT_INHERITED_ENV`] names from mcpl's
+//! environment, then what its `env` sets; `"inheritEnv": ["NAME", ...]` adds those variables,
+//! and `"inheritEnv": true` gives it all of mcpl's (decision 0101).
+//!
 //! `withholdCredentialUrls` (default `true`) withholds credential-shaped urls no block claims
 //! from the server's strings (`docs/redaction.md`); set it `false` only for a server whose text
 //! is trusted to hold no secret. Everything under `mcpl` is mcpl's own and optional. Unknown keys are errors, and every error
@@ -39,7 +43,7 @@ use serde_json::Value;
 use std::sync::Arc;
 
 use mcpl_client::{BearerToken, DEFAULT_MAX_MESSAGE_BYTES, Launch, Limits};
-pub use mcpl_client::{Dial, Protocol, Root, Transport};
+pub use mcpl_client::{DEFAULT_INHERITED_ENV, Dial, InheritEnv, Protocol, Root, Transport};
 pub use mcpl_fetch::{
     DEFAULT_EAGER_MAX_BYTES, DEFAULT_FETCH_BUDGET_BYTES, DEFAULT_FETCH_MAX_BYTES, FetchOptions,
 };
@@ -283,12 +287,73 @@ struct RawOptions {
     max_concurrent_calls: Option<usize>,
     token: Option<String>,
     token_env: Option<String>,
+    inherit_env: Option<RawInheritEnv>,
     #[serde(default)]
     roots: Vec<RawRoot>,
     #[serde(default)]
     fetch: RawFetch,
     #[serde(default)]
     oauth: mcpl_auth::OAuthSetting,
+}
+
+/// `mcpl.inheritEnv`: `false` (the minimal list), `true` (everything) or variable names.
+enum RawInheritEnv {
+    All(bool),
+    Named(Vec<VariableName>),
+}
+
+impl<'de> Deserialize<'de> for RawInheritEnv {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RawInheritEnv;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("true, false or an array of environment variable names")
+            }
+            fn visit_bool<E: serde::de::Error>(self, all: bool) -> Result<RawInheritEnv, E> {
+                Ok(RawInheritEnv::All(all))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<RawInheritEnv, A::Error> {
+                let mut names = Vec::new();
+                while let Some(name) = seq.next_element()? {
+                    names.push(name);
+                }
+                Ok(RawInheritEnv::Named(names))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+impl RawInheritEnv {
+    fn into_inherit_env(self) -> InheritEnv {
+        match self {
+            RawInheritEnv::All(true) => InheritEnv::All,
+            RawInheritEnv::All(false) => InheritEnv::Minimal,
+            RawInheritEnv::Named(names) => {
+                InheritEnv::Named(names.into_iter().map(|name| name.0).collect())
+            }
+        }
+    }
+}
+
+/// An environment variable's name as `inheritEnv` lists it: not empty, no `=` and no NUL, which
+/// no variable's name can hold.
+struct VariableName(String);
+
+impl<'de> Deserialize<'de> for VariableName {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        if name.is_empty() || name.contains(['=', '\0']) {
+            return Err(serde::de::Error::custom(format!(
+                "{name:?} is not an environment variable name"
+            )));
+        }
+        Ok(VariableName(name))
+    }
 }
 
 #[derive(Deserialize)]
@@ -393,6 +458,10 @@ impl Config {
                     command: server.command.unwrap_or_default(),
                     args: server.args,
                     env: server.env,
+                    inherit_env: server
+                        .mcpl
+                        .inherit_env
+                        .map_or_else(InheritEnv::default, RawInheritEnv::into_inherit_env),
                     cwd: server.cwd,
                 },
                 options: ServerOptions {
@@ -511,6 +580,12 @@ fn transport(
                 "a dialed server has none (ws speaks MCP 2024-11-05 with MCPL, http modern MCP)";
             return Err((at(key), why.to_owned()));
         }
+    }
+    if server.mcpl.inherit_env.is_some() {
+        return Err((
+            at("mcpl.inheritEnv"),
+            "only a stdio server takes it".to_owned(),
+        ));
     }
     let raw = server
         .url

@@ -12,7 +12,7 @@ use mcpl_auth::{
     AuthConfig, AuthError, ClientCredential, ClientIdentity, JwtAlgorithm, OAuthClient,
     RedirectMode,
 };
-use mock::{Iss, Options, Pair, lock};
+use mock::{ECHOED_FIELDS, Iss, Options, Pair, lock};
 use url::Url;
 
 /// Plays a transport: sends a JSON-RPC `method` to the server with the authorizer's header,
@@ -827,6 +827,52 @@ fn the_token_file_is_private_reloaded_and_never_in_a_repository() {
     );
 }
 
+/// A token endpoint may quote the request it refuses in its `error_description`: the error says
+/// its `error` code and never the description, so no code, verifier or secret reaches a log or
+/// the model.
+#[test]
+fn a_token_endpoint_echoing_the_request_is_never_repeated() {
+    for method in ["client_secret_post", "client_secret_basic"] {
+        let pair = Pair::start(Options {
+            echo_token_requests: true,
+            auth_methods: vec![method.to_owned()],
+            ..Options::default()
+        });
+        let client = OAuthClient::new(pair.mcp(), headless()).expect("the client");
+        let error = call(&client, &pair.mcp(), "tools/list", &mut String::new())
+            .expect_err("the token endpoint refuses");
+        let text = format!("{error} {error:?}");
+        assert!(matches!(error, AuthError::Token { .. }), "{method}: {text}");
+        assert!(
+            text.contains("it answered invalid_grant"),
+            "{method}: {text}"
+        );
+        let seen = pair.seen();
+        let (form, authorization) = &seen.token_requests[0];
+        let mut secrets: Vec<&str> = ECHOED_FIELDS
+            .iter()
+            .filter_map(|&key| form.get(key).map(String::as_str))
+            .collect();
+        secrets.extend(authorization.as_deref());
+        secrets.extend(
+            seen.clients
+                .values()
+                .filter_map(|(secret, _)| secret.as_deref()),
+        );
+        assert!(
+            secrets.len() >= 3,
+            "{method}: code, verifier and secret: {secrets:?}"
+        );
+        for secret in secrets {
+            assert!(!text.contains(secret), "{method}: {secret} in {text}");
+        }
+        assert!(
+            !text.contains("refused: "),
+            "{method}: the description in {text}"
+        );
+    }
+}
+
 #[test]
 fn tokens_never_appear_in_errors_debug_or_logs() {
     let logs = Arc::new(Mutex::new(Vec::<u8>::new()));
@@ -878,6 +924,20 @@ fn tokens_never_appear_in_errors_debug_or_logs() {
             credential: ClientCredential::Secret("PRESECRET-2".into()),
         };
         let _ = writeln!(shown, "{config:?}");
+        // A token endpoint that quotes the refresh token, then the code and verifier, it refuses.
+        let echoing = Pair::start(Options {
+            issue_refresh: true,
+            expires_in: 30,
+            auth_methods: vec!["client_secret_post".to_owned()],
+            ..Options::default()
+        });
+        let client = OAuthClient::new(echoing.mcp(), headless()).expect("the client");
+        let url = echoing.mcp();
+        assert_eq!(status(call(&client, &url, "tools/list", &mut shown)), 200);
+        lock(&echoing.options).echo_token_requests = true;
+        let _ = client.authorization(&url);
+        let _ = call(&client, &url, "tools/list", &mut shown);
+        assert!(shown.contains("it answered invalid_grant"), "{shown}");
     }
     let logs = String::from_utf8(lock(&logs).clone()).expect("utf-8 logs");
     assert!(

@@ -10,6 +10,15 @@ use mcpl_loopback::{Answer, Loopback, Request};
 use serde_json::{Value, json};
 use url::Url;
 
+/// The token request's fields that hold a secret, which an echoing token endpoint repeats.
+pub(crate) const ECHOED_FIELDS: [&str; 5] = [
+    "code",
+    "code_verifier",
+    "client_secret",
+    "refresh_token",
+    "client_assertion",
+];
+
 /// What the redirect's `iss` is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Iss {
@@ -60,6 +69,9 @@ pub(crate) struct Options {
     pub(crate) prm_issuer: Option<String>,
     /// Every unknown path answers 200 with a web page, as a web app's catch-all route does.
     pub(crate) catch_all_page: bool,
+    /// Every token request is refused with an `error_description` that repeats its secrets,
+    /// as some servers quote the request they refuse.
+    pub(crate) echo_token_requests: bool,
 }
 
 impl Default for Options {
@@ -90,6 +102,7 @@ impl Default for Options {
             legacy: false,
             prm_issuer: None,
             catch_all_page: false,
+            echo_token_requests: false,
         }
     }
 }
@@ -443,6 +456,22 @@ fn authorization_server(
             .as_ref()
             .map(|(id, _)| id.clone())
             .or_else(|| form.get("client_id").cloned());
+        if options.echo_token_requests {
+            let mut echoed: Vec<String> = ECHOED_FIELDS
+                .iter()
+                .filter_map(|&key| form.get(key).map(|value| format!("{key}={value}")))
+                .collect();
+            echoed.extend(
+                basic
+                    .as_ref()
+                    .map(|(_, secret)| format!("basic secret {secret}")),
+            );
+            let why = format!("refused: {}", echoed.join(", "));
+            return json_answer(
+                400,
+                &json!({"error": "invalid_grant", "error_description": why}),
+            );
+        }
         let refused = |seen: &mut Seen, why: &str| {
             seen.violations.push(why.to_owned());
             json_answer(

@@ -237,6 +237,8 @@ fn an_unknown_route_is_refused_where_it_is_typed() {
 
 mod conformance;
 mod demo;
+#[cfg(unix)]
+mod environment;
 mod project;
 mod read_result;
 mod run;

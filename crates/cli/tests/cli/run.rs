@@ -190,6 +190,10 @@ fn a_bad_config_exits_2_with_one_line_naming_the_key() {
             r#"{"mcpServers": {}, "mcpl": {"contextWindow": "big"}}"#,
             "mcpl.contextWindow: invalid type: string",
         ),
+        (
+            r#"{"mcpServers": {"demo": {"command": "x", "mcpl": {"inheritEnv": "HOME"}}}}"#,
+            "mcpServers.demo.mcpl.inheritEnv: invalid type: string",
+        ),
         (r#"{"servers": {}}"#, "servers: unknown field `servers`"),
     ];
     for (config, key) in cases {

@@ -53,6 +53,94 @@ fn withholding_unclaimed_credential_urls_is_a_server_option() {
 }
 
 #[test]
+fn a_stdio_server_inherits_the_minimal_environment_unless_its_options_say_more() {
+    let config = Config::from_slice(
+        "mcpl.json",
+        br#"{"mcpServers": {
+            "absent": {"command": "x", "env": {"K": "v"}},
+            "off": {"command": "x", "mcpl": {"inheritEnv": false}},
+            "named": {"command": "x", "mcpl": {"inheritEnv": ["MEMORY_FILE_PATH", "LANG"]}},
+            "all": {"command": "x", "mcpl": {"inheritEnv": true}}}}"#,
+    )
+    .unwrap();
+    let inherit: Vec<&InheritEnv> = config
+        .servers
+        .iter()
+        .map(|s| &s.launch.inherit_env)
+        .collect();
+    assert_eq!(
+        inherit,
+        [
+            &InheritEnv::Minimal,
+            &InheritEnv::Minimal,
+            &InheritEnv::Named(vec!["MEMORY_FILE_PATH".to_owned(), "LANG".to_owned()]),
+            &InheritEnv::All,
+        ]
+    );
+    assert_eq!(config.servers[0].launch.env["K"], "v");
+    assert_eq!(
+        DEFAULT_INHERITED_ENV,
+        if cfg!(windows) {
+            &[
+                "APPDATA",
+                "HOMEDRIVE",
+                "HOMEPATH",
+                "LOCALAPPDATA",
+                "PATH",
+                "PROCESSOR_ARCHITECTURE",
+                "SYSTEMDRIVE",
+                "SYSTEMROOT",
+                "TEMP",
+                "USERNAME",
+                "USERPROFILE",
+                "PROGRAMFILES",
+            ][..]
+        } else {
+            &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"][..]
+        },
+        "the official SDKs' list"
+    );
+}
+
+#[test]
+fn inherit_env_of_another_shape_is_an_error_naming_its_key() {
+    let expected = "true, false or an array of environment variable names";
+    for (value, found) in [
+        (r#""HOME""#, r#"string "HOME""#),
+        ("1", "integer `1`"),
+        (r#"{"HOME": true}"#, "map"),
+    ] {
+        assert_eq!(
+            error(&format!(
+                r#"{{"mcpServers": {{"s": {{"command": "x", "mcpl": {{"inheritEnv": {value}}}}}}}}}"#
+            )),
+            format!(
+                "mcpl.json: mcpServers.s.mcpl.inheritEnv: invalid type: {found}, expected {expected}"
+            ),
+            "{value}"
+        );
+    }
+    assert_eq!(
+        error(r#"{"mcpServers": {"s": {"command": "x", "mcpl": {"inheritEnv": ["HOME", 2]}}}}"#),
+        "mcpl.json: mcpServers.s.mcpl.inheritEnv[1]: invalid type: integer `2`, expected a string"
+    );
+    assert_eq!(
+        error(r#"{"mcpServers": {"s": {"command": "x", "mcpl": {"inheritEnv": ["A=B"]}}}}"#),
+        "mcpl.json: mcpServers.s.mcpl.inheritEnv[0]: \"A=B\" is not an environment variable name"
+    );
+    assert_eq!(
+        error(r#"{"mcpServers": {"s": {"command": "x", "mcpl": {"inheritEnv": [""]}}}}"#),
+        "mcpl.json: mcpServers.s.mcpl.inheritEnv[0]: \"\" is not an environment variable name"
+    );
+    assert_eq!(
+        error(
+            r#"{"mcpServers": {"r": {"url": "http://x.example", "mcpl": {"inheritEnv": true}}}}"#
+        ),
+        "mcpl.json: mcpServers.r.mcpl.inheritEnv: only a stdio server takes it"
+    );
+}
+
+#[test]
 fn every_error_names_its_key() {
     assert_eq!(
         error(r#"{"mcpServers": {"files": {"command": "x", "args": ["a", 2]}}}"#),
