@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use mcpl_classify::{Media, Sniffed};
-use mcpl_lanes::{Attach, Projector, ToolResult, ToolResultCopies, markers};
+use mcpl_lanes::{Attach, HiddenUris, Projector, ToolResult, ToolResultCopies, UriPolicy, markers};
 
 /// Why a spill could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -928,7 +928,22 @@ pub fn write_spill(
     result: &ToolResult<'_>,
     store: &mut dyn SpillStore,
 ) -> Result<Spill, SpillError> {
-    write_spill_with(store, |attach| projector.tool_result_spill(result, attach))
+    let hidden = session_hidden(projector);
+    write_spill_with(store, &hidden, |attach| {
+        projector.tool_result_spill(result, attach)
+    })
+}
+
+/// What the session hides, for a spill's text attachments: the result's own hidden uris have
+/// joined the session by the time its spill is written.
+fn session_hidden(projector: &mut Projector<'_>) -> HiddenUris {
+    let scan = projector.registry.hidden().scans(projector.server);
+    HiddenUris::in_session(
+        &[],
+        UriPolicy::Hidden,
+        projector.registry.hidden_mut(),
+        scan,
+    )
 }
 
 /// [`write_spill`] for a result whose copies were just made by the same projector: when they
@@ -942,7 +957,8 @@ pub fn write_spill_of(
     copies: &ToolResultCopies<'_>,
     store: &mut dyn SpillStore,
 ) -> Result<Spill, SpillError> {
-    write_spill_with(store, |attach| {
+    let hidden = session_hidden(projector);
+    write_spill_with(store, &hidden, |attach| {
         match projector.tool_result_spill_of(result, copies, attach) {
             Some(text) => text,
             None => projector.tool_result_spill(result, attach),
@@ -954,6 +970,7 @@ pub fn write_spill_of(
 /// and returns its line.
 fn write_spill_with<'t>(
     store: &mut dyn SpillStore,
+    hidden: &HiddenUris,
     text_of: impl FnOnce(&mut Attach<'_>) -> Cow<'t, str>,
 ) -> Result<Spill, SpillError> {
     let id = SpillId::random()?;
@@ -971,7 +988,14 @@ fn write_spill_with<'t>(
         if failure.is_some() {
             return shown.to_owned();
         }
-        let (bytes, extension, what) = attachment_of(media);
+        let (mut bytes, extension, what) = attachment_of(media);
+        // A payload that is text (SVG, JSON, a text blob, data that is not base64) is a
+        // server's string and is redacted as one; binary bytes are written as they are.
+        if let Ok(text) = std::str::from_utf8(&bytes)
+            && let Cow::Owned(redacted) = hidden.redact(text)
+        {
+            bytes = redacted.into_bytes();
+        }
         let name = attachment_name(&id, names.len() + 1, extension);
         match store.put(&name, &bytes) {
             Ok(path) => {

@@ -207,7 +207,7 @@ fn main() -> ExitCode {
         .and_then(|level| level.parse::<tracing::Level>().ok())
         .unwrap_or(tracing::Level::WARN);
     tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(|| RedactedStderr)
         .with_max_level(level)
         .init();
     let cli = Cli::parse();
@@ -405,7 +405,9 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
         options.conversation.clone_from(conversation);
     }
     let object_store = spill_store(&config, &options);
-    let mut host = Host::start(&config, options);
+    let mut registry = mcpl_lanes::Registry::new();
+    registry.hidden_mut().share_secrets(log_secrets().clone());
+    let mut host = Host::start_with(&config, options, registry, mcpl_lanes::ImageLedger::new());
     if let Some(store) = object_store {
         host.set_spill_store(store);
     }
@@ -413,8 +415,10 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
     for server in &host.servers {
         match (&server.error, running) {
             // Each error names its server and says why.
-            (Some(error), true) => eprintln!("mcpl: warning: {}", one_line(error)),
-            (Some(error), false) => eprintln!("mcpl: {}", one_line(error)),
+            (Some(error), true) => {
+                eprintln!("mcpl: warning: {}", log_secrets().redact(&one_line(error)))
+            }
+            (Some(error), false) => eprintln!("mcpl: {}", log_secrets().redact(&one_line(error))),
             (None, _) => {}
         }
     }
@@ -738,4 +742,27 @@ fn spill_gc_command(path: &std::path::Path) -> Result<(), Failure> {
     let removed = store.remove_older_than(age).map_err(failed)?;
     println!("removed {removed} spill files older than {hours} hours from {place}");
     Ok(())
+}
+
+/// The secrets every log line and every error mcpl prints is redacted with: the host's session
+/// shares this set, so each secret it learns (a key in the environment, a token it sends, a
+/// hidden uri's parts) is withheld from standard error too.
+fn log_secrets() -> &'static mcpl_redact::Secrets {
+    static SECRETS: std::sync::OnceLock<mcpl_redact::Secrets> = std::sync::OnceLock::new();
+    SECRETS.get_or_init(mcpl_redact::Secrets::new)
+}
+
+/// Standard error, each write (one log event) redacted with [`log_secrets`] first.
+struct RedactedStderr;
+
+impl std::io::Write for RedactedStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        std::io::stderr().write_all(log_secrets().redact(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
 }

@@ -65,6 +65,44 @@ impl Authorizer for BearerToken {
     }
 }
 
+/// An authorizer that tells `record` every header value it hands out, and the credential after
+/// its scheme (`Bearer <token>`), before the request carries it: the host learns each token it
+/// sends, a refreshed one too, so that a server echoing it back is redacted.
+pub struct Recorded {
+    inner: std::sync::Arc<dyn Authorizer>,
+    record: std::sync::Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+impl Recorded {
+    /// `inner`, with every value it gives told to `record`.
+    pub fn new(
+        inner: std::sync::Arc<dyn Authorizer>,
+        record: std::sync::Arc<dyn Fn(&str) + Send + Sync>,
+    ) -> Recorded {
+        Recorded { inner, record }
+    }
+}
+
+impl Authorizer for Recorded {
+    fn authorization(&self, url: &url::Url) -> Option<String> {
+        let value = self.inner.authorization(url)?;
+        (self.record)(&value);
+        if let Some((_, credential)) = value.split_once(' ') {
+            (self.record)(credential.trim());
+        }
+        Some(value)
+    }
+
+    fn on_challenge(
+        &self,
+        url: &url::Url,
+        status: u16,
+        www_authenticate: Option<&str>,
+    ) -> Result<bool, Box<dyn Error + Send + Sync>> {
+        self.inner.on_challenge(url, status, www_authenticate)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,5 +124,27 @@ mod tests {
         }
         assert!(!format!("{token:?}").contains("s3cret"));
         assert!(!token.on_challenge(&server, 401, None).unwrap());
+    }
+
+    #[test]
+    fn a_recorded_authorizer_tells_each_value_and_its_credential() {
+        let server = url::Url::parse("https://mcp.example/v1/mcp").unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = std::sync::Arc::clone(&seen);
+        let recorded = Recorded::new(
+            std::sync::Arc::new(BearerToken::new(&server, "s3cret-token")),
+            std::sync::Arc::new(move |value: &str| sink.lock().unwrap().push(value.to_owned())),
+        );
+        assert_eq!(
+            recorded.authorization(&server).as_deref(),
+            Some("Bearer s3cret-token")
+        );
+        assert_eq!(
+            *seen.lock().unwrap(),
+            ["Bearer s3cret-token", "s3cret-token"]
+        );
+        let other = url::Url::parse("https://evil.example/").unwrap();
+        assert_eq!(recorded.authorization(&other), None);
+        assert_eq!(seen.lock().unwrap().len(), 2);
     }
 }

@@ -22,7 +22,8 @@ use mcpl_budget::{
     project_round, read_back, write_text_spill,
 };
 use mcpl_lanes::{
-    ImageLedger, LiveCopy, RefId, Registry, RouteId, ServerName, ToolResult, ToolResultCopies,
+    HiddenUris, ImageLedger, LiveCopy, RefId, Registry, RouteId, ServerName, ToolResult,
+    ToolResultCopies, UriPolicy,
 };
 use serde_json::{Value, json};
 
@@ -336,6 +337,8 @@ impl Host {
         ledger: ImageLedger,
     ) -> Host {
         let mut lanes = Lanes::new(options.route, registry, ledger);
+        let secrets = lanes.registry.hidden().secrets().clone();
+        crate::secrets::register_environment(&secrets, std::env::vars());
         // Every lane's images are scaled to the same fit, or none are.
         let route = &options.route.lanes;
         lanes.scaling = options
@@ -401,7 +404,9 @@ impl Host {
             error: None,
             tools: Vec::new(),
         };
-        let mut connection = match Connection::start(&config.launch, limits, &mut self.lanes) {
+        let launch =
+            crate::secrets::register_server(self.lanes.registry.hidden().secrets(), &config.launch);
+        let mut connection = match Connection::start(&launch, limits, &mut self.lanes) {
             Ok(connection) => connection,
             Err(error) => {
                 // The caller reports it (`mcpl run` prints one line per server).
@@ -480,6 +485,27 @@ impl Host {
             }
         }
         tracing::warn!(server = %name, "tools/list gave more than {MAX_TOOL_PAGES} pages; listing stopped with the tools listed so far");
+    }
+
+    /// The tools as the model is shown them: each description and every string of each input
+    /// schema redacted with what the session hides now (a uri hidden since the listing, a
+    /// token, a signed url); a tool whose name would change is not offered.
+    fn redacted_tools(&mut self) -> Vec<ToolSpec> {
+        let hidden = HiddenUris::in_session(
+            &[],
+            UriPolicy::Hidden,
+            self.lanes.registry.hidden_mut(),
+            true,
+        );
+        self.tools
+            .iter()
+            .filter(|tool| hidden.redact(&tool.name) == tool.name)
+            .map(|tool| ToolSpec {
+                name: tool.name.clone(),
+                description: hidden.redact(&tool.description).into_owned(),
+                input_schema: hidden.redact_value(&tool.input_schema),
+            })
+            .collect()
     }
 
     /// The tools offered to the model: every server's, `fetch_reference` and `read_result`.
@@ -746,11 +772,12 @@ impl Host {
         loop {
             let messages = place_injections(history, &report.injections);
             let system = system_prompt(&self.options.system, &report.injections);
+            let tools = self.redacted_tools();
             let body = encoder.request(&ModelRequest {
                 model: &self.options.model,
                 system: &system,
                 messages: &messages,
-                tools: &self.tools,
+                tools: &tools,
                 max_tokens: self.options.max_tokens,
             });
             let Some(max) = encoder.limits().body_bytes else {
@@ -1021,9 +1048,14 @@ impl Host {
                 server.config.launch.name,
                 server.error.as_deref().unwrap_or("not running")
             );
+            let name = server.config.launch.name.clone();
+            let text = self
+                .lanes
+                .projector(&ServerName::new(name.as_str()))
+                .server_text(&text);
             let mut report = host_report(round, call, text, true, 0);
             report.estimated_tokens = estimate(&report.output.stored);
-            report.server = Some(server.config.launch.name.clone());
+            report.server = Some(name);
             report
         } else {
             let text = format!(

@@ -14,6 +14,7 @@
 pub mod config;
 pub mod host_loop;
 pub mod mcpl;
+mod secrets;
 /// The `Model` trait, the scripted model and the HTTP backends: `mcpl-model`, re-exported.
 pub use mcpl_model as model;
 /// The provider HTTP backends (`mcpl_model::http`), behind the `http` feature.

@@ -193,6 +193,30 @@ impl HiddenUris {
         Cow::Owned(out)
     }
 
+    /// A JSON value with every string in it, keys included, redacted as a server's text (a
+    /// tool's definition, say): each key that changes becomes [`WITHHELD_LINK`] numbered, so
+    /// no two keys become one.
+    pub fn redact_value(&self, value: &Value) -> Value {
+        match value {
+            Value::String(text) => Value::String(self.redact(text).into_owned()),
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|v| self.redact_value(v)).collect())
+            }
+            Value::Object(object) => {
+                let mut out = serde_json::Map::with_capacity(object.len());
+                for (n, (key, item)) in object.iter().enumerate() {
+                    let key = match self.redact(key) {
+                        Cow::Borrowed(key) => key.to_owned(),
+                        Cow::Owned(_) => format!("[withheld link {}]", n + 1),
+                    };
+                    out.insert(key, self.redact_value(item));
+                }
+                Value::Object(out)
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => value.clone(),
+        }
+    }
+
     /// A server's label: control and format characters removed, then redacted.
     pub fn redact_label<'t>(&self, label: &'t str) -> Cow<'t, str> {
         // In ASCII only C0 controls and DEL are control or format characters.
@@ -654,6 +678,13 @@ impl HiddenSet {
     /// clone).
     pub fn secrets(&self) -> &Secrets {
         &self.secrets
+    }
+
+    /// Shares `secrets` from now on (a host's log writer holds the same set), keeping what
+    /// this set held.
+    pub fn share_secrets(&mut self, secrets: Secrets) {
+        self.secrets.move_into(&secrets);
+        self.secrets = secrets;
     }
 
     /// Registers a secret the host holds: withheld in every server string from now on,

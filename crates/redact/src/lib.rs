@@ -24,6 +24,7 @@
 //! `mcpl-classify` alone among mcpl's crates, does no I/O and never returns `Err`.
 
 pub mod formats;
+pub mod fuzz;
 mod hidden;
 mod params;
 mod scrub;
@@ -35,8 +36,12 @@ mod view;
 mod walk;
 
 pub use hidden::{HiddenSet, HiddenUris, MAX_URI_PARTS, ServerName, UriPolicy};
+pub use params::is_secret_name;
 pub use scrub::{Secrets, WITHHELD_SECRET};
 pub use secrets::Admitted;
+/// The grammar of secret spellings: proptest strategies for generative leak tests.
+#[cfg(feature = "spellings")]
+pub use secrets::spellings;
 pub use uri::{MAX_URLS_PER_STRETCH, is_credential_free, normalised};
 pub use view::{
     CREDENTIAL_PARAMETERS, DECODE_LAYERS, HIDDEN_SET_CAPACITY, REDACT_MIN_CHARS, WITHHELD_LINK,

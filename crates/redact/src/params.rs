@@ -61,6 +61,15 @@ fn name_holds_secret(name: &str) -> Option<bool> {
     None
 }
 
+/// Whether a name (of an environment variable, a header, a parameter) says its value is a
+/// secret, read by its letters and digits alone: `OPENAI_API_KEY`, `AWS_SECRET_ACCESS_KEY`,
+/// `GITHUB_TOKEN`, `X-Api-Key`, `DB_PASSWORD`.
+pub fn is_secret_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    // The shell's working folders, not passwords.
+    !matches!(name.as_str(), "pwd" | "oldpwd") && name_holds_secret(&name).is_some()
+}
+
 /// Whether a value looks random: at least 12 letters and digits, two of each at least.
 fn looks_random(value: &str) -> bool {
     let alnum = value.chars().filter(char::is_ascii_alphanumeric).count();

@@ -69,6 +69,19 @@ impl Secrets {
         .apply(Cow::Borrowed(text))
     }
 
+    /// Adds every secret of this set to `other`.
+    pub(crate) fn move_into(&self, other: &Secrets) {
+        if Arc::ptr_eq(&self.inner, &other.inner) {
+            return;
+        }
+        let mine = self.inner.read().unwrap_or_else(PoisonError::into_inner);
+        other
+            .inner
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .absorb(&mine);
+    }
+
     fn hits(&self, text: &str) -> Vec<(usize, usize)> {
         self.inner
             .read()

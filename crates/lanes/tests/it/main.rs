@@ -7,6 +7,7 @@ mod properties;
 mod redaction;
 mod regressions;
 mod routes;
+mod secrets;
 
 use mcpl_lanes::{
     ImageLedger, LiveCopy, MessageView, Part, Projector, Registry, Route, ServerName, ToolResult,

@@ -5,7 +5,7 @@ use base64::alphabet;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use data_encoding::BASE32_NOPAD_NOCASE;
 
-use crate::secrets::view::Unit;
+use crate::secrets::view::{Unit, View};
 
 /// Runs shorter than this are left alone: 16 base64 characters hold 12 bytes.
 pub(crate) const MIN_RUN: usize = 16;
@@ -18,10 +18,10 @@ const BASE64: GeneralPurpose = GeneralPurpose::new(
         .with_decode_allow_trailing_bits(true),
 );
 
-/// A text decoded from the units `from..to` of a view.
+/// A text decoded from the original bytes `start..end`.
 pub(crate) struct Hidden {
-    pub from: usize,
-    pub to: usize,
+    pub start: u32,
+    pub end: u32,
     pub text: String,
 }
 
@@ -34,29 +34,129 @@ fn is_base32(c: char) -> bool {
     c.is_ascii_alphabetic() || ('2'..='7').contains(&c)
 }
 
-/// Calls `found` with every text decoded from a base64 or base32 run of `units`.
-pub(crate) fn for_each_hidden(units: &[Unit], mut found: impl FnMut(Hidden)) {
-    for (from, body, to) in runs(units, is_base64) {
-        base64_run(units, from, body, to, &mut found);
-    }
-    for (from, body, to) in runs(units, is_base32) {
-        let chars: Vec<u8> = units[from..body].iter().map(|u| u.ch as u8).collect();
-        // Whole groups of eight decode whatever their bits; a short tail only when it is exact.
-        let whole = chars.len() / 8 * 8;
-        let Ok(mut bytes) = BASE32_NOPAD_NOCASE.decode(&chars[..whole]) else {
+/// Calls `found` with every text decoded from a base64 or base32 run of a view; with `seen`,
+/// not for runs of original characters, which the layer below held just the same.
+pub(crate) fn for_each_hidden(view: &View, seen: bool, mut found: impl FnMut(Hidden)) {
+    // The run and its neighbours are original and side by side, so nothing changed there.
+    let unchanged = |from: usize, to: usize| {
+        let around = &view.units[from.saturating_sub(1)..(to + 1).min(view.units.len())];
+        seen && around.iter().all(Unit::is_raw) && around.windows(2).all(|w| w[0].end == w[1].start)
+    };
+    for (from, body, to) in runs(&view.units, is_base64) {
+        if unchanged(from, to) {
             continue;
-        };
-        if let Ok(tail) = BASE32_NOPAD_NOCASE.decode(&chars[whole..]) {
-            bytes.extend(tail);
         }
-        if let Some(text) = text_of(&bytes) {
-            found(Hidden { from, to, text });
+        let mut starts = [None; 4];
+        starts[0] = Some(from);
+        // A run such as `files/QUJD...` begins with its context: a `/`, `+`, `-` or `_`
+        // may end it, and the first of them for each alignment gives another start.
+        for (k, u) in view.units[from..body].iter().enumerate() {
+            if !u.ch.is_ascii_alphanumeric() {
+                starts[(k + 1) % 4].get_or_insert(from + k + 1);
+            }
+        }
+        for start in starts
+            .into_iter()
+            .flatten()
+            .filter(|&s| body - s >= MIN_RUN)
+        {
+            let chars = view.units[start..body].iter().map(|u| u.ch);
+            decode(
+                chars,
+                view.units[start].start,
+                view.units[to - 1].end,
+                base64,
+                &mut found,
+            );
+        }
+        if let Some((chars, start)) = after_equals(view, from, body) {
+            decode(chars, start, view.units[to - 1].end, base64, &mut found);
+        }
+        base32_runs(view, from, to, &mut found);
+    }
+}
+
+/// Base32 runs lie inside base64 runs, as its characters are base64 characters too.
+fn base32_runs(view: &View, from: usize, to: usize, found: &mut impl FnMut(Hidden)) {
+    for (f, body, t) in runs(&view.units[from..to], is_base32) {
+        let (f, body, t) = (from + f, from + body, from + t);
+        let chars = view.units[f..body].iter().map(|u| u.ch);
+        decode(
+            chars,
+            view.units[f].start,
+            view.units[t - 1].end,
+            base32,
+            found,
+        );
+        if let Some((chars, start)) = after_equals(view, f, body) {
+            decode(chars, start, view.units[t - 1].end, base32, found);
         }
     }
 }
 
-/// Maximal runs `(from, end of body, end with padding)` of `alphabet` with 16 or more characters.
-fn runs(units: &[Unit], alphabet: fn(char) -> bool) -> Vec<(usize, usize, usize)> {
+/// The run read from its first `=XX` on, taken literally: in `code=4FJD` the `=` is the
+/// context's and `4F` starts the run, though the view decoded `=4F` as quoted-printable.
+fn after_equals(
+    view: &View,
+    from: usize,
+    body: usize,
+) -> Option<(impl Iterator<Item = char>, u32)> {
+    // The decoded character may be in the run, or just before it when it is not base64.
+    let first = view
+        .alts
+        .partition_point(|a| (a.at as usize) < from.saturating_sub(1));
+    let mut near = view.alts[first..]
+        .iter()
+        .take_while(|a| (a.at as usize) < body);
+    let alt = near.find(|a| a.pair.is_some())?;
+    let at = alt.at as usize;
+    let rest = view.units[at + 1..body].iter().map(|u| u.ch);
+    Some((alt.pair?.into_iter().chain(rest), alt.start))
+}
+
+/// Decodes one candidate run and reports it when it is text.
+fn decode(
+    chars: impl Iterator<Item = char>,
+    start: u32,
+    end: u32,
+    decoder: fn(Vec<u8>) -> Option<Vec<u8>>,
+    found: &mut impl FnMut(Hidden),
+) {
+    let chars: Vec<u8> = chars.filter(char::is_ascii).map(|c| c as u8).collect();
+    if chars.len() < MIN_RUN {
+        return;
+    }
+    if let Some(text) = decoder(chars).and_then(|b| text_of(&b)) {
+        found(Hidden { start, end, text });
+    }
+}
+
+fn base64(mut chars: Vec<u8>) -> Option<Vec<u8>> {
+    for c in &mut chars {
+        *c = match c {
+            b'-' => b'+',
+            b'_' => b'/',
+            _ => *c,
+        };
+    }
+    if chars.len() % 4 == 1 {
+        chars.pop();
+    }
+    BASE64.decode(&chars).ok()
+}
+
+/// Whole groups of eight decode whatever their bits; a short tail only when it is exact.
+fn base32(chars: Vec<u8>) -> Option<Vec<u8>> {
+    let whole = chars.len() / 8 * 8;
+    let mut bytes = BASE32_NOPAD_NOCASE.decode(&chars[..whole]).ok()?;
+    if let Ok(tail) = BASE32_NOPAD_NOCASE.decode(&chars[whole..]) {
+        bytes.extend(tail);
+    }
+    Some(bytes)
+}
+
+/// Maximal runs `(from, end of body, end with padding)` of `alphabet`, long enough to decode.
+fn runs(units: &[Unit], alphabet: impl Fn(char) -> bool) -> Vec<(usize, usize, usize)> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < units.len() {
@@ -72,47 +172,12 @@ fn runs(units: &[Unit], alphabet: fn(char) -> bool) -> Vec<(usize, usize, usize)
         while i < units.len() && units[i].ch == '=' {
             i += 1;
         }
-        if body - from >= MIN_RUN {
+        // Two characters shorter may still do, when they follow an `=XX` read literally.
+        if body - from + 2 >= MIN_RUN {
             out.push((from, body, i));
         }
     }
     out
-}
-
-/// Decodes a base64 run from its start, and from after a `/`, `+`, `-` or `_` when that gives
-/// another alignment: a run such as `files/QUJD...` begins with its context.
-fn base64_run(units: &[Unit], from: usize, body: usize, to: usize, found: &mut impl FnMut(Hidden)) {
-    let mut starts = [None; 4];
-    starts[0] = Some(from);
-    for (k, u) in units[from..body].iter().enumerate() {
-        if !u.ch.is_ascii_alphanumeric() {
-            starts[(k + 1) % 4].get_or_insert(from + k + 1);
-        }
-    }
-    for start in starts
-        .into_iter()
-        .flatten()
-        .filter(|&s| body - s >= MIN_RUN)
-    {
-        let mut chars: Vec<u8> = units[start..body]
-            .iter()
-            .map(|u| match u.ch {
-                '-' => b'+',
-                '_' => b'/',
-                c => c as u8,
-            })
-            .collect();
-        if chars.len() % 4 == 1 {
-            chars.pop();
-        }
-        if let Some(text) = BASE64.decode(&chars).ok().and_then(|b| text_of(&b)) {
-            found(Hidden {
-                from: start,
-                to,
-                text,
-            });
-        }
-    }
 }
 
 /// The bytes as text, unless more than a quarter of them is not UTF-8: such bytes are binary,
@@ -126,11 +191,17 @@ fn text_of(bytes: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::secrets::view::units_of;
+    use crate::secrets::view::{decode_layer, units_of};
+    use base64::engine::general_purpose::STANDARD;
 
     fn hidden(text: &str) -> Vec<String> {
+        let top = View {
+            units: units_of(text),
+            alts: Vec::new(),
+        };
+        let view = decode_layer(&top).unwrap_or(top);
         let mut out = Vec::new();
-        for_each_hidden(&units_of(text), |h| out.push(h.text));
+        for_each_hidden(&view, false, |h| out.push(h.text));
         out
     }
 
@@ -171,6 +242,18 @@ mod tests {
         ] {
             assert!(hidden(&text).iter().any(|h| h == plain), "{text}");
         }
+    }
+
+    #[test]
+    fn a_run_may_start_after_the_contexts_equals() {
+        // `=04` reads as quoted-printable, and `%..` keeps the raw run from being whole.
+        let b64 = STANDARD.encode("\u{4C0}a8f3k2j9x7q1");
+        assert!(b64.starts_with("04"), "{b64}");
+        let text = format!("code={}%{:02X}{}", &b64[..6], b64.as_bytes()[6], &b64[7..]);
+        assert!(
+            hidden(&text).iter().any(|h| h.contains("a8f3k2j9x7q1")),
+            "{text}"
+        );
     }
 
     #[test]

@@ -8,15 +8,18 @@
 //!
 //! A secret is found by its *skeleton*: the text decoded (up to four layers), compatibility
 //! decomposed, lowercased, default-ignorable code points dropped, and only letters and digits
-//! kept. Every hit withholds exactly the original bytes that spelled it.
+//! kept. Every hit withholds exactly the original bytes that spelled it; a hit inside a
+//! base64 or base32 run withholds the whole run.
 //!
 //! [`crate::Secrets`] shares one set between a session and a host's log writer.
 
+#[cfg(test)]
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
+use aho_corasick::automaton::Automaton;
 use aho_corasick::{Anchored, StartKind, dfa, nfa};
 
 mod encoded;
@@ -63,7 +66,7 @@ pub enum Admitted {
 
 /// The secrets to withhold, and the automaton that finds them, built on first use.
 #[derive(Clone, Default)]
-pub struct Secrets {
+pub(crate) struct Secrets {
     skeletons: BTreeSet<String>,
     /// `None` inside when the automaton could not be built: every text is withheld then.
     matcher: OnceLock<Option<Arc<Matcher>>>,
@@ -80,7 +83,7 @@ impl fmt::Debug for Secrets {
 
 impl Secrets {
     /// Registers a secret and says whether it is searched; see [`Admitted`] for the rule.
-    pub fn insert(&mut self, secret: &str) -> Admitted {
+    pub(crate) fn insert(&mut self, secret: &str) -> Admitted {
         let mut searched = false;
         let mut refused = (0, Admitted::TooShort);
         for skeleton in view::skeletons_of(secret) {
@@ -108,12 +111,13 @@ impl Secrets {
     }
 
     /// The number of distinct skeletons searched; one secret may add one per decoded layer.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.skeletons.len()
     }
 
     /// True when no secret is searched.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.skeletons.is_empty()
     }
 
@@ -121,7 +125,8 @@ impl Secrets {
     ///
     /// Occurrences that overlap or touch become one. Text outside occurrences is kept byte for
     /// byte, and a text with none comes back borrowed. A text of 4 GiB or more is withheld whole.
-    pub fn redact<'t>(&self, text: &'t str, marker: &str) -> Cow<'t, str> {
+    #[cfg(test)]
+    pub(crate) fn redact<'t>(&self, text: &'t str, marker: &str) -> Cow<'t, str> {
         let hits = self.hits(text);
         if hits.is_empty() {
             return Cow::Borrowed(text);
@@ -138,7 +143,8 @@ impl Secrets {
     }
 
     /// True when `text` holds a secret in any spelling.
-    pub fn contains_secret(&self, text: &str) -> bool {
+    #[cfg(test)]
+    pub(crate) fn contains_secret(&self, text: &str) -> bool {
         !self.hits(text).is_empty()
     }
 
@@ -148,7 +154,7 @@ impl Secrets {
         }
         let matcher = self.matcher.get_or_init(|| build(&self.skeletons));
         match (matcher, u32::try_from(text.len())) {
-            (Some(aut), Ok(_)) => scan::find(aut.as_ref(), text),
+            (Some(matcher), Ok(_)) => scan::find(matcher, text),
             // Failing closed: a text that cannot be searched is withheld.
             _ => vec![(0, text.len())],
         }
@@ -157,18 +163,24 @@ impl Secrets {
 
 /// Builds the automaton, or `None` when the skeletons are too many for one.
 fn build(skeletons: &BTreeSet<String>) -> Option<Arc<Matcher>> {
-    let aut: Arc<Matcher> = if skeletons.len() <= DFA_LIMIT {
-        Arc::new(
+    let matcher = if skeletons.len() <= DFA_LIMIT {
+        Matcher::Dfa(
             dfa::Builder::new()
                 .start_kind(StartKind::Both)
                 .build(skeletons)
                 .ok()?,
         )
     } else {
-        Arc::new(nfa::contiguous::NFA::new(skeletons).ok()?)
+        Matcher::Nfa(nfa::contiguous::NFA::new(skeletons).ok()?)
     };
-    let both = aut.start_state(Anchored::No).is_ok() && aut.start_state(Anchored::Yes).is_ok();
-    both.then_some(aut)
+    let both = |aut: &dyn Automaton| {
+        aut.start_state(Anchored::No).is_ok() && aut.start_state(Anchored::Yes).is_ok()
+    };
+    let ok = match &matcher {
+        Matcher::Dfa(aut) => both(aut),
+        Matcher::Nfa(aut) => both(aut),
+    };
+    ok.then(|| Arc::new(matcher))
 }
 
 /// The admission rule documented on [`Admitted`].
@@ -202,4 +214,15 @@ fn word_shaped(letters: &str) -> bool {
         }
     }
     true
+}
+
+impl Secrets {
+    /// Adds every skeleton of `other`.
+    pub(crate) fn absorb(&mut self, other: &Secrets) {
+        let before = self.skeletons.len();
+        self.skeletons.extend(other.skeletons.iter().cloned());
+        if self.skeletons.len() != before {
+            self.matcher = OnceLock::new();
+        }
+    }
 }

@@ -1,17 +1,22 @@
 //! The search: every view of a text, walked by one automaton over the secrets' skeletons.
 
-use aho_corasick::Anchored;
 use aho_corasick::automaton::Automaton;
+use aho_corasick::{Anchored, dfa, nfa};
 
 use crate::secrets::encoded::{self, Hidden};
 use crate::secrets::view::{self, MAX_LAYERS, Skeleton, Unit, View};
 
 /// The automaton over every searched skeleton; it reports overlapping matches.
-pub(crate) type Matcher = dyn Automaton + Send + Sync;
+///
+/// An enum rather than a trait object, so that the walks over each byte are inlined.
+pub(crate) enum Matcher {
+    Dfa(dfa::DFA),
+    Nfa(nfa::contiguous::NFA),
+}
 
 /// One search of one text.
-struct Scan<'a> {
-    aut: &'a Matcher,
+struct Scan<'a, A> {
+    aut: &'a A,
     /// Original byte ranges to withhold, in no order.
     hits: Vec<(u32, u32)>,
     /// Units that views decoded from base64 or base32 may still take, so that nesting
@@ -22,7 +27,14 @@ struct Scan<'a> {
 /// The original byte ranges that hold a secret, sorted, with overlapping or touching ranges merged.
 ///
 /// The caller keeps the text under 4 GiB.
-pub(crate) fn find(aut: &Matcher, text: &str) -> Vec<(usize, usize)> {
+pub(crate) fn find(matcher: &Matcher, text: &str) -> Vec<(usize, usize)> {
+    match matcher {
+        Matcher::Dfa(aut) => find_with(aut, text),
+        Matcher::Nfa(aut) => find_with(aut, text),
+    }
+}
+
+fn find_with(aut: &impl Automaton, text: &str) -> Vec<(usize, usize)> {
     let mut scan = Scan {
         aut,
         hits: Vec::new(),
@@ -73,7 +85,7 @@ fn is_plain(text: &str) -> bool {
     true
 }
 
-impl Scan<'_> {
+impl<A: Automaton> Scan<'_, A> {
     /// The fast path: the skeleton of a plain text is built by one loop over its bytes.
     fn plain(&mut self, text: &str) {
         let mut sk = Skeleton {
@@ -102,7 +114,9 @@ impl Scan<'_> {
             if depth >= MAX_LAYERS {
                 return;
             }
-            encoded::for_each_hidden(&view.units, |h| self.hidden(&view.units, h, depth + 1));
+            // Runs of the original text seen in the layer below are not decoded again.
+            let seen = depth > 0 && !charged;
+            encoded::for_each_hidden(&view, seen, |h| self.hidden(h, depth + 1));
             let Some(next) = view::decode_layer(&view) else {
                 return;
             };
@@ -116,9 +130,8 @@ impl Scan<'_> {
     }
 
     /// Searches a text decoded from a run: a hit anywhere in it withholds the whole run.
-    fn hidden(&mut self, units: &[Unit], h: Hidden, depth: usize) {
-        let (start, end) = (units[h.from].start, units[h.to - 1].end);
-        let decoded = view::units_spanning(&h.text, start, end);
+    fn hidden(&mut self, h: Hidden, depth: usize) {
+        let decoded = view::units_spanning(&h.text, h.start, h.end);
         if self.charge(decoded.len()) {
             self.chain(
                 View {
@@ -129,7 +142,7 @@ impl Scan<'_> {
                 true,
             );
         } else {
-            self.hits.push((start, end));
+            self.hits.push((h.start, h.end));
         }
     }
 
@@ -176,8 +189,9 @@ impl Scan<'_> {
         for alt in &view.alts {
             let mut sid = alt
                 .literal
-                .bytes()
-                .fold(start, |sid, b| aut.next_state(Anchored::Yes, sid, b));
+                .as_bytes()
+                .iter()
+                .fold(start, |sid, &b| aut.next_state(Anchored::Yes, sid, b));
             let from = sk.owner.partition_point(|&o| o <= alt.at);
             for p in from..sk.bytes.len() {
                 if aut.is_dead(sid) {

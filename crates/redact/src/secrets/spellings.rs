@@ -57,23 +57,11 @@ const WORDS: [&str; 12] = [
     "the", "server", "said", "token", "is", "ready", "see", "attached", "value", "for", "you", "ok",
 ];
 /// HTML names whose meaning is exactly the character.
+#[rustfmt::skip]
 const NAMED: [(char, &str); 16] = [
-    ('&', "amp"),
-    ('<', "lt"),
-    ('>', "gt"),
-    ('"', "quot"),
-    ('/', "sol"),
-    (':', "colon"),
-    ('?', "quest"),
-    ('=', "equals"),
-    ('.', "period"),
-    (',', "comma"),
-    ('_', "lowbar"),
-    ('+', "plus"),
-    ('%', "percnt"),
-    ('\\', "bsol"),
-    ('\n', "NewLine"),
-    ('\u{2010}', "hyphen"),
+    ('&', "amp"), ('<', "lt"), ('>', "gt"), ('"', "quot"), ('/', "sol"), (':', "colon"),
+    ('?', "quest"), ('=', "equals"), ('.', "period"), (',', "comma"), ('_', "lowbar"),
+    ('+', "plus"), ('%', "percnt"), ('\\', "bsol"), ('\n', "NewLine"), ('\u{2010}', "hyphen"),
 ];
 
 /// A secret's spellings: the spelling and the names of the rules applied, in order.
@@ -123,7 +111,7 @@ impl Coin {
     }
 
     fn one_in(&mut self, n: u64) -> bool {
-        self.next() % n == 0
+        self.next().is_multiple_of(n)
     }
 
     fn pick<T: Copy>(&mut self, items: &[T]) -> T {
@@ -132,26 +120,12 @@ impl Coin {
 }
 
 impl Rule {
+    #[rustfmt::skip]
     pub(crate) const ALL: [Rule; 19] = [
-        Rule::Upper,
-        Rule::Lower,
-        Rule::MixedCase,
-        Rule::Fullwidth,
-        Rule::MathBold,
-        Rule::Ignorables,
-        Rule::Separators,
-        Rule::Percent,
-        Rule::JsonU,
-        Rule::HexX,
-        Rule::Octal,
-        Rule::Html,
-        Rule::QuotedPrintable,
-        Rule::Base64,
-        Rule::Base64NoPad,
-        Rule::Base64Url,
-        Rule::Base64UrlNoPad,
-        Rule::Base32Upper,
-        Rule::Base32Lower,
+        Rule::Upper, Rule::Lower, Rule::MixedCase, Rule::Fullwidth, Rule::MathBold,
+        Rule::Ignorables, Rule::Separators, Rule::Percent, Rule::JsonU, Rule::HexX, Rule::Octal,
+        Rule::Html, Rule::QuotedPrintable, Rule::Base64, Rule::Base64NoPad, Rule::Base64Url,
+        Rule::Base64UrlNoPad, Rule::Base32Upper, Rule::Base32Lower,
     ];
 
     pub(crate) fn name(self) -> &'static str {

@@ -77,6 +77,14 @@ fn a_secret_may_start_inside_an_escape() {
     assert_eq!(s.redact("q?sig=4F%78yz12345&a=1", "#"), "q?sig=#&a=1");
     assert_eq!(s.redact("q?sig=4F=78yz12345&a=1", "#"), "q?sig=#&a=1");
     assert_eq!(s.redact("q?sig=4F%255Cx78yz12345&a=1", "#"), "q?sig=#&a=1");
+    let b64 = STANDARD.encode("\u{4C0}4Fxyz12345");
+    let text = format!(
+        "q?sig={}%{:02X}{}&a=1",
+        &b64[..6],
+        b64.as_bytes()[6],
+        &b64[7..]
+    );
+    assert_eq!(s.redact(&text, "#"), "q?sig=#&a=1", "{text}");
 }
 
 #[test]
@@ -138,6 +146,12 @@ fn ordinary_text() -> impl Strategy<Value = String> {
         "é",
         "{\"k\": \"v\"}",
         "https://x.org/a?b=c&d",
+        "abcdefghijklmnop/",
+        "+",
+        "code=4F",
+        "\\uD835",
+        "%F0%9F",
+        "=\r\n",
     ];
     prop_oneof![
         any::<String>(),

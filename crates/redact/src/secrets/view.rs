@@ -6,6 +6,8 @@ use icu_properties::{CodePointSetData, CodePointSetDataBorrowed};
 
 /// How many layers of escapes are peeled off one another, base64 and base32 included.
 pub(crate) const MAX_LAYERS: usize = 4;
+/// How many escapes deep a variable-length escape looks to see whether it is complete.
+const LOOK_AHEAD: u8 = 3;
 
 const NFKD: DecomposingNormalizerBorrowed<'static> = DecomposingNormalizerBorrowed::new_nfkd();
 const IGNORABLE: CodePointSetDataBorrowed<'static> =
@@ -19,6 +21,14 @@ pub(crate) struct Unit {
     pub end: u32,
 }
 
+impl Unit {
+    /// True for a character of the original text, not decoded: an escape is always longer
+    /// than the character it stands for.
+    pub(crate) fn is_raw(&self) -> bool {
+        (self.end - self.start) as usize == self.ch.len_utf8()
+    }
+}
+
 /// A decoded character's literal reading, for a secret that starts inside its escape.
 ///
 /// In `sig=4F%78yz` the `=4F` may be quoted-printable or the context's `=` before `4F`.
@@ -27,9 +37,33 @@ pub(crate) struct Alt {
     /// The unit in its view.
     pub at: u32,
     /// The skeleton of the characters that spelled the escape.
-    pub literal: Box<str>,
+    pub literal: Literal,
     /// The original start of the first of those characters that counts in a skeleton.
     pub start: u32,
+    /// For `=XX`, the two characters after the `=`, which a base64 run may begin with.
+    pub pair: Option<[char; 2]>,
+}
+
+/// A short skeleton kept inline, as escapes are short; a longer one is not kept.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Literal {
+    bytes: [u8; 15],
+    len: u8,
+}
+
+impl Literal {
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    /// Appends a character, or returns `None` when it does not fit.
+    fn push(&mut self, c: char) -> Option<()> {
+        let at = usize::from(self.len);
+        let room = self.bytes.get_mut(at..at + c.len_utf8())?;
+        c.encode_utf8(room);
+        self.len += c.len_utf8() as u8;
+        Some(())
+    }
 }
 
 /// One view of a text: its characters, and the literal readings of those that were decoded.
@@ -142,20 +176,29 @@ enum Decoded {
 /// read again only by the next layer.
 pub(crate) fn decode_layer(below: &View) -> Option<View> {
     let units = &below.units;
-    if !units.iter().any(|u| matches!(u.ch, '%' | '\\' | '&' | '=')) {
-        return None;
-    }
+    // Most views hold no escape at all, and are not copied for nothing.
+    let mut i = (0..units.len())
+        .find(|&i| is_escape(units[i].ch) && escape_at(units, i, LOOK_AHEAD).is_some())?;
     let mut view = View {
         units: Vec::with_capacity(units.len()),
         alts: Vec::new(),
     };
+    view.units.extend_from_slice(&units[..i]);
     let mut carried = below.alts.iter().peekable();
+    while let Some(alt) = carried.next_if(|a| (a.at as usize) < i) {
+        view.alts.push(alt.clone());
+    }
     let mut bytes: Vec<(u8, usize, usize)> = Vec::new();
-    let mut changed = false;
-    let mut i = 0;
     while i < units.len() {
-        let Some((decoded, next)) = escape_at(units, i, true) else {
-            view.flush(&mut bytes, units);
+        let escape = if is_escape(units[i].ch) {
+            escape_at(units, i, LOOK_AHEAD)
+        } else {
+            None
+        };
+        let Some((decoded, next)) = escape else {
+            if !bytes.is_empty() {
+                view.flush(&mut bytes, units);
+            }
             // A character kept as it is keeps its literal reading from the layer below.
             while carried.next_if(|a| (a.at as usize) < i).is_some() {}
             if let Some(alt) = carried.next_if(|a| a.at as usize == i) {
@@ -168,7 +211,6 @@ pub(crate) fn decode_layer(below: &View) -> Option<View> {
             i += 1;
             continue;
         };
-        changed = true;
         match decoded {
             Decoded::Byte(b) => bytes.push((b, i, next)),
             Decoded::Char(c) => {
@@ -180,27 +222,32 @@ pub(crate) fn decode_layer(below: &View) -> Option<View> {
         i = next;
     }
     view.flush(&mut bytes, units);
-    changed.then_some(view)
+    Some(view)
 }
 
 impl View {
     /// Adds a character decoded from `below[from..to]`, with its literal reading.
     fn push_decoded(&mut self, ch: char, from: usize, to: usize, below: &[Unit]) {
         let spelled = &below[from..to];
-        let mut literal = String::new();
+        let mut literal = Some(Literal::default());
         let mut start = None;
         for u in spelled {
             fold(u.ch, |c| {
                 start.get_or_insert(u.start);
-                literal.push(c);
+                literal = literal.and_then(|mut l| l.push(c).map(|()| l));
             });
         }
-        if let Some(start) = start {
+        if let (Some(start), Some(literal)) = (start, literal) {
             let at = self.units.len() as u32;
+            let pair = match spelled {
+                [e, a, b, ..] if e.ch == '=' => Some([a.ch, b.ch]),
+                _ => None,
+            };
             self.alts.push(Alt {
                 at,
-                literal: literal.into_boxed_str(),
+                literal,
                 start,
+                pair,
             });
         }
         self.units.push(Unit {
@@ -234,6 +281,11 @@ impl View {
     }
 }
 
+/// True for the characters that start an escape.
+fn is_escape(c: char) -> bool {
+    matches!(c, '%' | '\\' | '&' | '=')
+}
+
 /// Reads `n` hex digits at `units[at..]`.
 fn hex(units: &[Unit], at: usize, n: usize) -> Option<u32> {
     let digits = units.get(at..at + n)?;
@@ -244,9 +296,10 @@ fn hex(units: &[Unit], at: usize, n: usize) -> Option<u32> {
 
 /// The escape starting at `units[i]`, what it decodes to and where it ends.
 ///
-/// With `look_ahead`, an escape of no fixed length waits for the next layer when an escape
-/// follows that spells more of it: `\10&#51;` is `\103` spelled in two layers.
-fn escape_at(units: &[Unit], i: usize, look_ahead: bool) -> Option<(Decoded, usize)> {
+/// An escape of no fixed length waits for the next layer when what follows may spell more
+/// of it: `\10&#51;` is `\103` spelled in two layers. Reading what follows looks ahead in
+/// turn, `look_ahead` escapes deep at most.
+fn escape_at(units: &[Unit], i: usize, look_ahead: u8) -> Option<(Decoded, usize)> {
     let ch = |k: usize| units.get(k).map(|u| u.ch);
     match units.get(i)?.ch {
         '%' => Some((Decoded::Byte(hex(units, i + 1, 2)? as u8), i + 3)),
@@ -261,24 +314,30 @@ fn escape_at(units: &[Unit], i: usize, look_ahead: bool) -> Option<(Decoded, usi
     }
 }
 
-/// True when an escape starts at `units[at]` and spells a character that `wanted` accepts, or
-/// one that may start an escape in the next layer; past a soft line break, a plain
-/// character counts too, as the break will be gone.
-fn spells(units: &[Unit], mut at: usize, wanted: impl Fn(char) -> bool) -> bool {
-    let more = |c: char| wanted(c) || matches!(c, '%' | '\\' | '&' | '=');
+/// True when what follows `units[at]` may still spell a character that `wanted` accepts: an
+/// escape that spells it or an escape character, or an escape character not yet readable,
+/// as in `=\\n` (a soft line break in JSON). Past a soft line break, a plain character
+/// counts too, as the break will be gone.
+fn spells(units: &[Unit], mut at: usize, look_ahead: u8, wanted: impl Fn(char) -> bool) -> bool {
     let mut broken = false;
     loop {
-        match escape_at(units, at, false) {
-            Some((Decoded::Byte(b), _)) => return more(char::from(b)),
-            Some((Decoded::Char(c), _)) => return more(c),
+        match escape_at(units, at, look_ahead) {
+            Some((Decoded::Byte(b), _)) => {
+                return wanted(char::from(b)) || is_escape(char::from(b));
+            }
+            Some((Decoded::Char(c), _)) => return wanted(c) || is_escape(c),
             Some((Decoded::Nothing, next)) => (at, broken) = (next, true),
-            None => return broken && units.get(at).is_some_and(|u| wanted(u.ch)),
+            None => {
+                return units
+                    .get(at)
+                    .is_some_and(|u| is_escape(u.ch) || broken && wanted(u.ch));
+            }
         }
     }
 }
 
 /// JSON, `\xNN` and octal escapes.
-fn backslash(units: &[Unit], i: usize, look_ahead: bool) -> Option<(Decoded, usize)> {
+fn backslash(units: &[Unit], i: usize, look_ahead: u8) -> Option<(Decoded, usize)> {
     let simple = |c| Some((Decoded::Char(c), i + 2));
     match units.get(i + 1)?.ch {
         'u' => {
@@ -294,10 +353,8 @@ fn backslash(units: &[Unit], i: usize, look_ahead: bool) -> Option<(Decoded, usi
                     return Some((Decoded::Char(char::from_u32(c)?), i + 12));
                 }
             }
-            Some((
-                Decoded::Char(char::from_u32(high).unwrap_or('\u{FFFD}')),
-                i + 6,
-            ))
+            // A lone surrogate stays spelled: its other half may be encoded one layer deeper.
+            Some((Decoded::Char(char::from_u32(high)?), i + 6))
         }
         'x' => Some((Decoded::Byte(hex(units, i + 2, 2)? as u8), i + 4)),
         '0'..='7' => {
@@ -306,7 +363,10 @@ fn backslash(units: &[Unit], i: usize, look_ahead: bool) -> Option<(Decoded, usi
                 .take(3)
                 .map_while(|u| u.ch.to_digit(8));
             let (n, v) = digits.fold((0, 0), |(n, v), d| (n + 1, v * 8 + d));
-            if look_ahead && n < 3 && spells(units, i + 1 + n, |c| c.is_digit(8)) {
+            if look_ahead > 0
+                && n < 3
+                && spells(units, i + 1 + n, look_ahead - 1, |c| c.is_digit(8))
+            {
                 return None;
             }
             let decoded = match u8::try_from(v) {
@@ -315,6 +375,10 @@ fn backslash(units: &[Unit], i: usize, look_ahead: bool) -> Option<(Decoded, usi
             };
             Some((decoded, i + 1 + n))
         }
+        // `\\` is one escaped backslash only in the original text. A decoded backslash, as
+        // from `\x5c` or `%5c`, may be the start of the next escape, as in `\x5c%5cx75`; read
+        // alone, the second backslash still starts its own escape.
+        '\\' if !(units[i].is_raw() && units[i + 1].is_raw()) => None,
         c @ ('"' | '\\' | '/' | '\'') => simple(c),
         'b' => simple('\u{8}'),
         'f' => simple('\u{c}'),
@@ -326,43 +390,18 @@ fn backslash(units: &[Unit], i: usize, look_ahead: bool) -> Option<(Decoded, usi
 }
 
 /// HTML named characters worth decoding: those a hostile server may use to hide separators.
+#[rustfmt::skip]
 const NAMED: &[(&str, char)] = &[
-    ("amp", '&'),
-    ("lt", '<'),
-    ("gt", '>'),
-    ("quot", '"'),
-    ("apos", '\''),
-    ("sol", '/'),
-    ("colon", ':'),
-    ("quest", '?'),
-    ("equals", '='),
-    ("num", '#'),
-    ("period", '.'),
-    ("comma", ','),
-    ("lowbar", '_'),
-    ("hyphen", '\u{2010}'),
-    ("plus", '+'),
-    ("percnt", '%'),
-    ("commat", '@'),
-    ("excl", '!'),
-    ("dollar", '$'),
-    ("semi", ';'),
-    ("lpar", '('),
-    ("rpar", ')'),
-    ("ast", '*'),
-    ("bsol", '\\'),
-    ("lsqb", '['),
-    ("rsqb", ']'),
-    ("lcub", '{'),
-    ("rcub", '}'),
-    ("verbar", '|'),
-    ("Tab", '\t'),
-    ("NewLine", '\n'),
-    ("nbsp", '\u{A0}'),
+    ("amp", '&'), ("lt", '<'), ("gt", '>'), ("quot", '"'), ("apos", '\''), ("sol", '/'),
+    ("colon", ':'), ("quest", '?'), ("equals", '='), ("num", '#'), ("period", '.'),
+    ("comma", ','), ("lowbar", '_'), ("hyphen", '\u{2010}'), ("plus", '+'), ("percnt", '%'),
+    ("commat", '@'), ("excl", '!'), ("dollar", '$'), ("semi", ';'), ("lpar", '('),
+    ("rpar", ')'), ("ast", '*'), ("bsol", '\\'), ("lsqb", '['), ("rsqb", ']'), ("lcub", '{'),
+    ("rcub", '}'), ("verbar", '|'), ("Tab", '\t'), ("NewLine", '\n'), ("nbsp", '\u{A0}'),
 ];
 
 /// HTML character references: `&#65;`, `&#x41;` (the `;` may be missing) and `&amp;`.
-fn reference(units: &[Unit], i: usize, look_ahead: bool) -> Option<(Decoded, usize)> {
+fn reference(units: &[Unit], i: usize, look_ahead: u8) -> Option<(Decoded, usize)> {
     let rest = units.get(i + 1..)?;
     if rest.first()?.ch == '#' {
         let hexa = matches!(rest.get(1).map(|u| u.ch), Some('x' | 'X'));
@@ -378,7 +417,11 @@ fn reference(units: &[Unit], i: usize, look_ahead: bool) -> Option<(Decoded, usi
         let mut next = i + 1 + skip + n;
         if units.get(next).is_some_and(|u| u.ch == ';') {
             next += 1;
-        } else if look_ahead && spells(units, next, |c| c == ';' || c.is_digit(radix)) {
+        } else if look_ahead > 0
+            && spells(units, next, look_ahead - 1, |c| {
+                c == ';' || c.is_digit(radix)
+            })
+        {
             return None;
         }
         return Some((Decoded::Char(c), next));
@@ -434,7 +477,8 @@ mod tests {
     fn json_escapes() {
         assert_eq!(last(r#"\u0041b\/c\"d"#), "abcd");
         assert_eq!(last(r"\uD835\uDC00z"), "az");
-        assert_eq!(last(r"x\uD835y"), "xy");
+        assert_eq!(last(r"x\uD835y"), "xud835y");
+        assert_eq!(last(r"\u&#x44;835\uDC00"), "a");
         assert_eq!(last(r"a\nb\tc"), "abc");
     }
 
@@ -488,8 +532,11 @@ mod tests {
         };
         let one = decode_layer(&top).unwrap_or_default();
         let two = decode_layer(&one).unwrap_or_default();
-        let alt = two.alts.first().map(|a| (a.at, &*a.literal, a.start));
-        assert_eq!(alt, Some((1, "4f", 2)));
+        let alt = two
+            .alts
+            .first()
+            .map(|a| (a.at, a.literal.as_bytes(), a.start));
+        assert_eq!(alt, Some((1, &b"4f"[..], 2)));
     }
 
     #[test]
@@ -508,26 +555,6 @@ mod tests {
             "\\uDBFF\\u",
         ] {
             let _ = layers(text);
-        }
-    }
-}
-#[cfg(test)]
-mod debug_tmp {
-    use super::*;
-    #[test]
-    fn dump() {
-        let t = std::fs::read_to_string("/tmp/dbg.txt").unwrap_or_default();
-        let mut v = View {
-            units: units_of(&t),
-            alts: Vec::new(),
-        };
-        loop {
-            let s: String = v.units.iter().map(|u| u.ch).collect();
-            println!("LAYER {s:?}");
-            match decode_layer(&v) {
-                Some(n) => v = n,
-                None => break,
-            }
         }
     }
 }

@@ -1,0 +1,84 @@
+//! The generative leak test (issue 26): a secret the session holds (a part of a hidden uri, or
+//! a token the host registered), spelled by the grammar of `mcpl_redact::spellings` (one to
+//! three transformations composed) and put in every place a server string goes, never
+//! survives on any lane. The oracle is independent of the engine: neither the secret (in any
+//! case) nor the spelling itself may be in any output.
+
+use mcpl_lanes::UriPolicy;
+use mcpl_redact::spellings::in_context;
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+use crate::Host;
+
+/// A random capability: letters and digits, two of each at least.
+fn capability() -> impl Strategy<Value = String> {
+    "[a-z]{3}[0-9]{3}[a-zA-Z0-9]{10,24}"
+}
+
+/// Every string a lane wrote for `result`, in one text.
+fn every_output(host: &mut Host, result: &Value) -> String {
+    let lanes = host.all_lanes(result, UriPolicy::Hidden);
+    let mut out = format!("{lanes:?}");
+    out.push_str(&lanes.script.to_string());
+    out
+}
+
+/// The places a server's string goes, each holding `text`.
+fn places(text: &str) -> Vec<Value> {
+    vec![
+        json!({"content": [{"type": "text", "text": text}]}),
+        json!({"content": [{"type": "resource_link", "uri": "https://other.example/x", "name": text}]}),
+        json!({"content": [{"type": "resource", "resource": {"uri": "https://other.example/y", "text": text, "mimeType": "text/plain"}}]}),
+        json!({"content": [{"type": "text", "text": "ok"}], "structuredContent": {"note": text, "nested": [text]}}),
+        json!({"content": [{"type": "image", "data": text, "mimeType": "image/png"}]}),
+        json!({"content": [{"type": "mystery", "payload": text}]}),
+    ]
+}
+
+fn assert_absent(output: &str, secret: &str, spelling: &str, rules: &[&str]) {
+    let lower = output.to_lowercase();
+    assert!(
+        !lower.contains(&secret.to_lowercase()),
+        "{rules:?}: the secret survives in {output}"
+    );
+    assert!(
+        !output.contains(spelling),
+        "{rules:?}: the spelling {spelling:?} survives in {output}"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("MCPL_SECRET_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(48),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn a_hidden_uris_path_segment_never_survives_in_any_spelling_or_place(
+        (secret, spelled) in capability().prop_flat_map(|s| (Just(s.clone()), in_context(s))),
+    ) {
+        let (text, spelling, rules) = spelled;
+        let mut host = Host::new();
+        // The session hides the uri: its path segment is a part searched on its own.
+        let uri = format!("https://files.example/share/{secret}/report.pdf");
+        every_output(&mut host, &json!({"content": [{"type": "resource_link", "uri": uri, "name": "r"}]}));
+        for result in places(&text) {
+            let output = every_output(&mut host, &result);
+            assert_absent(&output, &secret, &spelling, &rules);
+        }
+    }
+
+    #[test]
+    fn a_host_secret_never_survives_in_any_spelling_or_place(
+        (secret, spelled) in capability().prop_flat_map(|s| (Just(s.clone()), in_context(s))),
+    ) {
+        let (text, spelling, rules) = spelled;
+        let mut host = Host::new();
+        host.registry.hidden_mut().insert_secret(&secret);
+        for result in places(&text) {
+            let output = every_output(&mut host, &result);
+            assert_absent(&output, &secret, &spelling, &rules);
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! The entry point for the `redact` fuzz target and the tests that replay what it found.
+
+use crate::{Admitted, HiddenSet, HiddenUris, UriPolicy};
+
+/// Splits `bytes` at the first NUL into a secret and a text (lossy UTF-8), registers the
+/// secret with a session, and checks what redaction promises on any input: it never panics, a
+/// searched secret never survives verbatim (nor in lower case), and redacting the output again
+/// leaves it as it is.
+pub fn secret_never_survives(bytes: &[u8]) {
+    let (secret, text) = match bytes.iter().position(|&b| b == 0) {
+        Some(at) => (&bytes[..at], &bytes[at + 1..]),
+        None => (&bytes[..0], bytes),
+    };
+    let secret = String::from_utf8_lossy(secret);
+    let text = String::from_utf8_lossy(text);
+    let mut session = HiddenSet::new();
+    let searched = session.insert_secret(&secret) == Admitted::Searched;
+    let hidden = HiddenUris::in_session(&[], UriPolicy::Hidden, &mut session, true);
+    let once = hidden.redact(&text).into_owned();
+    if searched {
+        assert!(
+            !once.contains(secret.as_ref()),
+            "the secret survives: {once:?}"
+        );
+    }
+    let twice = hidden.redact(&once);
+    assert_eq!(twice, once, "redaction is idempotent");
+}
