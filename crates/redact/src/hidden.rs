@@ -9,7 +9,7 @@ use std::sync::Arc;
 use mcpl_classify::BlockView;
 use serde_json::Value;
 
-use crate::scrub::{Scrubber, Secrets};
+use crate::scrub::{Scrubber, Secrets, WITHHELD_SECRET};
 use crate::search::{Compiled, Strings};
 use crate::secrets::Admitted;
 use crate::uri::secret_parts;
@@ -162,35 +162,10 @@ impl HiddenUris {
     /// A server's string with every hidden uri in it replaced by [`WITHHELD_LINK`]: what
     /// [`HiddenUris::redact_run`] makes of it alone.
     pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        self.scrub.apply(self.redact_uris(text))
-    }
-
-    /// [`HiddenUris::redact`]'s first pass: hidden and credential-shaped urls.
-    fn redact_uris<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        if self.uris_pass(text) {
-            return Cow::Borrowed(text);
-        }
-        let merged = self.merged_ranges(text);
-        let mut out = String::new();
-        let mut at = 0;
-        let mut changed = false;
-        for &(start, end) in &merged {
-            if end == 0 || start >= text.len() {
-                continue;
-            }
-            if !changed {
-                out.reserve(text.len());
-                changed = true;
-            }
-            out.push_str(&text[at..start]);
-            out.push_str(WITHHELD_LINK);
-            at = end.min(text.len());
-        }
-        if !changed {
-            return Cow::Borrowed(text);
-        }
-        out.push_str(&text[at..]);
-        Cow::Owned(out)
+        self.redact_run(&[text])
+            .into_iter()
+            .next()
+            .unwrap_or(Cow::Borrowed(text))
     }
 
     /// A JSON value with every string in it, keys included, redacted as a server's text (a
@@ -288,16 +263,9 @@ impl HiddenUris {
     /// Adjacent pieces of one message's text, redacted as one: a uri split across pieces is
     /// found, its first piece holds the [`WITHHELD_LINK`] and the rest of it is removed.
     pub fn redact_run<'t>(&self, pieces: &[&'t str]) -> Vec<Cow<'t, str>> {
-        self.redact_run_uris(pieces)
-            .into_iter()
-            .map(|piece| self.scrub.apply(piece))
-            .collect()
-    }
-
-    /// [`HiddenUris::redact_run`]'s first pass: hidden and credential-shaped urls.
-    fn redact_run_uris<'t>(&self, pieces: &[&'t str]) -> Vec<Cow<'t, str>> {
         let borrowed = || pieces.iter().map(|p| Cow::Borrowed(*p)).collect();
-        if pieces.iter().all(|piece| self.uris_pass(piece)) {
+        let uris_pass = pieces.iter().all(|piece| self.uris_pass(piece));
+        if uris_pass && pieces.iter().all(|piece| self.scrub.passes(piece)) {
             return borrowed();
         }
         let length: usize = pieces.iter().map(|piece| piece.len()).sum();
@@ -315,7 +283,14 @@ impl HiddenUris {
             }
             (_, None) => Cow::Owned(pieces.concat()),
         };
-        let merged = self.merged_ranges(&joined);
+        // Both passes read the same original text: a url the first cuts short at an encoded
+        // space leaves the rest of its secret to the second, which reads it whole.
+        let links = if uris_pass {
+            Vec::new()
+        } else {
+            self.merged_ranges(&joined)
+        };
+        let merged = with_markers(links, self.scrub.spans(&joined));
         if merged.is_empty() {
             return borrowed();
         }
@@ -328,14 +303,14 @@ impl HiddenUris {
             let mut text = String::new();
             let mut at = piece_start;
             let mut changed = false;
-            for &(start, end) in &merged {
+            for &(start, end, marker) in &merged {
                 if end <= piece_start || start >= piece_end {
                     continue;
                 }
                 changed = true;
                 text.push_str(&joined[at..start.max(piece_start)]);
                 if start >= piece_start {
-                    text.push_str(WITHHELD_LINK);
+                    text.push_str(marker);
                 }
                 at = end.min(piece_end);
             }
@@ -546,6 +521,38 @@ fn origin_in(pieces: &VecDeque<(usize, usize, View)>, start: usize, end: usize) 
         }
         None => (start, end),
     }
+}
+
+/// The ranges of both passes as one sorted list without overlaps, each with its marker: a
+/// stretch that holds any of a link is [`WITHHELD_LINK`], else [`WITHHELD_SECRET`].
+fn with_markers(
+    links: Vec<(usize, usize)>,
+    secrets: Vec<(usize, usize)>,
+) -> Vec<(usize, usize, &'static str)> {
+    let mut all: Vec<(usize, usize, &'static str)> = links
+        .into_iter()
+        .map(|(start, end)| (start, end, WITHHELD_LINK))
+        .chain(
+            secrets
+                .into_iter()
+                .map(|(start, end)| (start, end, WITHHELD_SECRET)),
+        )
+        .filter(|&(start, end, _)| start < end)
+        .collect();
+    all.sort_unstable_by_key(|&(start, end, _)| (start, end));
+    let mut merged: Vec<(usize, usize, &'static str)> = Vec::with_capacity(all.len());
+    for (start, end, marker) in all {
+        match merged.last_mut() {
+            Some(last) if start < last.1 => {
+                last.1 = last.1.max(end);
+                if marker == WITHHELD_LINK {
+                    last.2 = WITHHELD_LINK;
+                }
+            }
+            _ => merged.push((start, end, marker)),
+        }
+    }
+    merged
 }
 
 /// The largest character boundary of `text` at or before `index`.

@@ -35,12 +35,35 @@ const SECRET_NAMES: &[&str] = &["sig", "pwd", "pass", "auth", "passphrase"];
 
 /// Names that hold a secret only when the value looks random (`code=`, `key=`, `session=`, a
 /// name ending in `key`): `key=value` and `code=200` are ordinary.
-const RANDOM_VALUE_NAMES: &[&str] = &[
-    "code", "key", "session", "sid", "sp", "se", "st", "ak", "sk",
+const RANDOM_VALUE_NAMES: &[&str] = &["code", "key", "sp", "se", "st", "ak", "sk"];
+
+/// Endings that make a name say *about* a secret, not hold one: `token_endpoint`,
+/// `token_type`, `privateKeyFile`, `secret_name`, `key_id`.
+const ABOUT_ENDINGS: &[&str] = &[
+    "endpoint",
+    "url",
+    "uri",
+    "type",
+    "types",
+    "method",
+    "methods",
+    "file",
+    "path",
+    "name",
+    "id",
+    "ids",
+    "expires",
+    "expiresin",
+    "expiry",
+    "supported",
+    "length",
+    "len",
+    "count",
+    "hint",
 ];
 
-/// The fewest letters and digits a value needs before it is withheld.
-const MIN_VALUE_CHARS: usize = 6;
+/// The fewest letters and digits a value needs before it is withheld (and a digit, or 32).
+const MIN_VALUE_CHARS: usize = 8;
 
 /// The longest name read back from a separator.
 const MAX_NAME_BYTES: usize = 64;
@@ -49,6 +72,9 @@ const MAX_NAME_BYTES: usize = 64;
 fn name_holds_secret(name: &str) -> Option<bool> {
     let letters: String = name.chars().filter(char::is_ascii_alphanumeric).collect();
     if letters.is_empty() {
+        return None;
+    }
+    if ABOUT_ENDINGS.iter().any(|e| letters.ends_with(e)) && !letters.ends_with("sessionid") {
         return None;
     }
     if SECRET_NAMES.contains(&letters.as_str()) || SECRET_WORDS.iter().any(|w| letters.contains(w))
@@ -87,6 +113,17 @@ fn ends_value(c: char) -> bool {
         )
 }
 
+/// Whether a character of the original may be part of a value: what tokens, keys and
+/// their encodings are spelled with, invisible characters included (they spell nothing).
+fn is_token_char(c: char) -> bool {
+    c.is_ascii_alphanumeric()
+        || matches!(
+            c,
+            '_' | '-' | '.' | '~' | '+' | '/' | '=' | '%' | ':' | '@' | '!' | '*' | '$'
+        )
+        || (!c.is_ascii() && !c.is_whitespace())
+}
+
 /// Whether a view character may be part of a parameter's name.
 fn in_name(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'[' | b']' | b'$')
@@ -109,7 +146,12 @@ pub(crate) fn values_in(text: &str) -> Vec<(usize, usize)> {
     let mut found: Vec<(usize, usize)> = Vec::new();
     for k in memchr::memchr2_iter(b'=', b':', b) {
         let colon = b[k] == b':';
-        if colon && b[k + 1..].starts_with(b"//") {
+        // `://` begins a url, `::` is a path in code.
+        if colon
+            && (b[k + 1..].starts_with(b"//")
+                || b.get(k + 1) == Some(&b':')
+                || (k > 0 && b[k - 1] == b':'))
+        {
             continue;
         }
         // The name: back over white space and a closing quote, then its characters.
@@ -136,19 +178,21 @@ pub(crate) fn values_in(text: &str) -> Vec<(usize, usize)> {
             continue;
         }
         let (origin_start, _) = view.origin(from, from + 1);
-        let Some(value_end) = text[origin_start..]
+        // The value is a run of token characters that ends where a value ends: a run that
+        // goes on into a call or an expression (`TokenUrl::new(`) is code, not a value.
+        let rest = &text[origin_start..];
+        let run = rest
             .char_indices()
-            .find(|&(_, c)| ends_value(c))
-            .map(|(at, _)| origin_start + at)
-            .or(Some(text.len()))
-        else {
+            .find(|&(_, c)| !is_token_char(c))
+            .map_or(rest.len(), |(at, _)| at);
+        if rest[run..].chars().next().is_some_and(|c| !ends_value(c)) {
             continue;
-        };
+        }
+        let value_end = origin_start + run;
         let value = &text[origin_start..value_end];
         let alnum = value.chars().filter(char::is_ascii_alphanumeric).count();
         let shaped = if strong {
-            alnum >= MIN_VALUE_CHARS
-                && (!colon || value.chars().any(|c| !c.is_ascii_alphabetic()) || alnum >= 16)
+            alnum >= MIN_VALUE_CHARS && (value.chars().any(|c| c.is_ascii_digit()) || alnum >= 32)
         } else {
             looks_random(value)
         };

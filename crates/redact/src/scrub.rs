@@ -100,7 +100,7 @@ pub(crate) struct Scrubber {
 
 impl Scrubber {
     /// The byte ranges of `text` to withhold, sorted and merged.
-    fn spans(&self, text: &str) -> Vec<(usize, usize)> {
+    pub(crate) fn spans(&self, text: &str) -> Vec<(usize, usize)> {
         let mut spans = self.secrets.hits(text);
         if self.scan {
             spans.extend(params::values_in(text));

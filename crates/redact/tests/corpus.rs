@@ -91,3 +91,25 @@ fn one_mb_timing() {
         warm[2]
     );
 }
+
+/// The whole second pass (credential parameters, token formats and vendor prefixes), as every
+/// server string takes it, on the same corpus: its findings per MB, printed and bounded.
+#[test]
+fn the_whole_second_pass_has_few_false_positives() {
+    let hidden = mcpl_redact::HiddenUris::of(&[], mcpl_redact::UriPolicy::Hidden);
+    let (mut bytes, mut findings) = (0usize, 0usize);
+    for (name, text) in corpus() {
+        bytes += text.len();
+        for (n, line) in text.lines().enumerate() {
+            let shown = hidden.redact(line);
+            let count = shown.matches(mcpl_redact::WITHHELD_SECRET).count();
+            if count > 0 {
+                println!("{name}:{}: {shown:.160}", n + 1);
+            }
+            findings += count;
+        }
+    }
+    let per_mb = findings as f64 / (bytes as f64 / 1e6);
+    println!("second pass: {bytes} bytes, {findings} findings, {per_mb:.2} per MB");
+    assert!(per_mb <= MAX_PER_MB, "{per_mb:.2} findings per MB");
+}

@@ -239,6 +239,7 @@ mod conformance;
 mod demo;
 #[cfg(unix)]
 mod environment;
+mod leaks;
 mod project;
 mod read_result;
 mod run;

@@ -1,0 +1,134 @@
+//! Tokens by their vendor's prefix alone, whatever their length: `sk-ant-…`, `sk-proj-…`,
+//! `ghp_…`, `xoxb-…`, `AKIA…`. gitleaks' rules pin each format's exact length, so a key of a
+//! newer or older length would pass them; this rule needs only the prefix and a random run.
+
+use crate::formats::Found;
+
+/// The prefixes vendors put before a secret token, longest first where one starts another.
+const PREFIXES: &[&str] = &[
+    "sk-ant-",
+    "sk-proj-",
+    "sk-svcacct-",
+    "sk-admin-",
+    "sk_live_",
+    "sk_test_",
+    "rk_live_",
+    "rk_test_",
+    "sk-",
+    "github_pat_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "glpat-",
+    "glsa_",
+    "xoxb-",
+    "xoxp-",
+    "xoxa-",
+    "xoxr-",
+    "xoxs-",
+    "xapp-",
+    "AKIA",
+    "ASIA",
+    "AIza",
+    "ya29.",
+    "npm_",
+    "pypi-",
+    "hf_",
+    "shpat_",
+    "shpss_",
+    "dop_v1_",
+    "SG.",
+];
+
+/// The fewest token characters after the prefix.
+const MIN_RUN: usize = 16;
+
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
+}
+
+/// Every token in `text` that starts with a vendor prefix (not inside a longer word) and goes
+/// on with at least [`MIN_RUN`] token characters holding a letter and a digit.
+pub(crate) fn scan(text: &str, found: &mut Vec<Found>) {
+    let b = text.as_bytes();
+    let mut at = 0;
+    while at < b.len() {
+        let starts_word = at == 0 || !b[at - 1].is_ascii_alphanumeric();
+        let prefix = starts_word
+            .then(|| PREFIXES.iter().find(|p| b[at..].starts_with(p.as_bytes())))
+            .flatten();
+        let Some(prefix) = prefix else {
+            at += 1;
+            continue;
+        };
+        let body = at + prefix.len();
+        // AWS key ids are upper-case letters and digits only.
+        let aws = matches!(*prefix, "AKIA" | "ASIA");
+        let end = body
+            + b[body..]
+                .iter()
+                .take_while(|&&c| {
+                    if aws {
+                        c.is_ascii_uppercase() || c.is_ascii_digit()
+                    } else {
+                        is_token_byte(c)
+                    }
+                })
+                .count();
+        let run = &b[body..end];
+        if run.len() >= MIN_RUN
+            && run.iter().any(u8::is_ascii_digit)
+            && run.iter().any(u8::is_ascii_alphabetic)
+        {
+            found.push(Found {
+                start: at,
+                end,
+                rule: "mcpl-vendor-prefix",
+            });
+            at = end;
+        } else {
+            at += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens(text: &str) -> Vec<&str> {
+        let mut found = Vec::new();
+        scan(text, &mut found);
+        found.iter().map(|f| &text[f.start..f.end]).collect()
+    }
+
+    #[test]
+    fn a_vendor_token_of_any_length_is_found() {
+        assert_eq!(
+            tokens("key sk-ant-api03-Ab3Cd5Ef7Gh9Ij1K ok"),
+            ["sk-ant-api03-Ab3Cd5Ef7Gh9Ij1K"]
+        );
+        assert_eq!(
+            tokens("sk-proj-Ab3Cd5Ef7Gh9Ij1Kl3"),
+            ["sk-proj-Ab3Cd5Ef7Gh9Ij1Kl3"]
+        );
+        assert_eq!(
+            tokens("(ghp_a1B2c3D4e5F6g7H8i9J0)"),
+            ["ghp_a1B2c3D4e5F6g7H8i9J0"]
+        );
+    }
+
+    #[test]
+    fn ordinary_words_with_a_prefix_are_kept() {
+        for text in [
+            "sk-learn-more-about-this",
+            "task-abcdef0123456789",
+            "ASIAN-FOOD-MARKET-2024",
+            "hf_short1",
+        ] {
+            assert!(tokens(text).is_empty(), "{text}: {:?}", tokens(text));
+        }
+    }
+}
