@@ -6,7 +6,10 @@
 //!   each of its group's baselines (a plain parse and rmcp's typed parse, a plain download, plain
 //!   pricing; else the first).
 //! - `fuzz [TARGET] [--seconds N]`: a cargo-fuzz target on the nightly toolchain (default:
-//!   `classify`, 600 seconds), then a list of any crash inputs it left.
+//!   `classify`, 600 seconds; `redact` is the secrets target), installing cargo-fuzz from
+//!   crates.io first when it is missing, then a list of any crash inputs it left.
+//! - `secrets [--cases N]`: the generative leak test (the grammar of spellings over every lane)
+//!   with N cases a property (default 20,000, about ten minutes on two cores), in release mode.
 //! - `changelog`: assembles `changelog.d/` fragments into the text of a release section.
 //! - `e2e`: `mcpl run` against the real npm MCP servers pinned in `e2e/`, then a line per check
 //!   of what the model was sent (see the `e2e` module).
@@ -37,7 +40,7 @@ mod standalone;
 #[cfg(test)]
 mod tidy;
 
-const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | changelog | e2e | conformance-suite | hostile-memory | memory | readme-commands | spill-gc --config FILE>";
+const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | secrets [--cases N] | changelog | e2e | conformance-suite | hostile-memory | memory | readme-commands | spill-gc --config FILE>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -46,6 +49,7 @@ fn main() -> ExitCode {
         Some("ci") => ci(&root),
         Some("bench") => bench(&root, &args[1..]),
         Some("fuzz") => fuzz(&root, &args[1..]),
+        Some("secrets") => secrets(&root, &args[1..]),
         Some("changelog") => changelog(&root),
         Some("e2e") => e2e::e2e(&root),
         Some("conformance-suite") => conformance_suite::conformance_suite(&root),
@@ -229,6 +233,7 @@ fn fuzz(root: &Path, args: &[String]) -> Result<(), String> {
             tests.join("fixtures"),
             tests.join("fuzz-regressions/payload"),
         ]),
+        "redact" => corpora.push(root.join("crates/redact/tests/fuzz-regressions")),
         "lanes" => {
             let lanes = root.join("crates/lanes/tests");
             corpora.extend([tests.join("cases"), lanes.join("fuzz-regressions")]);
@@ -240,6 +245,14 @@ fn fuzz(root: &Path, args: &[String]) -> Result<(), String> {
         _ => {}
     }
     std::fs::create_dir_all(&corpora[0]).map_err(|e| format!("{}: {e}", corpora[0].display()))?;
+    let installed = Command::new("cargo")
+        .args(["+nightly", "fuzz", "--version"])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !installed {
+        println!("cargo-fuzz is missing; installing it from crates.io");
+        cargo(root, &["install", "--locked", "cargo-fuzz"])?;
+    }
     let status = Command::new("cargo")
         .current_dir(&fuzz_dir)
         .args(["+nightly", "fuzz", "run", &target])
@@ -264,6 +277,36 @@ fn fuzz(root: &Path, args: &[String]) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("fuzz target {target} failed"))
+    }
+}
+
+/// The generative leak test with many cases: `MCPL_SECRET_CASES` sets each property's count.
+fn secrets(root: &Path, args: &[String]) -> Result<(), String> {
+    let cases = match args {
+        [] => "20000".to_owned(),
+        [flag, n] if flag == "--cases" && n.parse::<u64>().is_ok() => n.clone(),
+        _ => return Err(USAGE.to_owned()),
+    };
+    let status = Command::new("cargo")
+        .current_dir(root)
+        .env("MCPL_SECRET_CASES", &cases)
+        .args([
+            "test",
+            "--release",
+            "-p",
+            "mcpl-lanes",
+            "--test",
+            "it",
+            "secrets",
+        ])
+        .status()
+        .map_err(|error| format!("cannot run cargo: {error}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the generative leak test failed with {cases} cases a property"
+        ))
     }
 }
 

@@ -44,3 +44,66 @@ pub(crate) fn register_server(secrets: &Secrets, launch: &Launch) -> Launch {
     }
     launch
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpl_client::{BearerToken, Dial};
+
+    #[test]
+    fn a_token_the_host_sends_and_its_config_headers_are_withheld_when_echoed() {
+        let secrets = Secrets::new();
+        let url = url::Url::parse("https://mcp.example/mcp").unwrap();
+        let launch = Launch {
+            transport: Transport::Http(Dial {
+                url: url.clone(),
+                headers: vec![("X-Team-Key".to_owned(), "Key tm4k9Q2x7ZpL3vB8".to_owned())],
+                authorizer: Some(Arc::new(BearerToken::new(&url, "bT0k3n8xQ2m7ZpL4vR9w"))),
+            }),
+            ..Launch::default()
+        };
+        let launch = register_server(&secrets, &launch);
+        let Transport::Http(dial) = &launch.transport else {
+            panic!("the transport is kept");
+        };
+        // The token is learnt when it is sent, as a refreshed OAuth token would be.
+        assert_eq!(
+            secrets.redact("echo bT0k3n8xQ2m7ZpL4vR9w"),
+            "echo bT0k3n8xQ2m7ZpL4vR9w"
+        );
+        let sent = dial.authorizer.as_ref().and_then(|a| a.authorization(&url));
+        assert_eq!(sent.as_deref(), Some("Bearer bT0k3n8xQ2m7ZpL4vR9w"));
+        for echoed in [
+            "you sent bT0k3n8xQ2m7ZpL4vR9w",
+            "BT0K3N8X-Q2M7-ZPL4-VR9W",
+            "team tm4k9Q2x7ZpL3vB8",
+        ] {
+            let shown = secrets.redact(echoed);
+            assert!(
+                shown.contains(mcpl_redact::WITHHELD_SECRET),
+                "{echoed}: {shown}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_environment_gives_its_secret_named_values_only() {
+        let secrets = Secrets::new();
+        let vars = [
+            ("ANTHROPIC_API_KEY", "sk-ant-k9Q2x7ZpL3vB8m4t"),
+            ("HOME", "/home/q7k2x9z4m8w1"),
+            ("PWD", "/work/a8f3k2j9x7q1"),
+        ];
+        register_environment(
+            &secrets,
+            vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
+        assert!(
+            secrets
+                .redact("key SK-ANT-K9Q2X7ZPL3VB8M4T")
+                .contains("[withheld")
+        );
+        assert_eq!(secrets.redact("home q7k2x9z4m8w1"), "home q7k2x9z4m8w1");
+        assert_eq!(secrets.redact("in a8f3k2j9x7q1"), "in a8f3k2j9x7q1");
+    }
+}

@@ -1,8 +1,9 @@
 //! The generative leak test (issue 26): a secret the session holds (a part of a hidden uri, or
 //! a token the host registered), spelled by the grammar of `mcpl_redact::spellings` (one to
 //! three transformations composed) and put in every place a server string goes, never
-//! survives on any lane. The oracle is independent of the engine: neither the secret (in any
-//! case) nor the spelling itself may be in any output.
+//! survives on any lane, in a tool's definition or in a log line. The oracle is independent
+//! of the engine: neither the secret (in any case) nor the spelling itself may be in any
+//! output.
 
 use mcpl_lanes::UriPolicy;
 use mcpl_redact::spellings::in_context;
@@ -80,5 +81,13 @@ proptest! {
             let output = every_output(&mut host, &result);
             assert_absent(&output, &secret, &spelling, &rules);
         }
+        // A tool's definition, as the host redacts it each round, and a log line, as the
+        // command's writer redacts it with the session's shared set.
+        let tool = json!({"name": "t", "description": text, "inputSchema": {"type": "object",
+            "properties": {"mode": {"description": text, "default": text, "enum": ["a", text]}}}});
+        let hidden = mcpl_redact::HiddenUris::in_session(&[], UriPolicy::Hidden, host.registry.hidden_mut(), true);
+        assert_absent(&hidden.redact_value(&tool).to_string(), &secret, &spelling, &rules);
+        let log = host.registry.hidden().secrets().redact(&format!("INFO server said: {text}")).into_owned();
+        assert_absent(&log, &secret, &spelling, &rules);
     }
 }
