@@ -9,7 +9,7 @@ use std::sync::Arc;
 use mcpl_classify::BlockView;
 use serde_json::Value;
 
-use crate::scrub::{Scrubber, Secrets, WITHHELD_SECRET};
+use crate::scrub::{Scrubber, Secrets, WITHHELD_SECRET, merge};
 use crate::search::{Compiled, Strings};
 use crate::secrets::Admitted;
 use crate::uri::secret_parts;
@@ -335,7 +335,7 @@ impl HiddenUris {
         {
             return Vec::new();
         }
-        let mut spans = if joined.len() > 2 * REDACT_WINDOW {
+        let spans = if joined.len() > 2 * REDACT_WINDOW {
             self.find_windowed(joined, REDACT_WINDOW)
         } else if let Some(upper) = plain_case(joined) {
             // The view of plain text is the text in lower case, byte for byte: no view to build
@@ -356,15 +356,7 @@ impl HiddenUris {
         if spans.len() < 2 {
             return spans;
         }
-        spans.sort_unstable();
-        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
-        for (start, end) in spans {
-            match merged.last_mut() {
-                Some(last) if start <= last.1 => last.1 = last.1.max(end),
-                _ => merged.push((start, end)),
-            }
-        }
-        merged
+        merge(spans)
     }
 
     /// Where hidden uris and, when scanning, credential-shaped urls are in a view, as the

@@ -137,7 +137,7 @@ impl Scrubber {
 }
 
 /// Sorted ranges with overlapping and touching ones joined.
-fn merge(mut spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
+pub(crate) fn merge(mut spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
     spans.retain(|&(start, end)| start < end);
     spans.sort_unstable();
     let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());

@@ -151,15 +151,7 @@ fn layer(source: &str, decode: bool) -> (String, Vec<Seg>) {
         let decoded = if decode { decode_at(source, i) } else { None };
         if let Some((c, len)) = decoded {
             if !is_control_or_format(c) {
-                fold(c, |folded| {
-                    segs.push(Seg {
-                        view: out.len(),
-                        from: i,
-                        from_len: len,
-                        linear: false,
-                    });
-                    out.push(folded);
-                });
+                push_folded(&mut out, &mut segs, c, i, len);
             }
             i += len;
             continue;
@@ -169,16 +161,7 @@ fn layer(source: &str, decode: bool) -> (String, Vec<Seg>) {
         };
         if !c.is_ascii() && !is_control_or_format(c) && !folds_to_itself(c) {
             // A character whose compatibility form or lower case differs stands alone.
-            let len = c.len_utf8();
-            fold(c, |folded| {
-                segs.push(Seg {
-                    view: out.len(),
-                    from: i,
-                    from_len: len,
-                    linear: false,
-                });
-                out.push(folded);
-            });
+            push_folded(&mut out, &mut segs, c, i, c.len_utf8());
         } else if !is_control_or_format(c) {
             let contiguous = segs
                 .last()
@@ -204,6 +187,20 @@ fn layer(source: &str, decode: bool) -> (String, Vec<Seg>) {
         });
     }
     (out, segs)
+}
+
+/// What `c`, read from `len` bytes at `from`, reads as in the view, each character of it
+/// mapped back to those bytes.
+fn push_folded(out: &mut String, segs: &mut Vec<Seg>, c: char, from: usize, len: usize) {
+    fold(c, |folded| {
+        segs.push(Seg {
+            view: out.len(),
+            from,
+            from_len: len,
+            linear: false,
+        });
+        out.push(folded);
+    });
 }
 
 /// Whether the view drops a character: a control character, a format character that hides or
