@@ -9,6 +9,7 @@
 //! where it starts to the first character that ends a value there, so an encoded space (`%20`)
 //! does not cut it short.
 
+use crate::uri::is_plain;
 use crate::view::View;
 
 /// Names that hold a secret wherever they appear in a name (`oauth_token`, `x-api-key`,
@@ -70,7 +71,11 @@ const MAX_NAME_BYTES: usize = 64;
 
 /// Which kind of secret a name says its value is, read by its letters and digits only.
 fn name_holds_secret(name: &str) -> Option<bool> {
-    let letters: String = name.chars().filter(char::is_ascii_alphanumeric).collect();
+    let letters: String = name
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
     if letters.is_empty() {
         return None;
     }
@@ -141,8 +146,10 @@ pub(crate) fn values_in(text: &str) -> Vec<(usize, usize)> {
     if !may_hold(text) {
         return Vec::new();
     }
-    let view = View::of(text);
-    let b = view.text.as_bytes();
+    // Printable ASCII with nothing to decode is its own view, but for case: no view to make.
+    let view = (!is_plain(text)).then(|| View::of(text));
+    let seen = view.as_ref().map_or(text, |view| view.text.as_str());
+    let b = seen.as_bytes();
     let mut found: Vec<(usize, usize)> = Vec::new();
     for k in memchr::memchr2_iter(b'=', b':', b) {
         let colon = b[k] == b':';
@@ -166,7 +173,7 @@ pub(crate) fn values_in(text: &str) -> Vec<(usize, usize)> {
         while start > 0 && end - start < MAX_NAME_BYTES && in_name(b[start - 1]) {
             start -= 1;
         }
-        let Some(strong) = name_holds_secret(&view.text[start..end]) else {
+        let Some(strong) = name_holds_secret(&seen[start..end]) else {
             continue;
         };
         // The value: past white space and an opening quote, in the view.
@@ -177,7 +184,7 @@ pub(crate) fn values_in(text: &str) -> Vec<(usize, usize)> {
         if from >= b.len() {
             continue;
         }
-        let (origin_start, _) = view.origin(from, from + 1);
+        let origin_start = view.as_ref().map_or(from, |view| view.origin(from, from + 1).0);
         // The value is a run of token characters that ends where a value ends: a run that
         // goes on into a call or an expression (`TokenUrl::new(`) is code, not a value.
         let rest = &text[origin_start..];
