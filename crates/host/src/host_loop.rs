@@ -404,8 +404,9 @@ impl Host {
             error: None,
             tools: Vec::new(),
         };
-        let launch =
-            crate::secrets::register_server(self.lanes.registry.hidden().secrets(), &config.launch);
+        let secrets = self.lanes.registry.hidden().secrets();
+        crate::secrets::register_oauth(secrets, config.options.oauth.as_ref());
+        let launch = crate::secrets::register_server(secrets, &config.launch);
         let mut connection = match Connection::start(&launch, limits, &mut self.lanes) {
             Ok(connection) => connection,
             Err(error) => {

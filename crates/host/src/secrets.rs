@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use mcpl_auth::OAuthOptions;
 use mcpl_client::{Launch, Recorded, Transport};
 use mcpl_redact::{Secrets, is_secret_name};
 
@@ -17,6 +18,31 @@ pub(crate) fn register_environment(
         if is_secret_name(&name) {
             secrets.insert(&value);
         }
+    }
+}
+
+/// Registers a server's OAuth client secret or private key, when its config gives one.
+pub(crate) fn register_oauth(secrets: &Secrets, oauth: Option<&OAuthOptions>) {
+    use mcpl_auth::{ClientCredential, ClientIdentity};
+    let secret = match oauth.map(|oauth| &oauth.identity) {
+        Some(ClientIdentity::PreRegistered {
+            client_secret: Some(secret),
+            ..
+        })
+        | Some(ClientIdentity::ClientCredentials {
+            credential: ClientCredential::Secret(secret),
+            ..
+        }) => secret,
+        Some(ClientIdentity::ClientCredentials {
+            credential: ClientCredential::PrivateKeyJwt { key_pem, .. },
+            ..
+        }) => key_pem,
+        _ => return,
+    };
+    secrets.insert(secret.expose());
+    // A key's body, line by line, is what an echo would show.
+    for line in secret.expose().lines() {
+        secrets.insert(line);
     }
 }
 
@@ -84,6 +110,29 @@ mod tests {
                 "{echoed}: {shown}"
             );
         }
+    }
+
+    #[test]
+    fn an_oauth_client_secret_is_withheld_when_echoed() {
+        let secrets = Secrets::new();
+        let oauth = OAuthOptions {
+            identity: mcpl_auth::ClientIdentity::ClientCredentials {
+                client_id: "c".to_owned(),
+                credential: mcpl_auth::ClientCredential::Secret("cS3cr3t9x2k7q4m8w1z".into()),
+            },
+            scopes: Vec::new(),
+            token_file: None,
+            offline_access: false,
+            client_metadata_url: None,
+            headless: true,
+            timeout: std::time::Duration::from_secs(1),
+        };
+        register_oauth(&secrets, Some(&oauth));
+        assert!(
+            secrets
+                .redact("the server said cS3cr3t9x2k7q4m8w1z")
+                .contains("[withheld")
+        );
     }
 
     #[test]
