@@ -290,7 +290,7 @@ impl HiddenUris {
         } else {
             self.merged_ranges(&joined)
         };
-        let merged = with_markers(links, self.scrub.spans(&joined));
+        let merged = with_markers(links, self.scrub.spans_of_run(pieces, &joined));
         if merged.is_empty() {
             return borrowed();
         }

@@ -192,7 +192,9 @@ pub(crate) fn values_in(text: &str) -> Vec<(usize, usize)> {
         if from >= b.len() {
             continue;
         }
-        let origin_start = view.as_ref().map_or(from, |view| view.origin(from, from + 1).0);
+        let origin_start = view
+            .as_ref()
+            .map_or(from, |view| view.origin(from, from + 1).0);
         // The value is a run of token characters that ends where a value ends: a run that
         // goes on into a call or an expression (`TokenUrl::new(`) is code, not a value.
         let rest = &text[origin_start..];
@@ -275,7 +277,10 @@ mod tests {
     fn a_marker_is_never_part_of_a_name() {
         // The fuzz target's case: the marker's own word before a `:` named nothing.
         assert!(withheld("see [withheld secret]see2j9x7q1:shpss_x7q11z").is_empty());
-        assert_eq!(withheld("[withheld link]token=Zx81kQ02mmYT"), ["Zx81kQ02mmYT"]);
+        assert_eq!(
+            withheld("[withheld link]token=Zx81kQ02mmYT"),
+            ["Zx81kQ02mmYT"]
+        );
     }
 
     #[test]

@@ -101,14 +101,26 @@ pub(crate) struct Scrubber {
 impl Scrubber {
     /// The byte ranges of `text` to withhold, sorted and merged.
     pub(crate) fn spans(&self, text: &str) -> Vec<(usize, usize)> {
-        let mut spans = self.secrets.hits(text);
+        self.spans_of_run(&[text], text)
+    }
+
+    /// The byte ranges of `joined`, the pieces side by side, to withhold. A registered secret
+    /// is searched in the whole run, so one split across pieces is found; parameters and token
+    /// formats in each piece alone, so a token at a piece's end never runs on into the next.
+    pub(crate) fn spans_of_run(&self, pieces: &[&str], joined: &str) -> Vec<(usize, usize)> {
+        let mut spans = self.secrets.hits(joined);
         if self.scan {
-            spans.extend(params::values_in(text));
-            spans.extend(
-                formats::credentials_in(text)
-                    .iter()
-                    .map(|f| (f.start, f.end)),
-            );
+            let mut offset = 0;
+            for piece in pieces {
+                let shift = |(start, end): (usize, usize)| (offset + start, offset + end);
+                spans.extend(params::values_in(piece).into_iter().map(shift));
+                spans.extend(
+                    formats::credentials_in(piece)
+                        .iter()
+                        .map(|f| shift((f.start, f.end))),
+                );
+                offset += piece.len();
+            }
         }
         merge(spans)
     }

@@ -103,7 +103,7 @@ fn a_server_that_echoes_every_secret_gets_none_to_the_model_the_spill_or_the_log
     every_file(&dir.join("spill"), &mut spilled);
     assert!(
         spilled.contains("<svg"),
-        "the SVG is spilled: {spilled:.300}"
+        "the SVG is spilled: {spilled:.300} {stderr:.3000}"
     );
     assert_no_secret("the spill", &spilled);
     let _ = std::fs::remove_dir_all(&dir);

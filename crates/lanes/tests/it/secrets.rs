@@ -91,3 +91,23 @@ proptest! {
         assert_absent(&log, &secret, &spelling, &rules);
     }
 }
+
+/// A token at one text block's end never runs on into the next block: the next block's text
+/// reaches the model whole (the leak test's case, where 200,000 characters were lost).
+#[test]
+fn a_token_at_a_blocks_end_takes_nothing_of_the_next_block() {
+    let mut host = Host::new();
+    let result = json!({"content": [
+        {"type": "text", "text": "github ghp_R4nd0mT0k3nV4lu3F0rT3st1ngPurp0s3s0Q"},
+        {"type": "text", "text": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx and the rest"},
+    ]});
+    let lanes = host.all_lanes(&result, UriPolicy::Hidden);
+    assert!(!lanes.stored.contains("R4nd0mT0k3n"), "{}", lanes.stored);
+    assert!(
+        lanes
+            .stored
+            .contains("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx and the rest"),
+        "{}",
+        lanes.stored
+    );
+}
