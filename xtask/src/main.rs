@@ -9,7 +9,7 @@
 //!   `classify`, 600 seconds; `redact` is the secrets target), installing cargo-fuzz from
 //!   crates.io first when it is missing, then a list of any crash inputs it left.
 //! - `secrets [--cases N]`: the generative leak test (the grammar of spellings over every lane)
-//!   with N cases a property (default 20,000, about ten minutes on two cores), in release mode.
+//!   with N cases a property (default 250,000, about ten minutes on two cores), in release mode.
 //! - `changelog`: assembles `changelog.d/` fragments into the text of a release section.
 //! - `e2e`: `mcpl run` against the real npm MCP servers pinned in `e2e/`, then a line per check
 //!   of what the model was sent (see the `e2e` module).
@@ -283,7 +283,7 @@ fn fuzz(root: &Path, args: &[String]) -> Result<(), String> {
 /// The generative leak test with many cases: `MCPL_SECRET_CASES` sets each property's count.
 fn secrets(root: &Path, args: &[String]) -> Result<(), String> {
     let cases = match args {
-        [] => "20000".to_owned(),
+        [] => "250000".to_owned(),
         [flag, n] if flag == "--cases" && n.parse::<u64>().is_ok() => n.clone(),
         _ => return Err(USAGE.to_owned()),
     };

@@ -175,11 +175,11 @@ pub(crate) fn values_in(text: &str) -> Vec<(usize, usize)> {
         }
         // A marker redaction wrote (`[withheld secret]`) is never part of a name, so redacting
         // twice changes nothing.
-        if let Some(close) = seen[start..end].rfind(']')
-            && let Some(open) = seen[..start + close].rfind("[withheld")
-            && !seen[open..start + close].contains(']')
+        if let Some(open) = seen[..end].rfind("[withheld")
+            && let Some(close) = seen[open..end].find(']')
+            && open + close >= start
         {
-            start += close + 1;
+            start = open + close + 1;
         }
         let Some(strong) = name_holds_secret(&seen[start..end]) else {
             continue;
