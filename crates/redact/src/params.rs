@@ -142,7 +142,7 @@ pub(crate) fn may_hold(text: &str) -> bool {
 }
 
 /// The byte ranges of `text` that are the values of credential parameters.
-pub(crate) fn values_in(text: &str) -> Vec<(usize, usize)> {
+pub(crate) fn values_in(text: &str, withheld: &[(usize, usize)]) -> Vec<(usize, usize)> {
     if !may_hold(text) {
         return Vec::new();
     }
@@ -150,6 +150,17 @@ pub(crate) fn values_in(text: &str) -> Vec<(usize, usize)> {
     let view = (!is_plain(text)).then(|| View::of(text));
     let seen = view.as_ref().map_or(text, |view| view.text.as_str());
     let b = seen.as_bytes();
+    // The bytes of the original a character of the view came from.
+    let origin = |at: usize| {
+        view.as_ref()
+            .map_or((at, at + 1), |view| view.origin(at, at + 1))
+    };
+    // A name never reaches into what another rule withholds, so withholding that (or
+    // writing a marker in its place) never changes what a later name is.
+    let joins = |at: usize| {
+        let before = origin(at - 1);
+        !withheld.iter().any(|&(s, e)| before.0 < e && s < before.1)
+    };
     let mut found: Vec<(usize, usize)> = Vec::new();
     for k in memchr::memchr2_iter(b'=', b':', b) {
         let colon = b[k] == b':';
@@ -170,7 +181,11 @@ pub(crate) fn values_in(text: &str) -> Vec<(usize, usize)> {
             end -= 1;
         }
         let mut start = end;
-        while start > 0 && end - start < MAX_NAME_BYTES && in_name(b[start - 1]) {
+        while start > 0
+            && end - start < MAX_NAME_BYTES
+            && in_name(b[start - 1])
+            && (start == end || joins(start))
+        {
             start -= 1;
         }
         // A marker redaction wrote (`[withheld secret]`) is never part of a name, so redacting
@@ -226,7 +241,7 @@ mod tests {
     use super::*;
 
     fn withheld(text: &str) -> Vec<&str> {
-        values_in(text)
+        values_in(text, &[])
             .into_iter()
             .map(|(s, e)| &text[s..e])
             .collect()

@@ -113,7 +113,17 @@ impl Scrubber {
             let mut offset = 0;
             for piece in pieces {
                 let shift = |(start, end): (usize, usize)| (offset + start, offset + end);
-                spans.extend(params::values_in(piece).into_iter().map(shift));
+                let within: Vec<(usize, usize)> = spans
+                    .iter()
+                    .filter(|&&(start, end)| start < offset + piece.len() && offset < end)
+                    .map(|&(start, end)| {
+                        (
+                            start.saturating_sub(offset),
+                            (end - offset).min(piece.len()),
+                        )
+                    })
+                    .collect();
+                spans.extend(params::values_in(piece, &within).into_iter().map(shift));
                 spans.extend(
                     formats::credentials_in(piece)
                         .iter()
