@@ -113,6 +113,12 @@ impl Scrubber {
             let mut offset = 0;
             for piece in pieces {
                 let shift = |(start, end): (usize, usize)| (offset + start, offset + end);
+                spans.extend(
+                    formats::credentials_in(piece)
+                        .iter()
+                        .map(|f| shift((f.start, f.end))),
+                );
+                // A parameter's name never reaches into what the other rules withhold.
                 let within: Vec<(usize, usize)> = spans
                     .iter()
                     .filter(|&&(start, end)| start < offset + piece.len() && offset < end)
@@ -124,11 +130,6 @@ impl Scrubber {
                     })
                     .collect();
                 spans.extend(params::values_in(piece, &within).into_iter().map(shift));
-                spans.extend(
-                    formats::credentials_in(piece)
-                        .iter()
-                        .map(|f| shift((f.start, f.end))),
-                );
                 offset += piece.len();
             }
         }
