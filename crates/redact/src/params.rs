@@ -188,14 +188,6 @@ pub(crate) fn values_in(text: &str, withheld: &[(usize, usize)]) -> Vec<(usize, 
         {
             start -= 1;
         }
-        // A marker redaction wrote (`[withheld secret]`) is never part of a name, so redacting
-        // twice changes nothing.
-        if let Some(open) = seen[..end].rfind("[withheld")
-            && let Some(close) = seen[open..end].find(']')
-            && open + close >= start
-        {
-            start = open + close + 1;
-        }
         let Some(strong) = name_holds_secret(&seen[start..end]) else {
             continue;
         };
@@ -241,7 +233,7 @@ mod tests {
     use super::*;
 
     fn withheld(text: &str) -> Vec<&str> {
-        values_in(text, &[])
+        values_in(text, &crate::scrub::markers_in(text))
             .into_iter()
             .map(|(s, e)| &text[s..e])
             .collect()

@@ -119,7 +119,7 @@ impl Scrubber {
                         .map(|f| shift((f.start, f.end))),
                 );
                 // A parameter's name never reaches into what the other rules withhold.
-                let within: Vec<(usize, usize)> = spans
+                let mut within: Vec<(usize, usize)> = spans
                     .iter()
                     .filter(|&&(start, end)| start < offset + piece.len() && offset < end)
                     .map(|&(start, end)| {
@@ -129,6 +129,8 @@ impl Scrubber {
                         )
                     })
                     .collect();
+                // Nor into a marker redaction wrote, which stands where such a span stood.
+                within.extend(markers_in(piece));
                 spans.extend(params::values_in(piece, &within).into_iter().map(shift));
                 offset += piece.len();
             }
@@ -157,6 +159,23 @@ impl Scrubber {
         out.push_str(&text[at..]);
         Cow::Owned(out)
     }
+}
+
+/// Where the markers redaction writes are in a text: `[withheld secret]`, `[withheld link]`
+/// and `[withheld link N]`.
+pub(crate) fn markers_in(text: &str) -> Vec<(usize, usize)> {
+    memchr::memmem::find_iter(text.as_bytes(), b"[withheld ")
+        .filter_map(|start| {
+            let rest = &text[start + "[withheld ".len()..];
+            let close = rest.find(']')?;
+            let inner = &rest[..close];
+            let numbered = inner
+                .strip_prefix("link ")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            (inner == "secret" || inner == "link" || numbered)
+                .then_some((start, start + "[withheld ".len() + close + 1))
+        })
+        .collect()
 }
 
 /// Sorted ranges with overlapping and touching ones joined.
