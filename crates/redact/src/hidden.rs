@@ -262,7 +262,33 @@ impl HiddenUris {
 
     /// Adjacent pieces of one message's text, redacted as one: a uri split across pieces is
     /// found, its first piece holds the [`WITHHELD_LINK`] and the rest of it is removed.
+    ///
+    /// A run that changes is redacted again until it no longer does (at most
+    /// [`MAX_REDACTION_PASSES`] times): a marker stands where a secret stood, and a rule that
+    /// reads the context (a word's start) may see it otherwise, so redacting what mcpl wrote
+    /// changes nothing.
     pub fn redact_run<'t>(&self, pieces: &[&'t str]) -> Vec<Cow<'t, str>> {
+        let mut out = self.redact_run_once(pieces);
+        for _ in 1..MAX_REDACTION_PASSES {
+            if out.iter().all(|piece| matches!(piece, Cow::Borrowed(_))) {
+                break;
+            }
+            let texts: Vec<&str> = out.iter().map(AsRef::as_ref).collect();
+            let again: Vec<String> = self
+                .redact_run_once(&texts)
+                .into_iter()
+                .map(Cow::into_owned)
+                .collect();
+            if again.iter().zip(&out).all(|(a, b)| a == b.as_ref()) {
+                break;
+            }
+            out = again.into_iter().map(Cow::Owned).collect();
+        }
+        out
+    }
+
+    /// One pass of [`HiddenUris::redact_run`].
+    fn redact_run_once<'t>(&self, pieces: &[&'t str]) -> Vec<Cow<'t, str>> {
         let borrowed = || pieces.iter().map(|p| Cow::Borrowed(*p)).collect();
         let uris_pass = pieces.iter().all(|piece| self.uris_pass(piece));
         if uris_pass && pieces.iter().all(|piece| self.scrub.passes(piece)) {
@@ -575,6 +601,9 @@ pub struct HiddenSet {
     /// The last parts not searched for, with the reason, at most [`UNSEARCHED_PARTS_KEPT`].
     unsearched: VecDeque<(String, Admitted)>,
 }
+
+/// The most times one run is redacted before what it came to is kept.
+pub const MAX_REDACTION_PASSES: usize = 4;
 
 /// The most parts of hidden uris one session searches for on their own; a uri hidden past
 /// that is still withheld by its canonical forms.

@@ -35,7 +35,9 @@ mod uri;
 mod view;
 mod walk;
 
-pub use hidden::{HiddenSet, HiddenUris, MAX_URI_PARTS, ServerName, UriPolicy};
+pub use hidden::{
+    HiddenSet, HiddenUris, MAX_REDACTION_PASSES, MAX_URI_PARTS, ServerName, UriPolicy,
+};
 pub use params::is_secret_name;
 pub use scrub::{Secrets, WITHHELD_SECRET};
 pub use secrets::Admitted;
