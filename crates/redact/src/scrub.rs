@@ -149,16 +149,21 @@ impl Scrubber {
         if spans.is_empty() {
             return text;
         }
-        let mut out = String::with_capacity(text.len());
-        let mut at = 0;
-        for (start, end) in spans {
-            out.push_str(&text[at..start]);
-            out.push_str(WITHHELD_SECRET);
-            at = end;
-        }
-        out.push_str(&text[at..]);
-        Cow::Owned(out)
+        Cow::Owned(replaced(&text, &spans, WITHHELD_SECRET))
     }
+}
+
+/// `text` with each of `spans` (sorted, apart) replaced by `marker`.
+pub(crate) fn replaced(text: &str, spans: &[(usize, usize)], marker: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for &(start, end) in spans {
+        out.push_str(&text[at..start]);
+        out.push_str(marker);
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    out
 }
 
 /// Where the markers redaction writes are in a text: `[withheld secret]`, `[withheld link]`

@@ -131,15 +131,7 @@ impl Secrets {
         if hits.is_empty() {
             return Cow::Borrowed(text);
         }
-        let mut out = String::with_capacity(text.len());
-        let mut kept = 0;
-        for (start, end) in hits {
-            out.push_str(&text[kept..start]);
-            out.push_str(marker);
-            kept = end;
-        }
-        out.push_str(&text[kept..]);
-        Cow::Owned(out)
+        Cow::Owned(crate::scrub::replaced(text, &hits, marker))
     }
 
     /// True when `text` holds a secret in any spelling.
