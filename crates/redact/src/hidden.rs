@@ -9,6 +9,7 @@ use std::sync::Arc;
 use mcpl_classify::BlockView;
 use serde_json::Value;
 
+use crate::decoded;
 use crate::scrub::{Scrubber, Secrets, WITHHELD_SECRET, merge};
 use crate::search::{Compiled, Strings};
 use crate::secrets::Admitted;
@@ -254,9 +255,10 @@ impl HiddenUris {
     fn uris_pass(&self, piece: &str) -> bool {
         // A url, and a pattern with `://`, need a `://` in the run's view, which no run of
         // such pieces holds.
+        let no_url = || piece_holds_no_url(piece) && !decoded::may_spell_more(piece);
         match self.compiled.is_searched() {
-            false => !self.scan || piece_holds_no_url(piece),
-            true => self.compiled.lacks_anchors(piece) && piece_holds_no_url(piece),
+            false => !self.scan || no_url(),
+            true => self.compiled.lacks_anchors(piece) && no_url(),
         }
     }
 
@@ -356,12 +358,13 @@ impl HiddenUris {
     fn merged_ranges(&self, joined: &str) -> Vec<(usize, usize)> {
         // Only urls are looked for, or patterns the text surely lacks (decision 0099), and the
         // text's view can hold no url: no view to make.
+        let mut spans = self.decoded_ranges(joined);
         if (!self.compiled.is_searched() || self.compiled.lacks_anchors(joined))
             && view_holds_no_url(joined)
         {
-            return Vec::new();
+            return merge(spans);
         }
-        let spans = if joined.len() > 2 * REDACT_WINDOW {
+        spans.extend(if joined.len() > 2 * REDACT_WINDOW {
             self.find_windowed(joined, REDACT_WINDOW)
         } else if let Some(upper) = plain_case(joined) {
             // The view of plain text is the text in lower case, byte for byte: no view to build
@@ -378,11 +381,37 @@ impl HiddenUris {
                 .into_iter()
                 .map(|(start, end)| view.origin(start, end))
                 .collect()
-        };
+        });
         if spans.len() < 2 {
             return spans;
         }
         merge(spans)
+    }
+
+    /// What [`HiddenUris::find_in_view`] finds in the texts `joined` decodes to beyond its
+    /// view ([`decoded`]: quoted-printable, octal, base64, base32), as `joined`'s byte ranges.
+    /// A text over twice [`REDACT_WINDOW`] is read a window at a time, cut after white space.
+    fn decoded_ranges(&self, joined: &str) -> Vec<(usize, usize)> {
+        let mut ranges = Vec::new();
+        if !self.scan && !self.compiled.is_searched() {
+            return ranges;
+        }
+        for (offset, window) in decoded::windows(joined, REDACT_WINDOW) {
+            decoded::for_each(window, |d| {
+                if (!self.compiled.is_searched() || self.compiled.lacks_anchors(&d.text))
+                    && view_holds_no_url(&d.text)
+                {
+                    return;
+                }
+                let view = View::of(&d.text);
+                for (start, end) in self.find_in_view(&view.text) {
+                    let (start, end) = view.origin(start, end);
+                    let (start, end) = d.origin(start, end);
+                    ranges.push((offset + start, offset + end));
+                }
+            });
+        }
+        ranges
     }
 
     /// Where hidden uris and, when scanning, credential-shaped urls are in a view, as the

@@ -9,7 +9,9 @@
 use std::borrow::Cow;
 use std::sync::{Arc, PoisonError, RwLock};
 
+use crate::decoded;
 use crate::formats;
+use crate::hidden::REDACT_WINDOW;
 use crate::params;
 use crate::secrets::{self, Admitted};
 
@@ -132,6 +134,20 @@ impl Scrubber {
                 // Nor into a marker redaction wrote, which stands where such a span stood.
                 within.extend(markers_in(piece));
                 spans.extend(params::values_in(piece, &within).into_iter().map(shift));
+                // And what the piece decodes to beyond the view: a parameter or a token in
+                // quoted-printable, octal, base64 or base32.
+                for (at, window) in decoded::windows(piece, REDACT_WINDOW) {
+                    decoded::for_each(window, |d| {
+                        let found = formats::credentials_in(&d.text)
+                            .iter()
+                            .map(|f| (f.start, f.end))
+                            .chain(params::values_in(&d.text, &[]))
+                            .map(|(start, end)| d.origin(start, end))
+                            .map(|(start, end)| shift((at + start, at + end)))
+                            .collect::<Vec<_>>();
+                        spans.extend(found);
+                    });
+                }
                 offset += piece.len();
             }
         }

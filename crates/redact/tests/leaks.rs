@@ -220,3 +220,70 @@ fn ordinary_text_comes_through() {
         assert_eq!(shown(&mut session(), text), text);
     }
 }
+
+fn octal(text: &str) -> String {
+    text.bytes().map(|b| format!("\\{b:03o}")).collect()
+}
+
+fn quoted_printable(text: &str) -> String {
+    text.bytes().map(|b| format!("={b:02X}")).collect()
+}
+
+/// A hidden uri whose parts are all too short to search for alone is withheld by its whole
+/// form, and a credential-shaped url by its shape: both in every decoding the canonical view
+/// reads, with no secret registered.
+#[rstest]
+#[case::octal(octal)]
+#[case::quoted_printable(quoted_printable)]
+#[case::base64(b64)]
+#[case::base32(b32)]
+#[case::base64_of_octal(|t: &str| b64(&octal(t)))]
+#[case::quoted_printable_of_base64(|t: &str| quoted_printable(&b64(t)))]
+fn a_url_spelled_in_any_decoding_is_withheld(#[case] spell: fn(&str) -> String) {
+    let url = "https://api.example.org/cb?access_token=Q7f2k9XbT4mZ8pL1";
+    let text = format!("next: {} end", spell(url));
+    let out = HiddenUris::of(&[], UriPolicy::Hidden)
+        .redact(&text)
+        .into_owned();
+    assert!(out.contains("[withheld"), "{text:?} gave {out:?}");
+    assert!(
+        out.starts_with("next: ") && out.ends_with(" end"),
+        "{out:?}"
+    );
+
+    let short = "https://t.example/a/b?c=d";
+    let mut session = HiddenSet::new();
+    let earlier = json!({"content": [{"type": "resource_link", "uri": short, "name": "r"}]});
+    HiddenUris::in_session(&[&earlier], UriPolicy::Hidden, &mut session, false);
+    let text = format!("see {} ok", spell(short));
+    let out = shown(&mut session, &text);
+    assert_eq!(out, "see [withheld link] ok", "{text:?}");
+}
+
+#[rstest]
+#[case::parameter_in_quoted_printable(quoted_printable("api_key=Q7f2k9XbT4mZ8pL1"), "Q7f2k9X")]
+#[case::parameter_in_octal(octal("client_secret: Q7f2k9XbT4mZ8pL1"), "Q7f2k9X")]
+#[case::token_in_base64(b64("ghp_R4nd0mT0k3nV4lu3F0rT3st1ngPurp0s3s0Q"), "R4nd0m")]
+fn a_credential_spelled_in_a_decoding_is_withheld(#[case] text: String, #[case] clear: &str) {
+    let out = HiddenUris::of(&[], UriPolicy::Hidden)
+        .redact(&text)
+        .into_owned();
+    assert!(
+        out.contains(mcpl_redact::WITHHELD_SECRET),
+        "{text:?} gave {out:?}"
+    );
+    assert!(!out.contains(clear), "{out:?}");
+}
+
+#[test]
+fn ordinary_equals_and_base64_come_through() {
+    for text in [
+        "https://shop.example.org/item?id=41&page=2",
+        "x=12; y=3F; color=FF00AA",
+        "Subject: =?UTF-8?Q?Caf=C3=A9?= menu",
+        "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGBgAAAABQABh6FO1AAAAABJRU5ErkJggg==",
+        "cursor=eyJwYWdlIjoyLCJzaXplIjo1MH0 next",
+    ] {
+        assert_eq!(shown(&mut session(), text), text);
+    }
+}

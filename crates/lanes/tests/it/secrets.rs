@@ -90,6 +90,25 @@ proptest! {
         let log = host.registry.hidden().secrets().redact(&format!("INFO server said: {text}")).into_owned();
         assert_absent(&log, &secret, &spelling, &rules);
     }
+
+    #[test]
+    fn a_credential_url_never_survives_in_any_decoding_or_place(
+        (value, (spelling, rules)) in (
+            prop::sample::select(vec!["access_token", "sig", "api_key", "client_secret", "X-Amz-Signature"]),
+            capability(),
+        ).prop_flat_map(|(name, value)| {
+            let url = format!("https://api.example.org/cb?{name}={value}&page=2");
+            (Just(value), mcpl_redact::spellings::spelled_whole(url))
+        }),
+    ) {
+        // No session holds the value: the url is withheld by its shape, read in every
+        // decoding of the canonical view.
+        let mut host = Host::new();
+        for result in places(&format!("next page: {spelling} (cursor)")) {
+            let output = every_output(&mut host, &result);
+            assert_absent(&output, &value, &spelling, &rules);
+        }
+    }
 }
 
 /// A token at one text block's end never runs on into the next block: the next block's text

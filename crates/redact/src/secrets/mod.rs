@@ -22,13 +22,13 @@ use std::sync::{Arc, OnceLock};
 use aho_corasick::automaton::Automaton;
 use aho_corasick::{Anchored, StartKind, dfa, nfa};
 
-mod encoded;
+pub(crate) mod encoded;
 mod scan;
 #[cfg(any(test, feature = "spellings"))]
 pub mod spellings;
 #[cfg(test)]
 mod tests;
-mod view;
+pub(crate) mod view;
 
 use scan::Matcher;
 

@@ -79,6 +79,23 @@ pub fn spelled(secret: String) -> impl Strategy<Value = (String, Vec<&'static st
     )
 }
 
+/// A url's spellings that keep its shape once decoded: every rule but separators, which
+/// would cut it. Gives the spelling and the names of the rules applied, in order.
+pub fn spelled_whole(url: String) -> impl Strategy<Value = (String, Vec<&'static str>)> {
+    let rules: Vec<Rule> = Rule::ALL
+        .into_iter()
+        .filter(|r| *r != Rule::Separators)
+        .collect();
+    prop::collection::vec((select(rules), any::<u64>()), 1..=3).prop_map(move |mut steps| {
+        steps.sort_by_key(|(rule, _)| rule.stage());
+        steps.dedup_by(|a, b| a.0 == b.0 && a.0.stage() < 4);
+        let text = steps
+            .iter()
+            .fold(url.clone(), |text, (rule, seed)| rule.apply(&text, *seed));
+        (text, steps.iter().map(|(rule, _)| rule.name()).collect())
+    })
+}
+
 /// A secret spelled and put into ordinary text, a JSON string, a url path or a url query.
 ///
 /// Gives the whole text, the spelling alone, and the rules' names followed by the context's.

@@ -1,0 +1,249 @@
+//! The texts a string spells that the uri view does not read: what quoted-printable and octal
+//! escapes decode to, and what base64 and base32 runs decode to, at any depth.
+//!
+//! The uri view ([`crate::view::View`]) decodes percent, JSON and HTML escapes in place, since
+//! a uri is full of `%`, `\` and `&`. Quoted-printable cannot join it: in `?id=41` the `=41`
+//! is the context's `=` before `41` as often as it is an `A`. So the other decodings are read
+//! as texts of their own, beside the view: the layers the secrets matcher reads
+//! ([`crate::secrets::view::decode_layer`], every escape at once, up to four layers) and the
+//! base64 and base32 runs of each. The uri rules, the credential parameters and the token
+//! formats search each such text too, and a finding there withholds the original bytes that
+//! spelled it (a whole run, for a text decoded from one). Every check so reads one canonical
+//! view: the text as it came, and every text it decodes to.
+
+use crate::secrets::encoded::{self, Hidden};
+use crate::secrets::view::{self, MAX_LAYERS, Unit, View};
+
+/// A text decoded from a string, with the way back to the string's bytes.
+pub(crate) struct Decoded {
+    pub(crate) text: String,
+    /// Where each unit's character starts in `text`.
+    offsets: Vec<u32>,
+    units: Vec<Unit>,
+}
+
+impl Decoded {
+    fn of(units: Vec<Unit>) -> Decoded {
+        let mut text = String::with_capacity(units.len());
+        let mut offsets = Vec::with_capacity(units.len());
+        for u in &units {
+            offsets.push(text.len() as u32);
+            text.push(u.ch);
+        }
+        Decoded {
+            text,
+            offsets,
+            units,
+        }
+    }
+
+    /// The original byte range a byte range of `text` came from.
+    pub(crate) fn origin(&self, start: usize, end: usize) -> (usize, usize) {
+        let unit = |at: usize| {
+            self.offsets
+                .partition_point(|&o| o as usize <= at)
+                .saturating_sub(1)
+        };
+        let first = &self.units[unit(start)];
+        let last = &self.units[unit(end.saturating_sub(1).max(start))];
+        let (from, to) = (first.start.min(last.start), first.end.max(last.end));
+        (from as usize, to as usize)
+    }
+}
+
+/// Whether `text` may decode to anything: like the secrets matcher, a text of ASCII without
+/// `%`, `\`, `&` or `=` and without a run long enough to be base64 spells only itself.
+pub(crate) fn may_decode(text: &str) -> bool {
+    let mut run = 0;
+    for &b in text.as_bytes() {
+        if !b.is_ascii() || matches!(b, b'%' | b'\\' | b'&' | b'=') {
+            return true;
+        }
+        run = if encoded::is_base64(char::from(b)) {
+            run + 1
+        } else {
+            0
+        };
+        if run >= encoded::MIN_RUN {
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether a piece of text may spell something that only its decoded texts show: a
+/// quoted-printable escape or soft line break, an octal escape, or a run long enough to be
+/// base64. The fast paths that skip a piece without a url ask this too.
+pub(crate) fn may_spell_more(piece: &str) -> bool {
+    let b = piece.as_bytes();
+    let hex = |at: usize| b.get(at).is_some_and(u8::is_ascii_hexdigit);
+    let escape = |at: usize| match b[at] {
+        b'=' => (hex(at + 1) && hex(at + 2)) || matches!(b.get(at + 1), Some(b'\r' | b'\n')),
+        _ => b.get(at + 1).is_some_and(|d| (b'0'..=b'7').contains(d)),
+    };
+    if memchr::memchr2_iter(b'=', b'\\', b).any(escape) {
+        return true;
+    }
+    let mut run = 0;
+    b.iter().any(|&c| {
+        run = if encoded::is_base64(char::from(c)) {
+            run + 1
+        } else {
+            0
+        };
+        run >= encoded::MIN_RUN
+    })
+}
+
+/// `text` in windows of about `size` bytes, each with its offset: the whole text when it is
+/// at most twice as long, else cut after white space not preceded by `=` (a soft line break),
+/// which no escape or run reaches across.
+pub(crate) fn windows(text: &str, size: usize) -> impl Iterator<Item = (usize, &str)> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        if at >= text.len() {
+            return None;
+        }
+        let start = at;
+        let end = if text.len() - start <= 2 * size {
+            text.len()
+        } else {
+            let b = text.as_bytes();
+            (start + size..text.len())
+                .find(|&i| b[i].is_ascii_whitespace() && b[i - 1] != b'=')
+                .map_or(text.len(), |i| i + 1)
+        };
+        at = end;
+        Some((start, &text[start..end]))
+    })
+}
+
+/// Calls `visit` with every text `text` decodes to: each layer of escapes below the text
+/// itself, and each base64 or base32 run's text with its own layers, four decodings deep in
+/// all. The work is bounded by the text's length, as the secrets matcher's is.
+///
+/// The caller keeps `text` under 4 GiB.
+pub(crate) fn for_each(text: &str, mut visit: impl FnMut(&Decoded)) {
+    if !may_decode(text) {
+        return;
+    }
+    let mut walk = Walk {
+        visit: &mut visit,
+        budget: text.len().saturating_mul(16).saturating_add(1 << 20),
+    };
+    walk.chain(
+        View {
+            units: view::units_of(text),
+            alts: Vec::new(),
+        },
+        0,
+        false,
+    );
+}
+
+struct Walk<'v> {
+    visit: &'v mut dyn FnMut(&Decoded),
+    /// Units that texts decoded from runs may still take, so that nesting cannot make the
+    /// work grow faster than the text.
+    budget: usize,
+}
+
+impl Walk<'_> {
+    fn chain(&mut self, mut layer: View, mut depth: usize, charged: bool) {
+        loop {
+            if depth > 0 || charged {
+                (self.visit)(&Decoded::of(layer.units.clone()));
+            }
+            if depth >= MAX_LAYERS {
+                return;
+            }
+            let seen = depth > 0 && !charged;
+            let mut runs = Vec::new();
+            encoded::for_each_hidden(&layer, seen, |h| runs.push(h));
+            for run in runs {
+                self.run(run, depth + 1);
+            }
+            let Some(next) = view::decode_layer(&layer) else {
+                return;
+            };
+            if charged && !self.charge(next.units.len()) {
+                return;
+            }
+            layer = next;
+            depth += 1;
+        }
+    }
+
+    fn run(&mut self, run: Hidden, depth: usize) {
+        let units = view::units_spanning(&run.text, run.start, run.end);
+        if self.charge(units.len()) {
+            self.chain(
+                View {
+                    units,
+                    alts: Vec::new(),
+                },
+                depth,
+                true,
+            );
+        }
+    }
+
+    fn charge(&mut self, units: usize) -> bool {
+        let ok = units <= self.budget;
+        self.budget = self.budget.saturating_sub(units);
+        ok
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD;
+
+    fn texts(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for_each(text, |d| out.push(d.text.clone()));
+        out
+    }
+
+    #[test]
+    fn quoted_printable_and_octal_decode_to_texts_of_their_own() {
+        assert!(texts("a=3Db").contains(&"a=b".to_owned()));
+        assert!(texts(r"\150\164\164\160").contains(&"http".to_owned()));
+    }
+
+    #[test]
+    fn base64_runs_decode_with_their_escapes() {
+        let run = STANDARD.encode("https://x.example/?q=%74oken");
+        let found = texts(&format!("cursor {run} next"));
+        assert!(found.iter().any(|t| t == "https://x.example/?q=%74oken"));
+        assert!(found.iter().any(|t| t == "https://x.example/?q=token"));
+    }
+
+    #[test]
+    fn a_finding_maps_to_the_bytes_that_spelled_it() {
+        let text = "go =68=74tp now";
+        let mut seen = false;
+        for_each(text, |d| {
+            if let Some(at) = d.text.find("http") {
+                assert_eq!(d.origin(at, at + 4), (3, 11));
+                seen = true;
+            }
+        });
+        assert!(seen);
+        let run = STANDARD.encode("see https://x.example/a");
+        let text = format!("id {run} ok");
+        for_each(&text, |d| {
+            if let Some(at) = d.text.find("https") {
+                assert_eq!(d.origin(at, at + 5), (3, 3 + run.len()));
+            }
+        });
+    }
+
+    #[test]
+    fn plain_text_spells_only_itself() {
+        assert!(!may_decode("the quick brown fox"));
+        assert!(texts("the quick brown fox").is_empty());
+    }
+}
