@@ -51,6 +51,30 @@ impl Decoded {
     }
 }
 
+/// Where the word of `text` that holds byte `end - 1` ends: at white space (but not a line
+/// break just after an `=`, a quoted-printable soft line break), a quote, `<`, `>` or a
+/// backtick. A finding in a decoded text withholds up to there: a layer that decodes one more
+/// escape may cut a url or a value (`=5E` is `^`, which ends a url) where a layer that decodes
+/// one fewer still holds a line break of a soft line break spelled twice, so no one layer need
+/// hold all of it.
+pub(crate) fn word_end(text: &str, end: usize) -> usize {
+    let b = text.as_bytes();
+    let mut at = end;
+    while at < b.len() {
+        let c = b[at];
+        let soft_break = matches!(c, b'\r' | b'\n')
+            && at > 0
+            && (b[at - 1] == b'=' || (b[at - 1] == b'\r' && at > 1 && b[at - 2] == b'='));
+        if (c.is_ascii_whitespace() && !soft_break)
+            || matches!(c, b'"' | b'\'' | b'<' | b'>' | b'`')
+        {
+            break;
+        }
+        at += 1;
+    }
+    at
+}
+
 /// Whether `text` may decode to anything: like the secrets matcher, a text of ASCII without
 /// `%`, `\`, `&` or `=` and without a run long enough to be base64 spells only itself.
 pub(crate) fn may_decode(text: &str) -> bool {
@@ -239,6 +263,13 @@ mod tests {
                 assert_eq!(d.origin(at, at + 5), (3, 3 + run.len()));
             }
         });
+    }
+
+    #[test]
+    fn a_word_ends_at_white_space_but_not_at_a_soft_line_break() {
+        let text = "a=3D=\r\nb=5E=\nc d";
+        assert_eq!(word_end(text, 1), text.len() - 2);
+        assert_eq!(word_end("x'y", 0), 1);
     }
 
     #[test]

@@ -407,6 +407,7 @@ impl HiddenUris {
                 for (start, end) in self.find_in_view(&view.text) {
                     let (start, end) = view.origin(start, end);
                     let (start, end) = d.origin(start, end);
+                    let end = decoded::word_end(window, end);
                     ranges.push((offset + start, offset + end));
                 }
             });

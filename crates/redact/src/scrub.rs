@@ -143,6 +143,7 @@ impl Scrubber {
                             .map(|f| (f.start, f.end))
                             .chain(params::values_in(&d.text, &[]))
                             .map(|(start, end)| d.origin(start, end))
+                            .map(|(start, end)| (start, decoded::word_end(window, end)))
                             .map(|(start, end)| shift((at + start, at + end)))
                             .collect::<Vec<_>>();
                         spans.extend(found);
