@@ -65,24 +65,9 @@ fn find_with(aut: &impl Automaton, text: &str) -> Vec<(usize, usize)> {
     merged
 }
 
-/// True when nothing in the text can be decoded: ASCII only, no `%`, `\`, `&` or `=`, and no
-/// run long enough to be base64 or base32.
+/// True when nothing in the text can be decoded (see [`crate::decoded::may_decode`]).
 fn is_plain(text: &str) -> bool {
-    let mut run = 0;
-    for &b in text.as_bytes() {
-        if !b.is_ascii() || matches!(b, b'%' | b'\\' | b'&' | b'=') {
-            return false;
-        }
-        run = if encoded::is_base64(char::from(b)) {
-            run + 1
-        } else {
-            0
-        };
-        if run >= encoded::MIN_RUN {
-            return false;
-        }
-    }
-    true
+    !crate::decoded::may_decode(text)
 }
 
 impl<A: Automaton> Scan<'_, A> {
