@@ -582,6 +582,10 @@ impl<'a> Piece<'a> {
     }
 }
 
+/// How many passes a lane makes at most while each finds a credential-shaped url the session
+/// did not hide yet ([`Projector::settled`]).
+const LANE_PASSES: usize = 4;
+
 impl<'h> Projector<'h> {
     fn limits(&self) -> Limits {
         self.route.limits
@@ -601,11 +605,30 @@ impl<'h> Projector<'h> {
         HiddenUris::in_scope(scope, self.uri_policy, self.registry.hidden_mut(), scan)
     }
 
-    /// Keeps the credential-shaped urls a lane found, so they stay hidden for the session.
-    fn remember(&mut self, hidden: &HiddenUris) {
+    /// Keeps the credential-shaped urls a lane found, so they stay hidden for the session;
+    /// whether the session did not hide one of them yet.
+    fn remember(&mut self, hidden: &HiddenUris) -> bool {
+        let mut learned = false;
         for key in hidden.take_found() {
-            self.registry.hidden_mut().insert_found(key);
+            learned |= self.registry.hidden_mut().insert_found(key);
         }
+        learned
+    }
+
+    /// Runs one pass of a lane again while it teaches the session a credential-shaped url it
+    /// did not hide yet: the url may have been spelled another way (scheme-less, say) earlier
+    /// in the same content, where the pass had gone by before it found it. The next pass hides
+    /// every spelling, so a lane's output is the same on a second call (decision 0104). The
+    /// session's set only grows, and the passes are bounded.
+    fn settled<T>(&mut self, mut pass: impl FnMut(&mut Self) -> (T, bool)) -> T {
+        let (mut shown, mut learned) = pass(self);
+        for _ in 1..LANE_PASSES {
+            if !learned {
+                break;
+            }
+            (shown, learned) = pass(self);
+        }
+        shown
     }
 
     // ----- The tool-result lanes: stored copy and live copy. -----
@@ -673,6 +696,15 @@ impl<'h> Projector<'h> {
         result: &ToolResult<'a>,
         attach: &mut Option<&mut Attach<'_>>,
     ) -> ToolResultCopies<'a> {
+        self.settled(|lanes| lanes.tool_result_pass(result, attach))
+    }
+
+    /// One pass of [`Projector::tool_result_with`], and whether it taught the session a url.
+    fn tool_result_pass<'a>(
+        &mut self,
+        result: &ToolResult<'a>,
+        attach: &mut Option<&mut Attach<'_>>,
+    ) -> (ToolResultCopies<'a>, bool) {
         let hidden = self.hidden_in(&result.scope());
         // One pass over the blocks, each classified as it comes (decision 0083): each piece's
         // text goes straight into the stored copy, and only native parts are kept beside it,
@@ -773,9 +805,11 @@ impl<'h> Projector<'h> {
         found_elsewhere.extend(hidden.take_found());
         // A url found that the session did not hide yet is hidden from now on, so a second
         // pass could redact more.
+        let mut learned = false;
         for key in found_in_texts.into_iter().chain(found_elsewhere) {
-            spill_differs |= self.registry.hidden_mut().insert_found(key);
+            learned |= self.registry.hidden_mut().insert_found(key);
         }
+        spill_differs |= learned;
         // A piece is native only where the route takes it (a text-only route takes nothing);
         // only a native live copy needs the texts twice.
         let mut ends = stored.ends.take().unwrap_or_default();
@@ -795,13 +829,14 @@ impl<'h> Projector<'h> {
                 .collect();
             LiveCopy::Native(parts)
         };
-        ToolResultCopies {
+        let copies = ToolResultCopies {
             stored: stored.into_text(),
             part_ends: ends,
             live,
             is_error: result.is_error,
             spills_as_stored: attach.is_none() && !spill_differs,
-        }
+        };
+        (copies, learned)
     }
 
     fn tool_result_piece<'a>(
@@ -1019,9 +1054,11 @@ impl<'h> Projector<'h> {
     pub fn injection_user<'a>(&mut self, content: &'a Value) -> MessageView<'a> {
         match content {
             Value::String(text) => {
-                let hidden = self.hidden(&[]);
-                let text = hidden.redact(text).into_owned();
-                self.remember(&hidden);
+                let text = self.settled(|lanes| {
+                    let hidden = lanes.hidden(&[]);
+                    let text = hidden.redact(text).into_owned();
+                    (text, lanes.remember(&hidden))
+                });
                 MessageView {
                     parts: vec![Part::Text(text.clone())],
                     stored: text,
@@ -1041,6 +1078,16 @@ impl<'h> Projector<'h> {
         blocks: &MessageBlocks<'a>,
         provenance: Provenance,
     ) -> MessageView<'a> {
+        self.settled(|lanes| lanes.message_pass(content, blocks, provenance))
+    }
+
+    /// One pass of [`Projector::message`], and whether it taught the session a url.
+    fn message_pass<'a>(
+        &mut self,
+        content: &'a Value,
+        blocks: &MessageBlocks<'a>,
+        provenance: Provenance,
+    ) -> (MessageView<'a>, bool) {
         let hidden = self.hidden(&[content]);
         let mut parts = Vec::new();
         let mut stored = Vec::new();
@@ -1053,11 +1100,12 @@ impl<'h> Projector<'h> {
             parts.push(part);
             stored.push(text);
         }
-        self.remember(&hidden);
-        MessageView {
+        let learned = self.remember(&hidden);
+        let view = MessageView {
             parts,
             stored: stored.join("\n"),
-        }
+        };
+        (view, learned)
     }
 
     /// One block of a message: the part sent, and the text kept in history.
@@ -1127,11 +1175,15 @@ impl<'h> Projector<'h> {
     /// A `system` injection's texts, joined with `\n`: what the host appends to its system
     /// prompt. Images and audio become the system-position lines.
     pub fn injection_system(&mut self, content: &Value) -> String {
+        self.settled(|lanes| lanes.injection_system_pass(content))
+    }
+
+    /// One pass of [`Projector::injection_system`], and whether it taught the session a url.
+    fn injection_system_pass(&mut self, content: &Value) -> (String, bool) {
         if let Value::String(text) = content {
             let hidden = self.hidden(&[]);
             let text = hidden.redact(text).into_owned();
-            self.remember(&hidden);
-            return text;
+            return (text, self.remember(&hidden));
         }
         let hidden = self.hidden(&[content]);
         let mut lines = Vec::new();
@@ -1162,8 +1214,8 @@ impl<'h> Projector<'h> {
             };
             lines.push(line);
         }
-        self.remember(&hidden);
-        lines.join("\n")
+        let learned = self.remember(&hidden);
+        (lines.join("\n"), learned)
     }
 
     // ----- A server's free-standing string. -----
@@ -1172,10 +1224,11 @@ impl<'h> Projector<'h> {
     /// see it: control and format characters removed, then every uri the session hides, and
     /// every credential-shaped url, withheld.
     pub fn server_text(&mut self, text: &str) -> String {
-        let hidden = self.hidden(&[]);
-        let shown = hidden.redact_label(text).into_owned();
-        self.remember(&hidden);
-        shown
+        self.settled(|lanes| {
+            let hidden = lanes.hidden(&[]);
+            let shown = hidden.redact_label(text).into_owned();
+            (shown, lanes.remember(&hidden))
+        })
     }
 
     // ----- The script view. -----
@@ -1184,6 +1237,11 @@ impl<'h> Projector<'h> {
     /// use (text, images and audio with their data, everything else as its text), its data with
     /// every content block at any depth made the same way, and never a uri.
     pub fn script_result(&mut self, result: &Value) -> Value {
+        self.settled(|lanes| lanes.script_result_pass(result))
+    }
+
+    /// One pass of [`Projector::script_result`], and whether it taught the session a url.
+    fn script_result_pass(&mut self, result: &Value) -> (Value, bool) {
         let parsed = ToolResult::from_value(result);
         let hidden = self.hidden_in(&parsed.scope());
         let classified: Vec<Block<'_>> = parsed.blocks().collect();
@@ -1210,8 +1268,8 @@ impl<'h> Projector<'h> {
             Value::Array(blocks) => self.script_blocks(blocks, &classified, &hidden),
             other => self.script_data(other, &hidden),
         };
-        self.remember(&hidden);
-        shown
+        let learned = self.remember(&hidden);
+        (shown, learned)
     }
 
     /// A content array as a script receives it: one block per element, adjacent texts redacted
@@ -1241,6 +1299,12 @@ impl<'h> Projector<'h> {
     /// The whole result's `never` marks apply.
     pub fn script_field(&mut self, result: &Value, pointer: &str) -> Option<Value> {
         let field = result.pointer(pointer)?;
+        Some(self.settled(|lanes| lanes.script_field_pass(result, field, pointer)))
+    }
+
+    /// One pass of [`Projector::script_field`] on the field found, and whether it taught the
+    /// session a url.
+    fn script_field_pass(&mut self, result: &Value, field: &Value, pointer: &str) -> (Value, bool) {
         let hidden = self.hidden_in(&ToolResult::from_value(result).scope());
         // An element of the content array is a block, whatever it holds.
         let in_content = match result {
@@ -1254,8 +1318,8 @@ impl<'h> Projector<'h> {
         } else {
             self.script_data(field, &hidden)
         };
-        self.remember(&hidden);
-        Some(shown)
+        let learned = self.remember(&hidden);
+        (shown, learned)
     }
 
     fn script_data(&mut self, data: &Value, hidden: &HiddenUris) -> Value {

@@ -409,3 +409,28 @@ fn a_servers_error_message_is_cleaned_and_redacted() {
         "error -32000: no [withheld link], try [withheld link]"
     );
 }
+
+/// A credential url the scan finds late in a text may stand earlier in another spelling (here
+/// without its scheme, or protocol-relative), where the scan has gone by: the first call hides
+/// it there too, and a second call shows the same (decision 0104).
+#[test]
+fn a_found_url_is_hidden_in_its_earlier_spellings_on_the_first_call() {
+    let url = "ftp://deploy-7f3kq9zx@mirror.example.net/pub/a8Fq2LmZ0pXw";
+    for earlier in [
+        "deploy-7f3kq9zx@mirror.example.net/pub/a8Fq2LmZ0pXw",
+        "//deploy-7f3kq9zx@mirror.example.net/pub/a8Fq2LmZ0pXw",
+    ] {
+        let text = format!("first {earlier} then {url} end");
+        let result = json!({"content": [{"type": "text", "text": text}]});
+        let mut host = Host::new();
+        let first = host.all_lanes(&result, UriPolicy::Hidden);
+        for secret in ["deploy-7f3kq9zx", "a8Fq2LmZ0pXw"] {
+            assert!(!first.stored.contains(secret), "{}", first.stored);
+            assert!(!first.push.contains(secret), "{}", first.push);
+        }
+        let second = host.all_lanes(&result, UriPolicy::Hidden);
+        assert_eq!(first.stored, second.stored);
+        assert_eq!(first.push, second.push);
+        assert_eq!(first.injection_system, second.injection_system);
+    }
+}
