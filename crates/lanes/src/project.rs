@@ -696,7 +696,15 @@ impl<'h> Projector<'h> {
         result: &ToolResult<'a>,
         attach: &mut Option<&mut Attach<'_>>,
     ) -> ToolResultCopies<'a> {
-        self.settled(|lanes| lanes.tool_result_pass(result, attach))
+        if attach.is_none() {
+            return self.settled(|lanes| lanes.tool_result_pass(result, &mut None));
+        }
+        // A spill pass writes an attachment each time it meets a payload, so it runs once: the
+        // passes that teach the session a url first attach nothing and write nothing. A spill
+        // made after its copies (the usual case) teaches nothing, and they end at the first.
+        let mut quiet = |_: &Media<'_>, shown: &str| shown.to_owned();
+        self.settled(|lanes| lanes.tool_result_pass(result, &mut Some(&mut quiet)));
+        self.tool_result_pass(result, attach).0
     }
 
     /// One pass of [`Projector::tool_result_with`], and whether it taught the session a url.

@@ -1,7 +1,8 @@
 //! A spill made from a result's copies (`write_spill_of`) writes exactly what a second pass over
 //! the result (`write_spill`) writes, and skips that pass only where its text is the stored copy
 //! with each payload's attachment line in place: no data a spill shows that the stored copy
-//! leaves out, no url found for the session.
+//! leaves out. A url found for the session no longer stops it: the copies are made by a pass that
+//! learned nothing (decision 0104).
 
 use mcpl_budget::{LocalSpillStore, PricedRoute, SpillStore, write_spill, write_spill_of};
 use mcpl_lanes::ToolResult;
@@ -60,8 +61,8 @@ fn content(blocks: Value) -> Value {
 #[case::structured_beside_text(json!({"content": [{"type": "text", "text": "t"}], "structuredContent": {"a": 1}}), false)]
 #[case::structured_alone(json!({"structuredContent": {"a": [1, 2]}}), false)]
 #[case::data_content(json!({"content": {"type": "image", "data": TINY_PNG, "mimeType": "image/png"}, "x": 1}), false)]
-#[case::a_credential_shaped_url_in_text(content(json!([{"type": "text", "text": "go to https://x.example/a?token=s3cr3t-value now"}])), false)]
-#[case::a_credential_shaped_url_in_a_label(content(json!([{"type": "resource_link", "uri": "https://h.example/l/3", "name": "https://y.example/?api_key=k3y-value-123"}])), false)]
+#[case::a_credential_shaped_url_in_text(content(json!([{"type": "text", "text": "go to https://x.example/a?token=s3cr3t-value now"}])), true)]
+#[case::a_credential_shaped_url_in_a_label(content(json!([{"type": "resource_link", "uri": "https://h.example/l/3", "name": "https://y.example/?api_key=k3y-value-123"}])), true)]
 fn a_spill_of_the_copies_is_the_spill_of_a_second_pass(
     #[case] result: Value,
     #[case] spills_as_stored: bool,
