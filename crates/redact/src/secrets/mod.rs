@@ -155,7 +155,11 @@ impl Secrets {
 
 /// Builds the automaton, or `None` when the skeletons are too many for one.
 fn build(skeletons: &BTreeSet<String>) -> Option<Arc<Matcher>> {
-    let matcher = if skeletons.len() <= DFA_LIMIT {
+    // A long skeleton (the 4 KB path segment of a hidden uri) makes a DFA slow to build
+    // (`search::dfa_affordable`); the contiguous NFA serves it.
+    let matcher = if skeletons.len() <= DFA_LIMIT
+        && crate::search::dfa_affordable(skeletons.iter().map(String::as_str))
+    {
         Matcher::Dfa(
             dfa::Builder::new()
                 .start_kind(StartKind::Both)
