@@ -608,8 +608,13 @@ impl<'h> Projector<'h> {
     /// Keeps the credential-shaped urls a lane found, so they stay hidden for the session;
     /// whether the session did not hide one of them yet.
     fn remember(&mut self, hidden: &HiddenUris) -> bool {
+        self.remember_found(hidden.take_found())
+    }
+
+    /// [`Projector::remember`] for urls already taken from the lane's search, in order.
+    fn remember_found(&mut self, keys: impl IntoIterator<Item = String>) -> bool {
         let mut learned = false;
-        for key in hidden.take_found() {
+        for key in keys {
             learned |= self.registry.hidden_mut().insert_found(key);
         }
         learned
@@ -813,10 +818,7 @@ impl<'h> Projector<'h> {
         found_elsewhere.extend(hidden.take_found());
         // A url found that the session did not hide yet is hidden from now on, so a second
         // pass could redact more.
-        let mut learned = false;
-        for key in found_in_texts.into_iter().chain(found_elsewhere) {
-            learned |= self.registry.hidden_mut().insert_found(key);
-        }
+        let learned = self.remember_found(found_in_texts.into_iter().chain(found_elsewhere));
         spill_differs |= learned;
         // A piece is native only where the route takes it (a text-only route takes nothing);
         // only a native live copy needs the texts twice.

@@ -181,9 +181,6 @@ pub(crate) struct Search {
     pub(crate) searcher: Option<Searcher>,
 }
 
-/// Bytes one of which a hidden uri's pattern without `://` usually holds: a query's `=`, a
-/// path's `/`, a name's `.`, ... In that order, so a set of uris with queries needs only the
-/// first.
 /// Whether a DFA of `patterns` is cheap to build. Its build follows failure links from every
 /// state, so a long pattern that repeats itself (a path segment of 4,000 `x`) takes time
 /// quadratic in its length: a few hidden uris of 4 KB took most of a projection's time, the
@@ -198,6 +195,9 @@ pub(crate) fn dfa_affordable<'p>(patterns: impl Iterator<Item = &'p str>) -> boo
     total <= 64 * 1024 && longest <= 256
 }
 
+/// Bytes one of which a hidden uri's pattern without `://` usually holds: a query's `=`, a
+/// path's `/`, a name's `.`, ... In that order, so a set of uris with queries needs only the
+/// first.
 const ANCHOR_BYTES: [u8; 6] = [b'=', b'/', b'.', b'?', b'#', b'@'];
 
 impl Compiled {
@@ -627,7 +627,7 @@ impl Searcher {
     /// and then the caller's search serves, slower but correct.
     pub(crate) fn automaton(patterns: &Strings) -> Option<Searcher> {
         // The crate would build a DFA for up to 100 patterns, whatever their length.
-        let kind = if patterns.iter().count() <= 100 && dfa_affordable(patterns.iter()) {
+        let kind = if patterns.len() <= 100 && dfa_affordable(patterns.iter()) {
             aho_corasick::AhoCorasickKind::DFA
         } else {
             aho_corasick::AhoCorasickKind::ContiguousNFA
