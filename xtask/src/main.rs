@@ -10,6 +10,9 @@
 //!   crates.io first when it is missing, then a list of any crash inputs it left.
 //! - `secrets [--cases N]`: the generative leak test (the grammar of spellings over every lane)
 //!   with N cases a property (default 250,000, about ten minutes on two cores), in release mode.
+//! - `bound [--cases N]`: the generative test of `Bound`, the budget's price, against o200k on
+//!   strings drawn from all of Unicode, with N cases a property (default 2,000,000, about ten
+//!   minutes on two cores), in release mode.
 //! - `changelog`: assembles `changelog.d/` fragments into the text of a release section.
 //! - `e2e`: `mcpl run` against the real npm MCP servers pinned in `e2e/`, then a line per check
 //!   of what the model was sent (see the `e2e` module).
@@ -40,7 +43,7 @@ mod standalone;
 #[cfg(test)]
 mod tidy;
 
-const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | secrets [--cases N] | changelog | e2e | conformance-suite | hostile-memory | memory | readme-commands | spill-gc --config FILE>";
+const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | secrets [--cases N] | bound [--cases N] | changelog | e2e | conformance-suite | hostile-memory | memory | readme-commands | spill-gc --config FILE>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
         Some("bench") => bench(&root, &args[1..]),
         Some("fuzz") => fuzz(&root, &args[1..]),
         Some("secrets") => secrets(&root, &args[1..]),
+        Some("bound") => bound(&root, &args[1..]),
         Some("changelog") => changelog(&root),
         Some("e2e") => e2e::e2e(&root),
         Some("conformance-suite") => conformance_suite::conformance_suite(&root),
@@ -277,6 +281,37 @@ fn fuzz(root: &Path, args: &[String]) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("fuzz target {target} failed"))
+    }
+}
+
+/// The generative test of the budget's price with many cases: `MCPL_BOUND_CASES` sets each
+/// property's count. A failing case's seed is kept in `crates/budget/tests/proptest-regressions/`.
+fn bound(root: &Path, args: &[String]) -> Result<(), String> {
+    let cases = match args {
+        [] => "2000000".to_owned(),
+        [flag, n] if flag == "--cases" && n.parse::<u64>().is_ok() => n.clone(),
+        _ => return Err(USAGE.to_owned()),
+    };
+    let status = Command::new("cargo")
+        .current_dir(root)
+        .env("MCPL_BOUND_CASES", &cases)
+        .args([
+            "test",
+            "--release",
+            "-p",
+            "mcpl-budget",
+            "--test",
+            "it",
+            "bound::",
+        ])
+        .status()
+        .map_err(|error| format!("cannot run cargo: {error}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the generative test of the budget's price failed with {cases} cases a property"
+        ))
     }
 }
 

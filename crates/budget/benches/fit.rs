@@ -15,7 +15,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use mcpl_budget::{DEFAULT_BUDGET, Heuristic, PricedRoute, Pricer, cut};
+use mcpl_budget::{Bound, DEFAULT_BUDGET, PricedRoute, Pricer, cut};
 use mcpl_lanes::{ImageLedger, Projector, Registry, ServerName, ToolResult, UriPolicy};
 use serde_json::{Value, json};
 
@@ -33,7 +33,7 @@ fn pipeline_fit(result: &ToolResult<'_>, route: &PricedRoute) -> usize {
         uri_policy: UriPolicy::Hidden,
     };
     let pricer = Pricer {
-        text: &Heuristic,
+        text: &Bound,
         route,
     };
     let copies = projector.tool_result(result);
@@ -81,7 +81,7 @@ fn fit_inputs() -> Vec<(&'static str, Value, Throughput)> {
 fn bench_fit(c: &mut Criterion) {
     let route = PricedRoute::ANTHROPIC;
     let pricer = Pricer {
-        text: &Heuristic,
+        text: &Bound,
         route: &route,
     };
     for (name, result, throughput) in fit_inputs() {

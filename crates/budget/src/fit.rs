@@ -1,6 +1,8 @@
 //! Head/tail fitting: a tool result over its budget keeps a contiguous head and tail, the
 //! middle is replaced by a notice saying what was left out and where the whole result is.
 
+use std::cell::Cell;
+
 use mcpl_lanes::{LiveCopy, Part, Projector, ToolResult, ToolResultCopies};
 
 use crate::route::{Pricer, Unpriceable};
@@ -13,23 +15,59 @@ pub const DEFAULT_BUDGET: u64 = 12_500;
 /// line boundary only when one is this close.
 const LINE_WINDOW: usize = 240;
 
+/// What a cut left out of a result, as its omission notice counts it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Omitted {
+    /// Tokens: o200k's count of what was priced, a quick estimate of the rest.
+    pub tokens: u64,
+    /// Characters of text.
+    pub characters: u64,
+    /// Images.
+    pub images: u64,
+    /// Documents (PDFs).
+    pub documents: u64,
+    /// Audio clips.
+    pub audio: u64,
+}
+
+impl std::fmt::Display for Omitted {
+    /// `<n> tokens omitted (<c> characters, <i> images)`, with `, <d> documents` and
+    /// `, <a> audio clips` when a cut left any out.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Omitted {
+            tokens,
+            characters,
+            images,
+            documents,
+            audio,
+        } = self;
+        write!(
+            f,
+            "{tokens} tokens omitted ({characters} characters, {images} images"
+        )?;
+        if *documents > 0 {
+            write!(f, ", {documents} documents")?;
+        }
+        if *audio > 0 {
+            write!(f, ", {audio} audio clips")?;
+        }
+        f.write_str(")")
+    }
+}
+
 /// `[… <n> tokens omitted (<c> characters, <i> images); the full result is in <path>]`
-pub fn omission_notice(tokens: u64, characters: u64, images: u64, path: &str) -> String {
-    format!(
-        "[… {tokens} tokens omitted ({characters} characters, {images} images); the full result is in {path}]"
-    )
+pub fn omission_notice(omitted: Omitted, path: &str) -> String {
+    format!("[… {omitted}; the full result is in {path}]")
 }
 
 /// `[… <n> tokens omitted (<c> characters, <i> images); read the rest with read_result("<id>")]`:
 /// the notice for a model whose host offers `read_result`.
-pub fn read_back_notice(tokens: u64, characters: u64, images: u64, id: &SpillId) -> String {
-    format!(
-        "[… {tokens} tokens omitted ({characters} characters, {images} images); read the rest with read_result(\"{id}\")]"
-    )
+pub fn read_back_notice(omitted: Omitted, id: &SpillId) -> String {
+    format!("[… {omitted}; read the rest with read_result(\"{id}\")]")
 }
 
-/// Words an omission notice from what was left out: tokens, characters, images.
-type NoticeOf<'n> = &'n dyn Fn(u64, u64, u64) -> String;
+/// Words an omission notice from what was left out.
+type NoticeOf<'n> = &'n dyn Fn(Omitted) -> String;
 
 /// Why a result over its budget could not be cut to fit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -72,6 +110,9 @@ pub struct Fitted<'a> {
 /// When either is over budget, the whole result is spilled first (through `store`), then the
 /// middle of each copy over budget is cut. A result that cannot be priced, or whose spill cannot
 /// be written, keeps its original content, and a diagnostic says why.
+///
+/// A text is read only until the budget is spent: a result far over it costs the price of
+/// what is kept, not of what is left out.
 pub fn fit_tool_result<'a>(
     projector: &mut Projector<'_>,
     result: &ToolResult<'a>,
@@ -80,81 +121,107 @@ pub fn fit_tool_result<'a>(
     store: Option<&mut dyn SpillStore>,
 ) -> Fitted<'a> {
     let copies = projector.tool_result(result);
-    let stored_price = pricer.text.count(&copies.stored);
+    let stored_within = pricer.text.count_within(&copies.stored, budget);
     // The copies stay in one place until the end: the cut reads them while it makes the fitted
     // ones, and a big result's copies are most of its memory, so they are never cloned.
-    let whole = |copies, price, diagnostics| Fitted {
-        copies,
-        price,
-        stored_price,
-        spill: None,
-        cut: false,
-        diagnostics,
+    let whole = |copies: ToolResultCopies<'a>, price, diagnostics| {
+        let stored_price = stored_within.unwrap_or_else(|| pricer.text.count(&copies.stored));
+        Fitted {
+            copies,
+            price,
+            stored_price,
+            spill: None,
+            cut: false,
+            diagnostics,
+        }
     };
-    // Each shown thing is priced once; the cut reuses the prices.
-    let items = match items_of(&copies, pricer, Some(stored_price)) {
+    // Each shown thing is priced once, when it is first needed; the cut reuses the prices.
+    let items = match items_of(&copies, pricer, stored_within) {
         Ok(items) => items,
         Err(error) => {
             let reason = format!("the result cannot be priced ({error}); it is kept whole");
             return whole(copies, None, vec![reason]);
         }
     };
-    let price: u64 = items.iter().map(|i| i.price).sum();
-    if price <= budget && stored_price <= budget {
+    let live_within = price_within(&items, pricer, budget);
+    if let (Some(price), Some(_)) = (live_within, stored_within) {
         return whole(copies, Some(price), Vec::new());
     }
-    let over = if price > budget {
-        format!("the result is {price} estimated tokens, over its budget of {budget}")
-    } else {
-        format!(
-            "the result's stored copy is {stored_price} estimated tokens, over its budget of {budget}"
-        )
+    // Only a result kept whole says its whole price, so only then is all of it counted.
+    let full_price = |items: &[Item<'_, '_>]| items.iter().map(|i| i.price(pricer)).sum::<u64>();
+    let over = |items: &[Item<'_, '_>]| match live_within {
+        None => format!(
+            "the result is {} estimated tokens, over its budget of {budget}",
+            full_price(items)
+        ),
+        Some(_) => format!(
+            "the result's stored copy is {} estimated tokens, over its budget of {budget}",
+            pricer.text.count(&copies.stored)
+        ),
     };
     let Some(store) = store else {
-        let reason = format!("{over}, and no spill store is set; it is kept whole");
+        let reason = format!(
+            "{}, and no spill store is set; it is kept whole",
+            over(&items)
+        );
+        let price = full_price(&items);
+        drop(items);
         return whole(copies, Some(price), vec![reason]);
     };
     let spill = match write_spill_of(projector, result, &copies, store) {
         Ok(spill) => spill,
         Err(error) => {
-            let reason =
-                format!("{over}, and its spill could not be written ({error}); it is kept whole");
+            let reason = format!(
+                "{}, and its spill could not be written ({error}); it is kept whole",
+                over(&items)
+            );
+            let price = full_price(&items);
+            drop(items);
             return whole(copies, Some(price), vec![reason]);
         }
     };
     let mut diagnostics = Vec::new();
-    let notice = |tokens, characters, images| spill.omission_notice(tokens, characters, images);
+    let notice = |omitted| spill.omission_notice(omitted);
     let mut live_cut = None;
-    if price > budget {
+    let mut fitted_price = live_within;
+    if live_within.is_none() {
         match cut_items(&copies, &items, pricer, budget, &notice) {
             Ok(cut) => live_cut = Some(cut),
-            Err(reason) => diagnostics.push(format!(
-                "{over}, and {reason}; it is kept whole, and spilled"
-            )),
+            Err(reason) => {
+                fitted_price = Some(full_price(&items));
+                diagnostics.push(format!(
+                    "{}, and {reason}; it is kept whole, and spilled",
+                    over(&items)
+                ));
+            }
         }
     }
     drop(items);
-    let mut fitted_price = price;
-    let mut fitted_stored_price = stored_price;
+    let mut fitted_stored_price = stored_within;
     if let Some((cut, cut_price)) = &live_cut {
-        fitted_price = *cut_price;
-        fitted_stored_price = pricer.text.count(&cut.stored);
+        fitted_price = Some(*cut_price);
+        fitted_stored_price = pricer.text.count_within(&cut.stored, budget);
     }
     // Where the live copy is the stored text, its cut was the stored copy's too.
     let mut stored_cut = None;
-    if fitted_stored_price > budget && matches!(copies.live, LiveCopy::Native(_)) {
+    let mut stored_price = None;
+    if fitted_stored_price.is_none() && matches!(copies.live, LiveCopy::Native(_)) {
         // The stored copy is cut from the original's pieces on its own prices: a tiny image
         // costs the live copy little, but its placeholder costs the stored copy more. The cut
         // reads only the items and `is_error` of the copies it is given.
-        let stored_items = stored_items_of(&copies, pricer);
+        let stored_items = stored_items_of(&copies);
         match cut_items(&copies, &stored_items, pricer, budget, &notice) {
             Ok((cut, price)) => {
-                fitted_stored_price = price;
+                stored_price = Some(price);
                 stored_cut = Some(cut);
             }
-            Err(reason) => diagnostics.push(format!(
-                "the stored copy is {fitted_stored_price} estimated tokens, over its budget of {budget}, and {reason}; it is kept whole, and spilled"
-            )),
+            Err(reason) => {
+                let stored = live_cut.as_ref().map_or(&copies.stored, |(c, _)| &c.stored);
+                diagnostics.push(format!(
+                    "the stored copy is {} estimated tokens, over its budget of {budget}, and {reason}; it is kept whole, and spilled",
+                    pricer.text.count(stored)
+                ))
+            }
         }
     }
     let cut = live_cut.is_some() || stored_cut.is_some();
@@ -166,76 +233,124 @@ pub fn fit_tool_result<'a>(
         fitted.stored = stored.stored;
         fitted.part_ends = stored.part_ends;
     }
+    let stored_price = stored_price
+        .or(fitted_stored_price)
+        .unwrap_or_else(|| pricer.text.count(&fitted.stored));
     Fitted {
         copies: fitted,
-        price: Some(fitted_price),
-        stored_price: fitted_stored_price,
+        price: fitted_price,
+        stored_price,
         spill: Some(spill),
         cut,
         diagnostics,
     }
 }
 
-/// Every piece of a result's stored copy, priced as the text it is; an image's or audio's
-/// placeholder is kept whole or left out, never split.
-fn stored_items_of<'c, 'a>(
-    copies: &'c ToolResultCopies<'a>,
-    pricer: Pricer<'_>,
-) -> Vec<Item<'c, 'a>> {
-    let media = |index: usize| match &copies.live {
-        LiveCopy::Native(parts) => matches!(
-            parts.get(index),
-            Some(Part::Image { .. } | Part::Audio { .. })
-        ),
-        LiveCopy::Stored => false,
+/// What a shown thing is, for the cut and the notice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Text,
+    Image,
+    Document,
+    Audio,
+}
+
+impl Kind {
+    fn of(part: &Part<'_>) -> Kind {
+        match part {
+            Part::Text(_) => Kind::Text,
+            Part::Image { .. } => Kind::Image,
+            Part::Document { .. } => Kind::Document,
+            Part::Audio { .. } => Kind::Audio,
+        }
+    }
+}
+
+/// Every piece of a result's stored copy, priced as the text it is; an image's, document's or
+/// audio's placeholder is kept whole or left out, never split.
+fn stored_items_of<'c, 'a>(copies: &'c ToolResultCopies<'a>) -> Vec<Item<'c, 'a>> {
+    let kind = |index: usize| match &copies.live {
+        LiveCopy::Native(parts) => parts.get(index).map_or(Kind::Text, Kind::of),
+        LiveCopy::Stored => Kind::Text,
     };
     copies
         .stored_parts()
         .enumerate()
         .map(|(index, stored)| Item {
             live: None,
-            media: media(index),
+            kind: kind(index),
             stored,
-            price: pricer.text.count(stored),
+            price: Cell::new(None),
         })
         .collect()
 }
 
 /// One shown thing: its live part (none when the live copy is the stored text), its stored
-/// text, and its price.
+/// text, and its price once known. A text's price is counted when a cut first needs it; a
+/// native part's is known from the start.
 struct Item<'c, 'a> {
     live: Option<&'c Part<'a>>,
-    /// Whether it stands for an image or audio (its placeholder, in a stored-only cut).
-    media: bool,
+    kind: Kind,
     stored: &'c str,
-    price: u64,
+    price: Cell<Option<u64>>,
 }
 
 impl Item<'_, '_> {
+    /// Whether it is cut as text: a text, or any stored piece but a media placeholder.
     fn is_text(&self) -> bool {
-        !self.media
+        self.kind == Kind::Text
+    }
+
+    /// Its price, counted now if it was not yet.
+    fn price(&self, pricer: Pricer<'_>) -> u64 {
+        if let Some(price) = self.price.get() {
+            return price;
+        }
+        let price = pricer.text.count(self.stored);
+        self.price.set(Some(price));
+        price
+    }
+
+    /// Its price when it is at most `limit`: a text is read only until the limit is spent.
+    fn price_within(&self, pricer: Pricer<'_>, limit: u64) -> Option<u64> {
+        if let Some(price) = self.price.get() {
+            return (price <= limit).then_some(price);
+        }
+        let price = pricer.text.count_within(self.stored, limit)?;
+        self.price.set(Some(price));
+        Some(price)
+    }
+
+    /// Its price if known, else a quick estimate: for what a notice reports.
+    fn reported(&self, pricer: Pricer<'_>) -> u64 {
+        self.price
+            .get()
+            .unwrap_or_else(|| pricer.text.estimate(self.stored))
     }
 }
 
-/// What a result holds in all: its price, its text's characters, its images.
-struct Totals {
-    tokens: u64,
-    characters: u64,
-    images: u64,
+/// The price of all `items`, or `None` as soon as it is over `limit`.
+fn price_within(items: &[Item<'_, '_>], pricer: Pricer<'_>, limit: u64) -> Option<u64> {
+    let mut total = 0u64;
+    for item in items {
+        total += item.price_within(pricer, limit - total)?;
+    }
+    Some(total)
 }
 
-impl Totals {
-    fn of(items: &[Item<'_, '_>]) -> Totals {
-        Totals {
-            tokens: items.iter().map(|i| i.price).sum(),
-            characters: items
-                .iter()
-                .filter(|i| i.is_text())
-                .map(|i| i.stored.chars().count() as u64)
-                .sum(),
-            images: items.iter().filter(|i| !i.is_text()).count() as u64,
+/// What a result holds in all, as its notice counts it.
+fn totals(items: &[Item<'_, '_>], pricer: Pricer<'_>) -> Omitted {
+    let mut whole = Omitted::default();
+    for item in items {
+        whole.tokens += item.reported(pricer);
+        match item.kind {
+            Kind::Text => whole.characters += item.stored.chars().count() as u64,
+            Kind::Image => whole.images += 1,
+            Kind::Document => whole.documents += 1,
+            Kind::Audio => whole.audio += 1,
         }
     }
+    whole
 }
 
 /// Where a cut falls: whole items kept from each end, and a part of the next text item.
@@ -257,16 +372,15 @@ pub fn cut<'a>(
     spill_path: &str,
 ) -> Result<Option<(ToolResultCopies<'a>, u64)>, CutError> {
     let items = items_of(copies, pricer, None)?;
-    if items.iter().map(|i| i.price).sum::<u64>() <= budget {
+    if price_within(&items, pricer, budget).is_some() {
         return Ok(None);
     }
-    let notice =
-        |tokens, characters, images| omission_notice(tokens, characters, images, spill_path);
+    let notice = |omitted| omission_notice(omitted, spill_path);
     cut_items(copies, &items, pricer, budget, &notice).map(Some)
 }
 
-/// Every shown thing of a result's copies, priced once: a live copy that is the stored text
-/// costs `stored_price` when the caller has counted it already.
+/// Every shown thing of a result's copies: a native part priced now, a text when first needed
+/// (a live copy that is the stored text costs `stored_price` when the caller has counted it).
 fn items_of<'c, 'a>(
     copies: &'c ToolResultCopies<'a>,
     pricer: Pricer<'_>,
@@ -275,19 +389,24 @@ fn items_of<'c, 'a>(
     match &copies.live {
         LiveCopy::Stored => Ok(vec![Item {
             live: None,
-            media: false,
+            kind: Kind::Text,
             stored: &copies.stored,
-            price: stored_price.unwrap_or_else(|| pricer.text.count(&copies.stored)),
+            price: Cell::new(stored_price),
         }]),
         LiveCopy::Native(parts) => parts
             .iter()
             .zip(copies.stored_parts())
             .map(|(part, stored)| {
+                let kind = Kind::of(part);
+                let price = match part {
+                    Part::Text(_) => None,
+                    _ => Some(pricer.part(part)?),
+                };
                 Ok(Item {
                     live: Some(part),
-                    media: matches!(part, Part::Image { .. } | Part::Audio { .. }),
+                    kind,
                     stored,
-                    price: pricer.part(part)?,
+                    price: Cell::new(price),
                 })
             })
             .collect(),
@@ -301,11 +420,11 @@ fn cut_items<'a>(
     budget: u64,
     notice: NoticeOf<'_>,
 ) -> Result<(ToolResultCopies<'a>, u64), CutError> {
-    let whole = Totals::of(items);
-    let (total, characters, images) = (whole.tokens, whole.characters, whole.images);
-    // The notice's numbers can only be smaller than these, so this prices the longest notice;
-    // the separators around it cost the rest of the reserve.
-    let reserve = pricer.text.count(&notice(total, characters, images)) + pricer.text.count("\n\n");
+    let whole = totals(items, pricer);
+    // The notice's numbers can only be smaller than these, so this prices the longest notice
+    // (a spill id is a long word, priced by its length, so the reserve is the same whatever id
+    // the spill drew); the separators around it cost the rest of the reserve.
+    let reserve = pricer.text.count(&notice(whole)) + pricer.text.count("\n\n");
     if reserve >= budget {
         return Err(CutError::NoticeOverBudget { reserve });
     }
@@ -334,8 +453,8 @@ fn find_cut(items: &[Item<'_, '_>], pricer: Pricer<'_>, head_budget: u64, tail_b
     };
     let mut remaining = head_budget;
     for item in items {
-        if item.price <= remaining {
-            remaining -= item.price;
+        if let Some(price) = item.price_within(pricer, remaining) {
+            remaining -= price;
             cut.head_items += 1;
             continue;
         }
@@ -344,7 +463,8 @@ fn find_cut(items: &[Item<'_, '_>], pricer: Pricer<'_>, head_budget: u64, tail_b
             let end = line_before(item.stored, end);
             cut.head_partial = (end > 0).then_some(end);
         }
-        // An image that does not fit ends the head; the space left stays unused.
+        // An image, document or audio clip that does not fit ends the head; the space left
+        // stays unused.
         break;
     }
     let mut remaining = tail_budget;
@@ -354,8 +474,8 @@ fn find_cut(items: &[Item<'_, '_>], pricer: Pricer<'_>, head_budget: u64, tail_b
             break;
         }
         let shared = index == first_free && cut.head_partial.is_some();
-        if item.price <= remaining && !shared {
-            remaining -= item.price;
+        if !shared && let Some(price) = item.price_within(pricer, remaining) {
+            remaining -= price;
             cut.tail_items += 1;
             continue;
         }
@@ -402,16 +522,14 @@ fn floor_boundary(text: &str, mut index: usize) -> usize {
 fn assemble<'a>(
     original: &ToolResultCopies<'a>,
     items: &[Item<'_, 'a>],
-    whole: &Totals,
+    whole: &Omitted,
     cut: Cut,
     pricer: Pricer<'_>,
     notice_of: NoticeOf<'_>,
 ) -> ToolResultCopies<'a> {
     let n = items.len();
     let tail_start = n - cut.tail_items;
-    let mut kept_price = 0;
-    let mut kept_characters = 0u64;
-    let mut kept_images = 0u64;
+    let mut kept = Omitted::default();
     // (live part, stored text) for every kept piece, in order, with the notice's place marked.
     let mut head: Vec<(Option<Part<'a>>, String)> = Vec::new();
     let mut tail: Vec<(Option<Part<'a>>, String)> = Vec::new();
@@ -419,19 +537,20 @@ fn assemble<'a>(
         |item: &Item<'_, 'a>, text: Option<&str>, out: &mut Vec<(Option<Part<'a>>, String)>| {
             match text {
                 Some(piece) => {
-                    kept_price += pricer.text.count(piece);
-                    kept_characters += piece.chars().count() as u64;
+                    kept.tokens += pricer.text.count(piece);
+                    kept.characters += piece.chars().count() as u64;
                     out.push((
                         item.live.map(|_| Part::Text(piece.to_owned())),
                         piece.to_owned(),
                     ));
                 }
                 None => {
-                    kept_price += item.price;
-                    if item.is_text() {
-                        kept_characters += item.stored.chars().count() as u64;
-                    } else {
-                        kept_images += 1;
+                    kept.tokens += item.reported(pricer);
+                    match item.kind {
+                        Kind::Text => kept.characters += item.stored.chars().count() as u64,
+                        Kind::Image => kept.images += 1,
+                        Kind::Document => kept.documents += 1,
+                        Kind::Audio => kept.audio += 1,
                     }
                     out.push((item.live.cloned(), item.stored.to_owned()));
                 }
@@ -451,12 +570,13 @@ fn assemble<'a>(
     for item in &items[tail_start..] {
         keep(item, None, &mut tail);
     }
-    let (total, characters, images) = (whole.tokens, whole.characters, whole.images);
-    let notice = notice_of(
-        total.saturating_sub(kept_price),
-        characters.saturating_sub(kept_characters),
-        images - kept_images,
-    );
+    let notice = notice_of(Omitted {
+        tokens: whole.tokens.saturating_sub(kept.tokens),
+        characters: whole.characters.saturating_sub(kept.characters),
+        images: whole.images - kept.images,
+        documents: whole.documents - kept.documents,
+        audio: whole.audio - kept.audio,
+    });
     let native = items.first().is_some_and(|i| i.live.is_some());
     let pieces: Vec<(Option<Part<'a>>, String)> = head
         .into_iter()
@@ -467,10 +587,13 @@ fn assemble<'a>(
         .chain(tail)
         .collect();
     let (stored, part_ends) = ToolResultCopies::join_parts(pieces.iter().map(|(_, s)| s.as_str()));
-    let keeps_an_image = pieces
-        .iter()
-        .any(|(p, _)| matches!(p, Some(Part::Image { .. } | Part::Audio { .. })));
-    let live = if keeps_an_image {
+    let keeps_native = pieces.iter().any(|(p, _)| {
+        matches!(
+            p,
+            Some(Part::Image { .. } | Part::Audio { .. } | Part::Document { .. })
+        )
+    });
+    let live = if keeps_native {
         LiveCopy::Native(pieces.into_iter().filter_map(|(p, _)| p).collect())
     } else {
         LiveCopy::Stored

@@ -8,7 +8,7 @@
 //! empty texts, image types the route does not list.
 //!
 //! ```
-//! use mcpl_budget::{Heuristic, PricedRoute, Pricer, fit_tool_result};
+//! use mcpl_budget::{Bound, PricedRoute, Pricer, fit_tool_result};
 //! use mcpl_lanes::{ImageLedger, LiveCopy, Part, Projector, Registry, ServerName, ToolResult, UriPolicy};
 //! use serde_json::{Value, json};
 //!
@@ -27,7 +27,7 @@
 //!     server: &server,
 //!     uri_policy: UriPolicy::Hidden,
 //! };
-//! let pricer = Pricer { text: &Heuristic, route: &route };
+//! let pricer = Pricer { text: &Bound, route: &route };
 //! let fitted = fit_tool_result(&mut lanes, &ToolResult::from_value(&result), pricer, 1_000, None);
 //! assert!(fitted.price.is_some_and(|tokens| tokens <= 1_000));
 //!
@@ -48,8 +48,9 @@
 //!
 //! The crate's main types:
 //!
-//! - [`TokenEstimator`] prices text: [`Heuristic`] by default (fitted to o200k, never
-//!   undercounting CJK), `O200k` exactly with the `exact` feature.
+//! - [`TokenEstimator`] prices text: [`Bound`] by default, never under o200k's count on any
+//!   text, since it prices o200k's own pieces (decision 0105); [`O200k`] counts exactly, and
+//!   [`Heuristic`] is the quick figure a notice reports for what it left out.
 //! - [`ImageCalculator`] prices an image from its dimensions, one rule per provider, with dated
 //!   tables ([`ANTHROPIC_TABLE`], [`OPENAI_TABLE`], [`GEMINI_TABLE`]).
 //! - [`PricedRoute`] is one route's whole declaration: what the lanes may send there
@@ -66,7 +67,7 @@
 //! A result over its budget is spilled whole, then cut:
 //!
 //! ```
-//! use mcpl_budget::{Heuristic, PricedRoute, Pricer, fit_tool_result};
+//! use mcpl_budget::{Bound, PricedRoute, Pricer, fit_tool_result};
 //! use mcpl_lanes::{ImageLedger, Projector, Registry, ServerName, ToolResult, UriPolicy};
 //! use serde_json::json;
 //!
@@ -83,7 +84,7 @@
 //! let result = json!({"content": [{"type": "text", "text": "line\n".repeat(10_000)}]});
 //! let dir = std::env::temp_dir().join(format!("mcpl-doc-{}", std::process::id()));
 //! let mut store = mcpl_budget::LocalSpillStore::new(&dir).unwrap();
-//! let pricer = Pricer { text: &Heuristic, route: &route };
+//! let pricer = Pricer { text: &Bound, route: &route };
 //! let fitted = fit_tool_result(&mut lanes, &ToolResult::from_value(&result), pricer, 500, Some(&mut store));
 //! assert!(fitted.cut && fitted.price.unwrap() <= 500);
 //! assert!(fitted.copies.stored.contains("tokens omitted ("));
@@ -92,6 +93,7 @@
 //!
 //! The crate writes nothing but spill files, and only through a [`SpillStore`].
 
+pub mod bound;
 pub mod fit;
 pub mod image;
 pub mod read_back;
@@ -101,8 +103,10 @@ pub mod store_config;
 pub mod text;
 pub mod window;
 
+pub use bound::{Bound, LONG_WORD, LONG_WORD_END, Pieces};
 pub use fit::{
-    CutError, DEFAULT_BUDGET, Fitted, cut, fit_tool_result, omission_notice, read_back_notice,
+    CutError, DEFAULT_BUDGET, Fitted, Omitted, cut, fit_tool_result, omission_notice,
+    read_back_notice,
 };
 pub use image::{
     ANTHROPIC_TABLE, Detail, GEMINI_TABLE, ImageCalculator, OPENAI_TABLE, PricedModels,
@@ -118,7 +122,7 @@ pub use spill::{
     is_spill_name, private_dir, write_spill, write_spill_of, write_text_spill,
 };
 pub use store_config::{S3Location, SpillStoreConfig};
-#[cfg(feature = "exact")]
-pub use text::O200k;
-pub use text::{CJK_SINGLES, HANGUL_SINGLES, Heuristic, O200K_SINGLE_TOKENS, TokenEstimator};
+pub use text::{
+    CJK_SINGLES, HANGUL_SINGLES, Heuristic, O200K_SINGLE_TOKENS, O200k, TokenEstimator,
+};
 pub use window::{Correction, Round, project_round};

@@ -249,7 +249,7 @@ impl Pricer<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::text::Heuristic;
+    use crate::bound::Bound;
     use mcpl_classify::Sniffed;
 
     /// An image is priced from the dimensions its part carries: its header was read when it was
@@ -263,7 +263,7 @@ mod tests {
         for id in [RouteId::Anthropic, RouteId::OpenAiChat, RouteId::Gemini] {
             let route = PricedRoute::of(id);
             let pricer = Pricer {
-                text: &Heuristic,
+                text: &Bound,
                 route,
             };
             let expected = route
@@ -279,7 +279,7 @@ mod tests {
             }
         }
         let text_only = Pricer {
-            text: &Heuristic,
+            text: &Bound,
             route: PricedRoute::of(RouteId::TextOnly),
         };
         assert_eq!(
@@ -300,7 +300,7 @@ mod tests {
     #[test]
     fn a_document_is_priced_per_page_and_an_uncounted_one_at_the_bound() {
         let pricer = |id| Pricer {
-            text: &Heuristic,
+            text: &Bound,
             route: PricedRoute::of(id),
         };
         let gemini = pricer(RouteId::Gemini);
@@ -338,7 +338,7 @@ mod tests {
         };
         let price = |id| {
             Pricer {
-                text: &Heuristic,
+                text: &Bound,
                 route: PricedRoute::of(id),
             }
             .part(&part)
@@ -357,7 +357,7 @@ mod tests {
         };
         assert!(
             Pricer {
-                text: &Heuristic,
+                text: &Bound,
                 route: &PricedRoute::GEMINI
             }
             .part(&cut)

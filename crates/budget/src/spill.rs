@@ -882,14 +882,10 @@ impl Spill {
 
     /// The omission notice for what a cut left out of this spill's result, worded as the
     /// store's [`SpillNotice`] says.
-    pub fn omission_notice(&self, tokens: u64, characters: u64, images: u64) -> String {
+    pub fn omission_notice(&self, omitted: crate::fit::Omitted) -> String {
         match self.notice {
-            SpillNotice::Path => {
-                crate::fit::omission_notice(tokens, characters, images, &self.path)
-            }
-            SpillNotice::ReadResult => {
-                crate::fit::read_back_notice(tokens, characters, images, &self.id)
-            }
+            SpillNotice::Path => crate::fit::omission_notice(omitted, &self.path),
+            SpillNotice::ReadResult => crate::fit::read_back_notice(omitted, &self.id),
         }
     }
 }

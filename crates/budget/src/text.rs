@@ -2,8 +2,22 @@
 
 /// Prices text in tokens.
 pub trait TokenEstimator {
-    /// The estimated tokens of `text`.
+    /// The price of `text` in tokens.
     fn count(&self, text: &str) -> u64;
+
+    /// The price of `text`, or `None` when it is over `limit`. An estimator that can stop
+    /// early reads a text far over its limit only until the limit is spent.
+    fn count_within(&self, text: &str, limit: u64) -> Option<u64> {
+        let count = self.count(text);
+        (count <= limit).then_some(count)
+    }
+
+    /// A quick figure for `text`, for what is only reported (the tokens an omission notice
+    /// says were left out), never for a budget: the count itself unless the estimator has a
+    /// cheaper one.
+    fn estimate(&self, text: &str) -> u64 {
+        self.count(text)
+    }
 
     /// The byte length of the longest prefix of `text` within `budget` tokens, at a character
     /// boundary.
@@ -488,11 +502,9 @@ impl TokenEstimator for Heuristic {
 
 /// The exact o200k counter (OpenAI's GPT-4o and later encoding), offline: its tables are
 /// compiled into the crate by `bpe-openai`.
-#[cfg(feature = "exact")]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct O200k;
 
-#[cfg(feature = "exact")]
 impl TokenEstimator for O200k {
     fn count(&self, text: &str) -> u64 {
         bpe_openai::o200k_base().count(text) as u64

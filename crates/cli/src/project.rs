@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use mcpl_budget::{Heuristic, LocalSpillStore, PricedRoute, Pricer, SpillStore, fit_tool_result};
+use mcpl_budget::{Bound, LocalSpillStore, PricedRoute, Pricer, SpillStore, fit_tool_result};
 use mcpl_classify::ResultView;
 use mcpl_encode::Encoder;
 use mcpl_host::mcpl::{INVALID_PARAMS, PUSH_CONTENT_FIELD, push_refusal_error};
@@ -250,7 +250,7 @@ fn project_with(
     let priced = PricedRoute::of(request.route);
     let route = &priced.lanes;
     let pricer = Pricer {
-        text: &Heuristic,
+        text: &Bound,
         route: priced,
     };
     // The same input gives the same ids and refs, so the command's output repeats exactly.

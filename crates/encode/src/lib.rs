@@ -6,7 +6,7 @@
 //! budget of 1,000 tokens:
 //!
 //! ```
-//! use mcpl_budget::{Heuristic, Pricer, fit_tool_result};
+//! use mcpl_budget::{Bound, Pricer, fit_tool_result};
 //! use mcpl_encode::conversation::{Content, ToolOutput};
 //! use mcpl_encode::Encoder;
 //! use mcpl_lanes::{
@@ -30,7 +30,7 @@
 //!     server: &server,
 //!     uri_policy: UriPolicy::Hidden,
 //! };
-//! let pricer = Pricer { text: &Heuristic, route };
+//! let pricer = Pricer { text: &Bound, route };
 //! let fitted = fit_tool_result(&mut lanes, &ToolResult::from_value(&result), pricer, 1_000, None);
 //! assert!(fitted.price.is_some_and(|tokens| tokens <= 1_000));
 //!

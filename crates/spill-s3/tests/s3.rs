@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use mcpl_budget::{
-    Heuristic, PricedRoute, Pricer, S3Location, SpillNotice, SpillStore, fit_tool_result,
-    read_back, write_spill,
+    Bound, PricedRoute, Pricer, S3Location, SpillNotice, SpillStore, fit_tool_result, read_back,
+    write_spill,
 };
 use mcpl_lanes::{ImageLedger, Projector, Registry, ServerName, ToolResult, UriPolicy};
 use mcpl_spill_s3::{PART_SIZE, S3SpillStore};
@@ -42,7 +42,7 @@ fn store(endpoint: &str, bucket: &str, conversation: &str) -> S3SpillStore {
 
 fn pricer(route: &PricedRoute) -> Pricer<'_> {
     Pricer {
-        text: &Heuristic,
+        text: &Bound,
         route,
     }
 }

@@ -3,7 +3,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use mcpl_budget::{CutError, Heuristic, PricedRoute, Pricer, Unpriceable, cut};
+use mcpl_budget::{Bound, CutError, PricedRoute, Pricer, Unpriceable, cut};
 use mcpl_lanes::{RouteId, ToolResult};
 
 use crate::with_projector;
@@ -28,7 +28,7 @@ fn cut_on(result: &Value, route: &PricedRoute, budget: u64) -> Result<Option<u64
         projector.tool_result(&ToolResult::from_value(result))
     });
     let pricer = Pricer {
-        text: &Heuristic,
+        text: &Bound,
         route,
     };
     cut(&copies, pricer, budget, SPILL_PATH).map(|fitted| fitted.map(|(_, price)| price))
@@ -41,10 +41,10 @@ fn without_images() -> PricedRoute {
     }
 }
 
-// 29 tokens: the heuristic's price of the longest notice naming `SPILL_PATH`, and its separators.
+// 31 tokens: o200k's count of the longest notice naming `SPILL_PATH`, and its separators.
 #[rstest]
 #[case::fits(false, PricedRoute::ANTHROPIC, 100_000, Ok(None))]
-#[case::notice_over_budget(false, PricedRoute::ANTHROPIC, 10, Err(CutError::NoticeOverBudget { reserve: 33 }))]
+#[case::notice_over_budget(false, PricedRoute::ANTHROPIC, 10, Err(CutError::NoticeOverBudget { reserve: 31 }))]
 #[case::image_unpriceable(true, without_images(), 100, Err(CutError::Unpriceable(Unpriceable::NoImageCalculator { route: RouteId::Anthropic })))]
 fn cut_says_why_it_cannot_cut(
     #[case] image: bool,

@@ -1,12 +1,13 @@
-//! The heuristic against the exact o200k counter on every class of the corpus: never under it,
-//! and at most 1.25 times it, on each class as a whole; never under it and at most 1.31 times it
-//! on each piece of 1,000 characters (a last piece under 200 characters aside). Runs with the
-//! `exact` feature (CI runs it).
+//! The prices against the exact o200k counter on every class of the corpus. `Bound`, the price
+//! budgets use: never under o200k, and at most 1.3 times it, on each class and on each piece of
+//! 1,000 characters. `Heuristic`, the quick figure a notice reports: never under it, and at most
+//! 1.25 times it, on each class as a whole; never under it and at most 1.31 times it on each
+//! piece of 1,000 characters (a last piece under 200 characters aside).
 
 #[path = "../../benches/corpus/classes.rs"]
 mod classes;
 
-use mcpl_budget::{Heuristic, O200k, TokenEstimator};
+use mcpl_budget::{Bound, Heuristic, O200k, TokenEstimator};
 
 /// The corpus's prose and code parts, measured with the generated classes.
 const PARTS: &[(&str, &str)] = &[
@@ -78,6 +79,35 @@ fn the_heuristic_is_between_one_and_one_and_a_quarter_of_o200k_on_every_class() 
         failures.is_empty(),
         "outside 1.0..=1.25 of o200k: {failures:?}"
     );
+}
+
+#[test]
+fn bound_is_o200k_or_more_and_within_one_and_three_tenths_on_every_class() {
+    let generated = classes::classes();
+    let all = PARTS
+        .iter()
+        .map(|(name, text)| (*name, *text))
+        .chain(generated.iter().map(|(name, text)| (*name, text.as_str())));
+    let mut failures = Vec::new();
+    for (name, text) in all {
+        let (exact, bound) = (O200k.count(text), Bound.count(text));
+        let ratio = bound as f64 / exact as f64;
+        let mut high = 0f64;
+        for piece in pieces(text, 1000) {
+            let (exact, bound) = (O200k.count(piece), Bound.count(piece));
+            if bound < exact {
+                failures.push(format!("{name}: a piece at {bound} under o200k's {exact}"));
+            }
+            high = high.max(bound as f64 / exact.max(1) as f64);
+        }
+        eprintln!(
+            "{name:<26} o200k {exact:>6} bound {bound:>6} ratio {ratio:.3} pieces ..{high:.3}"
+        );
+        if !(1.0..=1.3).contains(&ratio) || high > 1.3 {
+            failures.push(format!("{name}: ratio {ratio:.3}, pieces up to {high:.3}"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
 }
 
 #[test]

@@ -1,10 +1,11 @@
 //! The budget's integration tests: data-driven fitting cases, property tests, and spill
 //! failures (a store that fails mid-write, a read-only folder, a full file system).
 
+mod bound;
 mod cases;
 mod crash;
 mod cut;
-#[cfg(feature = "exact")]
+mod determinism;
 mod estimate;
 mod failures;
 mod private;
@@ -17,7 +18,7 @@ use std::path::PathBuf;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use mcpl_budget::{Fitted, Heuristic, PricedRoute, Pricer, SpillStore, fit_tool_result};
+use mcpl_budget::{Bound, Fitted, PricedRoute, Pricer, SpillStore, fit_tool_result};
 use mcpl_lanes::{ImageLedger, Part, Projector, Registry, ServerName, ToolResult, UriPolicy};
 use serde_json::Value;
 
@@ -73,7 +74,7 @@ pub(crate) fn fit<'a>(
     store: Option<&mut dyn SpillStore>,
 ) -> Fitted<'a> {
     let pricer = Pricer {
-        text: &Heuristic,
+        text: &Bound,
         route,
     };
     with_projector(route, |projector| {

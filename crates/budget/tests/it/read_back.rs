@@ -5,7 +5,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use mcpl_budget::{
-    Heuristic, LocalSpillStore, PricedRoute, Pricer, ReadBackError, SpillNotice, read_back,
+    Bound, LocalSpillStore, PricedRoute, Pricer, ReadBackError, SpillNotice, read_back,
 };
 use serde_json::{Value, json};
 
@@ -13,7 +13,7 @@ use crate::{TempDir, fit};
 
 fn pricer(route: &PricedRoute) -> Pricer<'_> {
     Pricer {
-        text: &Heuristic,
+        text: &Bound,
         route,
     }
 }
@@ -85,7 +85,7 @@ fn the_notice_names_the_spill_by_id_and_the_parts_add_up_to_the_last_byte() {
         assert_eq!(body.concat(), part.text);
         let priced: u64 = shown
             .iter()
-            .map(|t| mcpl_budget::TokenEstimator::count(&Heuristic, t))
+            .map(|t| mcpl_budget::TokenEstimator::count(&Bound, t))
             .sum();
         assert!(priced <= 3_000, "{priced} tokens");
         if part.end < part.total {

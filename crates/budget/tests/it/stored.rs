@@ -1,7 +1,7 @@
 //! Both copies fitted: the stored copy, which every later request carries, is priced and cut to
 //! the budget on its own, whatever the live copy costs.
 
-use mcpl_budget::{Heuristic, LocalSpillStore, PricedRoute, SpillStore, TokenEstimator};
+use mcpl_budget::{Bound, LocalSpillStore, PricedRoute, SpillStore, TokenEstimator};
 use serde_json::{Value, json};
 
 use crate::{TempDir, fit};
@@ -29,7 +29,7 @@ fn many_tiny_images_give_a_stored_copy_within_the_budget() {
             budget,
             Some(&mut store as &mut dyn SpillStore),
         );
-        let stored = Heuristic.count(&fitted.copies.stored);
+        let stored = Bound.count(&fitted.copies.stored);
         assert_eq!(fitted.stored_price, stored);
         assert!(
             stored <= budget,

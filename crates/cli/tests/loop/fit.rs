@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use base64::Engine as _;
-use mcpl_budget::{Heuristic, PricedRoute, Pricer};
+use mcpl_budget::{Bound, PricedRoute, Pricer};
 use mcpl_classify::{Dimensions, Media, Sniffed};
 use mcpl_client::{Dial, Launch, Transport};
 use mcpl_encode::conversation::Content;
@@ -104,7 +104,7 @@ fn native_images(body: &Value) -> Vec<String> {
 
 fn pricer() -> Pricer<'static> {
     Pricer {
-        text: &Heuristic,
+        text: &Bound,
         route: &PricedRoute::ANTHROPIC,
     }
 }

@@ -2,7 +2,7 @@
 //! that would break it, and what the encoder sends instead.
 
 use base64::Engine as _;
-use mcpl_budget::{Heuristic, Pricer, fit_tool_result};
+use mcpl_budget::{Bound, Pricer, fit_tool_result};
 use mcpl_classify::{Dimensions, Media};
 use mcpl_encode::conversation::{Content, Message, ModelRequest, ToolOutput};
 use mcpl_encode::{Encoder, LimitHit, project_output, request_limit_notice};
@@ -420,7 +420,7 @@ fn a_lane_made_result_over_a_limit_goes_as_its_stored_placeholder() {
         uri_policy: UriPolicy::Hidden,
     };
     let pricer = Pricer {
-        text: &Heuristic,
+        text: &Bound,
         route: encoder.route(),
     };
     let fitted = fit_tool_result(

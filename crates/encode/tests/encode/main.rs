@@ -382,7 +382,7 @@ fn parts_a_route_cannot_take_become_text() {
 /// declared overhead, even for a call id and a tool name of 64 characters.
 #[test]
 fn the_text_around_a_moved_image_stays_within_its_priced_overhead() {
-    use mcpl_budget::{Heuristic, MOVED_IMAGE_OVERHEAD, TokenEstimator};
+    use mcpl_budget::{Bound, MOVED_IMAGE_OVERHEAD, TokenEstimator};
     use mcpl_encode::{moved_image_label, moved_image_pointer};
     let call_id = "call_".to_owned() + &"aZ9_".repeat(15);
     let tool = "server-name__".to_owned() + &"tool-name_".repeat(6);
@@ -392,7 +392,7 @@ fn the_text_around_a_moved_image_stays_within_its_priced_overhead() {
         moved_image_pointer(99),
         moved_image_label(99, call_id, tool),
     ];
-    let tokens: u64 = around.iter().map(|text| Heuristic.count(text)).sum();
+    let tokens: u64 = around.iter().map(|text| Bound.count(text)).sum();
     assert!(
         tokens <= MOVED_IMAGE_OVERHEAD,
         "{tokens} tokens around one image"

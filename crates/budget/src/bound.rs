@@ -1,0 +1,540 @@
+//! `Bound`: a text price that is never under o200k's count, on any input (decision 0105).
+//!
+//! o200k counts a text in two steps: a pattern splits it into pieces (a word with the space
+//! before it, up to three digits, a run of punctuation, a run of white space, ...), then each
+//! piece is encoded on its own. A token never spans two pieces, so the text's count is the sum
+//! of its pieces' counts. `Bound` walks the same pieces and prices each one:
+//!
+//! - a piece of one byte is one token;
+//! - a piece that is a word of more than [`LONG_WORD`] ASCII letters, up to [`LONG_WORD_END`]
+//!   (an id, a hash spelled in letters), is priced at its bytes: a token holds at least one byte, so that is an upper bound
+//!   whatever the letters are, and a spill id in a notice costs the same whatever it spells;
+//! - every other piece is priced at o200k's own count of it (`bpe-openai`'s tables).
+//!
+//! So the price is o200k's count or more, on every text, by construction. The pieces of ASCII
+//! text are found by a hand-written splitter that does what o200k's pattern does (the generative
+//! test `bound` checks it against `bpe-openai`'s splitter); wherever a character outside ASCII
+//! could change a piece, that piece is found by `bpe-openai`'s own pattern.
+
+use std::cell::RefCell;
+use std::sync::LazyLock;
+
+use crate::text::TokenEstimator;
+
+/// A word of more ASCII letters than this, and at most [`LONG_WORD_END`], is priced at its
+/// bytes.
+pub const LONG_WORD: usize = 20;
+/// The most letters a word priced at its bytes has: a longer run of letters is no id, and is
+/// priced at o200k's count like any other piece.
+pub const LONG_WORD_END: usize = 64;
+
+/// The pieces o200k encodes on their own, found once per process.
+static O200K: LazyLock<&'static bpe_openai::Tokenizer> = LazyLock::new(bpe_openai::o200k_base);
+
+/// An upper bound on o200k's count of any text: o200k's count of each piece, or the piece's
+/// bytes for a word of more than [`LONG_WORD`] ASCII letters.
+///
+/// The first price of a process loads o200k's tables (about 70 ms); a text of one byte or none
+/// never needs them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Bound;
+
+impl Bound {
+    /// o200k's pieces of `text`, in order, each with the byte where it starts.
+    pub fn pieces(text: &str) -> Pieces<'_> {
+        Pieces { text, at: 0 }
+    }
+
+    /// The price of one piece.
+    pub fn piece_price(piece: &str) -> u64 {
+        let bytes = piece.as_bytes();
+        if bytes.len() <= 1 {
+            return bytes.len() as u64;
+        }
+        if is_long_word(bytes) {
+            return bytes.len() as u64;
+        }
+        cached_count(bytes)
+    }
+
+    /// The price of `text`, or `None` as soon as it is over `limit`: a text far over a budget
+    /// is read only until the budget is spent.
+    pub fn count_within(text: &str, limit: u64) -> Option<u64> {
+        let mut total = 0u64;
+        for (_, piece) in Bound::pieces(text) {
+            total += Bound::piece_price(piece);
+            if total > limit {
+                return None;
+            }
+        }
+        Some(total)
+    }
+}
+
+/// Whether a piece is a word of more than [`LONG_WORD`] ASCII letters and at most
+/// [`LONG_WORD_END`], after at most one character that is no letter.
+fn is_long_word(bytes: &[u8]) -> bool {
+    let letters = match bytes.first() {
+        Some(b) if b.is_ascii_alphabetic() => bytes,
+        _ => &bytes[1..],
+    };
+    (LONG_WORD + 1..=LONG_WORD_END).contains(&letters.len())
+        && letters.iter().all(u8::is_ascii_alphabetic)
+}
+
+/// The pieces of a text, as o200k's pattern splits it.
+#[derive(Debug, Clone)]
+pub struct Pieces<'t> {
+    text: &'t str,
+    at: usize,
+}
+
+impl<'t> Iterator for Pieces<'t> {
+    type Item = (usize, &'t str);
+
+    fn next(&mut self) -> Option<(usize, &'t str)> {
+        let rest = &self.text[self.at..];
+        if rest.is_empty() {
+            return None;
+        }
+        let length = match ascii_piece(rest.as_bytes()) {
+            Some(length) => length,
+            // `bpe-openai` splits a text by anchored matches, each from where the last ended, so
+            // its first piece of the rest is its piece here too.
+            None => O200K.split(rest).next().map_or(rest.len(), str::len),
+        };
+        // Every piece holds at least one character; a split that found none ends the text as
+        // one piece rather than looping.
+        let length = if length == 0 { rest.len() } else { length };
+        let start = self.at;
+        self.at += length;
+        Some((start, &rest[..length]))
+    }
+}
+
+/// What an ASCII byte is to o200k's pattern; `Wide` is a byte of a character outside ASCII,
+/// which the hand-written splitter leaves to the pattern itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Lower,
+    Upper,
+    Digit,
+    /// White space that is no line break: space, tab, vertical tab, form feed.
+    Blank,
+    /// `\r` or `\n`.
+    Break,
+    /// Anything else in ASCII: punctuation, symbols, control characters.
+    Other,
+    Wide,
+    End,
+}
+
+fn kind(bytes: &[u8], at: usize) -> Kind {
+    match bytes.get(at) {
+        None => Kind::End,
+        Some(b'a'..=b'z') => Kind::Lower,
+        Some(b'A'..=b'Z') => Kind::Upper,
+        Some(b'0'..=b'9') => Kind::Digit,
+        Some(b' ' | b'\t' | 0x0B | 0x0C) => Kind::Blank,
+        Some(b'\r' | b'\n') => Kind::Break,
+        Some(b) if b.is_ascii() => Kind::Other,
+        Some(_) => Kind::Wide,
+    }
+}
+
+/// The length of the first o200k piece of `bytes`, when the ASCII characters it reads decide
+/// it; `None` where a character outside ASCII could change it. o200k's pattern, in its order:
+///
+/// 1. `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?`
+/// 2. `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?`
+/// 3. `\p{N}{1,3}`
+/// 4. ` ?[^\s\p{L}\p{N}]+[\r\n/]*`
+/// 5. `\s*[\r\n]+`
+/// 6. `\s+$`
+/// 7. `\s+(?!\S)`, then `\s+`.
+fn ascii_piece(bytes: &[u8]) -> Option<usize> {
+    use Kind::*;
+    let first = kind(bytes, 0);
+    let letter = |k: Kind| matches!(k, Lower | Upper);
+    // Words (1 and 2): one character that is no line break, letter or digit may come first.
+    let start = match first {
+        Blank | Other => 1,
+        _ => 0,
+    };
+    match kind(bytes, start) {
+        Wide => return None,
+        k if letter(k) && (start == 1 || letter(first)) => {
+            let mut at = start;
+            while kind(bytes, at) == Upper {
+                at += 1;
+            }
+            while kind(bytes, at) == Lower {
+                at += 1;
+            }
+            // A letter, mark or digit outside ASCII could go on with the word.
+            if kind(bytes, at) == Wide {
+                return None;
+            }
+            return contraction(bytes, at).map(|extra| at + extra);
+        }
+        _ => {}
+    }
+    match first {
+        // 3: up to three digits.
+        Digit => {
+            let mut at = 0;
+            while at < 3 {
+                match kind(bytes, at) {
+                    Digit => at += 1,
+                    Wide => return None,
+                    _ => break,
+                }
+            }
+            Some(at)
+        }
+        // 4: a run of punctuation, after at most one space, then line breaks and slashes.
+        Other => punctuation(bytes, 0),
+        Blank if bytes[0] == b' ' && kind(bytes, 1) == Other => punctuation(bytes, 1),
+        Blank | Break => {
+            let mut end = 0;
+            let mut last_break = None;
+            loop {
+                match kind(bytes, end) {
+                    Blank => end += 1,
+                    Break => {
+                        last_break = Some(end);
+                        end += 1;
+                    }
+                    // White space outside ASCII (a no-break space, say) would go on with the run.
+                    Wide => return None,
+                    _ => break,
+                }
+            }
+            Some(match last_break {
+                // 5: white space up to the last line break of the run.
+                Some(last) => last + 1,
+                // 6: white space to the end of the text.
+                None if end == bytes.len() => end,
+                // 7: a run of white space but its last character, which goes with what follows.
+                None if end >= 2 => end - 1,
+                None => 1,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Pattern 4 from `from`: punctuation and symbols, then line breaks and slashes.
+fn punctuation(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut at = from;
+    loop {
+        match kind(bytes, at) {
+            Kind::Other => at += 1,
+            Kind::Wide => return None,
+            _ => break,
+        }
+    }
+    while matches!(bytes.get(at), Some(b'\r' | b'\n' | b'/')) {
+        at += 1;
+    }
+    Some(at)
+}
+
+/// The length of the contraction (`'s`, `'t`, `'re`, `'ve`, `'m`, `'ll`, `'d`, in any case) at
+/// `at`, 0 when there is none; `None` when a character outside ASCII follows the apostrophe
+/// (`ſ` folds to `s`).
+fn contraction(bytes: &[u8], at: usize) -> Option<usize> {
+    if bytes.get(at) != Some(&b'\'') {
+        return Some(0);
+    }
+    let lower = |i: usize| bytes.get(at + i).map(u8::to_ascii_lowercase);
+    if bytes.get(at + 1).is_some_and(|b| !b.is_ascii()) {
+        return None;
+    }
+    Some(match (lower(1), lower(2)) {
+        (Some(b's' | b't' | b'm' | b'd'), _) => 2,
+        (Some(b'r' | b'v'), Some(b'e')) | (Some(b'l'), Some(b'l')) => 3,
+        _ => 0,
+    })
+}
+
+/// How many pieces the count cache holds.
+const CACHE_SLOTS: usize = 4096;
+/// The longest piece the cache holds, in bytes.
+const CACHE_PIECE: usize = 16;
+
+/// A piece and its count, in a slot of the cache.
+#[derive(Clone, Copy)]
+struct Slot {
+    length: u8,
+    bytes: [u8; CACHE_PIECE],
+    count: u32,
+}
+
+thread_local! {
+    /// The counts of recent short pieces: text repeats its words, and a lookup here is a few
+    /// times cheaper than o200k's encoder.
+    static CACHE: RefCell<Vec<Slot>> = const { RefCell::new(Vec::new()) };
+}
+
+/// o200k's count of one piece, through the cache when the piece is short.
+fn cached_count(bytes: &[u8]) -> u64 {
+    if bytes.len() > CACHE_PIECE {
+        return O200K.bpe.count(bytes) as u64;
+    }
+    let mut key = [0u8; CACHE_PIECE];
+    key[..bytes.len()].copy_from_slice(bytes);
+    let (low, high) = key.split_at(8);
+    let word = |half: &[u8]| u64::from_le_bytes(half.try_into().unwrap_or_default());
+    let hash = (word(low) ^ word(high).rotate_left(29) ^ bytes.len() as u64)
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let slot = (hash >> 52) as usize % CACHE_SLOTS;
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.is_empty() {
+            cache.resize(
+                CACHE_SLOTS,
+                Slot {
+                    length: u8::MAX,
+                    bytes: [0; CACHE_PIECE],
+                    count: 0,
+                },
+            );
+        }
+        let entry = &mut cache[slot];
+        if usize::from(entry.length) == bytes.len() && entry.bytes == key {
+            return u64::from(entry.count);
+        }
+        let count = O200K.bpe.count(bytes);
+        *entry = Slot {
+            length: bytes.len() as u8,
+            bytes: key,
+            count: count as u32,
+        };
+        count as u64
+    })
+}
+
+/// The largest character boundary at or before `index`.
+fn floor_boundary(text: &str, mut index: usize) -> usize {
+    index = index.min(text.len());
+    while !text.is_char_boundary(index) {
+        index -= 1;
+    }
+    index
+}
+
+/// The smallest character boundary at or after `index`.
+fn ceil_boundary(text: &str, mut index: usize) -> usize {
+    while index < text.len() && !text.is_char_boundary(index) {
+        index += 1;
+    }
+    index.min(text.len())
+}
+
+/// The longest prefix of `piece` (a text of its own) within `budget`, at a character boundary:
+/// a piece has no boundary o200k keeps inside it, so a long one is searched by halves.
+fn piece_prefix_within(piece: &str, budget: u64) -> usize {
+    let (mut fits, mut over) = (0, piece.len());
+    while over - fits > 1 {
+        let middle = floor_boundary(piece, fits + (over - fits) / 2);
+        let middle = if middle <= fits {
+            ceil_boundary(piece, fits + 1)
+        } else {
+            middle
+        };
+        if middle >= over {
+            break;
+        }
+        if Bound::count_within(&piece[..middle], budget).is_some() {
+            fits = middle;
+        } else {
+            over = middle;
+        }
+    }
+    fits
+}
+
+/// The start of the longest suffix of `piece` within `budget`, at a character boundary.
+fn piece_suffix_within(piece: &str, budget: u64) -> usize {
+    let (mut over, mut fits) = (0, piece.len());
+    while fits - over > 1 {
+        let middle = ceil_boundary(piece, over + (fits - over) / 2);
+        let middle = if middle >= fits {
+            floor_boundary(piece, fits - 1)
+        } else {
+            middle
+        };
+        if middle <= over {
+            break;
+        }
+        if Bound::count_within(&piece[middle..], budget).is_some() {
+            fits = middle;
+        } else {
+            over = middle;
+        }
+    }
+    fits
+}
+
+impl TokenEstimator for Bound {
+    fn count(&self, text: &str) -> u64 {
+        Bound::pieces(text)
+            .map(|(_, p)| Bound::piece_price(p))
+            .sum()
+    }
+
+    fn count_within(&self, text: &str, limit: u64) -> Option<u64> {
+        Bound::count_within(text, limit)
+    }
+
+    fn estimate(&self, text: &str) -> u64 {
+        crate::text::Heuristic.count(text)
+    }
+
+    fn prefix_within(&self, text: &str, budget: u64) -> usize {
+        let mut total = 0u64;
+        let mut end = text.len();
+        for (start, piece) in Bound::pieces(text) {
+            let price = Bound::piece_price(piece);
+            if total + price > budget {
+                end = start + piece_prefix_within(piece, budget - total);
+                break;
+            }
+            total += price;
+        }
+        // A cut inside a piece, or a last piece that reads differently at the text's end, can
+        // cost more than the pieces did; the prefix itself is what must fit.
+        if end == text.len() || Bound::count_within(&text[..end], budget).is_some() {
+            return end;
+        }
+        longest_prefix(text, end, budget)
+    }
+
+    fn suffix_within(&self, text: &str, budget: u64) -> usize {
+        // Pieces are found from the front, so a window at the end is split on its own, as the
+        // suffix will be sent; a window that fits whole is doubled.
+        let mut window = usize::try_from(budget.saturating_mul(8))
+            .unwrap_or(usize::MAX)
+            .max(64);
+        let start = loop {
+            let from = if window >= text.len() {
+                0
+            } else {
+                ceil_boundary(text, text.len() - window)
+            };
+            let tail = &text[from..];
+            let pieces: Vec<(usize, &str)> = Bound::pieces(tail).collect();
+            let mut total = 0u64;
+            let mut start = text.len();
+            let mut full = true;
+            for &(at, piece) in pieces.iter().rev() {
+                let price = Bound::piece_price(piece);
+                if total + price > budget {
+                    start = from + at + piece_suffix_within(piece, budget - total);
+                    full = false;
+                    break;
+                }
+                total += price;
+                start = from + at;
+            }
+            if !full || from == 0 {
+                break start;
+            }
+            window = window.saturating_mul(2);
+        };
+        // A suffix that starts inside a piece splits anew (three digits group from its start):
+        // the suffix itself is what must fit.
+        if start == 0 || Bound::count_within(&text[start..], budget).is_some() {
+            return start;
+        }
+        shortest_start(text, start, budget)
+    }
+}
+
+/// The longest prefix of `text[..over]` within `budget`, by halves: each prefix priced whole.
+fn longest_prefix(text: &str, over: usize, budget: u64) -> usize {
+    let (mut fits, mut over) = (0, over);
+    while over - fits > 1 {
+        let middle = floor_boundary(text, fits + (over - fits) / 2);
+        let middle = if middle <= fits {
+            ceil_boundary(text, fits + 1)
+        } else {
+            middle
+        };
+        if middle >= over {
+            break;
+        }
+        if Bound::count_within(&text[..middle], budget).is_some() {
+            fits = middle;
+        } else {
+            over = middle;
+        }
+    }
+    fits
+}
+
+/// The start of the longest suffix within `budget` that starts after `over`, by halves: each
+/// suffix priced whole.
+fn shortest_start(text: &str, over: usize, budget: u64) -> usize {
+    let (mut over, mut fits) = (over, text.len());
+    while fits - over > 1 {
+        let middle = ceil_boundary(text, over + (fits - over) / 2);
+        let middle = if middle >= fits {
+            floor_boundary(text, fits - 1)
+        } else {
+            middle
+        };
+        if middle <= over {
+            break;
+        }
+        if Bound::count_within(&text[middle..], budget).is_some() {
+            fits = middle;
+        } else {
+            over = middle;
+        }
+    }
+    fits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn o200k_pieces(text: &str) -> Vec<&str> {
+        O200K.split(text).collect()
+    }
+
+    #[test]
+    fn the_pieces_are_o200ks_on_ascii_and_beside_other_characters() {
+        for text in [
+            "Hello world, it's 12345 o'clock!!\n\n  \tindented  \n",
+            "camelCaseWord HTTPServer ALLCAPS's x'LL y'Re",
+            "  leading   spaces then end   ",
+            "a\r\n\r\n  b/ c //\n/x !\n/ ?",
+            "\x0b\x0c\x1f\x00 mixed é café ſ 'ſ ñ\u{a0}\u{a0}x 中文 ١٢٣4",
+            "x'ſ don'ſ 1٢3 $é ¡hola! —dash— a\u{300}b",
+            "",
+            " ",
+            "\n",
+            "'",
+            "it's",
+            "IT'S",
+        ] {
+            let ours: Vec<&str> = Bound::pieces(text).map(|(_, p)| p).collect();
+            assert_eq!(ours, o200k_pieces(text), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_long_word_costs_its_bytes_whatever_it_spells() {
+        let a = Bound.count("read_result(\"spill_abcdefghijklmnopqrstuvwxyzab\")");
+        let b = Bound.count("read_result(\"spill_qqqqqqqqqqqqqqqqqqqqqqqqqqqq\")");
+        assert_eq!(a, b);
+        assert!(
+            a >= bpe_openai::o200k_base()
+                .count("read_result(\"spill_qqqqqqqqqqqqqqqqqqqqqqqqqqqq\")")
+                as u64
+        );
+    }
+}

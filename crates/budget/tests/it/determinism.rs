@@ -1,0 +1,71 @@
+//! The same result and budget give the same bytes to the model on every run: the cut never
+//! depends on the random id the spill drew. Each run below spills to a store of its own, so each
+//! notice names another id; with the id masked, the fitted copies are the same.
+
+use mcpl_budget::{
+    Bound, LocalSpillStore, O200k, PricedRoute, SpillNotice, SpillStore, TokenEstimator,
+};
+use serde_json::json;
+
+use crate::{TempDir, fit};
+
+/// `text` with every spill id replaced by `spill_<id>`.
+fn masked(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("spill_") {
+        out.push_str(&rest[..at + 6]);
+        let id = &rest[at + 6..];
+        let letters = id.bytes().take_while(u8::is_ascii_lowercase).count();
+        out.push_str("<id>");
+        rest = &id[letters..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn a_result_is_cut_at_the_same_place_whatever_id_its_spill_drew() {
+    // Lines of words and numbers whose prices differ, so a notice one token dearer moves the
+    // cut by a line.
+    let text: String = (0..3_000)
+        .map(|i| format!("row {i}: value {} of {}\n", i * 7, i % 13))
+        .collect();
+    let result = json!({"content": [{"type": "text", "text": text}]});
+    let mut seen = Vec::new();
+    for run in 0..12 {
+        let dir = TempDir::new(&format!("determinism-{run}"));
+        let mut store = LocalSpillStore::new(&dir.0)
+            .unwrap()
+            .with_notice(SpillNotice::ReadResult);
+        let fitted = fit(
+            &result,
+            &PricedRoute::ANTHROPIC,
+            777,
+            Some(&mut store as &mut dyn SpillStore),
+        );
+        assert!(fitted.cut);
+        assert!(O200k.count(&fitted.copies.stored) <= 777);
+        assert_eq!(fitted.stored_price, Bound.count(&fitted.copies.stored));
+        seen.push((masked(&fitted.copies.stored), fitted.stored_price));
+    }
+    assert!(
+        seen.windows(2).all(|w| w[0] == w[1]),
+        "{:#?}",
+        seen.iter().map(|s| s.1).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_spill_id_costs_the_same_whatever_letters_it_drew() {
+    let mut prices: Vec<u64> = (0..200u64)
+        .map(|seed| {
+            let id: String = (0..28)
+                .map(|i| (b'a' + ((seed * 7919 + i * 104_729) % 26) as u8) as char)
+                .collect();
+            Bound.count(&format!("[… 12 tokens omitted (40 characters, 0 images); read the rest with read_result(\"spill_{id}\")]"))
+        })
+        .collect();
+    prices.dedup();
+    assert_eq!(prices.len(), 1, "{prices:?}");
+}
