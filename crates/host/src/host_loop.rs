@@ -11,15 +11,15 @@
 //! reference fetcher, and `read_result` reads a cut result's spill back, a part at a time.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use mcpl_budget::{
-    Correction, DEFAULT_BUDGET, Fitted, Heuristic, LocalSpillStore, PricedRoute, Pricer, Round,
-    Spill, SpillError, SpillId, SpillNotice, SpillStore, TokenEstimator, fit_tool_result,
-    project_round, read_back, write_text_spill,
+    Bound, Correction, DEFAULT_BUDGET, Fitted, LocalSpillStore, PricedRoute, Pricer, Round, Spill,
+    SpillError, SpillId, SpillNotice, SpillStore, TokenEstimator, fit_tool_result, project_round,
+    read_back, write_text_spill,
 };
 use mcpl_lanes::{
     HiddenUris, ImageLedger, LiveCopy, RefId, Registry, RouteId, ServerName, ToolResult,
@@ -320,6 +320,9 @@ pub struct Host {
     pub usage: Option<Usage>,
     history_tokens: u64,
     correction: Correction,
+    /// The budget of the server each spill of this run came from, by spill id: a
+    /// `read_result` part is never given more.
+    spill_budgets: HashMap<String, u64>,
 }
 
 impl Host {
@@ -380,6 +383,7 @@ impl Host {
             usage: None,
             history_tokens: 0,
             correction: Correction::NONE,
+            spill_budgets: HashMap::new(),
         };
         for server in &config.servers {
             let started = host.start_server(server);
@@ -890,7 +894,7 @@ impl Host {
 
     fn pricer(&self) -> Pricer<'static> {
         Pricer {
-            text: &Heuristic,
+            text: &Bound,
             route: self.options.route,
         }
     }
@@ -1156,6 +1160,10 @@ impl Host {
                 .map(|s| &mut **s as &mut dyn SpillStore),
         );
         let mut report = fitted_report(round, call, tool, fitted);
+        if let Some(spill) = &report.spill {
+            self.spill_budgets
+                .insert(spill.id.as_str().to_owned(), options.budget);
+        }
         report.server = Some(name);
         // The scaling's lines first, then the fitting's.
         diagnostics.append(&mut report.diagnostics);
@@ -1176,9 +1184,20 @@ impl Host {
             let text = "read_result: the id is missing (the spill_… id a notice names)".to_owned();
             return host_report(round, call, text, true, 0);
         };
+        // A part is never given more than the budget of the server whose result it reads; a
+        // spill this run did not make (an earlier process's, in the same conversation) gets the
+        // smallest budget any server has.
+        let ceiling = self.spill_budgets.get(id).copied().unwrap_or_else(|| {
+            self.servers
+                .iter()
+                .map(|server| server.config.options.budget)
+                .min()
+                .unwrap_or(DEFAULT_BUDGET)
+        });
         let max_tokens = argument("max_tokens")
-            .unwrap_or(DEFAULT_BUDGET)
-            .clamp(READ_RESULT_MIN_TOKENS, DEFAULT_BUDGET);
+            .unwrap_or(ceiling)
+            .min(ceiling)
+            .max(READ_RESULT_MIN_TOKENS);
         let pricer = self.pricer();
         // The part is read within the budget as the provider counts it, as any result is fitted,
         // but never below the least a part needs.
@@ -1186,34 +1205,51 @@ impl Host {
         let budget = self
             .held_budget(max_tokens, &mut diagnostics)
             .max(READ_RESULT_MIN_TOKENS);
-        let part = match &mut self.spill.0 {
-            Ok(store) => read_back(
-                &mut **store,
-                id,
-                argument("offset").unwrap_or(0),
-                budget,
-                pricer,
-            )
-            .map_err(|error| error.to_string()),
-            Err(error) => Err(format!("read_result: no spill store is available: {error}")),
-        };
-        match part {
-            Ok(part) => {
-                let result = json!({"content": part.content});
-                let server = ServerName::new(READ_RESULT);
-                let parsed = ToolResult::from_value(&result);
-                let mut projector = self.lanes.projector(&server);
-                let fitted = fit_tool_result(&mut projector, &parsed, pricer, budget, None);
-                let mut report = fitted_report(round, call, READ_RESULT, fitted);
-                diagnostics.append(&mut report.diagnostics);
-                report.diagnostics = diagnostics;
-                report
+        // A part is read within what is left after its footer; what the model is sent is then
+        // priced as sent (both copies), and a part over the budget is read again with the excess
+        // given back.
+        let mut within = budget;
+        for _ in 0..6 {
+            let part = match &mut self.spill.0 {
+                Ok(store) => read_back(
+                    &mut **store,
+                    id,
+                    argument("offset").unwrap_or(0),
+                    within,
+                    pricer,
+                )
+                .map_err(|error| error.to_string()),
+                Err(error) => Err(format!("read_result: no spill store is available: {error}")),
+            };
+            let part = match part {
+                Ok(part) => part,
+                Err(text) => {
+                    let tokens = estimate(&text);
+                    return host_report(round, call, text, true, tokens);
+                }
+            };
+            let result = json!({"content": part.content});
+            let server = ServerName::new(READ_RESULT);
+            let parsed = ToolResult::from_value(&result);
+            let mut projector = self.lanes.projector(&server);
+            let fitted = fit_tool_result(&mut projector, &parsed, pricer, budget, None);
+            let sent = fitted.price.unwrap_or(0).max(fitted.stored_price);
+            if sent > budget && within > READ_RESULT_MIN_TOKENS / 2 {
+                within = within
+                    .saturating_sub(sent.saturating_sub(budget).max(1))
+                    .max(READ_RESULT_MIN_TOKENS / 2);
+                continue;
             }
-            Err(text) => {
-                let tokens = estimate(&text);
-                host_report(round, call, text, true, tokens)
-            }
+            let mut report = fitted_report(round, call, READ_RESULT, fitted);
+            diagnostics.append(&mut report.diagnostics);
+            report.diagnostics = diagnostics;
+            return report;
         }
+        let text = format!(
+            "read_result: no part of {id} from this offset fits {budget} tokens; ask again with a larger max_tokens"
+        );
+        let tokens = estimate(&text);
+        host_report(round, call, text, true, tokens)
     }
 
     /// The result with its images over the route's per-image limits scaled to fit, or `None`
@@ -1405,7 +1441,7 @@ fn failed_report(
 
 /// A text's price in estimated tokens.
 fn estimate(text: &str) -> u64 {
-    Heuristic.count(text)
+    Bound.count(text)
 }
 
 fn host_report(

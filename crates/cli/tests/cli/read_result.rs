@@ -61,7 +61,7 @@ impl Scratch {
         path
     }
 
-    /// A configuration with the demo server as `demo` (budget 2,000), spilling to `store`.
+    /// A configuration with the demo server as `demo` (budget 6,000), spilling to `store`.
     pub(crate) fn config(&self, store: &Store, notice: &str) -> PathBuf {
         let mut host = json!({
             "spillDir": self.0.join("spill"),
@@ -76,7 +76,7 @@ impl Scratch {
             "config.json",
             &json!({
                 "mcpServers": {"demo": {"command": env!("CARGO_BIN_EXE_mcpl"), "args": ["serve-demo"],
-                                        "mcpl": {"budget": 2000}}},
+                                        "mcpl": {"budget": 6000}}},
                 "mcpl": host,
             }),
         )
@@ -197,7 +197,8 @@ fn part_text(content: &Value) -> String {
 pub(crate) fn reads_back_to_the_last_byte(store: &Store, name: &str) -> String {
     let scratch = Scratch::new(name);
     let config = scratch.config(store, "read_result");
-    let reads = 12;
+    // Each part is held to the demo server's budget of 6,000, whatever max_tokens asks.
+    let reads = 45;
     let (output, bodies) = run(&scratch, &config, &read_script(reads), "conversation-one");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
@@ -223,6 +224,17 @@ pub(crate) fn reads_back_to_the_last_byte(store: &Store, name: &str) -> String {
             blocks.iter().filter(|b| b["type"] == "image").count()
         });
         let (text, footer) = part_of(content);
+        let sent: u64 = content.as_array().map_or(0, |blocks| {
+            blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .map(|t| mcpl_budget::TokenEstimator::count(&mcpl_budget::O200k, t))
+                .sum()
+        });
+        assert!(
+            sent <= 6_000,
+            "part {k}: {sent} o200k tokens of text over the server's 6,000"
+        );
         let start = whole.len();
         whole.push_str(&text);
         if ended {
