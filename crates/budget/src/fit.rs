@@ -379,6 +379,21 @@ pub fn cut<'a>(
     cut_items(copies, &items, pricer, budget, &notice).map(Some)
 }
 
+/// As [`cut`], with the notice worded by `notice` from what was left out: for content that is
+/// no tool result (a server's message), whose spill a host writes itself.
+pub fn cut_with<'a>(
+    copies: &ToolResultCopies<'a>,
+    pricer: Pricer<'_>,
+    budget: u64,
+    notice: &dyn Fn(Omitted) -> String,
+) -> Result<Option<(ToolResultCopies<'a>, u64)>, CutError> {
+    let items = items_of(copies, pricer, None)?;
+    if price_within(&items, pricer, budget).is_some() {
+        return Ok(None);
+    }
+    cut_items(copies, &items, pricer, budget, notice).map(Some)
+}
+
 /// Every shown thing of a result's copies: a native part priced now, a text when first needed
 /// (a live copy that is the stored text costs `stored_price` when the caller has counted it).
 fn items_of<'c, 'a>(

@@ -105,7 +105,7 @@ pub mod window;
 
 pub use bound::{Bound, LONG_WORD, LONG_WORD_END, Pieces};
 pub use fit::{
-    CutError, DEFAULT_BUDGET, Fitted, Omitted, cut, fit_tool_result, omission_notice,
+    CutError, DEFAULT_BUDGET, Fitted, Omitted, cut, cut_with, fit_tool_result, omission_notice,
     read_back_notice,
 };
 pub use image::{

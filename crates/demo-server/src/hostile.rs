@@ -37,7 +37,8 @@ pub enum Misbehaviour {
     EndlessLine,
     /// `act` answers with one valid JSON line of the given size.
     BigLine,
-    /// After `notifications/initialized`, `push/event` requests without end.
+    /// After `notifications/initialized`, `push/event` requests without end; with a size, each
+    /// event's text holds that many more bytes.
     PushStream,
     /// `act` sends notifications (the given count) before its answer.
     NotifyFlood,
@@ -356,6 +357,9 @@ impl<W: Write + Send + 'static> Hostile<W> {
     /// Writes `push/event` requests from a thread of their own until writing fails.
     fn start_push_stream(&self) -> io::Result<()> {
         let output = Arc::clone(&self.output);
+        // With a size, each event's text is that many bytes: a server whose every push would
+        // fill the window.
+        let filler = "x".repeat(usize::try_from(self.size).unwrap_or(0));
         std::thread::Builder::new()
             .name("hostile-push".to_owned())
             .spawn(move || {
@@ -364,7 +368,7 @@ impl<W: Write + Send + 'static> Hostile<W> {
                     "method": "push/event", "params": {
                         "eventId": format!("e{n}"),
                         "payload": {"content": [
-                            {"type": "text", "text": format!("event {n}")},
+                            {"type": "text", "text": format!("event {n} {filler}")},
                             {"type": "resource_link", "uri": HOSTILE_URI, "name": "leak.bin"},
                         ]},
                     }});

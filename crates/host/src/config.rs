@@ -4,7 +4,7 @@
 //! {"mcpServers": {"remote": {"type": "http", "url": "https://mcp.example/mcp",
 //!                            "headers": {"X-Team": "${TEAM}"}, "mcpl": {"tokenEnv": "MCP_TOKEN"}},
 //!                 "files": {"command": "node", "args": ["server.js"], "env": {"K": "v"},
-//!                           "mcpl": {"budget": 8000, "uris": "credential-free",
+//!                           "mcpl": {"budget": 8000, "messageBudget": 2000, "uris": "credential-free",
 //!                                    "timeoutMs": 30000, "maxMessageBytes": 67108864,
 //!                                    "maxConcurrentCalls": 4, "withholdCredentialUrls": true,
 //!                                    "fetch": {"origin": "https://files.example",
@@ -53,6 +53,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// How many of one model turn's calls may be outstanding at once on one server unless its
 /// options say otherwise.
 pub const DEFAULT_MAX_CONCURRENT_CALLS: usize = 4;
+/// The budget of one push event or channel message unless the server's config says otherwise:
+/// a server's messages enter every later request, so each is held to less than a result.
+pub const DEFAULT_MESSAGE_BUDGET: u64 = 4_000;
 /// The context window the loop checks each round against unless the config says otherwise.
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
 
@@ -136,6 +139,9 @@ pub struct ServerConfig {
 pub struct ServerOptions {
     /// The tool-result budget in estimated tokens.
     pub budget: u64,
+    /// The budget of each push event and channel message the server sends, in estimated tokens
+    /// (`mcpl.messageBudget`): one over it is cut head and tail and spilled, as a result is.
+    pub message_budget: u64,
     /// Which uris may be shown.
     pub uri_policy: UriPolicy,
     /// Whether credential-shaped urls no block claims are withheld from this server's strings
@@ -169,6 +175,7 @@ impl Default for ServerOptions {
     fn default() -> ServerOptions {
         ServerOptions {
             budget: DEFAULT_BUDGET,
+            message_budget: DEFAULT_MESSAGE_BUDGET,
             uri_policy: UriPolicy::Hidden,
             withhold_credential_urls: true,
             timeout: DEFAULT_TIMEOUT,
@@ -280,6 +287,7 @@ struct RawRoot {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawOptions {
     budget: Option<u64>,
+    message_budget: Option<u64>,
     uris: Option<RawUris>,
     withhold_credential_urls: Option<bool>,
     timeout_ms: Option<u64>,
@@ -466,6 +474,7 @@ impl Config {
                 },
                 options: ServerOptions {
                     budget: server.mcpl.budget.unwrap_or(DEFAULT_BUDGET),
+                    message_budget: server.mcpl.message_budget.unwrap_or(DEFAULT_MESSAGE_BUDGET),
                     uri_policy: match server.mcpl.uris {
                         Some(RawUris::CredentialFree) => UriPolicy::CredentialFree,
                         Some(RawUris::Hidden) | None => UriPolicy::Hidden,

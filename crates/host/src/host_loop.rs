@@ -17,17 +17,17 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use mcpl_budget::{
-    Bound, Correction, DEFAULT_BUDGET, Fitted, LocalSpillStore, PricedRoute, Pricer, Round, Spill,
-    SpillError, SpillId, SpillNotice, SpillStore, TokenEstimator, fit_tool_result, project_round,
-    read_back, write_text_spill,
+    Bound, Correction, DEFAULT_BUDGET, Fitted, LocalSpillStore, Omitted, PricedRoute, Pricer,
+    Round, Spill, SpillError, SpillId, SpillNotice, SpillStore, TokenEstimator, cut_with,
+    fit_tool_result, project_round, read_back, write_text_spill,
 };
 use mcpl_lanes::{
-    HiddenUris, ImageLedger, LiveCopy, RefId, Registry, RouteId, ServerName, ToolResult,
+    HiddenUris, ImageLedger, LiveCopy, Part, RefId, Registry, RouteId, ServerName, ToolResult,
     ToolResultCopies, UriPolicy,
 };
 use serde_json::{Value, json};
 
-use crate::config::{Config, ServerConfig};
+use crate::config::{Config, DEFAULT_MESSAGE_BUDGET, ServerConfig};
 use crate::mcpl::{Injections, Lanes, Queued, unseen_events};
 use crate::model::{Model, ModelError};
 use mcpl_client::{Call, CallError, Connection, ServerRequests};
@@ -617,6 +617,10 @@ impl Host {
             }
             injections.push((name, found));
         }
+        // Each injected text is held to its server's message budget.
+        for (name, found) in &mut injections {
+            self.fit_injections(name, found);
+        }
         let mut diagnostics = Vec::new();
         for (server, count) in self.lanes.take_dropped() {
             // Before the queued messages: `settle` finds those at the end of history.
@@ -626,6 +630,9 @@ impl Host {
             diagnostics.push(note);
         }
         let mut messages = std::mem::take(&mut self.lanes.queued);
+        for message in &mut messages {
+            self.fit_message(message);
+        }
         for message in &messages {
             history.push(Message::User(message.parts.clone()));
             diagnostics.extend(message.diagnostics.iter().cloned());
@@ -673,6 +680,18 @@ impl Host {
                 "native tool-result parts sent as their stored copies to fit the context window of {}",
                 self.options.context_window
             ));
+        }
+        if projected > self.options.context_window {
+            // What servers sent never ends a session: their messages of this round are left
+            // out, oldest first, each spilled and named by a line, until the request fits.
+            let left_out = self.leave_out_messages(history, &mut report, fixed);
+            if left_out > 0 {
+                projected = self.projected(report.appended_tokens, fixed);
+                report.diagnostics.push(format!(
+                    "{left_out} server messages left out to fit the context window of {}",
+                    self.options.context_window
+                ));
+            }
         }
         report.projected_tokens = projected;
         if projected > self.options.context_window {
@@ -1250,6 +1269,206 @@ impl Host {
         );
         let tokens = estimate(&text);
         host_report(round, call, text, true, tokens)
+    }
+
+    /// Leaves out this round's server messages, oldest first, until the request's projection
+    /// fits the context window: each is spilled whole (its stored text) and replaced, in history
+    /// and in the report, by one line that names the spill. Returns how many were left out.
+    fn leave_out_messages(
+        &mut self,
+        history: &mut [Message],
+        report: &mut RoundReport,
+        fixed: u64,
+    ) -> usize {
+        let count = report.messages.len();
+        // The round's messages are the last entries of history (nothing after them yet).
+        let Some(start) = history.len().checked_sub(count) else {
+            return 0;
+        };
+        let mut left_out = 0;
+        for index in 0..count {
+            if self.projected(report.appended_tokens, fixed) <= self.options.context_window {
+                break;
+            }
+            let message = &mut report.messages[index];
+            let what = message.origin.lane();
+            let spill = match &mut self.spill.0 {
+                Ok(store) => write_text_spill(&message.stored, &mut **store).ok(),
+                Err(_) => None,
+            };
+            let line = match spill {
+                Some(spill) => format!(
+                    "[a {what} message from server {} was left out to fit the context window; {}]",
+                    message.server,
+                    spill.reference()
+                ),
+                None => format!(
+                    "[a {what} message from server {} was left out to fit the context window]",
+                    message.server
+                ),
+            };
+            message.parts = vec![Content::Text(line.clone())];
+            message.stored = line.clone();
+            history[start + index] = Message::User(vec![Content::Text(line)]);
+            left_out += 1;
+            report.appended_tokens = self.appended_tokens(history, report);
+        }
+        left_out
+    }
+
+    /// Holds each text a server injects to its message budget, as a push event is held: one
+    /// over it is spilled whole and cut head and tail.
+    fn fit_injections(&mut self, server: &str, found: &mut Injections) {
+        let configured = self
+            .servers
+            .iter()
+            .find(|s| s.config.launch.name == server)
+            .map_or(DEFAULT_MESSAGE_BUDGET, |s| s.config.options.message_budget);
+        let mut diagnostics = Vec::new();
+        let budget = self.held_budget(configured, &mut diagnostics);
+        let texts = found.system.iter_mut().chain(
+            found
+                .before_user
+                .iter_mut()
+                .chain(found.after_user.iter_mut())
+                .filter_map(|content| match content {
+                    Content::Text(text) => Some(text),
+                    _ => None,
+                }),
+        );
+        let mut cut = 0;
+        for text in texts {
+            if self.pricer().text.count_within(text, budget).is_some() {
+                continue;
+            }
+            *text = self.cut_text(text, budget);
+            cut += 1;
+        }
+        if cut > 0 {
+            diagnostics.push(format!(
+                "{cut} injected texts from server {server} were over the message budget of {budget} estimated tokens: cut, and spilled"
+            ));
+        }
+        found.diagnostics.append(&mut diagnostics);
+    }
+
+    /// `text` spilled whole and cut head and tail to `budget`, the notice naming the spill (or
+    /// saying the whole could not be kept); a budget too small for the notice gives the notice's
+    /// shortest form alone.
+    fn cut_text(&mut self, text: &str, budget: u64) -> String {
+        let copies = ToolResultCopies {
+            stored: text.into(),
+            part_ends: Vec::new(),
+            live: LiveCopy::Stored,
+            is_error: false,
+            spills_as_stored: false,
+        };
+        let pricer = self.pricer();
+        let spill = match &mut self.spill.0 {
+            Ok(store) => write_text_spill(text, &mut **store).ok(),
+            Err(_) => None,
+        };
+        let unsaved = |omitted: Omitted| format!("[… {omitted}; the whole could not be kept]");
+        let cut = match &spill {
+            Some(spill) => cut_with(&copies, pricer, budget, &|o| spill.omission_notice(o)),
+            None => cut_with(&copies, pricer, budget, &unsaved),
+        };
+        match (cut, &spill) {
+            (Ok(Some((fitted, _))), _) => fitted.stored.into_owned(),
+            (Ok(None), _) => text.to_owned(),
+            (Err(_), Some(spill)) => format!("[left out: {}]", spill.reference()),
+            (Err(_), None) => "[left out: over its budget]".to_owned(),
+        }
+    }
+
+    /// Holds a push event or channel message to its server's message budget: one over it is
+    /// spilled whole (its stored text, which `read_result` reads back) and cut head and tail,
+    /// as a result is; its live copy is then the cut text. When the spill cannot be written the
+    /// message is cut all the same, and its notice says the whole could not be kept.
+    fn fit_message(&mut self, message: &mut Queued) {
+        let configured = self
+            .servers
+            .iter()
+            .find(|server| server.config.launch.name == message.server)
+            .map_or(DEFAULT_MESSAGE_BUDGET, |server| {
+                server.config.options.message_budget
+            });
+        let mut diagnostics = Vec::new();
+        let budget = self.held_budget(configured, &mut diagnostics);
+        let pricer = self.pricer();
+        let live: Vec<Part<'_>> = message.parts.iter().map(Content::as_part).collect();
+        // Each text is read only until the budget is spent.
+        let live_fits = live
+            .iter()
+            .try_fold(0u64, |spent, part| {
+                let left = budget.checked_sub(spent)?;
+                let price = match part {
+                    Part::Text(text) => pricer.text.count_within(text, left)?,
+                    other => pricer.part(other).ok().filter(|price| *price <= left)?,
+                };
+                Some(spent + price)
+            })
+            .is_some();
+        if live_fits && pricer.text.count_within(&message.stored, budget).is_some() {
+            return;
+        }
+        let copies = ToolResultCopies {
+            stored: message.stored.as_str().into(),
+            part_ends: Vec::new(),
+            live: LiveCopy::Stored,
+            is_error: false,
+            spills_as_stored: false,
+        };
+        let spill = match &mut self.spill.0 {
+            Ok(store) => write_text_spill(&message.stored, &mut **store).map_err(|e| e.to_string()),
+            Err(error) => Err(error.to_string()),
+        };
+        let unsaved =
+            |omitted: Omitted| format!("[… {omitted}; the whole message could not be kept]");
+        let cut = match &spill {
+            Ok(spill) => cut_with(&copies, pricer, budget, &|omitted| {
+                spill.omission_notice(omitted)
+            }),
+            Err(_) => cut_with(&copies, pricer, budget, &unsaved),
+        };
+        let what = message.origin.lane();
+        match cut {
+            Ok(Some((fitted, _))) => {
+                let text = fitted.stored.into_owned();
+                message.parts = vec![Content::Text(text.clone())];
+                message.stored = text;
+                diagnostics.push(match &spill {
+                    Ok(spill) => format!(
+                        "the {what} message was over its budget of {budget} estimated tokens: cut, and spilled as {}",
+                        spill.id
+                    ),
+                    Err(error) => format!(
+                        "the {what} message was over its budget of {budget} estimated tokens: cut, and its spill could not be written ({error})"
+                    ),
+                });
+            }
+            Ok(None) => {
+                // The live copy alone was over: its images go as their placeholders.
+                message.parts = vec![Content::Text(message.stored.clone())];
+                diagnostics.push(format!(
+                    "the {what} message's images were over its budget of {budget} estimated tokens: sent as their placeholders"
+                ));
+            }
+            Err(error) => {
+                // Not even the notice fits: the message is left out, and said to be.
+                let text = match &spill {
+                    Ok(spill) => format!(
+                        "[a {what} message was left out: {error}; {}]",
+                        spill.reference()
+                    ),
+                    Err(_) => format!("[a {what} message was left out: {error}]"),
+                };
+                message.parts = vec![Content::Text(text.clone())];
+                message.stored = text;
+                diagnostics.push(format!("the {what} message was left out: {error}"));
+            }
+        }
+        message.diagnostics.append(&mut diagnostics);
     }
 
     /// The result with its images over the route's per-image limits scaled to fit, or `None`

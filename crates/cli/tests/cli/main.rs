@@ -240,6 +240,7 @@ mod demo;
 #[cfg(unix)]
 mod environment;
 mod leaks;
+mod messages;
 mod project;
 mod read_result;
 mod run;

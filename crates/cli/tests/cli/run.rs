@@ -643,6 +643,7 @@ fn the_guide_lists_every_config_option_with_its_default() {
     let defaults = ServerOptions::default();
     for (key, default) in [
         ("budget", defaults.budget),
+        ("messageBudget", defaults.message_budget),
         ("timeoutMs", DEFAULT_TIMEOUT.as_millis() as u64),
         ("fetch.maxBytes", DEFAULT_FETCH_MAX_BYTES),
         ("fetch.budgetBytes", DEFAULT_FETCH_BUDGET_BYTES),

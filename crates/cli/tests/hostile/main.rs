@@ -339,6 +339,69 @@ fn a_push_stream_does_not_starve_the_rounds() {
 }
 
 #[test]
+fn a_push_stream_of_big_events_is_held_to_the_message_budget() {
+    let mode = Misbehaviour::PushStream;
+    // Each event is 200 KB of text: about 25,000 tokens, and 64 may wait at once.
+    let run = run(mode, Some(200_000));
+    assert_eq!(run.check(mode), ACT_ANSWER);
+    let budget = mcpl_host::config::DEFAULT_MESSAGE_BUDGET;
+    let mut events = 0;
+    let mut cut = 0;
+    for body in &run.bodies {
+        for message in body["messages"].as_array().into_iter().flatten() {
+            for block in message["content"].as_array().into_iter().flatten() {
+                let Some(text) = block["text"].as_str() else {
+                    continue;
+                };
+                if !text.contains("event ") || block["type"] == "tool_result" {
+                    continue;
+                }
+                events += 1;
+                cut += usize::from(text.contains("tokens omitted"));
+                let tokens = mcpl_budget::TokenEstimator::count(&mcpl_budget::O200k, text);
+                assert!(
+                    tokens <= budget,
+                    "a push event of {tokens} o200k tokens, over the budget of {budget}"
+                );
+            }
+        }
+    }
+    assert!(events > 0 && cut == events, "{cut} of {events} events cut");
+}
+
+#[test]
+fn a_push_stream_never_ends_the_run_on_the_context_window() {
+    // 64 waiting events of 4,000 tokens each are far over a window of 60,000: the oldest are
+    // left out, each named by a line, and the rounds go on.
+    let mode = Misbehaviour::PushStream;
+    let scratch = Scratch::new("push-window");
+    let mcpl = env!("CARGO_BIN_EXE_mcpl");
+    let config = json!({
+        "mcpServers": {
+            "hostile": {"command": mcpl, "args": ["serve-demo", "--hostile", mode.name(), "--size", "200000"],
+                        "mcpl": {"timeoutMs": TIMEOUT_MS}},
+            "demo": {"command": mcpl, "args": ["serve-demo"]},
+        },
+        "mcpl": {"spillDir": scratch.path("spill"), "fetchDir": scratch.path("refs"),
+                 "contextWindow": 60_000},
+    });
+    let script = json!({
+        "steps": [
+            {"tool_calls": [{"server": "hostile", "name": "act"}, {"server": "demo", "name": "text"}]},
+            {"tool_calls": [{"server": "demo", "name": "text"}]},
+        ],
+        "final": "done",
+    });
+    let run = run_config(&scratch, "push-window", &config, &script);
+    assert_eq!(run.check(mode), ACT_ANSWER);
+    let all: String = run.bodies.iter().map(Value::to_string).collect();
+    assert!(
+        all.contains("message from server hostile was left out to fit the context window; read it with read_result"),
+        "the model is told what was left out"
+    );
+}
+
+#[test]
 fn a_notification_flood_during_a_call_is_read_and_dropped() {
     let mode = Misbehaviour::NotifyFlood;
     // A million notifications (142 MB) before the answer, which must come within the timeout.
