@@ -43,6 +43,17 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("mcpl-client", &["mcpl-classify"]),
     // OAuth for remote servers stands alone: the transport reaches it through the host.
     ("mcpl-auth", &[]),
+    // The configuration file, read and checked: the options of the crates it configures.
+    (
+        "mcpl-config",
+        &[
+            "mcpl-lanes",
+            "mcpl-budget",
+            "mcpl-fetch",
+            "mcpl-client",
+            "mcpl-auth",
+        ],
+    ),
     // The model side: a request body in, a turn out.
     ("mcpl-model", &["mcpl-lanes", "mcpl-encode"]),
     (
@@ -58,6 +69,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "mcpl-client",
             "mcpl-auth",
             "mcpl-model",
+            "mcpl-config",
         ],
     ),
     (
@@ -73,6 +85,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "mcpl-client",
             "mcpl-auth",
             "mcpl-model",
+            "mcpl-config",
             "mcpl-host",
             "mcpl-demo-server",
             "mcpl-loopback",

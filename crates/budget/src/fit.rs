@@ -183,14 +183,31 @@ pub fn fit_tool_result<'a>(
     let mut diagnostics = Vec::new();
     let notice = |omitted| spill.omission_notice(omitted);
     let mut live_cut = None;
+    let mut left_out = false;
     let mut fitted_price = live_within;
     if live_within.is_none() {
         match cut_items(&copies, &items, pricer, budget, &notice) {
             Ok(cut) => live_cut = Some(cut),
             Err(reason) => {
-                fitted_price = Some(full_price(&items));
+                // Nothing of it fits beside a notice: it goes as one line naming its spill, the
+                // least a model can be sent about it, never whole.
+                let line = format!("[the result was left out: {}]", spill.reference());
+                let (stored, part_ends) =
+                    ToolResultCopies::join_parts(std::iter::once(line.as_str()));
+                let price = pricer.text.count(&line);
+                left_out = true;
+                live_cut = Some((
+                    ToolResultCopies {
+                        stored: stored.into(),
+                        part_ends,
+                        live: LiveCopy::Stored,
+                        is_error: copies.is_error,
+                        spills_as_stored: false,
+                    },
+                    price,
+                ));
                 diagnostics.push(format!(
-                    "{}, and {reason}; it is kept whole, and spilled",
+                    "{}, and {reason}; only a line naming its spill is sent",
                     over(&items)
                 ));
             }
@@ -205,7 +222,7 @@ pub fn fit_tool_result<'a>(
     // Where the live copy is the stored text, its cut was the stored copy's too.
     let mut stored_cut = None;
     let mut stored_price = None;
-    if fitted_stored_price.is_none() && matches!(copies.live, LiveCopy::Native(_)) {
+    if fitted_stored_price.is_none() && !left_out && matches!(copies.live, LiveCopy::Native(_)) {
         // The stored copy is cut from the original's pieces on its own prices: a tiny image
         // costs the live copy little, but its placeholder costs the stored copy more. The cut
         // reads only the items and `is_error` of the copies it is given.

@@ -716,7 +716,7 @@ impl Host {
         };
         *history = held;
         let Some(Message::ToolResults(outputs)) = history
-            .iter()
+            .iter_mut()
             .rev()
             .find(|m| !matches!(m, Message::User(_)))
         else {
@@ -736,13 +736,33 @@ impl Host {
                 continue;
             }
             let copies = copies_of(output);
-            if let Ok(tokens) = pricer.live(&copies.live, &copies.stored) {
+            let Ok(mut tokens) = pricer.live(&copies.live, &copies.stored) else {
+                continue;
+            };
+            // The notices the limits wrote are priced too: a result they put over its budget
+            // goes as its stored copy, which was fitted to it.
+            let budget = report
+                .server
+                .as_deref()
+                .and_then(|name| {
+                    self.servers
+                        .iter()
+                        .find(|server| server.config.launch.name == name)
+                })
+                .map_or(DEFAULT_BUDGET, |server| server.config.options.budget);
+            let held = self.correction.budget(budget);
+            if tokens > held && output.live.is_some() {
+                output.live = None;
+                tokens = pricer.text.count(&output.stored);
                 report.diagnostics.push(format!(
-                    "priced as sent: {tokens} estimated tokens (was {}), images scaled or left out to hold the request limits",
-                    report.estimated_tokens
+                    "sent as its stored copy: the request's limits left its live copy over its budget of {held} estimated tokens"
                 ));
-                report.estimated_tokens = tokens;
             }
+            report.diagnostics.push(format!(
+                "priced as sent: {tokens} estimated tokens (was {}), images scaled or left out to hold the request limits",
+                report.estimated_tokens
+            ));
+            report.estimated_tokens = tokens;
             report.output = output.clone();
         }
     }

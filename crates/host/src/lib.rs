@@ -11,7 +11,8 @@
 //! `mcpl-model`'s provider backends (the `http` feature); it has no command line, logger or demo
 //! server.
 
-pub mod config;
+/// The configuration: `mcpl-config`, re-exported.
+pub use mcpl_config as config;
 pub mod host_loop;
 pub mod mcpl;
 mod secrets;

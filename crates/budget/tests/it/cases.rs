@@ -58,11 +58,18 @@ fn run_case(dir: &Path) {
 
     // What must hold whatever the snapshot says.
     let price = fitted.price;
-    if fitted.cut {
+    let left_out = fitted
+        .diagnostics
+        .iter()
+        .any(|d| d.ends_with("only a line naming its spill is sent"));
+    if fitted.cut && !left_out {
         assert!(
             price.unwrap() <= budget,
             "fitted price {price:?} over {budget}"
         );
+    } else if left_out {
+        // A budget smaller than the notice: one line, never the result.
+        assert!(price.unwrap() <= 100, "fitted price {price:?}");
     } else if price.is_none_or(|p| p > budget) {
         assert!(
             !fitted.diagnostics.is_empty(),

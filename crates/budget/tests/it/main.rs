@@ -8,6 +8,7 @@ mod cut;
 mod determinism;
 mod estimate;
 mod failures;
+mod hard_cap;
 mod private;
 mod properties;
 mod read_back;

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::read_result::{Scratch, run};
+use crate::read_result::{Scratch, run, tool_result};
 
 #[test]
 fn injected_texts_over_the_message_budget_are_spilled_and_cut() {
@@ -56,5 +56,64 @@ fn injected_texts_over_the_message_budget_are_spilled_and_cut() {
         bodies[0]["system"]
             .to_string()
             .contains("each of its tools returns one kind of content")
+    );
+}
+
+/// The text of a tool result's content as a Messages API body carries it.
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn the_notices_the_request_limits_write_are_held_to_the_results_budget() {
+    // `maxImages: 0`: the demo's PNG is left out of the request, and a notice says so beside its
+    // placeholder. With room, the result goes so; with a budget just under that, it goes as its
+    // stored copy, which was fitted to the budget.
+    let scratch = Scratch::new("limit-notices");
+    let script = json!({"steps": [{"tool_calls": [{"server": "demo", "name": "png"}]}],
+                        "final": "done"});
+    let sent = |budget: u64, name: &str| {
+        let config = scratch.write(
+            &format!("config-{name}.json"),
+            &json!({
+                "mcpServers": {"demo": {"command": env!("CARGO_BIN_EXE_mcpl"), "args": ["serve-demo"],
+                                        "mcpl": {"budget": budget}}},
+                "mcpl": {"spillDir": scratch.0.join("spill"), "contextWindow": 1_000_000,
+                         "maxImages": 0},
+            }),
+        );
+        let (output, bodies) = run(&scratch, &config, &script, name);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        content_text(tool_result(&bodies[1], "call_1").expect("the png's result"))
+    };
+    let roomy = sent(1_000, "roomy");
+    assert!(
+        roomy.contains("[image not sent in this request: "),
+        "{roomy}"
+    );
+    let with_notice = mcpl_budget::TokenEstimator::count(&mcpl_budget::O200k, roomy.as_str());
+    let budget = with_notice - 3;
+    let tight = sent(budget, "tight");
+    let tokens = mcpl_budget::TokenEstimator::count(&mcpl_budget::O200k, tight.as_str());
+    assert!(
+        tokens <= budget,
+        "{tokens} o200k tokens over the budget of {budget}: {tight}"
+    );
+    assert!(
+        !tight.contains("[image not sent in this request: "),
+        "{tight}"
     );
 }
