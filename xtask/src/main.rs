@@ -11,7 +11,7 @@
 //! - `secrets [--cases N]`: the generative leak test (the grammar of spellings over every lane)
 //!   with N cases a property (default 250,000, about ten minutes on two cores), in release mode.
 //! - `bound [--cases N]`: the generative test of `Bound`, the budget's price, against o200k on
-//!   strings drawn from all of Unicode, with N cases a property (default 2,000,000, about ten
+//!   strings drawn from all of Unicode, with N cases a property (default 10,000,000, about ten
 //!   minutes on two cores), in release mode.
 //! - `changelog`: assembles `changelog.d/` fragments into the text of a release section.
 //! - `e2e`: `mcpl run` against the real npm MCP servers pinned in `e2e/`, then a line per check
@@ -288,7 +288,7 @@ fn fuzz(root: &Path, args: &[String]) -> Result<(), String> {
 /// property's count. A failing case's seed is kept in `crates/budget/tests/proptest-regressions/`.
 fn bound(root: &Path, args: &[String]) -> Result<(), String> {
     let cases = match args {
-        [] => "2000000".to_owned(),
+        [] => "10000000".to_owned(),
         [flag, n] if flag == "--cases" && n.parse::<u64>().is_ok() => n.clone(),
         _ => return Err(USAGE.to_owned()),
     };

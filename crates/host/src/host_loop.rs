@@ -640,10 +640,21 @@ impl Host {
         self.hold_to_limits(round, history);
         // The servers' messages are priced as held, as the tool results are.
         let start = history.len() - messages.len();
-        for (queued, held) in messages.iter_mut().zip(&history[start..]) {
-            if let Message::User(parts) = held {
-                queued.parts.clone_from(parts);
+        for (queued, held) in messages.iter_mut().zip(&mut history[start..]) {
+            let Message::User(parts) = held else {
+                continue;
+            };
+            // The notices the limits wrote are priced too: a message they put over its budget
+            // goes as its stored text, which was held to it.
+            if *parts != queued.parts {
+                let budget = self.correction.budget(self.message_budget(&queued.server));
+                let pricer = self.pricer();
+                let live: Vec<Part<'_>> = parts.iter().map(Content::as_part).collect();
+                if pricer.parts(&live).is_ok_and(|price| price > budget) {
+                    *parts = vec![Content::Text(queued.stored.clone())];
+                }
             }
+            queued.parts.clone_from(parts);
         }
         let mut report = RoundReport {
             round,
@@ -1336,14 +1347,18 @@ impl Host {
         left_out
     }
 
+    /// The message budget of the server named `server` (the default for one not configured).
+    fn message_budget(&self, server: &str) -> u64 {
+        self.servers
+            .iter()
+            .find(|s| s.config.launch.name == server)
+            .map_or(DEFAULT_MESSAGE_BUDGET, |s| s.config.options.message_budget)
+    }
+
     /// Holds each text a server injects to its message budget, as a push event is held: one
     /// over it is spilled whole and cut head and tail.
     fn fit_injections(&mut self, server: &str, found: &mut Injections) {
-        let configured = self
-            .servers
-            .iter()
-            .find(|s| s.config.launch.name == server)
-            .map_or(DEFAULT_MESSAGE_BUDGET, |s| s.config.options.message_budget);
+        let configured = self.message_budget(server);
         let mut diagnostics = Vec::new();
         let budget = self.held_budget(configured, &mut diagnostics);
         let texts = found.system.iter_mut().chain(
@@ -1406,13 +1421,7 @@ impl Host {
     /// as a result is; its live copy is then the cut text. When the spill cannot be written the
     /// message is cut all the same, and its notice says the whole could not be kept.
     fn fit_message(&mut self, message: &mut Queued) {
-        let configured = self
-            .servers
-            .iter()
-            .find(|server| server.config.launch.name == message.server)
-            .map_or(DEFAULT_MESSAGE_BUDGET, |server| {
-                server.config.options.message_budget
-            });
+        let configured = self.message_budget(&message.server);
         let mut diagnostics = Vec::new();
         let budget = self.held_budget(configured, &mut diagnostics);
         let pricer = self.pricer();

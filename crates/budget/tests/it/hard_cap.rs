@@ -61,3 +61,51 @@ fn an_image_dearer_than_the_budget_is_never_sent() {
         );
     }
 }
+
+#[test]
+fn the_notice_counts_the_documents_and_audio_it_left_out() {
+    // A three-page PDF costs the anthropic route about 3,000 tokens a page: far over 800, so it
+    // is left out of the cut, and the notice says so; a kept one would go natively.
+    let pdf = STANDARD.encode(mcpl_testkit::fixture("three-pages.pdf"));
+    let wav = STANDARD.encode(mcpl_testkit::fixture("tone.wav"));
+    let filler = "a line of the log\n".repeat(400);
+    let result = json!({"content": [
+        {"type": "text", "text": filler},
+        {"type": "resource", "resource": {"uri": "file:///r.pdf", "mimeType": "application/pdf", "blob": pdf}},
+        {"type": "text", "text": filler},
+    ]});
+    let dir = TempDir::new("notice-documents");
+    let mut store = LocalSpillStore::new(&dir.0).unwrap();
+    let fitted = fit(
+        &result,
+        &PricedRoute::ANTHROPIC,
+        800,
+        Some(&mut store as &mut dyn SpillStore),
+    );
+    assert!(fitted.cut);
+    assert!(
+        fitted.copies.stored.contains(" images, 1 documents); "),
+        "{}",
+        fitted.copies.stored
+    );
+    // Audio, on the one route that takes it natively.
+    let result = json!({"content": [
+        {"type": "text", "text": filler},
+        {"type": "audio", "mimeType": "audio/wav", "data": wav},
+        {"type": "text", "text": filler},
+    ]});
+    let dir = TempDir::new("notice-audio");
+    let mut store = LocalSpillStore::new(&dir.0).unwrap();
+    let fitted = fit(
+        &result,
+        &PricedRoute::OPENAI_CHAT,
+        300,
+        Some(&mut store as &mut dyn SpillStore),
+    );
+    assert!(fitted.cut);
+    assert!(
+        fitted.copies.stored.contains(" images, 1 audio clips); "),
+        "{}",
+        fitted.copies.stored
+    );
+}

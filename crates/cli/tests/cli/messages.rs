@@ -117,3 +117,56 @@ fn the_notices_the_request_limits_write_are_held_to_the_results_budget() {
         "{tight}"
     );
 }
+
+/// The text of the first user message whose text holds `needle`, its blocks joined by lines.
+fn message_with(body: &Value, needle: &str) -> Option<String> {
+    body["messages"]
+        .as_array()?
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_array())
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter(|b| b["type"] == "text")
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .find(|text| text.contains(needle))
+}
+
+#[test]
+fn the_notices_the_request_limits_write_are_held_to_a_messages_budget() {
+    // The demo's push event `evt-1` holds a text, a PNG and a reference. With `maxImages: 0`
+    // its PNG is left out with a notice; with a message budget just under that, the event goes
+    // as its stored text.
+    let scratch = Scratch::new("message-limit-notices");
+    let script = json!({"steps": [{"tool_calls": [{"server": "demo", "name": "push-events"}]},
+                                  {"tool_calls": [{"server": "demo", "name": "text"}]}],
+                        "final": "done"});
+    let sent = |budget: u64, name: &str| {
+        let config = scratch.write(
+            &format!("config-{name}.json"),
+            &json!({
+                "mcpServers": {"demo": {"command": env!("CARGO_BIN_EXE_mcpl"), "args": ["serve-demo"],
+                                        "mcpl": {"messageBudget": budget}}},
+                "mcpl": {"spillDir": scratch.0.join("spill"), "contextWindow": 1_000_000,
+                         "maxImages": 0},
+            }),
+        );
+        let (output, bodies) = run(&scratch, &config, &script, name);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        bodies
+            .iter()
+            .find_map(|body| message_with(body, "Build 42 finished"))
+            .expect("the push event")
+    };
+    let roomy = sent(1_000, "roomy");
+    assert!(roomy.contains("[image not sent in this request: "), "{roomy}");
+    let with_notice = mcpl_budget::TokenEstimator::count(&mcpl_budget::O200k, roomy.as_str());
+    let budget = with_notice - 3;
+    let tight = sent(budget, "tight");
+    let tokens = mcpl_budget::TokenEstimator::count(&mcpl_budget::O200k, tight.as_str());
+    assert!(tokens <= budget, "{tokens} o200k tokens over the budget of {budget}: {tight}");
+}
