@@ -39,6 +39,21 @@ fn latest_results(history: &[Message]) -> Option<usize> {
         .rposition(|m| matches!(m, Message::ToolResults(_)))
 }
 
+/// Clears the latest round's tool results, in call order, until `excess` estimated tokens are
+/// freed, as [`clear_oldest_results`] clears older ones: the last resort before a request would
+/// overflow the window, so that what servers sent never ends a run.
+pub fn clear_latest_results(
+    history: &mut [Message],
+    excess: u64,
+    price: &dyn Fn(&str) -> u64,
+    spill: &mut dyn FnMut(&ToolOutput) -> Option<String>,
+) -> Room {
+    let Some(latest) = latest_results(history) else {
+        return Room::default();
+    };
+    clear_results(&mut history[latest..=latest], excess, price, spill)
+}
+
 /// Clears the oldest tool results (every one before the latest round's), oldest first and in
 /// call order, until `excess` estimated tokens are freed. Each is replaced by
 /// [`cleared_notice`] with the reference `spill` gives for it (to the spill it was written to,
@@ -49,11 +64,21 @@ pub fn clear_oldest_results(
     price: &dyn Fn(&str) -> u64,
     spill: &mut dyn FnMut(&ToolOutput) -> Option<String>,
 ) -> Room {
-    let mut room = Room::default();
     let Some(latest) = latest_results(history) else {
-        return room;
+        return Room::default();
     };
-    for message in &mut history[..latest] {
+    clear_results(&mut history[..latest], excess, price, spill)
+}
+
+/// Clears the tool results in `messages`, in order, until `excess` estimated tokens are freed.
+fn clear_results(
+    messages: &mut [Message],
+    excess: u64,
+    price: &dyn Fn(&str) -> u64,
+    spill: &mut dyn FnMut(&ToolOutput) -> Option<String>,
+) -> Room {
+    let mut room = Room::default();
+    for message in messages {
         let Message::ToolResults(outputs) = message else {
             continue;
         };

@@ -704,6 +704,20 @@ impl Host {
                 ));
             }
         }
+        if projected > self.options.context_window {
+            // Then the latest results themselves, each replaced by a line naming its spill.
+            let room = self.clear_results(history, projected - self.options.context_window, true);
+            if room.cleared > 0 {
+                self.history_tokens = self.history_tokens.saturating_sub(room.freed);
+                self.note_cleared(round, history);
+                report.appended_tokens = self.appended_tokens(history, &report);
+                projected = self.projected(report.appended_tokens, fixed);
+                report.diagnostics.push(format!(
+                    "{} of the latest tool results cleared to fit the context window of {}",
+                    room.cleared, self.options.context_window
+                ));
+            }
+        }
         report.projected_tokens = projected;
         if projected > self.options.context_window {
             return Err(LoopError::Window {
@@ -860,6 +874,18 @@ impl Host {
     /// notice naming its spill file (written now if the result was never spilled), then the
     /// oldest whole rounds removed.
     fn make_room(&mut self, history: &mut Vec<Message>, excess: u64) -> window::Room {
+        self.clear_results(history, excess, false)
+    }
+
+    /// Clears tool results until `excess` is freed: those before the latest round's, then (for
+    /// `remove_rounds`) old rounds; or, with `latest`, the latest round's own results, the last
+    /// resort before the window would end the run.
+    fn clear_results(
+        &mut self,
+        history: &mut Vec<Message>,
+        excess: u64,
+        latest: bool,
+    ) -> window::Room {
         let Host { calls, spill, .. } = self;
         let mut spill_of = |output: &ToolOutput| -> Option<String> {
             let report = calls
@@ -874,6 +900,9 @@ impl Host {
                 .ok()
                 .map(|written| written.reference())
         };
+        if latest {
+            return window::clear_latest_results(history, excess, &estimate, &mut spill_of);
+        }
         let mut room = window::clear_oldest_results(history, excess, &estimate, &mut spill_of);
         if room.freed < excess {
             let more = window::remove_oldest_rounds(history, excess - room.freed, &estimate);
@@ -1345,6 +1374,34 @@ impl Host {
             report.appended_tokens = self.appended_tokens(history, report);
         }
         left_out
+    }
+
+    /// Each of this round's call reports whose result was cleared from the latest results says
+    /// so, and carries what the model is sent instead.
+    fn note_cleared(&mut self, round: usize, history: &[Message]) {
+        let Some(Message::ToolResults(outputs)) = history
+            .iter()
+            .rev()
+            .find(|m| !matches!(m, Message::User(_)))
+        else {
+            return;
+        };
+        for output in outputs {
+            let report = self
+                .calls
+                .iter_mut()
+                .rev()
+                .find(|c| c.round + 1 == round && c.output.call_id == output.call_id);
+            if let Some(report) = report
+                && report.output.stored != output.stored
+            {
+                report.output = output.clone();
+                report.estimated_tokens = estimate(&output.stored);
+                report.diagnostics.push(
+                    "cleared to fit the context window; the model is told where it is".to_owned(),
+                );
+            }
+        }
     }
 
     /// The message budget of the server named `server` (the default for one not configured).

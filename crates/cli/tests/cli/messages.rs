@@ -156,17 +156,51 @@ fn the_notices_the_request_limits_write_are_held_to_a_messages_budget() {
             }),
         );
         let (output, bodies) = run(&scratch, &config, &script, name);
-        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         bodies
             .iter()
             .find_map(|body| message_with(body, "Build 42 finished"))
             .expect("the push event")
     };
     let roomy = sent(1_000, "roomy");
-    assert!(roomy.contains("[image not sent in this request: "), "{roomy}");
+    assert!(
+        roomy.contains("[image not sent in this request: "),
+        "{roomy}"
+    );
     let with_notice = mcpl_budget::TokenEstimator::count(&mcpl_budget::O200k, roomy.as_str());
     let budget = with_notice - 3;
     let tight = sent(budget, "tight");
     let tokens = mcpl_budget::TokenEstimator::count(&mcpl_budget::O200k, tight.as_str());
-    assert!(tokens <= budget, "{tokens} o200k tokens over the budget of {budget}: {tight}");
+    assert!(
+        tokens <= budget,
+        "{tokens} o200k tokens over the budget of {budget}: {tight}"
+    );
+}
+
+#[test]
+fn results_of_one_round_over_the_window_are_cleared_and_the_run_goes_on() {
+    // Three results of 6,000 tokens in one round, a window of 16,000: the latest results are
+    // cleared, oldest first, each replaced by a line naming its spill, instead of ending the run.
+    let scratch = Scratch::new("latest-cleared");
+    let config = scratch.write(
+        "config.json",
+        &json!({
+            "mcpServers": {"demo": {"command": env!("CARGO_BIN_EXE_mcpl"), "args": ["serve-demo"],
+                                    "mcpl": {"budget": 6000}}},
+            "mcpl": {"spillDir": scratch.0.join("spill"), "contextWindow": 16_000},
+        }),
+    );
+    let call = json!({"server": "demo", "name": "over-budget"});
+    let script = json!({"steps": [{"tool_calls": [call, call, call]}], "final": "done"});
+    let (output, bodies) = run(&scratch, &config, &script, "latest");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let last = bodies.last().unwrap().to_string();
+    assert!(last.contains("read it with read_result"), "{last}");
+    assert!(stderr.contains("cleared"), "{stderr}");
 }
