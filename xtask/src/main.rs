@@ -6,7 +6,8 @@
 //!   each of its group's baselines (a plain parse and rmcp's typed parse, a plain download, plain
 //!   pricing; else the first).
 //! - `fuzz [TARGET] [--seconds N]`: a cargo-fuzz target on the nightly toolchain (default:
-//!   `classify`, 600 seconds; `redact` is the secrets target), installing cargo-fuzz from
+//!   `classify`, 600 seconds; `redact` is the secrets target, `bound` the budget's price against
+//!   o200k), installing cargo-fuzz from
 //!   crates.io first when it is missing, then a list of any crash inputs it left.
 //! - `secrets [--cases N]`: the generative leak test (the grammar of spellings over every lane)
 //!   with N cases a property (default 250,000, about ten minutes on two cores), in release mode.
@@ -238,6 +239,7 @@ fn fuzz(root: &Path, args: &[String]) -> Result<(), String> {
             tests.join("fuzz-regressions/payload"),
         ]),
         "redact" => corpora.push(root.join("crates/redact/tests/fuzz-regressions")),
+        "bound" => corpora.push(root.join("crates/budget/tests/fuzz-regressions")),
         "lanes" => {
             let lanes = root.join("crates/lanes/tests");
             corpora.extend([tests.join("cases"), lanes.join("fuzz-regressions")]);

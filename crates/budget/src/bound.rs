@@ -11,6 +11,10 @@
 //!   whatever the letters are, and a spill id in a notice costs the same whatever it spells;
 //! - every other piece is priced at o200k's own count of it (`bpe-openai`'s tables).
 //!
+//! - the random part of an id mcpl wrote (`ref_<n>_<4 random>`, `img_<6 random>_<n>`,
+//!   `doc_<6 random>_<n>`) costs its bytes, however o200k splits it, so a text costs the same
+//!   whatever random ids it holds (decision 0105).
+//!
 //! So the price is o200k's count or more, on every text, by construction. The pieces of ASCII
 //! text are found by a hand-written splitter that does what o200k's pattern does (the generative
 //! test `bound` checks it against `bpe-openai`'s splitter); wherever a character outside ASCII
@@ -61,14 +65,111 @@ impl Bound {
     /// is read only until the budget is spent.
     pub fn count_within(text: &str, limit: u64) -> Option<u64> {
         let mut total = 0u64;
-        for (_, piece) in Bound::pieces(text) {
-            total += Bound::piece_price(piece);
+        for (_, _, price) in Bound::priced(text) {
+            total += price;
             if total > limit {
                 return None;
             }
         }
         Some(total)
     }
+
+    /// o200k's pieces of `text`, each with where it starts and its price: a piece inside the
+    /// random part of an id mcpl wrote costs nothing, and the first of them costs the whole
+    /// part's bytes.
+    pub fn priced(text: &str) -> Priced<'_> {
+        Priced {
+            pieces: Bound::pieces(text),
+            spans: id_spans(text.as_bytes()),
+            next_span: 0,
+            charged: usize::MAX,
+        }
+    }
+}
+
+/// The pieces of a text with their prices; see [`Bound::priced`].
+#[derive(Debug, Clone)]
+pub struct Priced<'t> {
+    pieces: Pieces<'t>,
+    /// The random parts of ids, in order, as byte ranges.
+    spans: Vec<(usize, usize)>,
+    next_span: usize,
+    /// The span whose bytes were charged already.
+    charged: usize,
+}
+
+impl<'t> Iterator for Priced<'t> {
+    type Item = (usize, &'t str, u64);
+
+    fn next(&mut self) -> Option<(usize, &'t str, u64)> {
+        let (start, piece) = self.pieces.next()?;
+        let end = start + piece.len();
+        while self
+            .spans
+            .get(self.next_span)
+            .is_some_and(|&(_, span_end)| span_end <= start)
+        {
+            self.next_span += 1;
+        }
+        let price = match self.spans.get(self.next_span) {
+            // A piece wholly inside a random part: the part's bytes, once, bound every token
+            // of the pieces in it, whatever they spell.
+            Some(&(span_start, span_end)) if span_start <= start && end <= span_end => {
+                if self.charged == self.next_span {
+                    0
+                } else {
+                    self.charged = self.next_span;
+                    (span_end - span_start) as u64
+                }
+            }
+            _ => Bound::piece_price(piece),
+        };
+        Some((start, piece, price))
+    }
+}
+
+/// Whether a byte is a base-36 digit as mcpl writes them.
+fn base36(b: u8) -> bool {
+    b.is_ascii_digit() || b.is_ascii_lowercase()
+}
+
+/// The random parts of the ids mcpl writes into what a model sees, as byte ranges in order:
+/// the `_xxxx` ending `ref_<counter>_xxxx`, and the `_xxxxxx` nonce of `img_xxxxxx_<n>` and
+/// `doc_xxxxxx_<n>`. Each stands alone: neither a letter nor a digit before the id, nor one
+/// right after the random part of a `ref`.
+fn id_spans(bytes: &[u8]) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    for at in memchr::memchr_iter(b'_', bytes) {
+        if at < 3 || (at > 3 && bytes[at - 4].is_ascii_alphanumeric()) {
+            continue;
+        }
+        let run = |from: usize| {
+            bytes[from.min(bytes.len())..]
+                .iter()
+                .take_while(|b| base36(**b))
+                .count()
+        };
+        match &bytes[at - 3..at] {
+            b"ref" => {
+                let counter = run(at + 1);
+                let underscore = at + 1 + counter;
+                if counter > 0 && bytes.get(underscore) == Some(&b'_') && run(underscore + 1) == 4 {
+                    spans.push((underscore, underscore + 5));
+                }
+            }
+            b"img" | b"doc" => {
+                let after = at + 7;
+                if run(at + 1) == 6
+                    && bytes.get(after) == Some(&b'_')
+                    && bytes.get(after + 1).is_some_and(u8::is_ascii_digit)
+                {
+                    spans.push((at, after));
+                }
+            }
+            _ => {}
+        }
+    }
+    spans
 }
 
 /// Whether a piece is a word of more than [`LONG_WORD`] ASCII letters and at most
@@ -379,9 +480,7 @@ fn piece_suffix_within(piece: &str, budget: u64) -> usize {
 
 impl TokenEstimator for Bound {
     fn count(&self, text: &str) -> u64 {
-        Bound::pieces(text)
-            .map(|(_, p)| Bound::piece_price(p))
-            .sum()
+        Bound::priced(text).map(|(_, _, price)| price).sum()
     }
 
     fn count_within(&self, text: &str, limit: u64) -> Option<u64> {
@@ -389,14 +488,22 @@ impl TokenEstimator for Bound {
     }
 
     fn estimate(&self, text: &str) -> u64 {
-        crate::text::Heuristic.count(text)
+        // The quick figure, with the random part of each id at its bytes as in the price, so
+        // that it too is the same whatever ids a text holds.
+        let heuristic = |text: &str| crate::text::Heuristic.count(text);
+        let mut total = 0;
+        let mut at = 0;
+        for (start, end) in id_spans(text.as_bytes()) {
+            total += heuristic(&text[at..start]) + (end - start) as u64;
+            at = end;
+        }
+        total + heuristic(&text[at..])
     }
 
     fn prefix_within(&self, text: &str, budget: u64) -> usize {
         let mut total = 0u64;
         let mut end = text.len();
-        for (start, piece) in Bound::pieces(text) {
-            let price = Bound::piece_price(piece);
+        for (start, piece, price) in Bound::priced(text) {
             if total + price > budget {
                 end = start + piece_prefix_within(piece, budget - total);
                 break;
@@ -424,12 +531,11 @@ impl TokenEstimator for Bound {
                 ceil_boundary(text, text.len() - window)
             };
             let tail = &text[from..];
-            let pieces: Vec<(usize, &str)> = Bound::pieces(tail).collect();
+            let pieces: Vec<(usize, &str, u64)> = Bound::priced(tail).collect();
             let mut total = 0u64;
             let mut start = text.len();
             let mut full = true;
-            for &(at, piece) in pieces.iter().rev() {
-                let price = Bound::piece_price(piece);
+            for &(at, piece, price) in pieces.iter().rev() {
                 if total + price > budget {
                     start = from + at + piece_suffix_within(piece, budget - total);
                     full = false;

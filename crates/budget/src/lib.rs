@@ -103,7 +103,7 @@ pub mod store_config;
 pub mod text;
 pub mod window;
 
-pub use bound::{Bound, LONG_WORD, LONG_WORD_END, Pieces};
+pub use bound::{Bound, LONG_WORD, LONG_WORD_END, Pieces, Priced};
 pub use fit::{
     CutError, DEFAULT_BUDGET, Fitted, Omitted, cut, cut_with, fit_tool_result, omission_notice,
     read_back_notice,

@@ -170,10 +170,44 @@ fn fragment() -> BoxedStrategy<String> {
             1..12
         )
         .prop_map(|v| v.into_iter().map(|(w, sep)| format!("{w}{sep}")).collect()),
+        // The ids mcpl writes: references, image and document placeholders.
+        id().prop_map(|(id, _)| id),
         // Apostrophes and contractions beside other scripts (`ſ` folds to `s`).
         from_alphabet("'sStTrReEvVmMlLdDſK a1", 1..20),
     ]
     .boxed()
+}
+
+/// A random part of `n` base-36 digits.
+fn base36(n: usize) -> BoxedStrategy<String> {
+    from_alphabet("0123456789abcdefghijklmnopqrstuvwxyz", n..n + 1)
+}
+
+/// An id mcpl writes, in its place in a line, and the same with another random part.
+fn id() -> impl Strategy<Value = (String, String)> {
+    let shape = prop_oneof![
+        (1u32..5000, base36(4), base36(4)).prop_map(|(n, a, b)| {
+            let counter = format!("{n:x}");
+            (format!("ref_{counter}_{a}"), format!("ref_{counter}_{b}"))
+        }),
+        (
+            base36(6),
+            base36(6),
+            1u32..300,
+            proptest::sample::select(vec!["img", "doc"])
+        )
+            .prop_map(|(a, b, n, kind)| (format!("{kind}_{a}_{n}"), format!("{kind}_{b}_{n}"))),
+    ];
+    let around = proptest::sample::select(vec![
+        ("[", "]"),
+        ("ref ", ")"),
+        (" ", " "),
+        ("(", "\n"),
+        ("\"", "\","),
+    ]);
+    (shape, around).prop_map(|((a, b), (before, after))| {
+        (format!("{before}{a}{after}"), format!("{before}{b}{after}"))
+    })
 }
 
 fn text() -> impl Strategy<Value = String> {
@@ -198,6 +232,17 @@ proptest! {
     }
 
     #[test]
+    fn a_text_costs_the_same_whatever_random_ids_it_holds(
+        before in text(), ids in proptest::collection::vec(id(), 1..4), after in text()
+    ) {
+        let one: String = ids.iter().map(|(a, _)| a.as_str()).collect();
+        let other: String = ids.iter().map(|(_, b)| b.as_str()).collect();
+        let (one, other) = (format!("{before}{one}{after}"), format!("{before}{other}{after}"));
+        prop_assert_eq!(Bound.count(&one), Bound.count(&other), "{:?} / {:?}", one, other);
+        prop_assert!(Bound.count(&one) >= O200k.count(&one));
+    }
+
+    #[test]
     fn what_bound_keeps_for_a_budget_costs_o200k_no_more(text in text(), share in 0.0f64..1.0) {
         let budget = (Bound.count(&text) as f64 * share) as u64;
         let end = Bound.prefix_within(&text, budget);
@@ -207,4 +252,20 @@ proptest! {
         prop_assert!(text.is_char_boundary(start));
         prop_assert!(O200k.count(&text[start..]) <= budget, "suffix {:?}", &text[start..]);
     }
+}
+
+#[test]
+fn the_fuzzers_finds_hold() {
+    let dir = mcpl_testkit::workspace_root().join("crates/budget/tests/fuzz-regressions");
+    let mut replayed = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        if let Err(why) = crate::bound_check::check(&text) {
+            panic!("{}: {why}", path.display());
+        }
+        replayed += 1;
+    }
+    assert!(replayed >= 2, "{replayed} inputs in {}", dir.display());
 }

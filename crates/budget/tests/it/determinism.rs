@@ -69,3 +69,85 @@ fn a_spill_id_costs_the_same_whatever_letters_it_drew() {
     prices.dedup();
     assert_eq!(prices.len(), 1, "{prices:?}");
 }
+
+/// `text` with the random part of every reference id made `xxxx`.
+fn refs_masked(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("ref_") {
+        out.push_str(&rest[..at + 4]);
+        rest = &rest[at + 4..];
+        let counter = rest.bytes().take_while(u8::is_ascii_alphanumeric).count();
+        out.push_str(&rest[..counter]);
+        rest = &rest[counter..];
+        if let Some(random) = rest.strip_prefix('_') {
+            out.push_str("_xxxx");
+            rest = &random[4.min(random.len())..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn a_result_with_references_is_cut_at_the_same_place_whatever_their_random_ids() {
+    use mcpl_budget::{Pricer, fit_tool_result};
+    use mcpl_lanes::{ImageLedger, Projector, Registry, ServerName, ToolResult, UriPolicy};
+    // Lines that each name a link the lanes hide behind a reference id.
+    let mut blocks = Vec::new();
+    for i in 0..400 {
+        blocks.push(
+            json!({"type": "text", "text": format!("row {i}: value {} of {}", i * 7, i % 13)}),
+        );
+        blocks.push(json!({"type": "resource_link", "uri": format!("https://files.example/{i}?token=t{i}"), "name": format!("file-{i}.txt")}));
+    }
+    let result = json!({"content": blocks});
+    let route = PricedRoute::ANTHROPIC;
+    let mut seen = Vec::new();
+    for seed in 0..8u64 {
+        let dir = TempDir::new(&format!("determinism-refs-{seed}"));
+        let mut store = LocalSpillStore::new(&dir.0)
+            .unwrap()
+            .with_notice(SpillNotice::ReadResult);
+        let (mut registry, mut ledger) = (
+            Registry::with_seed(seed * 7919 + 1),
+            ImageLedger::with_seed(seed),
+        );
+        let server = ServerName::new("test");
+        let mut projector = Projector {
+            registry: &mut registry,
+            ledger: &mut ledger,
+            route: &route.lanes,
+            server: &server,
+            uri_policy: UriPolicy::Hidden,
+        };
+        let pricer = Pricer {
+            text: &Bound,
+            route: &route,
+        };
+        let fitted = fit_tool_result(
+            &mut projector,
+            &ToolResult::from_value(&result),
+            pricer,
+            1_500,
+            Some(&mut store as &mut dyn SpillStore),
+        );
+        assert!(fitted.cut);
+        assert!(
+            fitted.copies.stored.contains("ref_"),
+            "{}",
+            fitted.copies.stored
+        );
+        seen.push(refs_masked(&masked(&fitted.copies.stored)));
+    }
+    let first = &seen[0];
+    for (seed, other) in seen.iter().enumerate() {
+        let differs = first.lines().zip(other.lines()).find(|(a, b)| a != b);
+        assert!(
+            first == other,
+            "seed {seed}: {differs:?}, {} and {} lines",
+            first.lines().count(),
+            other.lines().count()
+        );
+    }
+}

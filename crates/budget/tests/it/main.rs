@@ -2,6 +2,7 @@
 //! failures (a store that fails mid-write, a read-only folder, a full file system).
 
 mod bound;
+mod bound_check;
 mod cases;
 mod crash;
 mod cut;
@@ -12,6 +13,7 @@ mod hard_cap;
 mod private;
 mod properties;
 mod read_back;
+mod scripts;
 mod spill_of;
 mod stored;
 

@@ -442,7 +442,7 @@ fn a_call_that_cannot_be_routed_stops_the_loop_before_any_call_of_its_turn() {
 }
 
 #[test]
-fn a_round_over_the_window_is_not_sent() {
+fn a_round_over_the_window_clears_what_servers_sent_and_only_the_hosts_own_part_ends_it() {
     let spill = tempdir::Dir::new("window");
     let mut config = config(vec![demo_server("demo", ServerOptions::default())], &spill);
     config.context_window = 9_000;
@@ -458,16 +458,33 @@ fn a_round_over_the_window_is_not_sent() {
         first.projected_tokens > 4096 + first.appended_tokens + 1000,
         "{first:?}"
     );
+    // A result of 12,500 tokens does not fit a window of 9,000 beside them: it is cleared, and
+    // the run goes on.
+    assert!(outcome.is_ok(), "{outcome:?}");
+    assert_eq!(bodies.len(), 2);
+    assert!(
+        host.rounds[1]
+            .diagnostics
+            .iter()
+            .any(|d| d
+                .contains("of the latest tool results cleared to fit the context window of 9000")),
+        "{:?}",
+        host.rounds[1].diagnostics
+    );
+    // A window too small for the host's own part (the system prompt, the tools, the room for
+    // the answer) ends the run before anything is sent.
+    config.context_window = 3_000;
+    let (_, outcome, bodies) = play(&config, &PricedRoute::ANTHROPIC, &[&[("demo", "text")]]);
     let error = outcome.unwrap_err().to_string();
     assert!(
         error.starts_with("the next request would need about "),
         "{error}"
     );
     assert!(
-        error.ends_with("the context window is 9000 (round 2)"),
+        error.ends_with("the context window is 3000 (round 1)"),
         "{error}"
     );
-    assert_eq!(bodies.len(), 1, "the round over the window was not sent");
+    assert!(bodies.is_empty(), "the round over the window was not sent");
 }
 
 /// Plays a script given as JSON steps (each a list of calls with arguments).
