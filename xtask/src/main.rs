@@ -289,26 +289,8 @@ fn fuzz(root: &Path, args: &[String]) -> Result<(), String> {
 /// The generative test of the budget's price with many cases: `MCPL_BOUND_CASES` sets each
 /// property's count. A failing case's seed is kept in `crates/budget/tests/proptest-regressions/`.
 fn bound(root: &Path, args: &[String]) -> Result<(), String> {
-    let cases = match args {
-        [] => "10000000".to_owned(),
-        [flag, n] if flag == "--cases" && n.parse::<u64>().is_ok() => n.clone(),
-        _ => return Err(USAGE.to_owned()),
-    };
-    let status = Command::new("cargo")
-        .current_dir(root)
-        .env("MCPL_BOUND_CASES", &cases)
-        .args([
-            "test",
-            "--release",
-            "-p",
-            "mcpl-budget",
-            "--test",
-            "it",
-            "bound::",
-        ])
-        .status()
-        .map_err(|error| format!("cannot run cargo: {error}"))?;
-    if status.success() {
+    let cases = case_count(args, "10000000")?;
+    if generative(root, "MCPL_BOUND_CASES", &cases, "mcpl-budget", "bound::") {
         Ok(())
     } else {
         Err(format!(
@@ -319,32 +301,34 @@ fn bound(root: &Path, args: &[String]) -> Result<(), String> {
 
 /// The generative leak test with many cases: `MCPL_SECRET_CASES` sets each property's count.
 fn secrets(root: &Path, args: &[String]) -> Result<(), String> {
-    let cases = match args {
-        [] => "250000".to_owned(),
-        [flag, n] if flag == "--cases" && n.parse::<u64>().is_ok() => n.clone(),
-        _ => return Err(USAGE.to_owned()),
-    };
-    let status = Command::new("cargo")
-        .current_dir(root)
-        .env("MCPL_SECRET_CASES", &cases)
-        .args([
-            "test",
-            "--release",
-            "-p",
-            "mcpl-lanes",
-            "--test",
-            "it",
-            "secrets",
-        ])
-        .status()
-        .map_err(|error| format!("cannot run cargo: {error}"))?;
-    if status.success() {
+    let cases = case_count(args, "250000")?;
+    if generative(root, "MCPL_SECRET_CASES", &cases, "mcpl-lanes", "secrets") {
         Ok(())
     } else {
         Err(format!(
             "the generative leak test failed with {cases} cases a property"
         ))
     }
+}
+
+/// `--cases N`, or `default` when the recipe is given nothing.
+fn case_count(args: &[String], default: &str) -> Result<String, String> {
+    match args {
+        [] => Ok(default.to_owned()),
+        [flag, n] if flag == "--cases" && n.parse::<u64>().is_ok() => Ok(n.clone()),
+        _ => Err(USAGE.to_owned()),
+    }
+}
+
+/// Runs the `it` tests of `package` whose names hold `filter`, in release mode, with `env` set
+/// to `cases`; whether they passed.
+fn generative(root: &Path, env: &str, cases: &str, package: &str, filter: &str) -> bool {
+    Command::new("cargo")
+        .current_dir(root)
+        .env(env, cases)
+        .args(["test", "--release", "-p", package, "--test", "it", filter])
+        .status()
+        .is_ok_and(|status| status.success())
 }
 
 fn changelog(root: &Path) -> Result<(), String> {

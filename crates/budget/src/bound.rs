@@ -433,51 +433,6 @@ fn ceil_boundary(text: &str, mut index: usize) -> usize {
     index.min(text.len())
 }
 
-/// The longest prefix of `piece` (a text of its own) within `budget`, at a character boundary:
-/// a piece has no boundary o200k keeps inside it, so a long one is searched by halves.
-fn piece_prefix_within(piece: &str, budget: u64) -> usize {
-    let (mut fits, mut over) = (0, piece.len());
-    while over - fits > 1 {
-        let middle = floor_boundary(piece, fits + (over - fits) / 2);
-        let middle = if middle <= fits {
-            ceil_boundary(piece, fits + 1)
-        } else {
-            middle
-        };
-        if middle >= over {
-            break;
-        }
-        if Bound::count_within(&piece[..middle], budget).is_some() {
-            fits = middle;
-        } else {
-            over = middle;
-        }
-    }
-    fits
-}
-
-/// The start of the longest suffix of `piece` within `budget`, at a character boundary.
-fn piece_suffix_within(piece: &str, budget: u64) -> usize {
-    let (mut over, mut fits) = (0, piece.len());
-    while fits - over > 1 {
-        let middle = ceil_boundary(piece, over + (fits - over) / 2);
-        let middle = if middle >= fits {
-            floor_boundary(piece, fits - 1)
-        } else {
-            middle
-        };
-        if middle <= over {
-            break;
-        }
-        if Bound::count_within(&piece[middle..], budget).is_some() {
-            fits = middle;
-        } else {
-            over = middle;
-        }
-    }
-    fits
-}
-
 impl TokenEstimator for Bound {
     fn count(&self, text: &str) -> u64 {
         Bound::priced(text).map(|(_, _, price)| price).sum()
@@ -505,7 +460,7 @@ impl TokenEstimator for Bound {
         let mut end = text.len();
         for (start, piece, price) in Bound::priced(text) {
             if total + price > budget {
-                end = start + piece_prefix_within(piece, budget - total);
+                end = start + longest_prefix(piece, piece.len(), budget - total);
                 break;
             }
             total += price;
@@ -537,7 +492,7 @@ impl TokenEstimator for Bound {
             let mut full = true;
             for &(at, piece, price) in pieces.iter().rev() {
                 if total + price > budget {
-                    start = from + at + piece_suffix_within(piece, budget - total);
+                    start = from + at + shortest_start(piece, 0, budget - total);
                     full = false;
                     break;
                 }

@@ -355,17 +355,24 @@ fn price_within(items: &[Item<'_, '_>], pricer: Pricer<'_>, limit: u64) -> Optio
     Some(total)
 }
 
+impl Omitted {
+    /// Counts one whole shown thing: its reported tokens, and its characters or itself.
+    fn add(&mut self, item: &Item<'_, '_>, pricer: Pricer<'_>) {
+        self.tokens += item.reported(pricer);
+        match item.kind {
+            Kind::Text => self.characters += item.stored.chars().count() as u64,
+            Kind::Image => self.images += 1,
+            Kind::Document => self.documents += 1,
+            Kind::Audio => self.audio += 1,
+        }
+    }
+}
+
 /// What a result holds in all, as its notice counts it.
 fn totals(items: &[Item<'_, '_>], pricer: Pricer<'_>) -> Omitted {
     let mut whole = Omitted::default();
     for item in items {
-        whole.tokens += item.reported(pricer);
-        match item.kind {
-            Kind::Text => whole.characters += item.stored.chars().count() as u64,
-            Kind::Image => whole.images += 1,
-            Kind::Document => whole.documents += 1,
-            Kind::Audio => whole.audio += 1,
-        }
+        whole.add(item, pricer);
     }
     whole
 }
@@ -577,13 +584,7 @@ fn assemble<'a>(
                     ));
                 }
                 None => {
-                    kept.tokens += item.reported(pricer);
-                    match item.kind {
-                        Kind::Text => kept.characters += item.stored.chars().count() as u64,
-                        Kind::Image => kept.images += 1,
-                        Kind::Document => kept.documents += 1,
-                        Kind::Audio => kept.audio += 1,
-                    }
+                    kept.add(item, pricer);
                     out.push((item.live.cloned(), item.stored.to_owned()));
                 }
             }

@@ -245,28 +245,8 @@ fn image_block(
 /// `end` costs at most `tokens`; `from` when not even one character fits.
 fn longest_within(text: &str, from: usize, limit: usize, tokens: u64, pricer: Pricer<'_>) -> usize {
     let reach = usize::try_from(tokens.saturating_mul(MAX_BYTES_PER_TOKEN)).unwrap_or(usize::MAX);
-    let limit = limit.min(from.saturating_add(reach));
-    let limit = floor_boundary(text, limit);
-    if pricer.text.count(&text[from..limit]) <= tokens {
-        return limit;
-    }
-    let (mut fits, mut over) = (from, limit);
-    while over - fits > 1 {
-        let mut middle = floor_boundary(text, fits + (over - fits) / 2);
-        if middle <= fits {
-            middle = ceil_boundary(text, fits + 1);
-            if middle >= over {
-                // No boundary lies between `fits` and `over`.
-                break;
-            }
-        }
-        if pricer.text.count(&text[from..middle]) <= tokens {
-            fits = middle;
-        } else {
-            over = middle;
-        }
-    }
-    fits
+    let limit = floor_boundary(text, limit.min(from.saturating_add(reach)));
+    from + pricer.text.prefix_within(&text[from..limit], tokens)
 }
 
 fn floor_boundary(text: &str, mut index: usize) -> usize {
@@ -275,11 +255,4 @@ fn floor_boundary(text: &str, mut index: usize) -> usize {
         index -= 1;
     }
     index
-}
-
-fn ceil_boundary(text: &str, mut index: usize) -> usize {
-    while index < text.len() && !text.is_char_boundary(index) {
-        index += 1;
-    }
-    index.min(text.len())
 }
