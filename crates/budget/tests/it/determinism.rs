@@ -7,7 +7,7 @@ use mcpl_budget::{
 };
 use serde_json::json;
 
-use crate::{TempDir, fit};
+use crate::{TempDir, fit_spilled};
 
 /// `text` with every spill id replaced by `spill_<id>`.
 fn masked(text: &str) -> String {
@@ -34,15 +34,11 @@ fn a_result_is_cut_at_the_same_place_whatever_id_its_spill_drew() {
     let result = json!({"content": [{"type": "text", "text": text}]});
     let mut seen = Vec::new();
     for run in 0..12 {
-        let dir = TempDir::new(&format!("determinism-{run}"));
-        let mut store = LocalSpillStore::new(&dir.0)
-            .unwrap()
-            .with_notice(SpillNotice::ReadResult);
-        let fitted = fit(
+        let fitted = fit_spilled(
             &result,
             &PricedRoute::ANTHROPIC,
             777,
-            Some(&mut store as &mut dyn SpillStore),
+            &format!("determinism-{run}"),
         );
         assert!(fitted.cut);
         assert!(O200k.count(&fitted.copies.stored) <= 777);

@@ -4,11 +4,11 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use mcpl_budget::{LocalSpillStore, PricedRoute, SpillNotice, SpillStore};
+use mcpl_budget::PricedRoute;
 use mcpl_lanes::LiveCopy;
 use serde_json::json;
 
-use crate::{TempDir, fit};
+use crate::fit_spilled;
 
 /// A PNG whose header says 1400 x 1300: about 1,600 tokens on the anthropic route.
 fn big_png() -> String {
@@ -25,16 +25,7 @@ fn an_image_dearer_than_the_budget_is_never_sent() {
         {"type": "image", "mimeType": "image/png", "data": big_png()},
     ]});
     for budget in [10, 40, 200, 1_000] {
-        let dir = TempDir::new(&format!("hard-cap-{budget}"));
-        let mut store = LocalSpillStore::new(&dir.0)
-            .unwrap()
-            .with_notice(SpillNotice::ReadResult);
-        let fitted = fit(
-            &result,
-            &PricedRoute::ANTHROPIC,
-            budget,
-            Some(&mut store as &mut dyn SpillStore),
-        );
+        let fitted = fit_spilled(&result, &PricedRoute::ANTHROPIC, budget, "hard-cap");
         assert!(
             matches!(fitted.copies.live, LiveCopy::Stored),
             "budget {budget}: the image went natively"
@@ -74,14 +65,7 @@ fn the_notice_counts_the_documents_and_audio_it_left_out() {
         {"type": "resource", "resource": {"uri": "file:///r.pdf", "mimeType": "application/pdf", "blob": pdf}},
         {"type": "text", "text": filler},
     ]});
-    let dir = TempDir::new("notice-documents");
-    let mut store = LocalSpillStore::new(&dir.0).unwrap();
-    let fitted = fit(
-        &result,
-        &PricedRoute::ANTHROPIC,
-        800,
-        Some(&mut store as &mut dyn SpillStore),
-    );
+    let fitted = fit_spilled(&result, &PricedRoute::ANTHROPIC, 800, "notice-documents");
     assert!(fitted.cut);
     assert!(
         fitted.copies.stored.contains(" images, 1 documents); "),
@@ -94,14 +78,7 @@ fn the_notice_counts_the_documents_and_audio_it_left_out() {
         {"type": "audio", "mimeType": "audio/wav", "data": wav},
         {"type": "text", "text": filler},
     ]});
-    let dir = TempDir::new("notice-audio");
-    let mut store = LocalSpillStore::new(&dir.0).unwrap();
-    let fitted = fit(
-        &result,
-        &PricedRoute::OPENAI_CHAT,
-        300,
-        Some(&mut store as &mut dyn SpillStore),
-    );
+    let fitted = fit_spilled(&result, &PricedRoute::OPENAI_CHAT, 300, "notice-audio");
     assert!(fitted.cut);
     assert!(
         fitted.copies.stored.contains(" images, 1 audio clips); "),

@@ -91,6 +91,26 @@ pub(crate) fn fit<'a>(
     })
 }
 
+/// Fits a result on a route with a fresh host, spilling to a local store in a fresh folder
+/// named after `name`, its notices worded for `read_result`.
+pub(crate) fn fit_spilled<'a>(
+    result: &'a Value,
+    route: &PricedRoute,
+    budget: u64,
+    name: &str,
+) -> Fitted<'a> {
+    let dir = TempDir::new(name);
+    let mut store = mcpl_budget::LocalSpillStore::new(&dir.0)
+        .unwrap()
+        .with_notice(mcpl_budget::SpillNotice::ReadResult);
+    fit(
+        result,
+        route,
+        budget,
+        Some(&mut store as &mut dyn SpillStore),
+    )
+}
+
 /// The decoded payloads of a result's data-bearing blocks, at any depth, in document order.
 pub(crate) fn payloads(value: &Value) -> Vec<Vec<u8>> {
     let mut out = Vec::new();

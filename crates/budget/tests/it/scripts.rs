@@ -3,11 +3,11 @@
 //! with diacritics, private-use characters, upper-case hex and UUIDs, and 10,000 one-character
 //! text blocks. Each must come out within its budget by o200k's own count.
 
-use mcpl_budget::{LocalSpillStore, O200k, PricedRoute, SpillStore, TokenEstimator};
+use mcpl_budget::{O200k, PricedRoute, TokenEstimator};
 use mcpl_lanes::LiveCopy;
 use serde_json::{Value, json};
 
-use crate::{TempDir, fit};
+use crate::fit_spilled;
 
 /// About `n` characters cycling through `range`, with a space every `word` characters.
 fn script(range: std::ops::RangeInclusive<u32>, word: usize, n: usize) -> String {
@@ -92,15 +92,8 @@ fn texts_the_old_weights_undercounted_fit_their_budget_by_o200ks_count() {
     ];
     for (name, text) in texts {
         for budget in [300u64, 3_000, 20_000] {
-            let dir = TempDir::new(&format!("scripts-{budget}"));
-            let mut store = LocalSpillStore::new(&dir.0).unwrap();
             let result = json!({"content": [{"type": "text", "text": text}]});
-            let fitted = fit(
-                &result,
-                &PricedRoute::ANTHROPIC,
-                budget,
-                Some(&mut store as &mut dyn SpillStore),
-            );
+            let fitted = fit_spilled(&result, &PricedRoute::ANTHROPIC, budget, "scripts");
             let tokens = O200k.count(&sent(&fitted));
             assert!(
                 tokens <= budget,
@@ -122,14 +115,7 @@ fn ten_thousand_one_character_blocks_fit_their_budget_by_o200ks_count() {
         .collect();
     let result = json!({"content": blocks});
     for budget in [500u64, 5_000] {
-        let dir = TempDir::new(&format!("one-char-{budget}"));
-        let mut store = LocalSpillStore::new(&dir.0).unwrap();
-        let fitted = fit(
-            &result,
-            &PricedRoute::ANTHROPIC,
-            budget,
-            Some(&mut store as &mut dyn SpillStore),
-        );
+        let fitted = fit_spilled(&result, &PricedRoute::ANTHROPIC, budget, "one-char");
         let tokens = O200k.count(&sent(&fitted));
         assert!(tokens <= budget, "at {budget}: {tokens} o200k tokens sent");
         assert!(O200k.count(&fitted.copies.stored) <= budget);

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::read_result::{Scratch, run, tool_result};
+use crate::read_result::{Scratch, part_text, run, tool_result};
 
 #[test]
 fn injected_texts_over_the_message_budget_are_spilled_and_cut() {
@@ -59,17 +59,46 @@ fn injected_texts_over_the_message_budget_are_spilled_and_cut() {
     );
 }
 
-/// The text of a tool result's content as a Messages API body carries it.
-fn content_text(content: &Value) -> String {
-    match content {
-        Value::String(text) => text.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        other => panic!("{other}"),
-    }
+/// Runs the demo's `script` with `maxImages: 0` and `budget` under `key` (`budget` or
+/// `messageBudget`): once with room, then with a budget just under what `sent` picked of the
+/// request bodies. Returns what `sent` picks of the second run, and its budget.
+fn with_room_then_without(
+    name: &str,
+    script: &Value,
+    key: &str,
+    sent: impl Fn(&[Value]) -> String,
+) -> (String, u64) {
+    let scratch = Scratch::new(name);
+    let run_with = |budget: u64, run_name: &str| {
+        let config = scratch.write(
+            &format!("config-{run_name}.json"),
+            &json!({
+                "mcpServers": {"demo": {"command": env!("CARGO_BIN_EXE_mcpl"), "args": ["serve-demo"],
+                                        "mcpl": {key: budget}}},
+                "mcpl": {"spillDir": scratch.0.join("spill"), "contextWindow": 1_000_000,
+                         "maxImages": 0},
+            }),
+        );
+        let (output, bodies) = run(&scratch, &config, script, run_name);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        sent(&bodies)
+    };
+    let roomy = run_with(1_000, "roomy");
+    assert!(
+        roomy.contains("[image not sent in this request: "),
+        "{roomy}"
+    );
+    let budget = o200k(&roomy) - 3;
+    (run_with(budget, "tight"), budget)
+}
+
+fn o200k(text: &str) -> u64 {
+    mcpl_budget::TokenEstimator::count(&mcpl_budget::O200k, text)
 }
 
 #[test]
@@ -77,37 +106,12 @@ fn the_notices_the_request_limits_write_are_held_to_the_results_budget() {
     // `maxImages: 0`: the demo's PNG is left out of the request, and a notice says so beside its
     // placeholder. With room, the result goes so; with a budget just under that, it goes as its
     // stored copy, which was fitted to the budget.
-    let scratch = Scratch::new("limit-notices");
     let script = json!({"steps": [{"tool_calls": [{"server": "demo", "name": "png"}]}],
                         "final": "done"});
-    let sent = |budget: u64, name: &str| {
-        let config = scratch.write(
-            &format!("config-{name}.json"),
-            &json!({
-                "mcpServers": {"demo": {"command": env!("CARGO_BIN_EXE_mcpl"), "args": ["serve-demo"],
-                                        "mcpl": {"budget": budget}}},
-                "mcpl": {"spillDir": scratch.0.join("spill"), "contextWindow": 1_000_000,
-                         "maxImages": 0},
-            }),
-        );
-        let (output, bodies) = run(&scratch, &config, &script, name);
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        content_text(tool_result(&bodies[1], "call_1").expect("the png's result"))
-    };
-    let roomy = sent(1_000, "roomy");
-    assert!(
-        roomy.contains("[image not sent in this request: "),
-        "{roomy}"
-    );
-    let with_notice = mcpl_budget::TokenEstimator::count(&mcpl_budget::O200k, roomy.as_str());
-    let budget = with_notice - 3;
-    let tight = sent(budget, "tight");
-    let tokens = mcpl_budget::TokenEstimator::count(&mcpl_budget::O200k, tight.as_str());
+    let (tight, budget) = with_room_then_without("limit-notices", &script, "budget", |bodies| {
+        part_text(tool_result(&bodies[1], "call_1").expect("the png's result"))
+    });
+    let tokens = o200k(&tight);
     assert!(
         tokens <= budget,
         "{tokens} o200k tokens over the budget of {budget}: {tight}"
@@ -141,41 +145,21 @@ fn the_notices_the_request_limits_write_are_held_to_a_messages_budget() {
     // The demo's push event `evt-1` holds a text, a PNG and a reference. With `maxImages: 0`
     // its PNG is left out with a notice; with a message budget just under that, the event goes
     // as its stored text.
-    let scratch = Scratch::new("message-limit-notices");
     let script = json!({"steps": [{"tool_calls": [{"server": "demo", "name": "push-events"}]},
                                   {"tool_calls": [{"server": "demo", "name": "text"}]}],
                         "final": "done"});
-    let sent = |budget: u64, name: &str| {
-        let config = scratch.write(
-            &format!("config-{name}.json"),
-            &json!({
-                "mcpServers": {"demo": {"command": env!("CARGO_BIN_EXE_mcpl"), "args": ["serve-demo"],
-                                        "mcpl": {"messageBudget": budget}}},
-                "mcpl": {"spillDir": scratch.0.join("spill"), "contextWindow": 1_000_000,
-                         "maxImages": 0},
-            }),
-        );
-        let (output, bodies) = run(&scratch, &config, &script, name);
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        bodies
-            .iter()
-            .find_map(|body| message_with(body, "Build 42 finished"))
-            .expect("the push event")
-    };
-    let roomy = sent(1_000, "roomy");
-    assert!(
-        roomy.contains("[image not sent in this request: "),
-        "{roomy}"
+    let (tight, budget) = with_room_then_without(
+        "message-limit-notices",
+        &script,
+        "messageBudget",
+        |bodies| {
+            bodies
+                .iter()
+                .find_map(|body| message_with(body, "Build 42 finished"))
+                .expect("the push event")
+        },
     );
-    let with_notice = mcpl_budget::TokenEstimator::count(&mcpl_budget::O200k, roomy.as_str());
-    let budget = with_notice - 3;
-    let tight = sent(budget, "tight");
-    let tokens = mcpl_budget::TokenEstimator::count(&mcpl_budget::O200k, tight.as_str());
+    let tokens = o200k(&tight);
     assert!(
         tokens <= budget,
         "{tokens} o200k tokens over the budget of {budget}: {tight}"

@@ -180,7 +180,7 @@ pub(crate) fn notice_in(bodies: &[Value]) -> (String, String) {
     (notice[at..at + 34].to_owned(), notice)
 }
 
-fn part_text(content: &Value) -> String {
+pub(crate) fn part_text(content: &Value) -> String {
     match content {
         Value::String(text) => text.clone(),
         Value::Array(blocks) => blocks
