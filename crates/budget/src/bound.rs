@@ -6,14 +6,13 @@
 //! of its pieces' counts. `Bound` walks the same pieces and prices each one:
 //!
 //! - a piece of one byte is one token;
-//! - a piece that is a word of more than [`LONG_WORD`] ASCII letters, up to [`LONG_WORD_END`]
-//!   (an id, a hash spelled in letters), is priced at its bytes: a token holds at least one byte, so that is an upper bound
+//! - a word of more than [`LONG_WORD`] ASCII letters, up to [`LONG_WORD_END`] (an id, a hash
+//!   spelled in letters), costs its bytes: a token holds at least one byte, so that bounds it
 //!   whatever the letters are, and a spill id in a notice costs the same whatever it spells;
-//! - every other piece is priced at o200k's own count of it (`bpe-openai`'s tables).
-//!
 //! - the random part of an id mcpl wrote (`ref_<n>_<4 random>`, `img_<6 random>_<n>`,
 //!   `doc_<6 random>_<n>`) costs its bytes, however o200k splits it, so a text costs the same
-//!   whatever random ids it holds (decision 0105).
+//!   whatever random ids it holds;
+//! - every other piece costs o200k's own count of it (`bpe-openai`'s tables).
 //!
 //! So the price is o200k's count or more, on every text, by construction. The pieces of ASCII
 //! text are found by a hand-written splitter that does what o200k's pattern does (the generative
@@ -35,8 +34,8 @@ pub const LONG_WORD_END: usize = 64;
 /// The pieces o200k encodes on their own, found once per process.
 static O200K: LazyLock<&'static bpe_openai::Tokenizer> = LazyLock::new(bpe_openai::o200k_base);
 
-/// An upper bound on o200k's count of any text: o200k's count of each piece, or the piece's
-/// bytes for a word of more than [`LONG_WORD`] ASCII letters.
+/// An upper bound on o200k's count of any text: o200k's count of each piece, or its bytes for
+/// a long word or the random part of an id (see the module's documentation).
 ///
 /// The first price of a process loads o200k's tables (about 70 ms); a text of one byte or none
 /// never needs them.
