@@ -12,8 +12,8 @@
 //! - `secrets [--cases N]`: the generative leak test (the grammar of spellings over every lane)
 //!   with N cases a property (default 250,000, about ten minutes on two cores), in release mode.
 //! - `bound [--cases N]`: the generative test of `Bound`, the budget's price, against o200k on
-//!   strings drawn from all of Unicode, with N cases a property (default 10,000,000, about ten
-//!   minutes on two cores), in release mode.
+//!   strings drawn from all of Unicode, with N cases a property (default 10,000,000, half an
+//!   hour on two cores), in release mode.
 //! - `changelog`: assembles `changelog.d/` fragments into the text of a release section.
 //! - `e2e`: `mcpl run` against the real npm MCP servers pinned in `e2e/`, then a line per check
 //!   of what the model was sent (see the `e2e` module).
