@@ -415,23 +415,6 @@ fn cached_count(bytes: &[u8]) -> u64 {
     })
 }
 
-/// The largest character boundary at or before `index`.
-fn floor_boundary(text: &str, mut index: usize) -> usize {
-    index = index.min(text.len());
-    while !text.is_char_boundary(index) {
-        index -= 1;
-    }
-    index
-}
-
-/// The smallest character boundary at or after `index`.
-fn ceil_boundary(text: &str, mut index: usize) -> usize {
-    while index < text.len() && !text.is_char_boundary(index) {
-        index += 1;
-    }
-    index.min(text.len())
-}
-
 impl TokenEstimator for Bound {
     fn count(&self, text: &str) -> u64 {
         Bound::priced(text).map(|(_, _, price)| price).sum()
@@ -482,7 +465,7 @@ impl TokenEstimator for Bound {
             let from = if window >= text.len() {
                 0
             } else {
-                ceil_boundary(text, text.len() - window)
+                text.ceil_char_boundary(text.len() - window)
             };
             let tail = &text[from..];
             let pieces: Vec<(usize, &str, u64)> = Bound::priced(tail).collect();
@@ -516,9 +499,9 @@ impl TokenEstimator for Bound {
 fn longest_prefix(text: &str, over: usize, budget: u64) -> usize {
     let (mut fits, mut over) = (0, over);
     while over - fits > 1 {
-        let middle = floor_boundary(text, fits + (over - fits) / 2);
+        let middle = text.floor_char_boundary(fits + (over - fits) / 2);
         let middle = if middle <= fits {
-            ceil_boundary(text, fits + 1)
+            text.ceil_char_boundary(fits + 1)
         } else {
             middle
         };
@@ -539,9 +522,9 @@ fn longest_prefix(text: &str, over: usize, budget: u64) -> usize {
 fn shortest_start(text: &str, over: usize, budget: u64) -> usize {
     let (mut over, mut fits) = (over, text.len());
     while fits - over > 1 {
-        let middle = ceil_boundary(text, over + (fits - over) / 2);
+        let middle = text.ceil_char_boundary(over + (fits - over) / 2);
         let middle = if middle >= fits {
-            floor_boundary(text, fits - 1)
+            text.floor_char_boundary(fits - 1)
         } else {
             middle
         };

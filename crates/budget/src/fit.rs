@@ -535,7 +535,7 @@ fn find_cut(items: &[Item<'_, '_>], pricer: Pricer<'_>, head_budget: u64, tail_b
 
 /// Moves a head's end back to just after a line break, when one is close.
 fn line_before(text: &str, end: usize) -> usize {
-    let window_start = floor_boundary(text, end.saturating_sub(LINE_WINDOW));
+    let window_start = text.floor_char_boundary(end.saturating_sub(LINE_WINDOW));
     match text[window_start..end].rfind('\n') {
         Some(offset) if end < text.len() => window_start + offset + 1,
         _ => end,
@@ -544,18 +544,11 @@ fn line_before(text: &str, end: usize) -> usize {
 
 /// Moves a tail's start forward to just after a line break, when one is close.
 fn line_after(text: &str, start: usize) -> usize {
-    let window_end = floor_boundary(text, (start + LINE_WINDOW).min(text.len()));
+    let window_end = text.floor_char_boundary(start + LINE_WINDOW);
     match text[start..window_end].find('\n') {
         Some(offset) if start > 0 && start + offset + 1 < text.len() => start + offset + 1,
         _ => start,
     }
-}
-
-fn floor_boundary(text: &str, mut index: usize) -> usize {
-    while !text.is_char_boundary(index) {
-        index -= 1;
-    }
-    index
 }
 
 fn assemble<'a>(

@@ -139,7 +139,7 @@ pub fn read_back(
     if offset > total {
         return Err(ReadBackError::PastEnd { id, offset, total });
     }
-    let start = floor_boundary(&text, offset as usize);
+    let start = text.floor_char_boundary(offset as usize);
     let lines = attachment_lines(&text, &manifest.attachments);
     let reserve = pricer
         .text
@@ -245,14 +245,6 @@ fn image_block(
 /// `end` costs at most `tokens`; `from` when not even one character fits.
 fn longest_within(text: &str, from: usize, limit: usize, tokens: u64, pricer: Pricer<'_>) -> usize {
     let reach = usize::try_from(tokens.saturating_mul(MAX_BYTES_PER_TOKEN)).unwrap_or(usize::MAX);
-    let limit = floor_boundary(text, limit.min(from.saturating_add(reach)));
+    let limit = text.floor_char_boundary(limit.min(from.saturating_add(reach)));
     from + pricer.text.prefix_within(&text[from..limit], tokens)
-}
-
-fn floor_boundary(text: &str, mut index: usize) -> usize {
-    index = index.min(text.len());
-    while !text.is_char_boundary(index) {
-        index -= 1;
-    }
-    index
 }
