@@ -17,9 +17,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use mcpl_budget::{
-    Bound, Correction, DEFAULT_BUDGET, Fitted, LocalSpillStore, Omitted, PricedRoute, Pricer,
-    Round, Spill, SpillError, SpillId, SpillNotice, SpillStore, TokenEstimator, cut_with,
-    fit_tool_result, project_round, read_back, write_text_spill,
+    Bound, Correction, DEFAULT_BUDGET, Fitted, LocalSpillStore, PricedRoute, Pricer, Round, Spill,
+    SpillError, SpillId, SpillNotice, SpillStore, TokenEstimator, cut_with, fit_tool_result,
+    project_round, read_back, write_text_spill,
 };
 use mcpl_lanes::{
     HiddenUris, ImageLedger, LiveCopy, Part, RefId, Registry, RouteId, ServerName, ToolResult,
@@ -27,7 +27,7 @@ use mcpl_lanes::{
 };
 use serde_json::{Value, json};
 
-use crate::config::{Config, DEFAULT_MESSAGE_BUDGET, ServerConfig};
+use crate::config::{Config, DEFAULT_MESSAGE_BUDGET, ServerConfig, ServerOptions};
 use crate::mcpl::{Injections, Lanes, Queued, unseen_events};
 use crate::model::{Model, ModelError};
 use mcpl_client::{Call, CallError, Connection, ServerRequests};
@@ -706,7 +706,7 @@ impl Host {
         }
         if projected > self.options.context_window {
             // Then the latest results themselves, each replaced by a line naming its spill.
-            let room = self.clear_results(history, projected - self.options.context_window, true);
+            let room = self.clear_latest(history, projected - self.options.context_window);
             if room.cleared > 0 {
                 self.history_tokens = self.history_tokens.saturating_sub(room.freed);
                 self.note_cleared(round, history);
@@ -769,12 +769,8 @@ impl Host {
             let budget = report
                 .server
                 .as_deref()
-                .and_then(|name| {
-                    self.servers
-                        .iter()
-                        .find(|server| server.config.launch.name == name)
-                })
-                .map_or(DEFAULT_BUDGET, |server| server.config.options.budget);
+                .and_then(|name| options_of(&self.servers, name))
+                .map_or(DEFAULT_BUDGET, |options| options.budget);
             let held = self.correction.budget(budget);
             if tokens > held && output.live.is_some() {
                 output.live = None;
@@ -874,18 +870,31 @@ impl Host {
     /// notice naming its spill file (written now if the result was never spilled), then the
     /// oldest whole rounds removed.
     fn make_room(&mut self, history: &mut Vec<Message>, excess: u64) -> window::Room {
-        self.clear_results(history, excess, false)
+        self.with_spill_of(|spill_of| {
+            let mut room = window::clear_oldest_results(history, excess, &estimate, spill_of);
+            if room.freed < excess {
+                let more = window::remove_oldest_rounds(history, excess - room.freed, &estimate);
+                room.freed += more.freed;
+                room.rounds_removed = more.rounds_removed;
+            }
+            room
+        })
     }
 
-    /// Clears tool results until `excess` is freed: those before the latest round's, then (for
-    /// `remove_rounds`) old rounds; or, with `latest`, the latest round's own results, the last
-    /// resort before the window would end the run.
-    fn clear_results(
+    /// Frees `excess` estimated tokens from the latest round's results, in call order, each
+    /// cleared to a notice naming its spill: the last resort before the window would end the run.
+    fn clear_latest(&mut self, history: &mut [Message], excess: u64) -> window::Room {
+        self.with_spill_of(|spill_of| {
+            window::clear_latest_results(history, excess, &estimate, spill_of)
+        })
+    }
+
+    /// Runs `body` with the reference a cleared result's notice names: the spill its result was
+    /// written to, or one written now.
+    fn with_spill_of<T>(
         &mut self,
-        history: &mut Vec<Message>,
-        excess: u64,
-        latest: bool,
-    ) -> window::Room {
+        body: impl FnOnce(&mut dyn FnMut(&ToolOutput) -> Option<String>) -> T,
+    ) -> T {
         let Host { calls, spill, .. } = self;
         let mut spill_of = |output: &ToolOutput| -> Option<String> {
             let report = calls
@@ -900,16 +909,7 @@ impl Host {
                 .ok()
                 .map(|written| written.reference())
         };
-        if latest {
-            return window::clear_latest_results(history, excess, &estimate, &mut spill_of);
-        }
-        let mut room = window::clear_oldest_results(history, excess, &estimate, &mut spill_of);
-        if room.freed < excess {
-            let more = window::remove_oldest_rounds(history, excess - room.freed, &estimate);
-            room.freed += more.freed;
-            room.rounds_removed = more.rounds_removed;
-        }
-        room
+        body(&mut spill_of)
     }
 
     /// The window projection of what this round appends: the latest tool results as their live
@@ -1406,10 +1406,8 @@ impl Host {
 
     /// The message budget of the server named `server` (the default for one not configured).
     fn message_budget(&self, server: &str) -> u64 {
-        self.servers
-            .iter()
-            .find(|s| s.config.launch.name == server)
-            .map_or(DEFAULT_MESSAGE_BUDGET, |s| s.config.options.message_budget)
+        options_of(&self.servers, server)
+            .map_or(DEFAULT_MESSAGE_BUDGET, |options| options.message_budget)
     }
 
     /// Holds each text a server injects to its message budget, as a push event is held: one
@@ -1433,7 +1431,12 @@ impl Host {
             if self.pricer().text.count_within(text, budget).is_some() {
                 continue;
             }
-            *text = self.cut_text(text, budget);
+            let held = self.hold_text(text, budget, "the whole");
+            *text = match (held.text, held.spill) {
+                (Ok(cut), _) => cut,
+                (Err(_), Ok(spill)) => format!("[left out: {}]", spill.reference()),
+                (Err(_), Err(_)) => "[left out: over its budget]".to_owned(),
+            };
             cut += 1;
         }
         if cut > 0 {
@@ -1444,10 +1447,10 @@ impl Host {
         found.diagnostics.append(&mut diagnostics);
     }
 
-    /// `text` spilled whole and cut head and tail to `budget`, the notice naming the spill (or
-    /// saying the whole could not be kept); a budget too small for the notice gives the notice's
-    /// shortest form alone.
-    fn cut_text(&mut self, text: &str, budget: u64) -> String {
+    /// `text`, over `budget`, spilled whole (a text spill `read_result` reads back) and cut head
+    /// and tail to it, the notice naming the spill, or saying the whole could not be kept when
+    /// the spill could not be written (`unsaved` names what was not kept).
+    fn hold_text(&mut self, text: &str, budget: u64, unsaved: &str) -> HeldText {
         let copies = ToolResultCopies {
             stored: text.into(),
             part_ends: Vec::new(),
@@ -1457,19 +1460,20 @@ impl Host {
         };
         let pricer = self.pricer();
         let spill = match &mut self.spill.0 {
-            Ok(store) => write_text_spill(text, &mut **store).ok(),
-            Err(_) => None,
+            Ok(store) => write_text_spill(text, &mut **store).map_err(|e| e.to_string()),
+            Err(error) => Err(error.to_string()),
         };
-        let unsaved = |omitted: Omitted| format!("[… {omitted}; the whole could not be kept]");
         let cut = match &spill {
-            Some(spill) => cut_with(&copies, pricer, budget, &|o| spill.omission_notice(o)),
-            None => cut_with(&copies, pricer, budget, &unsaved),
+            Ok(spill) => cut_with(&copies, pricer, budget, &|o| spill.omission_notice(o)),
+            Err(_) => cut_with(&copies, pricer, budget, &|o| {
+                format!("[… {o}; {unsaved} could not be kept]")
+            }),
         };
-        match (cut, &spill) {
-            (Ok(Some((fitted, _))), _) => fitted.stored.into_owned(),
-            (Ok(None), _) => text.to_owned(),
-            (Err(_), Some(spill)) => format!("[left out: {}]", spill.reference()),
-            (Err(_), None) => "[left out: over its budget]".to_owned(),
+        HeldText {
+            text: cut.map(|cut| {
+                cut.map_or_else(|| text.to_owned(), |(fitted, _)| fitted.stored.into_owned())
+            }),
+            spill,
         }
     }
 
@@ -1495,35 +1499,22 @@ impl Host {
                 Some(spent + price)
             })
             .is_some();
-        if live_fits && pricer.text.count_within(&message.stored, budget).is_some() {
+        let what = message.origin.lane();
+        if pricer.text.count_within(&message.stored, budget).is_some() {
+            if !live_fits {
+                // The live copy alone was over: its images go as their placeholders.
+                message.parts = vec![Content::Text(message.stored.clone())];
+                diagnostics.push(format!(
+                    "the {what} message's images were over its budget of {budget} estimated tokens: sent as their placeholders"
+                ));
+                message.diagnostics.append(&mut diagnostics);
+            }
             return;
         }
-        let copies = ToolResultCopies {
-            stored: message.stored.as_str().into(),
-            part_ends: Vec::new(),
-            live: LiveCopy::Stored,
-            is_error: false,
-            spills_as_stored: false,
-        };
-        let spill = match &mut self.spill.0 {
-            Ok(store) => write_text_spill(&message.stored, &mut **store).map_err(|e| e.to_string()),
-            Err(error) => Err(error.to_string()),
-        };
-        let unsaved =
-            |omitted: Omitted| format!("[… {omitted}; the whole message could not be kept]");
-        let cut = match &spill {
-            Ok(spill) => cut_with(&copies, pricer, budget, &|omitted| {
-                spill.omission_notice(omitted)
-            }),
-            Err(_) => cut_with(&copies, pricer, budget, &unsaved),
-        };
-        let what = message.origin.lane();
-        match cut {
-            Ok(Some((fitted, _))) => {
-                let text = fitted.stored.into_owned();
-                message.parts = vec![Content::Text(text.clone())];
-                message.stored = text;
-                diagnostics.push(match &spill {
+        let held = self.hold_text(&message.stored, budget, "the whole message");
+        let text = match held.text {
+            Ok(text) => {
+                diagnostics.push(match &held.spill {
                     Ok(spill) => format!(
                         "the {what} message was over its budget of {budget} estimated tokens: cut, and spilled as {}",
                         spill.id
@@ -1532,28 +1523,22 @@ impl Host {
                         "the {what} message was over its budget of {budget} estimated tokens: cut, and its spill could not be written ({error})"
                     ),
                 });
-            }
-            Ok(None) => {
-                // The live copy alone was over: its images go as their placeholders.
-                message.parts = vec![Content::Text(message.stored.clone())];
-                diagnostics.push(format!(
-                    "the {what} message's images were over its budget of {budget} estimated tokens: sent as their placeholders"
-                ));
+                text
             }
             Err(error) => {
                 // Not even the notice fits: the message is left out, and said to be.
-                let text = match &spill {
+                diagnostics.push(format!("the {what} message was left out: {error}"));
+                match &held.spill {
                     Ok(spill) => format!(
                         "[a {what} message was left out: {error}; {}]",
                         spill.reference()
                     ),
                     Err(_) => format!("[a {what} message was left out: {error}]"),
-                };
-                message.parts = vec![Content::Text(text.clone())];
-                message.stored = text;
-                diagnostics.push(format!("the {what} message was left out: {error}"));
+                }
             }
-        }
+        };
+        message.parts = vec![Content::Text(text.clone())];
+        message.stored = text;
         message.diagnostics.append(&mut diagnostics);
     }
 
@@ -1679,6 +1664,14 @@ impl ServerRequests for SharedRequests<'_, '_> {
     }
 }
 
+/// A text held to a budget it was over: what goes instead, and where the whole is.
+struct HeldText {
+    /// The head, the notice and the tail; why not, when not even the notice fits.
+    text: Result<String, mcpl_budget::CutError>,
+    /// The spill holding the whole, or why it could not be written.
+    spill: Result<Spill, String>,
+}
+
 /// The spill store, when there is one: a store is any `SpillStore`, printed by its kind alone.
 struct Spills(Result<Box<dyn SpillStore>, SpillError>);
 
@@ -1742,6 +1735,14 @@ fn failed_report(
         spill: None,
         diagnostics: Vec::new(),
     }
+}
+
+/// The options of the server named `name`, when one is configured.
+fn options_of<'s>(servers: &'s [Server], name: &str) -> Option<&'s ServerOptions> {
+    servers
+        .iter()
+        .find(|server| server.config.launch.name == name)
+        .map(|server| &server.config.options)
 }
 
 /// A text's price in estimated tokens.
