@@ -20,7 +20,6 @@
 //! could change a piece, that piece is found by `bpe-openai`'s own pattern.
 
 use std::cell::RefCell;
-use std::sync::LazyLock;
 
 use crate::text::TokenEstimator;
 
@@ -30,9 +29,6 @@ pub const LONG_WORD: usize = 20;
 /// The most letters a word priced at its bytes has: a longer run of letters is no id, and is
 /// priced at o200k's count like any other piece.
 pub const LONG_WORD_END: usize = 64;
-
-/// The pieces o200k encodes on their own, found once per process.
-static O200K: LazyLock<&'static bpe_openai::Tokenizer> = LazyLock::new(bpe_openai::o200k_base);
 
 /// An upper bound on o200k's count of any text: o200k's count of each piece, or its bytes for
 /// a long word or the random part of an id (see the module's documentation).
@@ -201,7 +197,10 @@ impl<'t> Iterator for Pieces<'t> {
             Some(length) => length,
             // `bpe-openai` splits a text by anchored matches, each from where the last ended, so
             // its first piece of the rest is its piece here too.
-            None => O200K.split(rest).next().map_or(rest.len(), str::len),
+            None => bpe_openai::o200k_base()
+                .split(rest)
+                .next()
+                .map_or(rest.len(), str::len),
         };
         // Every piece holds at least one character; a split that found none ends the text as
         // one piece rather than looping.
@@ -380,7 +379,7 @@ thread_local! {
 /// o200k's count of one piece, through the cache when the piece is short.
 fn cached_count(bytes: &[u8]) -> u64 {
     if bytes.len() > CACHE_PIECE {
-        return O200K.bpe.count(bytes) as u64;
+        return bpe_openai::o200k_base().bpe.count(bytes) as u64;
     }
     let mut key = [0u8; CACHE_PIECE];
     key[..bytes.len()].copy_from_slice(bytes);
@@ -405,7 +404,7 @@ fn cached_count(bytes: &[u8]) -> u64 {
         if usize::from(entry.length) == bytes.len() && entry.bytes == key {
             return u64::from(entry.count);
         }
-        let count = O200K.bpe.count(bytes);
+        let count = bpe_openai::o200k_base().bpe.count(bytes);
         *entry = Slot {
             length: bytes.len() as u8,
             bytes: key,
@@ -545,7 +544,7 @@ mod tests {
     use super::*;
 
     fn o200k_pieces(text: &str) -> Vec<&str> {
-        O200K.split(text).collect()
+        bpe_openai::o200k_base().split(text).collect()
     }
 
     #[test]
