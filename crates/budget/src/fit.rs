@@ -298,6 +298,7 @@ fn stored_items_of<'c, 'a>(copies: &'c ToolResultCopies<'a>) -> Vec<Item<'c, 'a>
             kind: kind(index),
             stored,
             price: Cell::new(None),
+            capped: false,
         })
         .collect()
 }
@@ -305,14 +306,32 @@ fn stored_items_of<'c, 'a>(copies: &'c ToolResultCopies<'a>) -> Vec<Item<'c, 'a>
 /// One shown thing: its live part (none when the live copy is the stored text), its stored
 /// text, and its price once known. A text's price is counted when a cut first needs it; a
 /// native part's is known from the start.
+#[derive(Clone)]
 struct Item<'c, 'a> {
     live: Option<&'c Part<'a>>,
     kind: Kind,
     stored: &'c str,
     price: Cell<Option<u64>>,
+    /// A native part over the hard cap: it goes as its stored placeholder, a text kept whole
+    /// or left out.
+    capped: bool,
 }
 
-impl Item<'_, '_> {
+impl<'c, 'a> Item<'c, 'a> {
+    /// The item as the cut sees it when `room` is all a kept thing may cost: a native image,
+    /// document or audio clip dearer than that can never be sent, so it becomes its placeholder.
+    fn capped_at(&self, pricer: Pricer<'_>, room: u64) -> Item<'c, 'a> {
+        let over = self.live.is_some() && self.kind != Kind::Text && self.price(pricer) > room;
+        if !over {
+            return self.clone();
+        }
+        Item {
+            price: Cell::new(None),
+            capped: true,
+            ..self.clone()
+        }
+    }
+
     /// Whether it is cut as text: a text, or any stored piece but a media placeholder.
     fn is_text(&self) -> bool {
         self.kind == Kind::Text
@@ -359,6 +378,10 @@ impl Omitted {
     /// Counts one whole shown thing: its reported tokens, and its characters or itself.
     fn add(&mut self, item: &Item<'_, '_>, pricer: Pricer<'_>) {
         self.tokens += item.reported(pricer);
+        if item.capped {
+            // Its placeholder was kept; the thing itself was left out.
+            return;
+        }
         match item.kind {
             Kind::Text => self.characters += item.stored.chars().count() as u64,
             Kind::Image => self.images += 1,
@@ -431,6 +454,7 @@ fn items_of<'c, 'a>(
             kind: Kind::Text,
             stored: &copies.stored,
             price: Cell::new(stored_price),
+            capped: false,
         }]),
         LiveCopy::Native(parts) => parts
             .iter()
@@ -446,6 +470,7 @@ fn items_of<'c, 'a>(
                     kind,
                     stored,
                     price: Cell::new(price),
+                    capped: false,
                 })
             })
             .collect(),
@@ -468,6 +493,12 @@ fn cut_items<'a>(
         return Err(CutError::NoticeOverBudget { reserve });
     }
     let mut available = budget - reserve;
+    // The hard cap: what costs more than all the room beside the notice goes as its placeholder.
+    let capped: Vec<Item<'_, 'a>> = items
+        .iter()
+        .map(|item| item.capped_at(pricer, available))
+        .collect();
+    let items = &capped[..];
     for _ in 0..8 {
         let head_budget = available / 2;
         let cut = find_cut(items, pricer, head_budget, available - head_budget);
@@ -578,7 +609,11 @@ fn assemble<'a>(
                 }
                 None => {
                     kept.add(item, pricer);
-                    out.push((item.live.cloned(), item.stored.to_owned()));
+                    let live = match item.live {
+                        Some(_) if item.capped => Some(Part::Text(item.stored.to_owned())),
+                        live => live.cloned(),
+                    };
+                    out.push((live, item.stored.to_owned()));
                 }
             }
         };

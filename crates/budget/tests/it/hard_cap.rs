@@ -1,6 +1,7 @@
 //! A single image whose price alone is over the budget is never sent: with room for the notice
-//! it is left out and counted there; with a budget smaller than the notice the whole result goes
-//! as one line naming its spill. Either way the image is in the spill.
+//! it goes as its placeholder, and the notice counts it and says how to read it back; with a
+//! budget smaller than the notice the whole result goes as one line naming its spill. Either
+//! way the image is in the spill.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -44,13 +45,47 @@ fn an_image_dearer_than_the_budget_is_never_sent() {
             "budget {budget}: {}",
             fitted.copies.stored
         );
-        // Whatever the notice's room, the model gets a line or two, never the image's price.
+        // Whatever the notice's room, the model gets a line or three, never the image's price.
         assert!(
-            fitted.price.is_some_and(|p| p < 60),
+            fitted
+                .price
+                .is_some_and(|p| p < 60 || (budget >= 200 && p <= budget)),
             "budget {budget}: {:?}",
             fitted.price
         );
+        // With room for its placeholder beside the notice, the image becomes its placeholder,
+        // and the notice counts the image as left out.
+        if budget >= 200 {
+            let stored = &fitted.copies.stored;
+            assert!(
+                stored.starts_with("The chart:\n[image: image/png, ")
+                    && stored.contains(" ref img_"),
+                "budget {budget}: {stored}"
+            );
+            assert!(
+                stored.contains(", 1 images); "),
+                "budget {budget}: {stored}"
+            );
+        }
     }
+}
+
+#[test]
+fn a_capped_image_keeps_its_place_between_the_texts_around_it() {
+    // The image's placeholder sits where the image was, and both texts around it are whole.
+    let result = json!({"content": [
+        {"type": "text", "text": "before"},
+        {"type": "image", "mimeType": "image/png", "data": big_png()},
+        {"type": "text", "text": "after"},
+    ]});
+    let fitted = fit_spilled(&result, &PricedRoute::ANTHROPIC, 300, "hard-cap-between");
+    let stored = &fitted.copies.stored;
+    let lines: Vec<&str> = stored.lines().collect();
+    assert_eq!(lines[0], "before", "{stored}");
+    assert!(lines[1].starts_with("[image: image/png, "), "{stored}");
+    assert!(stored.contains("\nafter"), "{stored}");
+    assert!(stored.contains("1 images); read the rest with"), "{stored}");
+    assert!(fitted.price.is_some_and(|p| p <= 300));
 }
 
 #[test]
