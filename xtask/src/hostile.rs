@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Every hostile mode, as `mcpl serve-demo --hostile` names them; `None` is the demo alone.
-const MODES: [Option<&str>; 14] = [
+const MODES: [Option<&str>; 15] = [
     None,
     Some("same-cursor"),
     Some("endless-cursors"),
@@ -25,6 +25,7 @@ const MODES: [Option<&str>; 14] = [
     Some("invalid-utf8"),
     Some("deep-nesting"),
     Some("huge-number"),
+    Some("image-injections"),
 ];
 /// The default message limit (`maxMessageBytes`).
 const MESSAGE_LIMIT: u64 = 64 << 20;

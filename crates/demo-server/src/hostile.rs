@@ -60,6 +60,9 @@ pub enum Misbehaviour {
     /// set, the server first leaves a file in that folder and waits (up to 10 s) until that many
     /// servers have. A host that makes calls one after another never gets an answer.
     Gather,
+    /// Offers `context/beforeInference` and answers it with one `afterUser` injection of the
+    /// given number (default 300) of tiny PNGs, more than a request may carry.
+    ImageInjections,
 }
 
 /// What [`Misbehaviour::Gather`] answers each call with.
@@ -69,7 +72,7 @@ pub fn gathered(calls: u64, servers: u64) -> String {
 
 impl Misbehaviour {
     /// Every mode.
-    pub const ALL: [Misbehaviour; 14] = [
+    pub const ALL: [Misbehaviour; 15] = [
         Misbehaviour::SameCursor,
         Misbehaviour::EndlessCursors,
         Misbehaviour::PingFlood,
@@ -84,6 +87,7 @@ impl Misbehaviour {
         Misbehaviour::DeepNesting,
         Misbehaviour::HugeNumber,
         Misbehaviour::Gather,
+        Misbehaviour::ImageInjections,
     ];
 
     /// The mode's name on the command line.
@@ -103,6 +107,7 @@ impl Misbehaviour {
             Misbehaviour::DeepNesting => "deep-nesting",
             Misbehaviour::HugeNumber => "huge-number",
             Misbehaviour::Gather => "gather",
+            Misbehaviour::ImageInjections => "image-injections",
         }
     }
 
@@ -119,6 +124,7 @@ impl Misbehaviour {
             Misbehaviour::BigLine => 500 << 20,
             Misbehaviour::NotifyFlood => 1_000_000,
             Misbehaviour::Gather => 2,
+            Misbehaviour::ImageInjections => 300,
             _ => 0,
         }
     }
@@ -189,13 +195,30 @@ impl<W: Write + Send + 'static> Hostile<W> {
                 } else {
                     "2025-11-25"
                 };
+                let mut capabilities = json!({"tools": {}});
+                if self.mode == Misbehaviour::ImageInjections {
+                    capabilities["experimental"] =
+                        json!({"mcpl": {"contextHooks": {"beforeInference": {}}}});
+                }
                 self.answer(
                     &id,
                     json!({
                         "protocolVersion": version,
                         "serverInfo": {"name": "mcpl-hostile", "version": "0"},
-                        "capabilities": {"tools": {}},
+                        "capabilities": capabilities,
                     }),
+                )
+            }
+            "context/beforeInference" if self.mode == Misbehaviour::ImageInjections => {
+                let png = json!({"type": "image", "mimeType": "image/png",
+                                 "data": crate::media::base64(crate::media::PNG)});
+                let content: Vec<Value> =
+                    std::iter::once(json!({"type": "text", "text": "Screens:"}))
+                        .chain((0..self.size).map(|_| png.clone()))
+                        .collect();
+                self.answer(
+                    &id,
+                    json!({"contextInjections": [{"position": "afterUser", "content": content}]}),
                 )
             }
             "tools/list" if self.mode == Misbehaviour::EndlessCursors => {
@@ -317,7 +340,8 @@ impl<W: Write + Send + 'static> Hostile<W> {
             | Misbehaviour::EndlessCursors
             | Misbehaviour::PushStream
             | Misbehaviour::Banner
-            | Misbehaviour::OldVersion => self.answer_text(id),
+            | Misbehaviour::OldVersion
+            | Misbehaviour::ImageInjections => self.answer_text(id),
         }
     }
 

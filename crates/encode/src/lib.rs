@@ -109,7 +109,8 @@ use mcpl_lanes::{LiveCopy, Part, RequestLimits, RouteId, ToolResultCopies, marke
 use serde_json::Value;
 
 pub use limits::{
-    LimitHit, audio_limit_notice, document_limit_notice, is_animated, request_limit_notice,
+    LimitHit, LimitTexts, audio_limit_notice, document_limit_notice, is_animated,
+    request_limit_notice,
 };
 
 use crate::conversation::{Content, Message, ModelRequest, ToolOutput};

@@ -92,6 +92,67 @@ pub fn document_limit_notice(hit: LimitHit) -> String {
     format!("[document not sent in this request: {hit}]")
 }
 
+/// The texts the request's limits may write for a part of a user message, at their longest:
+/// what may take its place (its description and a limit's notice) and what may follow it (the
+/// notice after an image scaled to fit). Every limit is spelled with the largest numbers it can
+/// hold, so none of these texts is shorter than the one a request writes. A text part has none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LimitTexts {
+    /// Each text that may replace the part, one per limit.
+    pub replacements: Vec<String>,
+    /// The notice that may follow the part when it is scaled to fit.
+    pub after: Option<String>,
+}
+
+impl LimitTexts {
+    /// The texts for `part`.
+    pub fn of(part: &Content) -> LimitTexts {
+        if matches!(part, Content::Text(_)) {
+            return LimitTexts::default();
+        }
+        let (n, px, bytes) = (usize::MAX, u32::MAX, u64::MAX);
+        let hits = [
+            LimitHit::NoPixels,
+            LimitHit::Side(px),
+            LimitHit::ManyImagesSide(n, px),
+            LimitHit::ImageBase64(bytes),
+            LimitHit::AnimatedGif,
+            LimitHit::Images(n),
+            LimitHit::ImageBytes(bytes),
+            LimitHit::InlineBase64(bytes),
+            LimitHit::Body(bytes),
+            LimitHit::DocumentPages(px),
+            LimitHit::DocumentBytes(bytes),
+            LimitHit::RequestPages(px),
+        ];
+        let replacements = hits
+            .iter()
+            .map(|hit| placeholder(part, None, *hit))
+            .collect();
+        let after = matches!(part, Content::Image { .. }).then(|| {
+            let size = markers::size_label(bytes);
+            let why = hits
+                .iter()
+                .map(ToString::to_string)
+                .max_by_key(String::len)
+                .unwrap_or_default();
+            let scaled = format!(
+                "[image above scaled from {px}×{px} px, {size} to {px}×{px} px, {size}: {why}]"
+            );
+            let first_frame = mcpl_scale::first_frame_notice(&why);
+            if scaled.len() >= first_frame.len() {
+                scaled
+            } else {
+                first_frame
+            }
+        });
+        LimitTexts {
+            replacements,
+            after,
+        }
+    }
+}
+
 /// Where an image sits in the messages: message, tool output (none in a user message), part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct At {
@@ -672,5 +733,87 @@ mod tests {
         assert_eq!(gif_frames(&gif(0)), Some(0));
         assert_eq!(gif_frames(&gif(1)[..20]), None);
         assert_eq!(gif_frames(b"\x89PNG"), None);
+    }
+
+    use mcpl_budget::{Bound, TokenEstimator};
+    use proptest::prelude::*;
+
+    fn hit() -> impl Strategy<Value = LimitHit> {
+        let px = any::<u32>();
+        let n = any::<usize>();
+        let bytes = any::<u64>();
+        prop_oneof![
+            Just(LimitHit::NoPixels),
+            px.prop_map(LimitHit::Side),
+            (n, px).prop_map(|(n, px)| LimitHit::ManyImagesSide(n, px)),
+            bytes.prop_map(LimitHit::ImageBase64),
+            Just(LimitHit::AnimatedGif),
+            n.prop_map(LimitHit::Images),
+            bytes.prop_map(LimitHit::ImageBytes),
+            bytes.prop_map(LimitHit::InlineBase64),
+            bytes.prop_map(LimitHit::Body),
+            px.prop_map(LimitHit::DocumentPages),
+            bytes.prop_map(LimitHit::DocumentBytes),
+            px.prop_map(LimitHit::RequestPages),
+        ]
+    }
+
+    /// A part of each kind, `len` base64 characters long.
+    fn part(kind: u8, len: usize) -> Content {
+        let data = "A".repeat(len);
+        match kind % 3 {
+            0 => Content::Image {
+                sniffed: Sniffed::Png,
+                dimensions: Dimensions {
+                    width: 1,
+                    height: 1,
+                },
+                data,
+            },
+            1 => Content::Audio {
+                sniffed: Sniffed::Wav,
+                data,
+            },
+            _ => Content::Document { data, pages: None },
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// No text a limit writes for a part costs more than the dearest of its `LimitTexts`.
+        #[test]
+        fn limit_texts_are_the_dearest_a_limit_writes(
+            kind in any::<u8>(),
+            len in 0usize..5000,
+            hit in hit(),
+            from in (any::<u32>(), any::<u32>()),
+            to in (any::<u32>(), any::<u32>()),
+            from_bytes in any::<u64>(),
+            scaled_len in 0usize..5000,
+        ) {
+            let part = part(kind, len);
+            let texts = LimitTexts::of(&part);
+            let dearest = texts.replacements.iter().map(|t| Bound.count(t)).max().unwrap_or(0);
+            let written = placeholder(&part, None, hit);
+            prop_assert!(Bound.count(&written) <= dearest, "{written}");
+            if let Content::Image { .. } = part {
+                let after = Bound.count(texts.after.as_deref().unwrap_or(""));
+                let scaled = mcpl_scale::Scaled {
+                    data: "A".repeat(scaled_len),
+                    sniffed: Sniffed::Png,
+                    dimensions: Dimensions { width: to.0, height: to.1 },
+                    from: Dimensions { width: from.0, height: from.1 },
+                    from_bytes,
+                };
+                let why = hit.to_string();
+                for notice in [
+                    mcpl_scale::scaled_notice(&scaled, &why),
+                    mcpl_scale::first_frame_notice(&why),
+                ] {
+                    prop_assert!(Bound.count(&notice) <= after, "{notice}");
+                }
+            }
+        }
     }
 }

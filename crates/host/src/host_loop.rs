@@ -34,7 +34,7 @@ use mcpl_client::{Call, CallError, Connection, ServerRequests};
 use mcpl_encode::conversation::{
     Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec, Usage, model_tool_name,
 };
-use mcpl_encode::{Encoder, window};
+use mcpl_encode::{Encoder, LimitTexts, window};
 use mcpl_fetch::{Fetcher, ResourceReader};
 
 /// The host tool every conversation offers.
@@ -1410,38 +1410,42 @@ impl Host {
             .map_or(DEFAULT_MESSAGE_BUDGET, |options| options.message_budget)
     }
 
-    /// Holds each text a server injects to its message budget, as a push event is held: one
-    /// over it is spilled whole and cut head and tail.
+    /// Holds each injection a server makes to its message budget, as a push event is held:
+    /// a system text, or a `beforeUser` or `afterUser` injection with its images, over it is
+    /// spilled whole and cut head and tail.
     fn fit_injections(&mut self, server: &str, found: &mut Injections) {
         let configured = self.message_budget(server);
         let mut diagnostics = Vec::new();
         let budget = self.held_budget(configured, &mut diagnostics);
-        let texts = found.system.iter_mut().chain(
-            found
-                .before_user
-                .iter_mut()
-                .chain(found.after_user.iter_mut())
-                .filter_map(|content| match content {
-                    Content::Text(text) => Some(text),
-                    _ => None,
-                }),
-        );
-        let mut cut = 0;
-        for text in texts {
+        let mut held = 0;
+        for text in &mut found.system {
             if self.pricer().text.count_within(text, budget).is_some() {
                 continue;
             }
-            let held = self.hold_text(text, budget, "the whole");
-            *text = match (held.text, held.spill) {
+            let kept = self.hold_text(text, budget, "the whole");
+            *text = match (kept.text, kept.spill) {
                 (Ok(cut), _) => cut,
                 (Err(_), Ok(spill)) => format!("[left out: {}]", spill.reference()),
                 (Err(_), Err(_)) => "[left out: over its budget]".to_owned(),
             };
-            cut += 1;
+            held += 1;
         }
-        if cut > 0 {
+        let mut user = std::mem::take(&mut found.user);
+        for injection in &mut user {
+            let lines = self.hold_message(
+                &mut injection.parts,
+                &mut injection.stored,
+                budget,
+                "injected",
+            );
+            held += usize::from(!lines.is_empty());
+            diagnostics.extend(lines);
+        }
+        found.user = user;
+        found.place_user();
+        if held > 0 {
             diagnostics.push(format!(
-                "{cut} injected texts from server {server} were over the message budget of {budget} estimated tokens: cut, and spilled"
+                "{held} injections from server {server} were over the message budget of {budget} estimated tokens: held to it"
             ));
         }
         found.diagnostics.append(&mut diagnostics);
@@ -1477,41 +1481,62 @@ impl Host {
         }
     }
 
-    /// Holds a push event or channel message to its server's message budget: one over it is
-    /// spilled whole (its stored text, which `read_result` reads back) and cut head and tail,
-    /// as a result is; its live copy is then the cut text. When the spill cannot be written the
-    /// message is cut all the same, and its notice says the whole could not be kept.
+    /// Holds a push event or channel message to its server's message budget (see
+    /// [`Host::hold_message`]).
     fn fit_message(&mut self, message: &mut Queued) {
         let configured = self.message_budget(&message.server);
         let mut diagnostics = Vec::new();
         let budget = self.held_budget(configured, &mut diagnostics);
+        let what = message.origin.lane();
+        diagnostics.extend(self.hold_message(
+            &mut message.parts,
+            &mut message.stored,
+            budget,
+            what,
+        ));
+        message.diagnostics.append(&mut diagnostics);
+    }
+
+    /// Holds a server's message (`what`: a push event, a channel message, an injection) to
+    /// `budget`, and says what it did. Its parts go as they are when they fit with each image,
+    /// document and audio clip priced at the most the request's limits can make of it (its own
+    /// price and the longest text a limit writes for it), so whatever the limits later do, the
+    /// message stays within the budget. Else its stored text goes (each image as its
+    /// placeholder) when that fits; else the stored text is spilled whole and cut head and
+    /// tail, as a result is. When the spill cannot be written the text is cut all the same,
+    /// and its notice says the whole could not be kept.
+    fn hold_message(
+        &mut self,
+        parts: &mut Vec<Content>,
+        stored: &mut String,
+        budget: u64,
+        what: &str,
+    ) -> Vec<String> {
         let pricer = self.pricer();
-        let live: Vec<Part<'_>> = message.parts.iter().map(Content::as_part).collect();
         // Each text is read only until the budget is spent.
-        let live_fits = live
+        let live_fits = parts
             .iter()
             .try_fold(0u64, |spent, part| {
                 let left = budget.checked_sub(spent)?;
                 let price = match part {
-                    Part::Text(text) => pricer.text.count_within(text, left)?,
-                    other => pricer.part(other).ok().filter(|price| *price <= left)?,
+                    Content::Text(text) => pricer.text.count_within(text, left)?,
+                    native => ceiling_price(pricer, native)?,
                 };
-                Some(spent + price)
+                (price <= left).then_some(spent + price)
             })
             .is_some();
-        let what = message.origin.lane();
-        if pricer.text.count_within(&message.stored, budget).is_some() {
+        let mut diagnostics = Vec::new();
+        if pricer.text.count_within(stored, budget).is_some() {
             if !live_fits {
                 // The live copy alone was over: its images go as their placeholders.
-                message.parts = vec![Content::Text(message.stored.clone())];
+                *parts = vec![Content::Text(stored.clone())];
                 diagnostics.push(format!(
                     "the {what} message's images were over its budget of {budget} estimated tokens: sent as their placeholders"
                 ));
-                message.diagnostics.append(&mut diagnostics);
             }
-            return;
+            return diagnostics;
         }
-        let held = self.hold_text(&message.stored, budget, "the whole message");
+        let held = self.hold_text(stored, budget, "the whole message");
         let text = match held.text {
             Ok(text) => {
                 diagnostics.push(match &held.spill {
@@ -1537,9 +1562,9 @@ impl Host {
                 }
             }
         };
-        message.parts = vec![Content::Text(text.clone())];
-        message.stored = text;
-        message.diagnostics.append(&mut diagnostics);
+        *parts = vec![Content::Text(text.clone())];
+        *stored = text;
+        diagnostics
     }
 
     /// The result with its images over the route's per-image limits scaled to fit, or `None`
@@ -1662,6 +1687,25 @@ impl ServerRequests for SharedRequests<'_, '_> {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         host.answer(server, method, params)
     }
+}
+
+/// The most an image, document or audio clip of a message can cost once the request's limits
+/// have had their say: its own price and the dearest text a limit may write for it. `None`
+/// when it cannot be priced on the route.
+fn ceiling_price(pricer: Pricer<'_>, part: &Content) -> Option<u64> {
+    let own = pricer.part(&part.as_part()).ok()?;
+    let texts = LimitTexts::of(part);
+    let replaced = texts
+        .replacements
+        .iter()
+        .map(|text| pricer.text.count(text))
+        .max()
+        .unwrap_or(0);
+    let after = texts
+        .after
+        .as_deref()
+        .map_or(0, |text| pricer.text.count(text));
+    Some(own + replaced.max(after))
 }
 
 /// A text held to a budget it was over: what goes instead, and where the whole is.

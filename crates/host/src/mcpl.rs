@@ -146,8 +146,39 @@ pub struct Injections {
     pub before_user: Vec<Content>,
     /// Parts placed after it.
     pub after_user: Vec<Content>,
+    /// Each `beforeUser` and `afterUser` injection on its own, in order: its parts (which
+    /// `before_user` and `after_user` hold, joined) and the text it stands for. A host holds
+    /// each to its server's message budget, as a push event is held.
+    pub user: Vec<UserInjection>,
     /// What could not be used, one line each.
     pub diagnostics: Vec<String>,
+}
+
+/// One `beforeUser` or `afterUser` injection.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserInjection {
+    /// Whether it goes after the latest user message's content, else before it.
+    pub after: bool,
+    /// What the model sees.
+    pub parts: Vec<Content>,
+    /// Its text, each image, document or audio clip as its placeholder line.
+    pub stored: String,
+}
+
+impl Injections {
+    /// Sets `before_user` and `after_user` from `user`, as each injection is now.
+    pub fn place_user(&mut self) {
+        self.before_user.clear();
+        self.after_user.clear();
+        for injection in &self.user {
+            let side = if injection.after {
+                &mut self.after_user
+            } else {
+                &mut self.before_user
+            };
+            side.extend(injection.parts.iter().cloned());
+        }
+    }
 }
 
 /// The host's lane state, shared by every server.
@@ -485,12 +516,11 @@ impl Lanes {
                     }));
                     let content = scaled.as_ref().unwrap_or(content);
                     let view = self.projector(&name).injection_user(content);
-                    let parts = view.parts.iter().map(Content::from_part);
-                    if position == "beforeUser" {
-                        into.before_user.extend(parts);
-                    } else {
-                        into.after_user.extend(parts);
-                    }
+                    into.user.push(UserInjection {
+                        after: position == "afterUser",
+                        parts: view.parts.iter().map(Content::from_part).collect(),
+                        stored: view.stored,
+                    });
                 }
                 other => into.diagnostics.push(format!(
                     "{server}: contextInjections[{index}] has position {}; positions are system, beforeUser, afterUser",
@@ -498,6 +528,7 @@ impl Lanes {
                 )),
             }
         }
+        into.place_user();
     }
 }
 

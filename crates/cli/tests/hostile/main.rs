@@ -553,3 +553,57 @@ fn calls_to_one_server_run_at_once_up_to_its_limit() {
         "tool call failed: server one did not answer tools/call within 500 ms"
     );
 }
+
+#[test]
+fn injected_images_are_held_to_the_message_budget_whatever_the_limits_do() {
+    // One injection of 300 tiny PNGs: a request carries at most 100 images, so the limits would
+    // write a notice in the place of each of the other 200, far more than the budget of 1,000.
+    // The injection is priced at the most the limits can make of it, and goes as its text, cut.
+    let scratch = Scratch::new("image-injections");
+    let mcpl = env!("CARGO_BIN_EXE_mcpl");
+    let budget = 1_000;
+    let config = json!({
+        "mcpServers": {
+            "hostile": {"command": mcpl,
+                        "args": ["serve-demo", "--hostile", Misbehaviour::ImageInjections.name()],
+                        "mcpl": {"timeoutMs": TIMEOUT_MS, "messageBudget": budget}},
+        },
+        "mcpl": {"spillDir": scratch.path("spill"), "contextWindow": 1_000_000},
+    });
+    let script = json!({"steps": [], "final": "done"});
+    let run = run_config(&scratch, "image-injections", &config, &script);
+    assert!(run.success, "{}", tail(&run.stderr));
+    let body = &run.bodies[0];
+    let blocks: Vec<&Value> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .collect();
+    // Every block but the person's own turn is the injection's.
+    let injected: Vec<&Value> = blocks.iter().skip(1).copied().collect();
+    assert!(!injected.is_empty(), "{body}");
+    let text_tokens: u64 = injected
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .map(|t| mcpl_budget::TokenEstimator::count(&mcpl_budget::O200k, t))
+        .sum();
+    let images = injected.iter().filter(|b| b["type"] == "image").count() as u64;
+    // A 16 x 12 PNG costs the anthropic route 1 token.
+    let tokens = text_tokens + images;
+    assert!(
+        tokens <= budget,
+        "{tokens} tokens ({images} images) over the budget of {budget}: {}",
+        tail(&body.to_string())
+    );
+    // The whole injection is in a spill the model is told how to read.
+    assert!(
+        injected
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .any(|t| t.contains("read the rest with read_result(")),
+        "{}",
+        tail(&body.to_string())
+    );
+}
