@@ -201,6 +201,11 @@ fn main() -> ExitCode {
             .unwrap_or_default();
         eprintln!("mcpl: internal error: {}", detail.replace('\n', " "));
     }));
+    // One TLS crypto provider for the whole process, chosen here: the build holds two (ring,
+    // and aws-lc-rs through the S3 store), and a client that left the choice to rustls would
+    // panic. mcpl's own clients name ring themselves; this covers any other.
+    #[cfg(feature = "tls")]
+    let _ = rustls::crypto::ring::default_provider().install_default();
     // Logs (servers' stderr among them) go to standard error; MCPL_LOG picks the level.
     let level = std::env::var("MCPL_LOG")
         .ok()

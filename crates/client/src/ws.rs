@@ -105,8 +105,25 @@ fn handshake(
     stream: TcpStream,
     config: WebSocketConfig,
 ) -> Result<(Socket, tungstenite::handshake::client::Response), String> {
-    tungstenite::client_tls_with_config(request, stream, Some(config), None)
+    let connector = tungstenite::Connector::Rustls(tls_config()?);
+    tungstenite::client_tls_with_config(request, stream, Some(config), Some(connector))
         .map_err(|e| format!("{e}"))
+}
+
+/// The TLS client configuration for `wss://`: the ring provider, named here rather than left to
+/// rustls to pick (which panics when the build holds two), and the Mozilla roots.
+#[cfg(feature = "tls")]
+fn tls_config() -> Result<std::sync::Arc<rustls::ClientConfig>, String> {
+    let roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(std::sync::Arc::new(config))
 }
 
 #[cfg(not(feature = "tls"))]

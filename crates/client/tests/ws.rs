@@ -180,3 +180,52 @@ fn a_message_over_the_limit_fails_the_call_and_ends_the_socket() {
         "{error}"
     );
 }
+
+/// A `wss://` server on loopback with a self-signed certificate, for one connection: it
+/// completes the TLS handshake if the client does, then the WebSocket upgrade. Returns its url.
+#[cfg(feature = "tls")]
+fn serve_tls() -> String {
+    use rustls::pki_types::pem::PemObject as _;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs = vec![
+        CertificateDer::from_pem_slice(include_bytes!("fixtures/self-signed.cert.pem")).unwrap(),
+    ];
+    let key =
+        PrivateKeyDer::from_pem_slice(include_bytes!("fixtures/self-signed.key.pem")).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+    let config = Arc::new(config);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("wss://{}/mcpl", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let connection = rustls::ServerConnection::new(config).unwrap();
+        let tls = rustls::StreamOwned::new(connection, stream);
+        // The client refuses the certificate, so this fails; the test reads the client's error.
+        let _ = tungstenite::accept(tls);
+    });
+    url
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn wss_dials_with_its_own_tls_provider_and_refuses_an_unknown_certificate() {
+    // rustls is built with two crypto providers in this tree; a connector that left the choice
+    // to rustls panicked on every wss:// dial. The certificate is self-signed: refused, in words.
+    let url = serve_tls();
+    let mut host = Pushes::default();
+    let error = match Connection::start(
+        &launch(&url, None),
+        Limits::with_timeout(TIMEOUT),
+        &mut host,
+    ) {
+        Ok(_) => panic!("a self-signed certificate was trusted"),
+        Err(error) => error.to_string(),
+    };
+    assert!(error.contains("certificate"), "{error}");
+}

@@ -502,6 +502,58 @@ fn a_run_with_a_server_that_cannot_start_warns_and_goes_on() {
     );
 }
 
+/// A `wss://` listener on loopback with a self-signed certificate, for one connection.
+fn self_signed_wss() -> String {
+    use rustls::pki_types::pem::PemObject as _;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../client/tests/fixtures");
+    let cert = std::fs::read(fixtures.join("self-signed.cert.pem")).unwrap();
+    let key = std::fs::read(fixtures.join("self-signed.key.pem")).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from_pem_slice(&cert).unwrap()],
+            PrivateKeyDer::from_pem_slice(&key).unwrap(),
+        )
+        .unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("wss://{}/mcpl", listener.local_addr().unwrap());
+    let config = std::sync::Arc::new(config);
+    std::thread::spawn(move || {
+        if let Ok((stream, _)) = listener.accept() {
+            let connection = rustls::ServerConnection::new(config).unwrap();
+            let _ = tungstenite::accept(rustls::StreamOwned::new(connection, stream));
+        }
+    });
+    url
+}
+
+#[test]
+fn a_wss_server_with_a_certificate_no_root_signed_is_refused_in_words() {
+    // The binary builds rustls with two crypto providers; a wss:// dial that left the choice to
+    // rustls panicked. Now the server is refused for its certificate, and the run goes on.
+    let scratch = Scratch::new("wss-self-signed");
+    let config = servers(
+        &scratch,
+        &["demo"],
+        &[("secure", json!({"url": self_signed_wss()}))],
+    );
+    let script = calls(&scratch, &[(Some("demo"), "text")]);
+    let transcript = scratch.0.join("transcript.jsonl");
+    let output = run_quietly(&config, Some(&script), &transcript);
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("internal error"), "{stderr}");
+    assert!(
+        stderr.starts_with("mcpl: warning: server secure could not be started: ")
+            && stderr.lines().next().unwrap().contains("certificate"),
+        "{stderr}"
+    );
+}
+
 /// A server that runs `script` in `sh`.
 #[cfg(unix)]
 fn shell(script: &str) -> Value {
