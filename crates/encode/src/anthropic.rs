@@ -42,15 +42,17 @@ pub(super) fn request(request: &ModelRequest<'_>, flavor: Flavor) -> Value {
             }),
             Message::Assistant { text, tool_calls } => {
                 let mut blocks = Vec::new();
-                if !text.is_empty() || tool_calls.is_empty() {
+                if !blank(text) {
                     blocks.push(json!({"type": "text", "text": text}));
+                } else if tool_calls.is_empty() {
+                    blocks.push(json!({"type": "text", "text": EMPTY}));
                 }
                 blocks.extend(tool_calls.iter().map(|call| {
                     json!({
                         "type": "tool_use",
                         "id": call.id,
                         "name": call.name,
-                        "input": call.arguments,
+                        "input": call.arguments_object(),
                     })
                 }));
                 json!({"role": "assistant", "content": blocks})
@@ -141,34 +143,47 @@ fn user_content(content: &[Content], flavor: Flavor) -> Value {
     }
 }
 
-/// Content blocks: text, base64 image sources and base64 PDF `document`s. Anthropic takes no audio, and the route says
-/// so, so lanes never give it audio; should some arrive, it is described in text. Empty texts
-/// are left out: the API refuses an empty text block.
+/// Content blocks: text, base64 image sources and base64 PDF `document`s. Anthropic takes no
+/// audio, and the route says so, so lanes never give it audio; should some arrive, it is
+/// described in text. Texts that are empty or only whitespace are left out: the API refuses a
+/// text block without a character that is not whitespace. Content left with no block at all
+/// is one text block, [`EMPTY`]: the API refuses an empty user message too.
 pub(super) fn content_blocks(content: &[Content], route: &PricedRoute) -> Value {
-    Value::Array(
-        content
-            .iter()
-            .filter(|part| !matches!(part, Content::Text(text) if text.is_empty()))
-            .map(|part| match part {
-                Content::Text(text) => json!({"type": "text", "text": text}),
-                Content::Image { sniffed, data, .. } if takes_image(route, *sniffed) => json!({
-                    "type": "image",
-                    "source": {"type": "base64", "media_type": sniffed.mime(), "data": data},
-                }),
-                Content::Image { sniffed, data, .. } => {
-                    json!({"type": "text", "text": image_not_sent(sniffed.mime(), data)})
-                }
-                Content::Audio { sniffed, data } => {
-                    json!({"type": "text", "text": audio_description(sniffed.mime(), data)})
-                }
-                Content::Document { data, .. } if takes_document(route) => json!({
-                    "type": "document",
-                    "source": {"type": "base64", "media_type": "application/pdf", "data": data},
-                }),
-                Content::Document { data, .. } => {
-                    json!({"type": "text", "text": document_not_sent(data)})
-                }
-            })
-            .collect(),
-    )
+    let blocks: Vec<Value> = content
+        .iter()
+        .filter(|part| !matches!(part, Content::Text(text) if blank(text)))
+        .map(|part| match part {
+            Content::Text(text) => json!({"type": "text", "text": text}),
+            Content::Image { sniffed, data, .. } if takes_image(route, *sniffed) => json!({
+                "type": "image",
+                "source": {"type": "base64", "media_type": sniffed.mime(), "data": data},
+            }),
+            Content::Image { sniffed, data, .. } => {
+                json!({"type": "text", "text": image_not_sent(sniffed.mime(), data)})
+            }
+            Content::Audio { sniffed, data } => {
+                json!({"type": "text", "text": audio_description(sniffed.mime(), data)})
+            }
+            Content::Document { data, .. } if takes_document(route) => json!({
+                "type": "document",
+                "source": {"type": "base64", "media_type": "application/pdf", "data": data},
+            }),
+            Content::Document { data, .. } => {
+                json!({"type": "text", "text": document_not_sent(data)})
+            }
+        })
+        .collect();
+    if blocks.is_empty() {
+        return json!([{"type": "text", "text": EMPTY}]);
+    }
+    Value::Array(blocks)
+}
+
+/// The text of content that has nothing to show: what a user message or a tool result holds
+/// when everything in it was empty or whitespace.
+pub(super) const EMPTY: &str = "(empty)";
+
+/// Whether a text has no character but whitespace, which the Messages API refuses as a block.
+pub(super) fn blank(text: &str) -> bool {
+    text.chars().all(char::is_whitespace)
 }

@@ -105,6 +105,18 @@ pub struct ToolCall {
     pub signature: Option<String>,
 }
 
+impl ToolCall {
+    /// The arguments as an object for the routes that take only an object: arguments the model
+    /// wrote that are not one (its mistake, answered with an error result) go back as `{}`.
+    pub fn arguments_object(&self) -> Value {
+        if self.arguments.is_object() {
+            self.arguments.clone()
+        } else {
+            Value::Object(serde_json::Map::new())
+        }
+    }
+}
+
 /// One tool result as the conversation holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutput {

@@ -46,16 +46,6 @@ pub enum AnswerError {
         /// The field it lacks.
         field: &'static str,
     },
-    /// A tool call whose arguments string is not JSON.
-    #[error("tool_calls[{index}] ({name}): its arguments are not JSON: {error}")]
-    ArgumentsNotJson {
-        /// Its place in the answer.
-        index: usize,
-        /// The tool's name.
-        name: String,
-        /// What the JSON parser said.
-        error: serde_json::Error,
-    },
 }
 
 /// A Messages API answer: its text blocks joined with `\n`, its `tool_use` blocks as calls.
@@ -134,7 +124,7 @@ pub fn openai_chat_turn(answer: &Value) -> Result<Turn, AnswerError> {
         };
         let id = field("/id")?;
         let name = field("/function/name")?;
-        let arguments = arguments(i, name, field("/function/arguments")?)?;
+        let arguments = arguments(field("/function/arguments")?);
         tool_calls.push(ToolCall {
             id: id.to_owned(),
             name: name.to_owned(),
@@ -154,16 +144,14 @@ pub fn openai_chat_turn(answer: &Value) -> Result<Turn, AnswerError> {
     })
 }
 
-/// A call's JSON-string arguments, parsed (an empty string is `{}`).
-fn arguments(index: usize, name: &str, raw: &str) -> Result<Value, AnswerError> {
+/// A call's JSON-string arguments, parsed (an empty string is `{}`). Arguments that are not
+/// JSON are kept as the string the model wrote: the call is the model's mistake, and the host
+/// answers it with an error result rather than ending the turn.
+fn arguments(raw: &str) -> Value {
     if raw.trim().is_empty() {
-        return Ok(Value::Object(serde_json::Map::new()));
+        return Value::Object(serde_json::Map::new());
     }
-    serde_json::from_str(raw).map_err(|error| AnswerError::ArgumentsNotJson {
-        index,
-        name: name.to_owned(),
-        error,
-    })
+    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
 }
 
 /// The usage at these two pointers; `None` unless both are counts.
@@ -216,7 +204,7 @@ pub fn openai_responses_turn(answer: &Value) -> Result<Turn, AnswerError> {
                 tool_calls.push(ToolCall {
                     id: field("call_id")?.to_owned(),
                     name: name.to_owned(),
-                    arguments: arguments(i, name, field("arguments")?)?,
+                    arguments: arguments(field("arguments")?),
                     signature: None,
                 });
             }
@@ -316,17 +304,11 @@ mod tests {
         .unwrap();
         assert_eq!(turn.text, "");
         assert_eq!(turn.tool_calls[0].arguments, json!({}));
+        // Arguments that are not JSON keep the call: the host answers it with an error result.
         let bad = openai_chat_turn(&json!({"choices": [{"message": {"tool_calls": [
-            {"id": "c1", "function": {"name": "f", "arguments": "{\"n\": "}}]}}]}));
-        assert!(matches!(
-            bad,
-            Err(AnswerError::ArgumentsNotJson { index: 0, .. })
-        ));
-        assert!(
-            bad.unwrap_err()
-                .to_string()
-                .starts_with("tool_calls[0] (f): its arguments are not JSON: ")
-        );
+            {"id": "c1", "function": {"name": "f", "arguments": "{\"n\": "}}]}}]}))
+        .unwrap();
+        assert_eq!(bad.tool_calls[0].arguments, json!("{\"n\": "));
         let missing = openai_chat_turn(&json!({"choices": [{"message": {"tool_calls": [
             {"id": "c1", "function": {"arguments": "{}"}}]}}]}));
         assert_eq!(

@@ -77,8 +77,7 @@ pub(super) fn request(request: &ModelRequest<'_>) -> Value {
 /// A `functionCall` part with the call's id, and the `thoughtSignature` the model returned on
 /// it, byte for byte (Gemini 3 answers a conversation that drops it with a 4xx).
 fn function_call_part(call: &ToolCall) -> Value {
-    let mut part =
-        json!({"functionCall": {"id": call.id, "name": call.name, "args": call.arguments}});
+    let mut part = json!({"functionCall": {"id": call.id, "name": call.name, "args": call.arguments_object()}});
     if let (Some(signature), Some(object)) = (&call.signature, part.as_object_mut()) {
         object.insert(
             "thoughtSignature".to_owned(),

@@ -45,7 +45,7 @@ pub(super) fn request(request: &ModelRequest<'_>, detail: ImageDetail) -> Value 
                                 "type": "function",
                                 "function": {
                                     "name": call.name,
-                                    "arguments": call.arguments.to_string(),
+                                    "arguments": call.arguments_object().to_string(),
                                 },
                             })
                         })

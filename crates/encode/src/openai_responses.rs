@@ -35,7 +35,7 @@ pub(super) fn request(request: &ModelRequest<'_>, detail: ImageDetail) -> Value 
                         "type": "function_call",
                         "call_id": call.id,
                         "name": call.name,
-                        "arguments": call.arguments.to_string(),
+                        "arguments": call.arguments_object().to_string(),
                     })
                 }));
             }

@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 
 use crate::config::{Config, DEFAULT_MESSAGE_BUDGET, ServerConfig, ServerOptions};
 use crate::mcpl::{Injections, Lanes, Queued, unseen_events};
+use crate::mistakes::{self, Schemas};
 use crate::model::{Model, ModelError};
 use mcpl_client::{Call, CallError, Connection, ServerRequests};
 use mcpl_encode::conversation::{
@@ -63,8 +64,6 @@ const READ_RESULT_MIN_TOKENS: u64 = 100;
 /// How long a server may take to answer `context/beforeInference` before the round goes on
 /// without it.
 const INJECTION_TIMEOUT: Duration = Duration::from_secs(5);
-/// How many offered tools an unknown tool's error lists.
-const LISTED_TOOLS: usize = 12;
 
 /// The most `tools/list` pages read from one server.
 pub const MAX_TOOL_PAGES: usize = 1000;
@@ -95,6 +94,9 @@ pub struct HostOptions {
     pub fetch_dir: PathBuf,
     /// The most rounds one conversation may take.
     pub max_rounds: usize,
+    /// The most tool calls in a row that may fail before the run stops: a model that keeps
+    /// making the same mistake is stopped, one that recovers goes on.
+    pub max_consecutive_errors: usize,
     /// The route settings: raised request limits, image scaling.
     pub settings: crate::config::RouteSettings,
 }
@@ -123,6 +125,7 @@ impl HostOptions {
                 .clone()
                 .unwrap_or_else(|| fresh_private_dir("mcpl-refs-")),
             max_rounds: 64,
+            max_consecutive_errors: 10,
             settings: config.route,
         }
     }
@@ -254,47 +257,18 @@ pub enum LoopError {
     /// The model kept calling tools.
     #[error("the model was still calling tools after {0} rounds")]
     TooManyRounds(usize),
-    /// The model called a tool that no running server offers, by either name.
+    /// The model's tool calls kept failing: this many in a row, none succeeding between.
     #[error(
-        "round {round}: the model called {name}, which no running server offers (tools: {})",
-        listed(.offered)
+        "round {round}: the model's last {count} tool calls all failed, so the run stops (the last: {last})"
     )]
-    UnknownTool {
+    RepeatedErrors {
         /// The round.
         round: usize,
-        /// The name the model called.
-        name: String,
-        /// The tools offered, by their model-facing names.
-        offered: Vec<String>,
+        /// How many calls failed in a row.
+        count: usize,
+        /// The last call's error result.
+        last: String,
     },
-    /// The model called a tool by its own name, and several servers offer a tool of that name.
-    #[error(
-        "round {round}: the model called {name}, which {} servers offer: call one of {}",
-        .candidates.len(),
-        .candidates.join(", ")
-    )]
-    AmbiguousTool {
-        /// The round.
-        round: usize,
-        /// The name the model called.
-        name: String,
-        /// The model-facing names of the tools it may mean, in the configuration's order.
-        candidates: Vec<String>,
-    },
-}
-
-/// Names for a message, the first [`LISTED_TOOLS`] of them.
-fn listed(names: &[String]) -> String {
-    let mut list = names
-        .iter()
-        .take(LISTED_TOOLS)
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .join(", ");
-    if names.len() > LISTED_TOOLS {
-        list.push_str(&format!(" and {} more", names.len() - LISTED_TOOLS));
-    }
-    list
 }
 
 /// The host: servers, lane state, spill store and the tools offered to the model.
@@ -311,6 +285,10 @@ pub struct Host {
     tools: Vec<ToolSpec>,
     /// Model-facing tool name to (server index, tool name).
     tool_index: BTreeMap<String, (usize, String)>,
+    /// The tools' input schemas, compiled when a call is first checked against one.
+    schemas: Schemas,
+    /// The tool calls that failed since the last one that did not.
+    consecutive_errors: usize,
     /// Every tool call, in order.
     pub calls: Vec<CallReport>,
     /// Every round, in order.
@@ -378,6 +356,8 @@ impl Host {
             fetcher,
             tools: vec![fetch_reference_spec(), read_result_spec()],
             tool_index: BTreeMap::new(),
+            schemas: Schemas::default(),
+            consecutive_errors: 0,
             calls: Vec::new(),
             rounds: Vec::new(),
             usage: None,
@@ -561,11 +541,11 @@ impl Host {
             self.history_tokens += estimate(&turn.text);
             // Every call is routed before any is made, so a turn that cannot be carried out has
             // no side effects.
-            let calls = turn
+            let calls: Vec<ToolCall> = turn
                 .tool_calls
                 .into_iter()
-                .map(|call| self.route(round, call))
-                .collect::<Result<Vec<_>, _>>()?;
+                .map(|call| self.route(call))
+                .collect();
             history.push(Message::Assistant {
                 text: turn.text.clone(),
                 tool_calls: calls.clone(),
@@ -578,6 +558,23 @@ impl Host {
             }
             let outputs = self.call_tools(round, &calls);
             history.push(Message::ToolResults(outputs));
+            model.results(
+                &self.calls[self.calls.len() - calls.len()..]
+                    .iter()
+                    .map(|report| report.output.clone())
+                    .collect::<Vec<_>>(),
+            );
+            if self.consecutive_errors >= self.options.max_consecutive_errors {
+                let last = self
+                    .calls
+                    .last()
+                    .map_or_else(String::new, |c| c.output.stored.clone());
+                return Err(LoopError::RepeatedErrors {
+                    round,
+                    count: self.consecutive_errors,
+                    last,
+                });
+            }
         }
         Err(LoopError::TooManyRounds(self.options.max_rounds))
     }
@@ -978,42 +975,68 @@ impl Host {
         }
     }
 
-    /// A call as the loop makes it. A call by a tool's model-facing name (`memory__read_graph`),
-    /// by a host tool's, or by a name under a configured server that is not running goes as it
-    /// is (the last gets that server's error). A call by a tool's own name (`read_graph`) is
-    /// renamed to the one tool of that name; when several servers offer it, or none does, the
-    /// call cannot be routed.
-    pub fn route(&self, round: usize, mut call: ToolCall) -> Result<ToolCall, LoopError> {
+    /// A call as the loop makes it. A call by a tool's own name (`read_graph`) is renamed to
+    /// the one tool of that name. Any other call goes as it is: a tool's model-facing name
+    /// (`memory__read_graph`), a host tool's, a name under a configured server that is not
+    /// running (which gets that server's error), or a name no tool has or several share (which
+    /// gets an error result naming the tools the model may mean).
+    pub fn route(&self, mut call: ToolCall) -> ToolCall {
         if call.name == FETCH_REFERENCE
             || call.name == READ_RESULT
             || self.tool_index.contains_key(&call.name)
             || self.stopped_server(&call.name).is_some()
         {
-            return Ok(call);
+            return call;
         }
-        let mut candidates: Vec<(usize, &String)> = self
+        if let [model_name] = self.own_name_candidates(&call.name).as_slice() {
+            call.name = (*model_name).to_owned();
+        }
+        call
+    }
+
+    /// The model-facing names of the tools whose own name is `name`, in the configuration's order.
+    fn own_name_candidates(&self, name: &str) -> Vec<&str> {
+        let mut candidates: Vec<(usize, &str)> = self
             .tool_index
             .iter()
-            .filter(|(_, (_, tool))| *tool == call.name)
-            .map(|(model_name, (index, _))| (*index, model_name))
+            .filter(|(_, (_, tool))| tool == name)
+            .map(|(model_name, (index, _))| (*index, model_name.as_str()))
             .collect();
         candidates.sort();
-        match candidates.as_slice() {
-            [(_, model_name)] => {
-                call.name = (*model_name).clone();
-                Ok(call)
+        candidates.into_iter().map(|(_, name)| name).collect()
+    }
+
+    /// The model's mistake in `call`, in the words of its error result: a tool no one offers,
+    /// arguments that are not an object, or arguments its tool's input schema refuses. A call
+    /// with a mistake is not made.
+    fn mistake(&mut self, call: &ToolCall) -> Option<String> {
+        let host_tool = call.name == FETCH_REFERENCE || call.name == READ_RESULT;
+        if !host_tool
+            && !self.tool_index.contains_key(&call.name)
+            && self.stopped_server(&call.name).is_none()
+        {
+            let candidates = self.own_name_candidates(&call.name);
+            if candidates.len() > 1 {
+                return Some(mistakes::ambiguous_tool(&call.name, &candidates));
             }
-            [] => Err(LoopError::UnknownTool {
-                round,
-                name: call.name,
-                offered: self.tools.iter().map(|tool| tool.name.clone()).collect(),
-            }),
-            several => Err(LoopError::AmbiguousTool {
-                round,
-                name: call.name,
-                candidates: several.iter().map(|(_, name)| (*name).clone()).collect(),
-            }),
+            let offered = self.tools.iter().map(|tool| {
+                let own = self
+                    .tool_index
+                    .get(&tool.name)
+                    .map_or(tool.name.as_str(), |(_, own)| own.as_str());
+                (tool.name.as_str(), own)
+            });
+            return Some(mistakes::unknown_tool(&call.name, offered));
         }
+        if let Some(why) = mistakes::not_an_object(&call.name, &call.arguments) {
+            return Some(why);
+        }
+        let tool = self.tools.iter().find(|tool| tool.name == call.name)?;
+        if host_tool {
+            return None;
+        }
+        self.schemas
+            .mismatch(&tool.name, &tool.input_schema, &call.arguments)
     }
 
     /// The configured server that is not running whose tools' model-facing names `name` is under.
@@ -1030,28 +1053,60 @@ impl Host {
     /// each call, in the model's order, passes classify, lanes and budget, or goes to its host
     /// tool. The outputs keep the model's order.
     pub fn call_tools(&mut self, round: usize, calls: &[ToolCall]) -> Vec<ToolOutput> {
+        let mistakes: Vec<Option<String>> = calls.iter().map(|call| self.mistake(call)).collect();
         let targets: Vec<Option<(usize, String)>> = calls
             .iter()
-            .map(|call| {
-                (call.name != FETCH_REFERENCE)
+            .zip(&mistakes)
+            .map(|(call, mistake)| {
+                (call.name != FETCH_REFERENCE && mistake.is_none())
                     .then(|| self.tool_index.get(&call.name).cloned())
                     .flatten()
             })
             .collect();
         let mut raw = self.call_servers(calls, &targets);
         let mut outputs = Vec::with_capacity(calls.len());
-        for (call, (target, result)) in calls.iter().zip(targets.iter().zip(raw.iter_mut())) {
-            let report = match (target, result.take()) {
-                (Some((index, tool)), Some(result)) => {
+        for ((call, mistake), (target, result)) in calls
+            .iter()
+            .zip(mistakes)
+            .zip(targets.iter().zip(raw.iter_mut()))
+        {
+            let report = match (mistake, target, result.take()) {
+                (Some(text), _, _) => self.mistaken(round, call, text),
+                (None, Some((index, tool)), Some(result)) => {
                     self.finish_server_call(round, call, *index, tool, result)
                 }
                 _ => self.one_call(round, call),
             };
-            self.history_tokens += estimate(&report.output.stored);
-            outputs.push(report.output.clone());
-            self.calls.push(report);
+            outputs.push(self.record(report));
         }
         outputs
+    }
+
+    /// Keeps a call's report and counts the errors in a row; returns its output.
+    fn record(&mut self, report: CallReport) -> ToolOutput {
+        self.history_tokens += estimate(&report.output.stored);
+        if report.output.is_error {
+            self.consecutive_errors += 1;
+        } else {
+            self.consecutive_errors = 0;
+        }
+        let output = report.output.clone();
+        self.calls.push(report);
+        output
+    }
+
+    /// The error result of a call the model got wrong, which was not made.
+    fn mistaken(&self, round: usize, call: &ToolCall, text: String) -> CallReport {
+        let tokens = estimate(&text);
+        let mut report = host_report(round, call, text, true, tokens);
+        report.server = self
+            .tool_index
+            .get(&call.name)
+            .map(|(index, _)| self.servers[*index].config.launch.name.clone());
+        report
+            .diagnostics
+            .push("not called: the model's call was not one any tool takes".to_owned());
+        report
     }
 
     /// Sends every call that goes to a running server, all servers at once, and returns each
@@ -1142,21 +1197,24 @@ impl Host {
             report.server = Some(name);
             report
         } else {
-            let text = format!(
-                "unknown tool {}: it is not offered in this conversation",
-                call.name
-            );
-            host_report(round, call, text, true, estimate(""))
+            let offered = self
+                .tools
+                .iter()
+                .map(|tool| (tool.name.as_str(), tool.name.as_str()));
+            let text = mistakes::unknown_tool(&call.name, offered);
+            let tokens = estimate(&text);
+            host_report(round, call, text, true, tokens)
         }
     }
 
-    /// One tool call: to its server through classify, lanes and budget, or to a host tool.
+    /// One tool call: to its server through classify, lanes and budget, or to a host tool; a
+    /// call the model got wrong is answered with its error result and not made.
     pub fn call_tool(&mut self, round: usize, call: &ToolCall) -> ToolOutput {
-        let report = self.one_call(round, call);
-        self.history_tokens += estimate(&report.output.stored);
-        let output = report.output.clone();
-        self.calls.push(report);
-        output
+        let report = match self.mistake(call) {
+            Some(text) => self.mistaken(round, call, text),
+            None => self.one_call(round, call),
+        };
+        self.record(report)
     }
 
     fn call_server_tool(

@@ -15,6 +15,7 @@
 pub use mcpl_config as config;
 pub mod host_loop;
 pub mod mcpl;
+mod mistakes;
 mod secrets;
 /// The `Model` trait, the scripted model and the HTTP backends: `mcpl-model`, re-exported.
 pub use mcpl_model as model;

@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use mcpl_encode::conversation::{ToolCall, model_tool_name};
+use mcpl_encode::conversation::{ToolCall, ToolOutput, model_tool_name};
 pub use mcpl_encode::conversation::{Turn, Usage};
 use mcpl_lanes::RouteId;
 
@@ -55,6 +55,13 @@ pub trait Model {
 
     /// The next turn, given the request body the loop would send.
     fn complete(&mut self, body: &Value) -> Result<Turn, ModelError>;
+
+    /// What the last turn's tool calls came to, in the calls' order, before the next request.
+    /// A provider's model reads them in the next body; the scripted model checks them against
+    /// what the script expected.
+    fn results(&mut self, outputs: &[ToolOutput]) {
+        let _ = outputs;
+    }
 }
 
 /// A scripted model: `{"steps": [{"tool_calls": [{"server", "name", "arguments"}]}, ...],
@@ -64,12 +71,28 @@ pub trait Model {
 /// tool's own name when exactly one server offers it). An argument that is the string
 /// `"{{last_spill}}"` becomes the spill id the conversation last named in a `read_result(…)`,
 /// and `"{{next_offset}}"` the offset the last `read_result` part ended at (0 before any), so a
-/// script can read a cut result back to its end.
+/// script can read a cut result back to its end. A call with `"expect": "error"` must come back
+/// as an error result, and one with `"expect": "ok"` as a result that is not; otherwise the
+/// script fails on its next turn, naming the call.
 #[derive(Debug, Clone)]
 pub struct Scripted {
-    steps: std::vec::IntoIter<Vec<ToolCall>>,
+    steps: std::vec::IntoIter<Vec<(ToolCall, Option<Expect>)>>,
     answer: String,
     calls_made: usize,
+    /// The last turn's expectations, by call id.
+    expected: Vec<(String, Expect)>,
+    /// The first expectation a result broke.
+    broken: Option<String>,
+}
+
+/// What a scripted call expects of its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Expect {
+    /// An error result.
+    Error,
+    /// A result that is not an error.
+    Ok,
 }
 
 #[derive(Debug, Deserialize)]
@@ -96,6 +119,9 @@ struct ScriptedCall {
     name: String,
     #[serde(default = "empty_object")]
     arguments: Value,
+    /// What its result must be; unchecked when absent.
+    #[serde(default)]
+    expect: Option<Expect>,
 }
 
 /// A key path as errors print it: the whole document is `(top)`.
@@ -145,7 +171,7 @@ impl Scripted {
                     .into_iter()
                     .map(|call| {
                         calls_made += 1;
-                        ToolCall {
+                        let tool_call = ToolCall {
                             id: format!("call_{calls_made}"),
                             name: match &call.server {
                                 Some(server) => model_tool_name(server, &call.name),
@@ -153,7 +179,8 @@ impl Scripted {
                             },
                             arguments: call.arguments,
                             signature: None,
-                        }
+                        };
+                        (tool_call, call.expect)
                     })
                     .collect()
             })
@@ -162,6 +189,8 @@ impl Scripted {
             steps: steps.into_iter(),
             answer: script.answer,
             calls_made: 0,
+            expected: Vec::new(),
+            broken: None,
         })
     }
 
@@ -177,8 +206,20 @@ impl Model for Scripted {
     }
 
     fn complete(&mut self, body: &Value) -> Result<Turn, ModelError> {
+        if let Some(message) = self.broken.take() {
+            return Err(ModelError::Script {
+                path: "<script>".to_owned(),
+                message,
+            });
+        }
         match self.steps.next() {
-            Some(mut tool_calls) => {
+            Some(step) => {
+                self.expected = step
+                    .iter()
+                    .filter_map(|(call, expect)| Some((call.id.clone(), (*expect)?)))
+                    .collect();
+                let mut tool_calls: Vec<ToolCall> =
+                    step.into_iter().map(|(call, _)| call).collect();
                 if tool_calls
                     .iter()
                     .any(|c| c.arguments.to_string().contains("\"{{"))
@@ -200,6 +241,22 @@ impl Model for Scripted {
                 tool_calls: Vec::new(),
                 usage: None,
             }),
+        }
+    }
+
+    fn results(&mut self, outputs: &[ToolOutput]) {
+        for (id, expect) in std::mem::take(&mut self.expected) {
+            let Some(output) = outputs.iter().find(|output| output.call_id == id) else {
+                continue;
+            };
+            let broken = match (expect, output.is_error) {
+                (Expect::Error, false) => "was expected to fail, and it succeeded",
+                (Expect::Ok, true) => "was expected to succeed, and it failed",
+                _ => continue,
+            };
+            let first_line = output.stored.lines().next().unwrap_or("");
+            self.broken
+                .get_or_insert_with(|| format!("{id} ({}) {broken}: {first_line}", output.name));
         }
     }
 }

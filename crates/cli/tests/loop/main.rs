@@ -394,7 +394,7 @@ fn a_tool_called_by_its_own_name_goes_to_the_one_server_offering_it() {
 }
 
 #[test]
-fn a_call_that_cannot_be_routed_stops_the_loop_before_any_call_of_its_turn() {
+fn a_call_that_cannot_be_routed_is_an_error_result_and_the_loop_goes_on() {
     let spill = tempdir::Dir::new("unroutable");
     let config = config(
         vec![
@@ -404,41 +404,123 @@ fn a_call_that_cannot_be_routed_stops_the_loop_before_any_call_of_its_turn() {
         ],
         &spill,
     );
+    // A tool's own name that three servers offer: the model is told which to call, and the
+    // other call of the turn is made.
     let (host, outcome, bodies) = play(
         &config,
         &PricedRoute::ANTHROPIC,
         &[&[("one", "text"), ("", "png")]],
     );
-    match outcome {
-        Err(LoopError::AmbiguousTool {
-            round,
-            name,
-            candidates,
-        }) => {
-            assert_eq!((round, name.as_str()), (1, "png"));
-            assert_eq!(candidates, ["one__png", "two__png", "three__png"]);
-        }
-        other => panic!("not ambiguous: {other:?}"),
-    }
-    assert!(host.calls.is_empty(), "no call of the turn was made");
-    assert_eq!(bodies.len(), 1);
+    assert_eq!(outcome.unwrap(), "done");
+    assert!(!host.calls[0].output.is_error);
+    let ambiguous = &host.calls[1].output;
+    assert!(ambiguous.is_error);
+    assert_eq!(
+        ambiguous.stored,
+        "tool call failed: 3 servers offer a tool named png; call one of one__png, two__png, three__png"
+    );
+    assert_eq!(bodies.len(), 2, "the model was asked again");
 
+    // A name no tool has: the nearest names, and the run goes on.
     let (host, outcome, _) = play(
         &config,
         &PricedRoute::ANTHROPIC,
-        &[&[("two", "text")], &[("one", "no-such-tool")]],
+        &[&[("two", "text")], &[("one", "pnj")]],
     );
+    assert_eq!(outcome.unwrap(), "done");
+    let unknown = &host.calls[1].output;
+    assert!(unknown.is_error);
+    assert!(
+        unknown
+            .stored
+            .starts_with("tool call failed: no tool is named one__pnj. The nearest: one__png, "),
+        "{}",
+        unknown.stored
+    );
+}
+
+#[test]
+fn arguments_that_are_not_an_object_or_not_what_the_schema_takes_are_error_results() {
+    let spill = tempdir::Dir::new("bad-arguments");
+    let config = config(vec![demo_server("demo", ServerOptions::default())], &spill);
+    let script = json!({"steps": [{"tool_calls": [
+        {"server": "demo", "name": "text", "arguments": "{\"broken\": ", "expect": "error"},
+        {"server": "demo", "name": "text", "arguments": [1, 2], "expect": "error"},
+        {"server": "demo", "name": "text", "expect": "ok"},
+        {"server": "demo", "name": "slow", "arguments": {"ms": "soon"}, "expect": "error"},
+    ]}], "final": "done"});
+    let mut model = Scripted::from_slice(script.to_string().as_bytes()).unwrap();
+    let mut host = Host::start(&config, HostOptions::new(&PricedRoute::ANTHROPIC, &config));
+    let mut transcript = Vec::new();
+    let outcome = host.run(&mut model, "Go.", Some(&mut transcript));
+    assert_eq!(outcome.unwrap().answer, "done");
+    assert!(
+        host.calls[0]
+            .output
+            .stored
+            .starts_with("tool call failed: the arguments of demo__text are not JSON ("),
+        "{}",
+        host.calls[0].output.stored
+    );
+    assert!(
+        host.calls[1]
+            .output
+            .stored
+            .contains("are an array, not an object")
+    );
+    assert!(!host.calls[2].output.is_error);
+    assert!(
+        host.calls[3].output.stored.starts_with(
+            "tool call failed: the arguments of demo__slow do not match its input schema: at /ms: "
+        ),
+        "{}",
+        host.calls[3].output.stored
+    );
+    // The history sends the broken calls back with `{}`, which every route takes.
+    let bodies: Vec<Value> = transcript
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| serde_json::from_slice(line).unwrap())
+        .collect();
+    let assistant = &bodies[1]["messages"][1]["content"];
+    assert_eq!(assistant[0]["input"], json!({}));
+    assert_eq!(assistant[1]["input"], json!({}));
+}
+
+#[test]
+fn a_model_that_keeps_failing_is_stopped_and_a_script_that_expects_otherwise_fails() {
+    let spill = tempdir::Dir::new("repeated-errors");
+    let config = config(vec![demo_server("demo", ServerOptions::default())], &spill);
+    let steps: Vec<&[(&str, &str)]> = vec![&[("demo", "no-such-tool")]; 12];
+    let (host, outcome, _) = play(&config, &PricedRoute::ANTHROPIC, &steps);
     match outcome {
-        Err(LoopError::UnknownTool {
-            round,
-            name,
-            offered,
-        }) => {
-            assert_eq!((round, name.as_str()), (2, "one__no-such-tool"));
-            assert_eq!(offered.len(), host.tools().len());
+        Err(LoopError::RepeatedErrors { round, count, last }) => {
+            assert_eq!((round, count), (10, 10));
+            assert!(
+                last.starts_with("tool call failed: no tool is named"),
+                "{last}"
+            );
         }
-        other => panic!("not unknown: {other:?}"),
+        other => panic!("not stopped: {other:?}"),
     }
+    assert_eq!(host.calls.len(), 10);
+    // A success between errors starts the count again.
+    let mut steps: Vec<&[(&str, &str)]> = vec![&[("demo", "no-such-tool")]; 9];
+    steps.push(&[("demo", "text")]);
+    steps.extend(vec![&[("demo", "no-such-tool")][..]; 9]);
+    let (_, outcome, _) = play(&config, &PricedRoute::ANTHROPIC, &steps);
+    assert_eq!(outcome.unwrap(), "done");
+    // A scripted call expected to succeed that fails ends the run on the script's next turn.
+    let script = json!({"steps": [{"tool_calls": [
+        {"server": "demo", "name": "no-such-tool", "expect": "ok"},
+    ]}], "final": "done"});
+    let mut model = Scripted::from_slice(script.to_string().as_bytes()).unwrap();
+    let mut host = Host::start(&config, HostOptions::new(&PricedRoute::ANTHROPIC, &config));
+    let error = host.run(&mut model, "Go.", None).unwrap_err().to_string();
+    assert!(
+        error.contains("call_1 (demo__no-such-tool) was expected to succeed, and it failed"),
+        "{error}"
+    );
 }
 
 #[test]

@@ -416,3 +416,62 @@ fn the_text_around_a_moved_image_stays_within_its_priced_overhead() {
         assert_eq!(encoder.route().image_overhead, 0, "{}", encoder.id().name());
     }
 }
+
+#[test]
+fn anthropic_sends_no_text_block_without_a_visible_character() {
+    // The Messages API refuses a text block of only whitespace, and an empty message.
+    let blank = ["", " ", "\n\t ", "\u{3000}", "\u{2028}"];
+    for space in blank {
+        let messages = vec![
+            Message::User(vec![text("Look."), text(space)]),
+            Message::Assistant {
+                text: space.to_owned(),
+                tool_calls: vec![ToolCall {
+                    id: "call_1".to_owned(),
+                    name: "demo__chart".to_owned(),
+                    arguments: json!({}),
+                    signature: None,
+                }],
+            },
+            Message::ToolResults(vec![ToolOutput {
+                call_id: "call_1".to_owned(),
+                name: "demo__chart".to_owned(),
+                stored: space.to_owned(),
+                live: Some(vec![text(space), image(&png()), text(space)]),
+                is_error: false,
+            }]),
+            Message::User(vec![text(space)]),
+        ];
+        let body = Encoder::new(RouteId::Anthropic).request(&ModelRequest {
+            model: "a-model",
+            system: "",
+            messages: &messages,
+            tools: &[],
+            max_tokens: 1024,
+        });
+        let mut texts = Vec::new();
+        for message in body["messages"].as_array().unwrap() {
+            let content = message["content"].as_array().unwrap();
+            assert!(!content.is_empty(), "{space:?}: {message}");
+            for block in content {
+                if let Some(text) = block["text"].as_str() {
+                    texts.push(text.to_owned());
+                }
+                for inner in block["content"].as_array().into_iter().flatten() {
+                    if let Some(text) = inner["text"].as_str() {
+                        texts.push(text.to_owned());
+                    }
+                }
+            }
+        }
+        for text in texts {
+            assert!(
+                text.chars().any(|c| !c.is_whitespace()),
+                "{space:?}: a blank text block: {body}"
+            );
+        }
+        let result = &body["messages"][2]["content"][0]["content"];
+        assert_eq!(result.as_array().unwrap().len(), 1, "{result}");
+        assert_eq!(result[0]["type"], "image");
+    }
+}
