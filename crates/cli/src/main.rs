@@ -433,6 +433,13 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
             message: String::new(),
         });
     }
+    // What the route's rules changed in the tools offered (a schema wrapped, tools left out).
+    for warning in &host.warnings {
+        eprintln!(
+            "mcpl: warning: {}",
+            log_secrets().redact(&one_line(warning))
+        );
+    }
     let mut transcript = match &args.transcript {
         Some(path) => Some(std::fs::File::create(path).map_err(|error| Failure {
             status: 1,

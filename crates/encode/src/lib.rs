@@ -93,6 +93,7 @@
 
 pub mod conversation;
 pub mod decode;
+pub mod tools;
 pub mod window;
 
 mod anthropic;

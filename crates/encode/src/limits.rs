@@ -151,6 +151,25 @@ impl LimitTexts {
             after,
         }
     }
+
+    /// The most an image, document or audio clip of a message can cost once the request's
+    /// limits have had their say: its own price and the dearest text a limit may write for it.
+    /// `None` when it cannot be priced on the route.
+    pub fn ceiling(pricer: mcpl_budget::Pricer<'_>, part: &Content) -> Option<u64> {
+        let own = pricer.part(&part.as_part()).ok()?;
+        let texts = LimitTexts::of(part);
+        let replaced = texts
+            .replacements
+            .iter()
+            .map(|text| pricer.text.count(text))
+            .max()
+            .unwrap_or(0);
+        let after = texts
+            .after
+            .as_deref()
+            .map_or(0, |text| pricer.text.count(text));
+        Some(own + replaced.max(after))
+    }
 }
 
 /// Where an image sits in the messages: message, tool output (none in a user message), part.

@@ -287,6 +287,10 @@ pub struct Host {
     tool_index: BTreeMap<String, (usize, String)>,
     /// The tools' input schemas, compiled when a call is first checked against one.
     schemas: Schemas,
+    /// The tools whose schema the route's rules wrapped: a call's arguments are unwrapped.
+    wrapped: std::collections::HashSet<String>,
+    /// What the route's rules changed in the tools offered, one line each.
+    pub warnings: Vec<String>,
     /// The tool calls that failed since the last one that did not.
     consecutive_errors: usize,
     /// Every tool call, in order.
@@ -357,6 +361,8 @@ impl Host {
             tools: vec![fetch_reference_spec(), read_result_spec()],
             tool_index: BTreeMap::new(),
             schemas: Schemas::default(),
+            wrapped: std::collections::HashSet::new(),
+            warnings: Vec::new(),
             consecutive_errors: 0,
             calls: Vec::new(),
             rounds: Vec::new(),
@@ -369,6 +375,17 @@ impl Host {
             let started = host.start_server(server);
             host.servers.push(started);
         }
+        // The tools as the route takes them; its own two come first, so they stay.
+        let tools = std::mem::take(&mut host.tools);
+        let conformed = mcpl_encode::tools::conform(host.options.route.id(), tools);
+        for name in &conformed.left_out {
+            host.tool_index.remove(name);
+        }
+        (host.tools, host.wrapped, host.warnings) = (
+            conformed.tools,
+            conformed.wrapped.into_iter().collect(),
+            conformed.notes,
+        );
         host
     }
 
@@ -1117,7 +1134,13 @@ impl Host {
         targets: &[Option<(usize, String)>],
     ) -> Vec<Option<Result<Value, CallError>>> {
         let mut raw: Vec<Option<Result<Value, CallError>>> = calls.iter().map(|_| None).collect();
-        let Host { servers, lanes, .. } = self;
+        let Host {
+            servers,
+            lanes,
+            wrapped,
+            ..
+        } = self;
+        let wrapped = &*wrapped;
         let (_, deferring) = lanes.split_for_fetch();
         let shared = std::sync::Mutex::new(deferring);
         std::thread::scope(|scope| {
@@ -1138,7 +1161,7 @@ impl Host {
                         let (_, tool) = targets[i].as_ref()?;
                         Some(Call {
                             method: "tools/call".to_owned(),
-                            params: json!({"name": tool, "arguments": calls[i].arguments}),
+                            params: json!({"name": tool, "arguments": arguments_of(wrapped, &calls[i])}),
                             timeout: server.config.options.timeout,
                         })
                     })
@@ -1235,7 +1258,7 @@ impl Host {
             let text = format!("server {name} is not available: {why}");
             return failed_report(round, call, &name, tool, text);
         };
-        let params = json!({"name": tool, "arguments": call.arguments});
+        let params = json!({"name": tool, "arguments": arguments_of(&self.wrapped, call)});
         let result = connection.request("tools/call", params, timeout, &mut self.lanes);
         self.finish_server_call(round, call, index, tool, result)
     }
@@ -1578,7 +1601,7 @@ impl Host {
                 let left = budget.checked_sub(spent)?;
                 let price = match part {
                     Content::Text(text) => pricer.text.count_within(text, left)?,
-                    native => ceiling_price(pricer, native)?,
+                    native => LimitTexts::ceiling(pricer, native)?,
                 };
                 (price <= left).then_some(spent + price)
             })
@@ -1747,23 +1770,14 @@ impl ServerRequests for SharedRequests<'_, '_> {
     }
 }
 
-/// The most an image, document or audio clip of a message can cost once the request's limits
-/// have had their say: its own price and the dearest text a limit may write for it. `None`
-/// when it cannot be priced on the route.
-fn ceiling_price(pricer: Pricer<'_>, part: &Content) -> Option<u64> {
-    let own = pricer.part(&part.as_part()).ok()?;
-    let texts = LimitTexts::of(part);
-    let replaced = texts
-        .replacements
-        .iter()
-        .map(|text| pricer.text.count(text))
-        .max()
-        .unwrap_or(0);
-    let after = texts
-        .after
-        .as_deref()
-        .map_or(0, |text| pricer.text.count(text));
-    Some(own + replaced.max(after))
+/// The arguments a server gets for `call`: the model's, unwrapped for a tool whose schema the
+/// route's rules wrapped.
+fn arguments_of(wrapped: &std::collections::HashSet<String>, call: &ToolCall) -> Value {
+    if wrapped.contains(&call.name) {
+        mcpl_encode::tools::unwrap_arguments(&call.arguments)
+    } else {
+        call.arguments.clone()
+    }
 }
 
 /// A text held to a budget it was over: what goes instead, and where the whole is.

@@ -500,6 +500,60 @@ fn a_run_with_a_server_that_cannot_start_warns_and_goes_on() {
     );
 }
 
+#[test]
+fn tool_definitions_are_held_to_the_routes_rules() {
+    // 200 tools, one with a bare `$ref` schema and one with a description of 3,000 characters:
+    // Chat Completions takes 128 functions of at most 1,024 characters, each an object schema.
+    let scratch = Scratch::new("many-tools");
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/many_tools_server.py");
+    let config = servers(
+        &scratch,
+        &[],
+        &[("many", json!({"command": "python3", "args": [server]}))],
+    );
+    let script = scratch.write(
+        "script.json",
+        &json!({"steps": [{"tool_calls": [
+            {"server": "many", "name": "ref", "arguments": {"input": {"x": 3}}, "expect": "ok"},
+            {"server": "many", "name": "t190", "expect": "error"},
+        ]}], "final": "done"}),
+    );
+    let transcript = scratch.0.join("transcript.jsonl");
+    let output = run(&config, &script, &transcript, &["--route", "openai-chat"]);
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "mcpl: warning: 74 tools are not offered: the openai-chat route takes at most 128 tools in a request (the first not offered: many__t124)"
+        ),
+        "{stderr}"
+    );
+    let bodies = bodies(&transcript);
+    let tools = bodies[0]["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 128);
+    for tool in tools {
+        let function = &tool["function"];
+        assert_eq!(function["parameters"]["type"], "object", "{function}");
+        assert!(
+            function["description"]
+                .as_str()
+                .unwrap_or("")
+                .chars()
+                .count()
+                <= 1024
+        );
+    }
+    // The wrapped tool's server got the arguments inside the wrapper.
+    let result = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == "call_1")
+        .unwrap()
+        .to_string();
+    assert!(result.contains(r#"{\"x\": 3}"#), "{result}");
+}
+
 /// A `wss://` listener on loopback with a self-signed certificate, for one connection.
 fn self_signed_wss() -> String {
     use rustls::pki_types::pem::PemObject as _;
