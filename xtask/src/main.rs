@@ -44,7 +44,7 @@ mod standalone;
 #[cfg(test)]
 mod tidy;
 
-const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | secrets [--cases N] | bound [--cases N] | changelog | e2e | conformance-suite | hostile-memory | memory | readme-commands | spill-gc --config FILE>";
+const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | secrets [--cases N] | bound [--cases N] | changelog | e2e | conformance-suite | hostile-memory | memory | models [VERSION] | readme-commands | spill-gc --config FILE>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -60,6 +60,7 @@ fn main() -> ExitCode {
         Some("conformance-suite") => conformance_suite::conformance_suite(&root),
         Some("hostile-memory") => hostile::hostile_memory(&root),
         Some("memory") => memory::memory(&root),
+        Some("models") => models(&root, &args[1..]),
         Some("readme-commands") => standalone::print_readme_commands(&root),
         Some("spill-gc") => {
             let mut command = vec!["run", "-q", "-p", "mcpl-cli", "--", "spill-gc"];
@@ -74,6 +75,24 @@ fn main() -> ExitCode {
             eprintln!("xtask: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Refreshes the model table, `crates/config/data/models.json`, from the newest `litellm`
+/// wheel on PyPI (or the version given), through `xtask/models.py`.
+fn models(root: &Path, args: &[String]) -> Result<(), String> {
+    let out = root.join("crates/config/data/models.json");
+    let status = Command::new("python3")
+        .current_dir(root)
+        .arg("xtask/models.py")
+        .arg(&out)
+        .args(args)
+        .status()
+        .map_err(|error| format!("cannot run python3: {error}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("xtask/models.py failed ({status})"))
     }
 }
 

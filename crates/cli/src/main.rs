@@ -371,6 +371,37 @@ fn conversation_id(text: &str) -> Result<String, String> {
     }
 }
 
+/// Holds the run to what the provider's model takes: its route narrowed to the images, PDFs
+/// and audio the model takes, its context window and output limit. A model the table does not
+/// know gets its route's conservative default, and a warning says so.
+fn narrow_to_model(options: &mut HostOptions, model: &str, config: &Config) {
+    use mcpl_host::config::models;
+    let route = options.route;
+    let resolved = models::resolve(route.id(), model, &config.models);
+    let capabilities = resolved.capabilities;
+    // One narrowed route for the whole run, as the routes' tables are.
+    options.route = Box::leak(Box::new(models::narrow(route, capabilities)));
+    if let Some(window) = capabilities.context_window {
+        options.context_window = options.context_window.min(window);
+    }
+    if let Some(max) = capabilities.max_output {
+        options.max_tokens = options
+            .max_tokens
+            .min(u32::try_from(max).unwrap_or(u32::MAX));
+    }
+    let takes = models::describe(capabilities);
+    match (&resolved.source, resolved.configured) {
+        (models::Source::Default, false) => eprintln!(
+            "mcpl: warning: model {model} is not in the model table ({}); it gets the {} route's default: {takes} (set mcpl.models.\"{model}\" to say what it takes)",
+            models::table_source(),
+            route.id().name()
+        ),
+        (source, configured) => {
+            tracing::info!(model, ?source, configured, takes, "model capabilities")
+        }
+    }
+}
+
 fn run_command(args: &RunArgs) -> Result<(), Failure> {
     let mut config = Config::from_file(&args.config).map_err(|error| Failure {
         status: match error {
@@ -405,6 +436,7 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
     {
         // A provider's model name goes in its requests (and in the transcript).
         options.model = name.to_owned();
+        narrow_to_model(&mut options, name, &config);
     }
     if let Some(conversation) = &args.conversation {
         options.conversation.clone_from(conversation);

@@ -12,7 +12,7 @@
 //!  "mcpl": {"spillDir": "/var/tmp/mcpl/spill", "fetchDir": "/var/tmp/mcpl/refs",
 //!           "contextWindow": 200000, "scaleImages": true, "imageBase64": 10485760,
 //!           "maxImages": 600, "maxBodyBytes": 32000000, "spillNotice": "read_result",
-//!           "spillTtlHours": 24,
+//!           "spillTtlHours": 24, "models": {"my-model": {"images": true, "contextWindow": 32000}},
 //!           "spillStore": {"type": "s3", "bucket": "b", "prefix": "mcpl/", "endpoint": "..."}}}
 //! ```
 //!
@@ -29,6 +29,8 @@
 //! is trusted to hold no secret. Everything under `mcpl` is mcpl's own and optional. Unknown keys are errors, and every error
 //! names the key it is about (`mcpServers.files.mcpl.budget: invalid type: string "8k",
 //! expected u64`), so a typo never silently turns an option off.
+
+pub mod models;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -78,6 +80,8 @@ pub struct Config {
     pub spill_notice: SpillNotice,
     /// How long spills are kept, in hours, for `cargo xtask spill-gc` (`spillTtlHours`).
     pub spill_ttl_hours: Option<u64>,
+    /// What each model named here takes, over the model table (`models`).
+    pub models: BTreeMap<String, models::ModelOverride>,
 }
 
 /// What the configuration says of the route beyond its name (`mcpl.scaleImages`,
@@ -231,6 +235,8 @@ struct RawHost {
     spill_store: Option<serde_json::Map<String, Value>>,
     spill_notice: Option<RawNotice>,
     spill_ttl_hours: Option<u64>,
+    #[serde(default)]
+    models: BTreeMap<String, models::ModelOverride>,
 }
 
 #[derive(Deserialize)]
@@ -525,6 +531,7 @@ impl Config {
                 Some(RawNotice::ReadResult) | None => SpillNotice::ReadResult,
             },
             spill_ttl_hours: raw.mcpl.spill_ttl_hours,
+            models: raw.mcpl.models,
         })
     }
 }

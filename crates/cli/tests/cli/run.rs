@@ -946,6 +946,82 @@ fn every_provider_route_runs_live_against_a_loopback_provider() {
     }
 }
 
+/// Runs `openai-chat:<model>` against a loopback Chat Completions server whose model calls the
+/// demo's `png` tool, with `models` as `mcpl.models`; returns the second request's body and
+/// standard error.
+fn png_on_openai_chat(scratch: &Scratch, model: &str, models: Value) -> (String, String) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let config = scratch.write(
+        "models.json",
+        &json!({
+            "mcpServers": {"demo": {"command": env!("CARGO_BIN_EXE_mcpl"), "args": ["serve-demo"]}},
+            "mcpl": {"spillDir": scratch.0.join("spill"), "models": models}
+        }),
+    );
+    let call = json!({"id": "c1", "object": "chat.completion", "choices": [{"index": 0,
+        "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+        "tool_calls": [{"id": "call_png", "type": "function",
+            "function": {"name": "demo__png", "arguments": "{}"}}]}}]});
+    let answer = json!({"id": "c2", "object": "chat.completion", "choices": [{"index": 0,
+        "finish_reason": "stop", "message": {"role": "assistant", "content": "Seen."}}]});
+    let answers = [call.to_string(), answer.to_string()];
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&count);
+    let server = mcpl_loopback::Loopback::start(move |_request| {
+        let n = seen.fetch_add(1, Ordering::SeqCst);
+        let body = answers.get(n).cloned().unwrap_or_default();
+        mcpl_loopback::Answer::bytes("application/json", body.into_bytes())
+    })
+    .unwrap();
+    let output = run_live(
+        &config,
+        &format!("openai-chat:{model}"),
+        &[
+            ("OPENAI_API_KEY", LIVE_KEY.to_owned()),
+            ("OPENAI_BASE_URL", format!("{}/v1", server.origin())),
+        ],
+    );
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{model}: {stderr}");
+    let requests = server.requests();
+    (
+        String::from_utf8_lossy(&requests[1].body).into_owned(),
+        stderr,
+    )
+}
+
+#[test]
+fn what_goes_natively_follows_the_model_not_only_the_route() {
+    let scratch = Scratch::new("models");
+    // gpt-4o takes images: the PNG goes as an image part.
+    let (body, stderr) = png_on_openai_chat(&scratch, "gpt-4o", json!({}));
+    assert!(body.contains("image_url"), "{body}");
+    assert!(!stderr.contains("model table"), "{stderr}");
+    // o3-mini takes none: the PNG goes as its placeholder.
+    let (body, _) = png_on_openai_chat(&scratch, "o3-mini", json!({}));
+    assert!(!body.contains("image_url"), "{body}");
+    assert!(body.contains("[image: image/png, "), "{body}");
+    // A model no one knows gets text only, and a warning naming it.
+    let (body, stderr) = png_on_openai_chat(&scratch, "gpt-from-the-future", json!({}));
+    assert!(!body.contains("image_url"), "{body}");
+    assert!(
+        stderr.starts_with(
+            "mcpl: warning: model gpt-from-the-future is not in the model table (litellm "
+        ),
+        "{stderr}"
+    );
+    // The configuration says what it takes.
+    let (body, stderr) = png_on_openai_chat(
+        &scratch,
+        "gpt-from-the-future",
+        json!({"gpt-from-the-future": {"images": true}}),
+    );
+    assert!(body.contains("image_url"), "{body}");
+    assert!(!stderr.contains("model table"), "{stderr}");
+}
+
 #[test]
 fn a_missing_provider_key_exits_2_with_one_line_naming_the_variable() {
     let scratch = Scratch::new("nokey");
