@@ -44,7 +44,7 @@ mod standalone;
 #[cfg(test)]
 mod tidy;
 
-const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | secrets [--cases N] | bound [--cases N] | changelog | e2e | conformance-suite | hostile-memory | memory | models [VERSION] | readme-commands | spill-gc --config FILE>";
+const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | secrets [--cases N] | bound [--cases N] | validate [--cases N] | changelog | e2e | conformance-suite | hostile-memory | memory | models [VERSION] | readme-commands | spill-gc --config FILE>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -55,6 +55,7 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz(&root, &args[1..]),
         Some("secrets") => secrets(&root, &args[1..]),
         Some("bound") => bound(&root, &args[1..]),
+        Some("validate") => validate(&root, &args[1..]),
         Some("changelog") => changelog(&root),
         Some("e2e") => e2e::e2e(&root),
         Some("conformance-suite") => conformance_suite::conformance_suite(&root),
@@ -318,6 +319,26 @@ fn bound(root: &Path, args: &[String]) -> Result<(), String> {
     }
 }
 
+/// The generative test of request bodies with many cases: every route's body for random
+/// conversations and tool lists is one the validator accepts (`MCPL_VALIDATE_CASES`).
+fn validate(root: &Path, args: &[String]) -> Result<(), String> {
+    let cases = case_count(args, "200000")?;
+    if generative_in(
+        root,
+        "MCPL_VALIDATE_CASES",
+        &cases,
+        "mcpl-encode",
+        "encode",
+        "validate::",
+    ) {
+        Ok(())
+    } else {
+        Err(format!(
+            "the generative test of request bodies failed with {cases} cases"
+        ))
+    }
+}
+
 /// The generative leak test with many cases: `MCPL_SECRET_CASES` sets each property's count.
 fn secrets(root: &Path, args: &[String]) -> Result<(), String> {
     let cases = case_count(args, "250000")?;
@@ -342,10 +363,21 @@ fn case_count(args: &[String], default: &str) -> Result<String, String> {
 /// Runs the `it` tests of `package` whose names hold `filter`, in release mode, with `env` set
 /// to `cases`; whether they passed.
 fn generative(root: &Path, env: &str, cases: &str, package: &str, filter: &str) -> bool {
+    generative_in(root, env, cases, package, "it", filter)
+}
+
+fn generative_in(
+    root: &Path,
+    env: &str,
+    cases: &str,
+    package: &str,
+    test: &str,
+    filter: &str,
+) -> bool {
     Command::new("cargo")
         .current_dir(root)
         .env(env, cases)
-        .args(["test", "--release", "-p", package, "--test", "it", filter])
+        .args(["test", "--release", "-p", package, "--test", test, filter])
         .status()
         .is_ok_and(|status| status.success())
 }

@@ -176,8 +176,9 @@ pub struct ModelRequest<'c> {
 }
 
 /// The model-facing name of a server's tool: `<server>__<tool>`, every character outside
-/// `[A-Za-z0-9_-]` replaced by `_`, at most 64 characters (what Anthropic, OpenAI and Gemini
-/// all accept). The loop keeps the map back to the server and tool.
+/// `[A-Za-z0-9_-]` replaced by `_`, `_` before it when it would start with a digit or `-`
+/// (Gemini wants a letter or `_` first), at most 64 characters (what Anthropic, OpenAI and
+/// Gemini all accept). The loop keeps the map back to the server and tool.
 pub fn model_tool_name(server: &str, tool: &str) -> String {
     let clean = |s: &str| -> String {
         s.chars()
@@ -191,6 +192,9 @@ pub fn model_tool_name(server: &str, tool: &str) -> String {
             .collect()
     };
     let mut name = format!("{}__{}", clean(server), clean(tool));
+    if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        name.insert(0, '_');
+    }
     name.truncate(64);
     name
 }

@@ -94,6 +94,7 @@
 pub mod conversation;
 pub mod decode;
 pub mod tools;
+pub mod validate;
 pub mod window;
 
 mod anthropic;
@@ -250,6 +251,17 @@ impl Encoder {
                 return body;
             }
         }
+    }
+
+    /// As [`Encoder::request`], with the body checked by [`validate::validate`] as it is
+    /// sent: each block or tool the route's API would refuse is repaired (a block becomes a
+    /// text marker saying why, a tool is left out), and a line says what was done. The body's
+    /// size is left to the caller, which knows what may be cleared.
+    pub fn checked_request(self, request: &ModelRequest<'_>) -> (Value, Vec<String>) {
+        let mut body = self.request(request);
+        let violations = validate::validate(self.route, &self.limits, &body);
+        let repaired = validate::repair(self.route, &mut body, &violations);
+        (body, repaired)
     }
 
     /// The messages as [`Encoder::request`] carries them, before the body limit: every image

@@ -852,13 +852,14 @@ impl Host {
             let messages = place_injections(history, &report.injections);
             let system = system_prompt(&self.options.system, &report.injections);
             let tools = self.redacted_tools();
-            let body = encoder.request(&ModelRequest {
+            let (body, repaired) = encoder.checked_request(&ModelRequest {
                 model: &self.options.model,
                 system: &system,
                 messages: &messages,
                 tools: &tools,
                 max_tokens: self.options.max_tokens,
             });
+            report.diagnostics.extend(repaired);
             let Some(max) = encoder.limits().body_bytes else {
                 return Ok(body);
             };

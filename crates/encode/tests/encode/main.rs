@@ -4,6 +4,7 @@
 mod limits;
 mod media;
 mod scaling;
+mod validate;
 
 use insta::assert_json_snapshot;
 use mcpl_classify::{Dimensions, Sniffed};

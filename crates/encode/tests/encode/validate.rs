@@ -1,0 +1,257 @@
+//! The generative test of the request bodies: random conversations (texts blank and not,
+//! images, PDFs and audio of every fixture type, many of them, tool results with native parts,
+//! calls with odd arguments) and random tool lists (odd names, schemas of every shape, long
+//! descriptions), held to the route's tool rules as the host holds them and encoded for every
+//! route: the validator finds nothing to refuse in any body. `MCPL_VALIDATE_CASES` sets the
+//! case count (`cargo xtask validate` runs many).
+
+use base64::Engine as _;
+use mcpl_classify::{Dimensions, Media};
+use mcpl_encode::conversation::{
+    Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec, model_tool_name,
+};
+use mcpl_encode::validate::validate;
+use mcpl_encode::{Encoder, tools};
+use mcpl_lanes::RouteId;
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+/// Every fixture a lane may carry natively, as the lanes would type it.
+const FIXTURES: &[&str] = &[
+    "image.png",
+    "baseline.jpg",
+    "static.gif",
+    "animated.gif",
+    "lossy.webp",
+    "large-dimensions.png",
+    "document.pdf",
+    "three-pages.pdf",
+    "tone.wav",
+    "tone.mp3",
+    "tone.ogg",
+    "tone.flac",
+];
+
+fn media(name: &str) -> Content {
+    let data = base64::engine::general_purpose::STANDARD.encode(mcpl_testkit::fixture(name));
+    let inspected = Media::inspect(&data, None);
+    let sniffed = inspected.sniffed.expect("a typed fixture");
+    match sniffed.mime() {
+        "application/pdf" => Content::Document {
+            pages: mcpl_lanes::pdf_pages(&data),
+            data,
+        },
+        mime if mime.starts_with("audio/") => Content::Audio { sniffed, data },
+        _ => Content::Image {
+            sniffed,
+            dimensions: inspected.dimensions.unwrap_or(Dimensions {
+                width: 0,
+                height: 0,
+            }),
+            data,
+        },
+    }
+}
+
+fn text() -> impl Strategy<Value = Content> {
+    prop_oneof![
+        Just(String::new()),
+        "[ \t\n\u{3000}\u{2028}]{1,4}",
+        "\\PC{1,40}",
+        Just("x".repeat(5000)),
+    ]
+    .prop_map(Content::Text)
+}
+
+fn part() -> impl Strategy<Value = Content> {
+    prop_oneof![
+        3 => text(),
+        2 => (0..FIXTURES.len()).prop_map(|i| media(FIXTURES[i])),
+    ]
+}
+
+fn parts() -> impl Strategy<Value = Vec<Content>> {
+    prop_oneof![
+        8 => prop::collection::vec(part(), 0..6),
+        // Many images: more than a request takes.
+        1 => (1usize..130).prop_map(|n| vec![media("image.png"); n]),
+    ]
+}
+
+fn arguments() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(json!({})),
+        Just(json!({"n": 1})),
+        "\\PC{0,12}".prop_map(Value::String),
+        Just(json!([1, 2])),
+        Just(Value::Null),
+    ]
+}
+
+fn tool_name() -> impl Strategy<Value = String> {
+    ("[a-z0-9 ._:-]{0,10}", "\\PC{1,80}").prop_map(|(server, tool)| model_tool_name(&server, &tool))
+}
+
+fn schema() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(json!({"type": "object", "properties": {"n": {"type": "integer"}}})),
+        Just(json!({"properties": {"n": {"type": "integer"}}})),
+        Just(json!({"$ref": "#/$defs/A", "$defs": {"A": {"type": "object"}}})),
+        Just(json!({"anyOf": [{"type": "object"}, {"type": "null"}]})),
+        Just(json!({"type": "string"})),
+        Just(json!({"type": ["object", "null"]})),
+        Just(json!("not a schema")),
+        Just(json!([])),
+        Just(json!({})),
+    ]
+}
+
+fn tool() -> impl Strategy<Value = ToolSpec> {
+    (tool_name(), "\\PC{0,20}", 0usize..3000, schema()).prop_map(
+        |(name, description, extra, input_schema)| ToolSpec {
+            name,
+            description: format!("{description}{}", "d".repeat(extra)),
+            input_schema,
+        },
+    )
+}
+
+fn tools_list() -> impl Strategy<Value = Vec<ToolSpec>> {
+    prop_oneof![
+        4 => prop::collection::vec(tool(), 0..6),
+        1 => (120usize..210).prop_flat_map(|n| prop::collection::vec(tool(), n)),
+    ]
+}
+
+/// A conversation: the user's turn, then rounds of calls and their results with server
+/// messages between.
+fn conversation() -> impl Strategy<Value = Vec<Message>> {
+    let round = (
+        "\\PC{0,20}",
+        prop::collection::vec(
+            (
+                tool_name(),
+                arguments(),
+                parts(),
+                any::<bool>(),
+                any::<bool>(),
+            ),
+            1..4,
+        ),
+        parts(),
+    );
+    (parts(), prop::collection::vec(round, 0..3)).prop_map(|(first, rounds)| {
+        let mut messages = vec![Message::User(first)];
+        let mut id = 0;
+        for (said, calls, pushed) in rounds {
+            let mut tool_calls = Vec::new();
+            let mut outputs = Vec::new();
+            for (name, arguments, live, native, is_error) in calls {
+                id += 1;
+                tool_calls.push(ToolCall {
+                    id: format!("call_{id}"),
+                    name: name.clone(),
+                    arguments,
+                    signature: None,
+                });
+                let stored: String = live
+                    .iter()
+                    .map(|part| match part {
+                        Content::Text(text) => text.clone(),
+                        _ => "[image: image/png, 1KB, ref img_abcdef_1]".to_owned(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                outputs.push(ToolOutput {
+                    call_id: format!("call_{id}"),
+                    name,
+                    stored,
+                    live: native.then_some(live),
+                    is_error,
+                });
+            }
+            messages.push(Message::Assistant {
+                text: said,
+                tool_calls,
+            });
+            messages.push(Message::ToolResults(outputs));
+            messages.push(Message::User(pushed));
+        }
+        messages
+    })
+}
+
+fn cases() -> u32 {
+    std::env::var("MCPL_VALIDATE_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(64)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    #[test]
+    fn every_body_an_encoder_writes_is_one_its_api_takes(
+        messages in conversation(),
+        tools in tools_list(),
+    ) {
+        for route in RouteId::ALL {
+            let conformed = tools::conform(route, tools.clone());
+            let encoder = Encoder::new(route);
+            let body = encoder.request(&ModelRequest {
+                model: "a-model",
+                system: "Answer.",
+                messages: &messages,
+                tools: &conformed.tools,
+                max_tokens: 1024,
+            });
+            let violations = validate(route, &route.request_limits(), &body);
+            prop_assert!(
+                violations.is_empty(),
+                "{}: {}",
+                route.name(),
+                violations.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+            );
+        }
+    }
+}
+
+#[test]
+fn a_body_the_api_would_refuse_is_repaired_before_it_is_sent() {
+    // Definitions no host held to the route's rules: the request is checked as it is written.
+    let tools = vec![
+        ToolSpec {
+            name: "ok".to_owned(),
+            description: String::new(),
+            input_schema: json!({"type": "object"}),
+        },
+        ToolSpec {
+            name: "1 bad".to_owned(),
+            description: String::new(),
+            input_schema: json!("x"),
+        },
+    ];
+    let messages = vec![Message::User(vec![Content::Text("Go.".to_owned())])];
+    for route in RouteId::ALL {
+        let (body, repaired) = Encoder::new(route).checked_request(&ModelRequest {
+            model: "a-model",
+            system: "Answer.",
+            messages: &messages,
+            tools: &tools,
+            max_tokens: 1024,
+        });
+        assert!(
+            validate(route, &route.request_limits(), &body).is_empty(),
+            "{}: {body}",
+            route.name()
+        );
+        assert!(
+            repaired
+                .iter()
+                .any(|line| line.contains("tools the route refuses were left out")),
+            "{}: {repaired:?}",
+            route.name()
+        );
+    }
+}
