@@ -905,30 +905,31 @@ impl<'h> Projector<'h> {
         }
     }
 
-    /// Audio in a tool result: native where the route takes its type there, its base64 is
-    /// sound, it is within the per-payload limit and its header says how long it plays (its
-    /// price); else its line. The stored copy keeps the line.
+    /// Audio in a tool result: native where the route takes its type there and
+    /// [`Projector::native_audio`] says; else its line. The stored copy keeps the line.
     fn audio_piece<'a>(&mut self, media: &Media<'a>, hidden: &HiddenUris) -> Piece<'a> {
         let line = audio_text(media, hidden);
-        let native = match media.sniffed {
-            Some(sniffed)
-                if !media.is_empty()
-                    && media.base64.is_none()
-                    && media.within(self.limits().native_image_bytes)
-                    && self.route.takes_tool_audio(Some(sniffed))
-                    && mcpl_classify::audio_duration_ms(media.data, sniffed).is_some() =>
-            {
-                Some(Part::Audio {
-                    sniffed,
-                    data: media.data,
-                })
-            }
-            _ => None,
-        };
+        let takes = self.route.takes_tool_audio(media.sniffed);
         Piece {
             text: line.into(),
-            native,
+            native: self.native_audio(media, takes),
         }
+    }
+
+    /// Audio as a native part where the route `takes` its type: only when its type was read
+    /// from its bytes, its base64 is sound, it is within the per-payload limit and its header
+    /// says how long it plays (its price).
+    fn native_audio<'a>(&self, media: &Media<'a>, takes: bool) -> Option<Part<'a>> {
+        let sniffed = media.sniffed?;
+        let verified = takes
+            && !media.is_empty()
+            && media.base64.is_none()
+            && media.within(self.limits().native_image_bytes)
+            && mcpl_classify::audio_duration_ms(media.data, sniffed).is_some();
+        verified.then_some(Part::Audio {
+            sniffed,
+            data: media.data,
+        })
     }
 
     /// A PDF in a tool result: native only where the route takes documents there and the PDF
@@ -1167,21 +1168,13 @@ impl<'h> Projector<'h> {
         }
     }
 
+    /// Audio in a message: native where the route takes its type in a message and
+    /// [`Projector::native_audio`] says; else its line.
     fn message_audio<'a>(&mut self, media: &Media<'a>, hidden: &HiddenUris) -> (Part<'a>, String) {
         let line = audio_text(media, hidden);
-        let native = !media.is_empty()
-            && media.base64.is_none()
-            && media.within(self.limits().native_image_bytes)
-            && self.route.takes_audio(media.sniffed);
-        match media.sniffed {
-            Some(sniffed) if native => (
-                Part::Audio {
-                    sniffed,
-                    data: media.data,
-                },
-                line,
-            ),
-            _ => (Part::Text(line.clone()), line),
+        match self.native_audio(media, self.route.takes_audio(media.sniffed)) {
+            Some(part) => (part, line),
+            None => (Part::Text(line.clone()), line),
         }
     }
 

@@ -159,6 +159,46 @@ fn a_native_pdf_carries_its_counted_pages() {
     ));
 }
 
+fn audio_result(bytes: &[u8], mime: &str) -> Value {
+    json!({"content": [{"type": "audio", "data": b64(bytes), "mimeType": mime}]})
+}
+
+/// Audio goes natively in a tool result and in a message only where its type was read from its
+/// bytes and its header says how long it plays: Gemini takes Ogg and FLAC in messages, but
+/// their duration is not read, so they go as their line, and so does a WAV cut inside its
+/// header.
+#[test]
+fn audio_goes_natively_only_with_its_type_and_duration_read() {
+    let wav = mcpl_testkit::fixture("tone.wav");
+    let cases = [
+        (wav.clone(), "audio/wav", true),
+        (mcpl_testkit::fixture("tone.mp3"), "audio/mpeg", true),
+        (wav[..20].to_vec(), "audio/wav", false),
+        (mcpl_testkit::fixture("tone.ogg"), "audio/ogg", false),
+        (mcpl_testkit::fixture("tone.flac"), "audio/flac", false),
+        // Bytes no sniffer reads, labelled as audio.
+        (b"not audio at all".to_vec(), "audio/wav", false),
+    ];
+    for (bytes, mime, verified) in cases {
+        for route in [RouteId::OpenAiChat, RouteId::Gemini] {
+            let shown = shown_on(route, audio_result(&bytes, mime));
+            assert!(shown.stored.starts_with("[audio: "), "{}", shown.stored);
+            let in_result = matches!(native_parts(&shown.live)[..], [Part::Audio { .. }]);
+            assert_eq!(in_result, verified, "{mime} in a tool result on {route}");
+            let in_messages = shown
+                .messages
+                .iter()
+                .filter(|p| matches!(p, Part::Audio { .. }))
+                .count();
+            assert_eq!(
+                in_messages,
+                if verified { 3 } else { 0 },
+                "{mime} in messages on {route}"
+            );
+        }
+    }
+}
+
 const PDFS: [&str; 9] = [
     "document.pdf",
     "three-pages.pdf",
