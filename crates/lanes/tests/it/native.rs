@@ -199,6 +199,53 @@ fn audio_goes_natively_only_with_its_type_and_duration_read() {
     }
 }
 
+/// An image goes natively only where its type and size in pixels were read, and it is whole:
+/// this already held (a native image's part carries its dimensions, not an option of them).
+#[test]
+fn an_image_goes_natively_only_with_its_dimensions_read() {
+    let png = mcpl_testkit::fixture("image.png");
+    let cases = [
+        (png.clone(), true),
+        // The signature and half the IHDR chunk: no dimensions.
+        (png[..20].to_vec(), false),
+        (mcpl_testkit::fixture("header-only.png"), false),
+        (mcpl_testkit::fixture("truncated.png"), false),
+        (b"\x89PNG\r\n\x1a\n".to_vec(), false),
+    ];
+    for (bytes, verified) in cases {
+        let result =
+            json!({"content": [{"type": "image", "data": b64(&bytes), "mimeType": "image/png"}]});
+        for route in RouteId::ALL {
+            let shown = shown_on(route, result.clone());
+            let in_result = matches!(native_parts(&shown.live)[..], [Part::Image { .. }]);
+            let in_messages = shown
+                .messages
+                .iter()
+                .any(|p| matches!(p, Part::Image { .. }));
+            let takes = route != RouteId::TextOnly;
+            assert_eq!(
+                in_result,
+                verified && takes,
+                "{} bytes on {route}",
+                bytes.len()
+            );
+            assert_eq!(
+                in_messages,
+                verified && takes,
+                "{} bytes on {route}",
+                bytes.len()
+            );
+            if !verified {
+                assert!(
+                    shown.stored.starts_with("[Image not shown: "),
+                    "{}",
+                    shown.stored
+                );
+            }
+        }
+    }
+}
+
 const PDFS: [&str; 9] = [
     "document.pdf",
     "three-pages.pdf",
