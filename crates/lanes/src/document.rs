@@ -246,6 +246,34 @@ mod tests {
     }
 
     #[test]
+    fn a_pdf_is_held_to_the_route_before_it_is_read() {
+        let anthropic = crate::RouteId::Anthropic.request_limits();
+        let inspect = |data: &str| native_pages(&Media::inspect(data, None), &anthropic);
+        let mut big = b"%PDF-1.4\n".to_vec();
+        big.resize(24_000_001, b' ');
+        assert_eq!(
+            inspect(&b64(&big)),
+            Err(PdfRefusal::OverBytes { limit: 24_000_000 })
+        );
+        let pages = b64(&mcpl_testkit::fixture("150-pages.pdf"));
+        assert_eq!(
+            inspect(&pages),
+            Err(PdfRefusal::OverPages {
+                pages: 150,
+                limit: 100
+            })
+        );
+        let gemini = crate::RouteId::Gemini.request_limits();
+        assert_eq!(
+            native_pages(&Media::inspect(&pages, None), &gemini),
+            Ok(150)
+        );
+        let pdf = b64(&mcpl_testkit::fixture("document.pdf"));
+        assert_eq!(inspect(&pdf), Ok(1));
+        assert_eq!(inspect(&pdf[1..]), Err(PdfRefusal::NotBase64));
+    }
+
+    #[test]
     fn reasons_read_as_words() {
         let reasons = [
             (PdfRefusal::NotBase64, "its base64 is not valid"),
