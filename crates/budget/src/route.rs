@@ -200,16 +200,13 @@ impl Pricer<'_> {
         Ok((ms * per_second).div_ceil(1000) + self.route.image_overhead)
     }
 
-    /// The price of a PDF of `pages` pages by the route's [`PageRule`]; a PDF whose pages could
-    /// not be counted is priced at the most pages the route takes in one document, the
-    /// conservative bound.
-    pub fn document(&self, pages: Option<u32>) -> Result<u64, Unpriceable> {
-        let unpriceable = Unpriceable::Document {
+    /// The price of a PDF of `pages` pages by the route's [`PageRule`]. Its pages were counted:
+    /// a PDF whose pages could not be counted does not go natively (decision 0109).
+    pub fn document(&self, pages: u32) -> Result<u64, Unpriceable> {
+        let rule = self.route.pages.ok_or(Unpriceable::Document {
             route: self.route.id(),
-        };
-        let rule = self.route.pages.ok_or(unpriceable.clone())?;
-        let bound = self.route.id().request_limits().document_pages;
-        let pages = u64::from(pages.or(bound).ok_or(unpriceable)?);
+        })?;
+        let pages = u64::from(pages);
         let per_page = match rule {
             PageRule::Flat(tokens) => tokens,
             PageRule::TextAndImage { text } => {
@@ -298,23 +295,21 @@ mod tests {
     }
 
     #[test]
-    fn a_document_is_priced_per_page_and_an_uncounted_one_at_the_bound() {
+    fn a_document_is_priced_per_page() {
         let pricer = |id| Pricer {
             text: &Bound,
             route: PricedRoute::of(id),
         };
         let gemini = pricer(RouteId::Gemini);
-        assert_eq!(gemini.document(Some(3)), Ok(3 * 560 + MOVED_IMAGE_OVERHEAD));
-        assert_eq!(gemini.document(None), Ok(1000 * 560 + MOVED_IMAGE_OVERHEAD));
+        assert_eq!(gemini.document(3), Ok(3 * 560 + MOVED_IMAGE_OVERHEAD));
         let anthropic = pricer(RouteId::Anthropic);
         let page = 3000 + ImageCalculator::ANTHROPIC_STANDARD.tokens(1275, 1650);
-        assert_eq!(anthropic.document(Some(2)), Ok(2 * page));
-        assert_eq!(anthropic.document(None), Ok(100 * page));
+        assert_eq!(anthropic.document(2), Ok(2 * page));
         let chat = pricer(RouteId::OpenAiChat);
         let page = 3000 + ImageCalculator::OPENAI_GPT_5_4.tokens(1275, 1650);
-        assert_eq!(chat.document(Some(2)), Ok(2 * page + MOVED_IMAGE_OVERHEAD));
+        assert_eq!(chat.document(2), Ok(2 * page + MOVED_IMAGE_OVERHEAD));
         assert_eq!(
-            pricer(RouteId::TextOnly).document(Some(1)),
+            pricer(RouteId::TextOnly).document(1),
             Err(Unpriceable::Document {
                 route: RouteId::TextOnly
             })

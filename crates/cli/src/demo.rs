@@ -636,17 +636,13 @@ pub fn describe_part(part: &Content) -> String {
         Content::Audio { sniffed, data } => {
             format!("audio: {}, {}", sniffed.mime(), size_label(data))
         }
-        Content::Document { pages, data } => match pages {
-            Some(1) => format!("document: application/pdf, 1 page, {}", size_label(data)),
-            Some(pages) => format!(
-                "document: application/pdf, {pages} pages, {}",
-                size_label(data)
-            ),
-            None => format!(
-                "document: application/pdf, pages not counted, {}",
-                size_label(data)
-            ),
-        },
+        Content::Document { pages: 1, data } => {
+            format!("document: application/pdf, 1 page, {}", size_label(data))
+        }
+        Content::Document { pages, data } => format!(
+            "document: application/pdf, {pages} pages, {}",
+            size_label(data)
+        ),
     }
 }
 

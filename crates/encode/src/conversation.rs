@@ -32,10 +32,10 @@ pub enum Content {
         /// The base64 data.
         data: String,
     },
-    /// A native PDF: its pages as counted (`None` when they could not be), and its base64.
+    /// A native PDF: its pages as counted, and its base64.
     Document {
         /// The pages `lopdf` counted.
-        pages: Option<u32>,
+        pages: u32,
         /// The base64 data.
         data: String,
     },

@@ -187,8 +187,8 @@ enum Kind {
     Image,
     /// Audio carried inline: it counts toward the inline total and the body only.
     Audio,
-    /// A PDF, with its pages (counted, else the route's bound per document): the document
-    /// limits, the pages per request, the inline total and the body.
+    /// A PDF, with its pages as counted: the document limits, the pages per request, the inline
+    /// total and the body.
     Document {
         /// Its pages.
         pages: u32,
@@ -312,12 +312,9 @@ fn push_images<'m>(
                 });
             }
             Content::Document { pages, data } if output.is_some() && takes_document(priced) => {
-                let bound = route.request_limits().document_pages;
                 out.push(Candidate {
                     at,
-                    kind: Kind::Document {
-                        pages: pages.or(bound).unwrap_or(1),
-                    },
+                    kind: Kind::Document { pages: *pages },
                     sniffed: Sniffed::Pdf,
                     width: 0,
                     height: 0,
@@ -793,7 +790,7 @@ mod tests {
                 sniffed: Sniffed::Wav,
                 data,
             },
-            _ => Content::Document { data, pages: None },
+            _ => Content::Document { data, pages: 1 },
         }
     }
 

@@ -105,7 +105,7 @@ mod project;
 mod registry;
 mod route;
 
-pub use document::{PDF_COUNT_LIMIT, PDF_STREAM_LIMIT, pdf_pages};
+pub use document::{PDF_COUNT_LIMIT, PDF_STREAM_LIMIT, PdfRefusal, native_pages, pdf_pages};
 pub use ledger::{
     ImageLedger, ImageLookup, LEDGER_MAX_BASE64, LEDGER_MAX_IMAGES, LEDGER_REMEMBERED_REFS,
 };

@@ -74,6 +74,17 @@ pub fn resource_other_type(mime: &str, size: u64) -> String {
     )
 }
 
+/// `[Resource not shown: this host can't display its data (<mime>, <size>) because <reason>.]`:
+/// a PDF that does not go natively where the route takes documents, with why
+/// ([`crate::PdfRefusal`]: `it is encrypted`, `its pages could not be counted`, ...).
+pub fn resource_not_native(mime: &str, size: u64, reason: &str) -> String {
+    format!(
+        "[Resource not shown: this host can't display its data ({}, {}) because {reason}.]",
+        sanitize(mime),
+        size_label(size)
+    )
+}
+
 /// `[unrecognized content block: <reason>]`
 pub fn unrecognized(reason: &str) -> String {
     format!("[unrecognized content block: {}]", sanitize(reason))
@@ -233,6 +244,10 @@ mod tests {
         assert_eq!(
             resource_other_type("application/pdf", 12_288),
             "[Resource not shown: this host can't display its data (application/pdf, ~12KB).]"
+        );
+        assert_eq!(
+            resource_not_native("application/pdf", 2_500, "it is encrypted"),
+            "[Resource not shown: this host can't display its data (application/pdf, ~2KB) because it is encrypted.]"
         );
         assert_eq!(
             unknown_reference("ref_9_zzzz"),

@@ -75,9 +75,9 @@ pub enum Part<'a> {
     },
     /// A native document: a PDF, as its magic bytes say, where the route takes one.
     Document {
-        /// Its pages as `lopdf` counted them; `None` when they could not be counted (pricing
-        /// then uses a conservative bound).
-        pages: Option<u32>,
+        /// Its pages as `lopdf` counted them: a PDF whose pages could not be counted does not go
+        /// natively.
+        pages: u32,
         /// The base64 data.
         data: &'a str,
     },
@@ -545,7 +545,8 @@ impl<'a> MessageBlocks<'a> {
 enum BlobAs<'m, 'a> {
     Image(&'m Media<'a>),
     Audio(&'m Media<'a>),
-    /// A PDF by its magic bytes, and the marker it shows where it does not go natively.
+    /// A PDF by its magic bytes, and its label (redacted), which the marker it shows where it
+    /// does not go natively names.
     Document(&'m Media<'a>, String),
     Text(String),
 }
@@ -877,7 +878,7 @@ impl<'h> Projector<'h> {
             Block::EmbeddedBlob(blob) => match self.blob_as(blob, hidden) {
                 BlobAs::Image(media) => self.image_piece(media, hidden),
                 BlobAs::Audio(media) => self.audio_piece(media, hidden),
-                BlobAs::Document(media, marker) => self.document_piece(media, marker),
+                BlobAs::Document(media, label) => self.document_piece(media, &label),
                 BlobAs::Text(text) => Piece::text(text),
             },
             Block::EmbeddedUnreadable(_) => Piece::text(markers::RESOURCE_UNREADABLE),
@@ -904,48 +905,52 @@ impl<'h> Projector<'h> {
         }
     }
 
-    /// Audio in a tool result: native where the route takes its type there, its base64 is
-    /// sound, it is within the per-payload limit and its header says how long it plays (its
-    /// price); else its line. The stored copy keeps the line.
+    /// Audio in a tool result: native where the route takes its type there and
+    /// [`Projector::native_audio`] says; else its line. The stored copy keeps the line.
     fn audio_piece<'a>(&mut self, media: &Media<'a>, hidden: &HiddenUris) -> Piece<'a> {
         let line = audio_text(media, hidden);
-        let native = match media.sniffed {
-            Some(sniffed)
-                if !media.is_empty()
-                    && media.base64.is_none()
-                    && media.within(self.limits().native_image_bytes)
-                    && self.route.takes_tool_audio(Some(sniffed))
-                    && mcpl_classify::audio_duration_ms(media.data, sniffed).is_some() =>
-            {
-                Some(Part::Audio {
-                    sniffed,
-                    data: media.data,
-                })
-            }
-            _ => None,
-        };
+        let takes = self.route.takes_tool_audio(media.sniffed);
         Piece {
             text: line.into(),
-            native,
+            native: self.native_audio(media, takes),
         }
     }
 
-    /// A PDF in a tool result: native where the route takes documents there, its base64 is
-    /// sound and it is within the route's bytes and pages per document; its stored copy is a
-    /// placeholder naming the ledger's `doc_` ref. A PDF that fails a check is `marker`.
-    fn document_piece<'a>(&mut self, media: &Media<'a>, marker: String) -> Piece<'a> {
-        let limits = self.route.id.request_limits();
-        let sound = !media.is_empty() && media.base64.is_none();
-        let within = limits.document_bytes.is_none_or(|max| media.within(max));
-        if !(self.route.documents_in_tool_results && sound && within) {
-            return Piece::text(marker);
+    /// Audio as a native part where the route `takes` its type: only when its type was read
+    /// from its bytes, its base64 is sound, it is within the per-payload limit and its header
+    /// says how long it plays (its price).
+    fn native_audio<'a>(&self, media: &Media<'a>, takes: bool) -> Option<Part<'a>> {
+        let sniffed = media.sniffed?;
+        let verified = takes
+            && !media.is_empty()
+            && media.base64.is_none()
+            && media.within(self.limits().native_image_bytes)
+            && mcpl_classify::audio_duration_ms(media.data, sniffed).is_some();
+        verified.then_some(Part::Audio {
+            sniffed,
+            data: media.data,
+        })
+    }
+
+    /// A PDF in a tool result: native only where the route takes documents there and the PDF
+    /// was verified ([`crate::native_pages`]: sound base64, within the route's bytes and pages
+    /// per document, its pages counted, not encrypted); its stored copy is then a placeholder
+    /// naming the ledger's `doc_` ref. Otherwise it is the other-type marker for its `label`,
+    /// saying why where the route takes documents.
+    fn document_piece<'a>(&mut self, media: &Media<'a>, label: &str) -> Piece<'a> {
+        if !self.route.documents_in_tool_results {
+            return Piece::text(other_type(media, label));
         }
-        let pages = crate::document::pdf_pages(media.data);
-        if let (Some(pages), Some(max)) = (pages, limits.document_pages)
-            && pages > max
-        {
-            return Piece::text(marker);
-        }
+        let pages = match crate::document::native_pages(media, &self.route.id.request_limits()) {
+            Ok(pages) => pages,
+            Err(refusal) => {
+                return Piece::text(markers::resource_not_native(
+                    label,
+                    size_of(media),
+                    &refusal.to_string(),
+                ));
+            }
+        };
         let mime = Sniffed::Pdf.mime();
         let doc_ref = self.ledger.retain_document(media.data, mime);
         Piece {
@@ -1136,7 +1141,8 @@ impl<'h> Projector<'h> {
             Block::EmbeddedBlob(blob) => match self.blob_as(blob, hidden) {
                 BlobAs::Image(media) => self.message_image(media, hidden),
                 BlobAs::Audio(media) => self.message_audio(media, hidden),
-                BlobAs::Document(_, t) | BlobAs::Text(t) => text(t),
+                BlobAs::Document(media, label) => text(other_type(media, &label)),
+                BlobAs::Text(t) => text(t),
             },
             Block::EmbeddedUnreadable(_) => text(markers::RESOURCE_UNREADABLE.to_owned()),
             Block::Invalid(invalid) => text(invalid_text(invalid, hidden)),
@@ -1162,21 +1168,13 @@ impl<'h> Projector<'h> {
         }
     }
 
+    /// Audio in a message: native where the route takes its type in a message and
+    /// [`Projector::native_audio`] says; else its line.
     fn message_audio<'a>(&mut self, media: &Media<'a>, hidden: &HiddenUris) -> (Part<'a>, String) {
         let line = audio_text(media, hidden);
-        let native = !media.is_empty()
-            && media.base64.is_none()
-            && media.within(self.limits().native_image_bytes)
-            && self.route.takes_audio(media.sniffed);
-        match media.sniffed {
-            Some(sniffed) if native => (
-                Part::Audio {
-                    sniffed,
-                    data: media.data,
-                },
-                line,
-            ),
-            _ => (Part::Text(line.clone()), line),
+        match self.native_audio(media, self.route.takes_audio(media.sniffed)) {
+            Some(part) => (part, line),
+            None => (Part::Text(line.clone()), line),
         }
     }
 
@@ -1217,7 +1215,8 @@ impl<'h> Projector<'h> {
                 Block::EmbeddedBlob(blob) => match self.blob_as(&blob, &hidden) {
                     BlobAs::Image(_) => markers::SYSTEM_IMAGE.to_owned(),
                     BlobAs::Audio(_) => markers::SYSTEM_AUDIO.to_owned(),
-                    BlobAs::Document(_, text) | BlobAs::Text(text) => text,
+                    BlobAs::Document(media, label) => other_type(media, &label),
+                    BlobAs::Text(text) => text,
                 },
                 Block::EmbeddedUnreadable(_) => markers::RESOURCE_UNREADABLE.to_owned(),
                 Block::Invalid(invalid) => invalid_text(&invalid, &hidden),
@@ -1352,7 +1351,8 @@ impl<'h> Projector<'h> {
             Block::EmbeddedBlob(blob) => match self.blob_as(blob, hidden) {
                 BlobAs::Image(media) => script_media("image", media, raw, hidden),
                 BlobAs::Audio(media) => script_media("audio", media, raw, hidden),
-                BlobAs::Document(_, t) | BlobAs::Text(t) => text(&t),
+                BlobAs::Document(media, label) => text(&other_type(media, &label)),
+                BlobAs::Text(t) => text(&t),
             },
             Block::EmbeddedUnreadable(_) => text(markers::RESOURCE_UNREADABLE),
             Block::Invalid(invalid) => text(&invalid_text(invalid, hidden)),
@@ -1451,14 +1451,11 @@ impl<'h> Projector<'h> {
         } else if claimed.is_under("audio") {
             BlobAs::Audio(media)
         } else if media.sniffed == Some(Sniffed::Pdf) {
-            // A PDF by its magic bytes, whatever else its label says; the marker is what it
-            // shows where it cannot go natively.
+            // A PDF by its magic bytes, whatever else its label says; the label is named by the
+            // marker it shows where it does not go natively.
             BlobAs::Document(
                 media,
-                markers::resource_other_type(
-                    &hidden.redact(essence.unwrap_or(claimed.raw)),
-                    size_of(media),
-                ),
+                hidden.redact(essence.unwrap_or(claimed.raw)).into_owned(),
             )
         } else {
             BlobAs::Text(markers::resource_other_type(
@@ -1607,6 +1604,12 @@ fn describe_bytes(media: &Media<'_>) -> String {
             None => "unrecognised bytes".to_owned(),
         },
     }
+}
+
+/// `[Resource not shown: this host can't display its data (<label>, <size>).]`: a PDF where
+/// documents do not go natively.
+fn other_type(media: &Media<'_>, label: &str) -> String {
+    markers::resource_other_type(label, size_of(media))
 }
 
 /// A payload's size: exact when its base64 is sound, else estimated from its length.
@@ -1868,7 +1871,7 @@ mod tests {
         assert_eq!(
             live,
             LiveCopy::Native(vec![Part::Document {
-                pages: Some(3),
+                pages: 3,
                 data: &pdf
             }])
         );

@@ -161,8 +161,9 @@ pub(crate) fn render_parts(parts: &[Part<'_>]) -> String {
                 )
             }
             Part::Document { pages, data } => {
+                let noun = if *pages == 1 { "page" } else { "pages" };
                 format!(
-                    "document: application/pdf, {pages:?} pages, {} characters of base64\n",
+                    "document: application/pdf, {pages} {noun}, {} characters of base64\n",
                     data.len()
                 )
             }

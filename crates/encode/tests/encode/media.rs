@@ -23,7 +23,7 @@ fn output(live: Vec<Content>) -> ToolOutput {
 
 fn pdf() -> Content {
     Content::Document {
-        pages: Some(1),
+        pages: 1,
         data: b64("document.pdf"),
     }
 }
@@ -139,7 +139,7 @@ fn images_under_the_low_detail_size_go_at_low_detail() {
 fn documents_over_the_route_pages_go_as_their_placeholder_with_a_notice() {
     use mcpl_encode::conversation::{Message, ModelRequest};
     let doc = |pages| Content::Document {
-        pages: Some(pages),
+        pages,
         data: b64("document.pdf"),
     };
     let stored = "[document: application/pdf, ~2KB, ref doc_t_1]\n[document: application/pdf, ~2KB, ref doc_t_2]";

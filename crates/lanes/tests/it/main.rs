@@ -3,6 +3,7 @@
 //! conformance vectors run in mcpl-cli, through the one checker `mcpl conformance` uses.
 
 mod cases;
+mod native;
 mod properties;
 mod redaction;
 mod regressions;
@@ -88,8 +89,11 @@ impl Host {
         let content = parsed.content.cloned().unwrap_or(Value::Null);
         let anthropic = self.on(&Route::ANTHROPIC, policy).tool_result(&parsed);
         let text_only = self.on(&Route::TEXT_ONLY, policy).tool_result(&parsed);
-        // A text-only route takes no document, so a PDF keeps its marker there (issue 17).
-        if !anthropic.stored.contains("[document: ") {
+        // A text-only route takes no document, so a PDF keeps its plain marker there (issue 17)
+        // where another route shows its placeholder, or a marker saying why it does not go
+        // natively (decision 0109).
+        let says_why = anthropic.stored.contains(") because ");
+        if !anthropic.stored.contains("[document: ") && !says_why {
             assert_eq!(
                 text_only.stored, anthropic.stored,
                 "the stored copy does not depend on the route"
@@ -157,8 +161,9 @@ fn render_parts(parts: &[Part<'_>]) -> String {
                 )
             }
             Part::Document { pages, data } => {
+                let noun = if *pages == 1 { "page" } else { "pages" };
                 format!(
-                    "document: application/pdf, {pages:?} pages, {} characters of base64\n",
+                    "document: application/pdf, {pages} {noun}, {} characters of base64\n",
                     data.len()
                 )
             }
