@@ -38,7 +38,7 @@ fn media(name: &str) -> Content {
     let sniffed = inspected.sniffed.expect("a typed fixture");
     match sniffed.mime() {
         "application/pdf" => Content::Document {
-            pages: mcpl_lanes::pdf_pages(&data),
+            pages: mcpl_lanes::pdf_pages(&data).expect("a fixture PDF whose pages count"),
             data,
         },
         mime if mime.starts_with("audio/") => Content::Audio { sniffed, data },
