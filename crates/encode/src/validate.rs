@@ -6,7 +6,10 @@
 //! where it is defined):
 //! - every text block has a character that is not whitespace, on Anthropic's Messages API;
 //! - every image's type is one the API takes (PNG, JPEG, GIF, WebP; HEIC and HEIF on Gemini),
-//!   and its base64 within the per-image cap; the images together within the count;
+//!   its base64 within the per-image cap, its sides read and within the route's (the smaller
+//!   side of a request of many images), and the images together within the count;
+//! - every PDF's pages counted, within the pages per document and per request, its bytes
+//!   within the route's;
 //! - audio only where the route takes it, in the formats it takes (`wav`, `mp3` on Chat
 //!   Completions); PDFs only where the route takes them;
 //! - inline data together within Gemini's 20 MB, and the body within the route's bytes;
@@ -17,6 +20,7 @@
 //! The encoders are built to write only bodies it accepts; a generative test holds them to it.
 //! The host checks every request too, so a body it would refuse is repaired, never sent.
 
+use mcpl_classify::Media;
 use mcpl_lanes::{RequestLimits, RouteId};
 use serde_json::{Value, json};
 
@@ -43,8 +47,9 @@ pub fn validate(route: RouteId, limits: &RequestLimits, body: &Value) -> Vec<Vio
         route,
         limits,
         violations: Vec::new(),
-        images: 0,
+        images: Vec::new(),
         inline: 0,
+        pages: 0,
     };
     let conversation = match route {
         RouteId::OpenAiResponses => "input",
@@ -59,6 +64,7 @@ pub fn validate(route: RouteId, limits: &RequestLimits, body: &Value) -> Vec<Vio
     {
         check.walk(system, "/systemInstruction");
     }
+    check.images();
     check.tools(body);
     if let Some(max) = limits.body_bytes {
         let len = crate::body_len(body);
@@ -72,15 +78,19 @@ pub fn validate(route: RouteId, limits: &RequestLimits, body: &Value) -> Vec<Vio
     check.violations
 }
 
-struct Check<'l> {
+struct Check<'l, 'b> {
     route: RouteId,
     limits: &'l RequestLimits,
     violations: Vec<Violation>,
-    images: usize,
+    /// Each image of a type the route takes: where it is and its base64, checked for its
+    /// size, its sides and the count once all are known.
+    images: Vec<(String, &'b str)>,
     inline: u64,
+    /// The pages of the documents so far.
+    pages: u64,
 }
 
-impl Check<'_> {
+impl<'b> Check<'_, 'b> {
     fn refuse(&mut self, at: &str, why: String) {
         self.violations.push(Violation {
             at: at.to_owned(),
@@ -88,7 +98,7 @@ impl Check<'_> {
         });
     }
 
-    fn walk(&mut self, value: &Value, at: &str) {
+    fn walk(&mut self, value: &'b Value, at: &str) {
         match value {
             Value::Array(items) => {
                 for (i, item) in items.iter().enumerate() {
@@ -109,7 +119,7 @@ impl Check<'_> {
     }
 
     /// Checks `value` if it is a content block; true when it was one (its inside is done).
-    fn block(&mut self, value: &Value, at: &str) -> bool {
+    fn block(&mut self, value: &'b Value, at: &str) -> bool {
         let kind = value.get("type").and_then(Value::as_str);
         match (self.route, kind) {
             (RouteId::Anthropic, Some("text")) => {
@@ -128,14 +138,16 @@ impl Check<'_> {
                     .pointer("/source/data")
                     .and_then(Value::as_str)
                     .unwrap_or("");
-                self.image(at, media, data.len() as u64);
+                self.image(at, media, data);
                 true
             }
             (RouteId::Anthropic, Some("document")) => {
-                self.document(
-                    at,
-                    value.pointer("/source/media_type").and_then(Value::as_str),
-                );
+                let media = value.pointer("/source/media_type").and_then(Value::as_str);
+                let data = value
+                    .pointer("/source/data")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                self.document(at, media, data);
                 true
             }
             (RouteId::OpenAiChat, Some("image_url")) => {
@@ -164,16 +176,16 @@ impl Check<'_> {
                 true
             }
             (RouteId::OpenAiChat, Some("file")) => {
-                let data = value
+                let url = value
                     .pointer("/file/file_data")
                     .and_then(Value::as_str)
                     .unwrap_or("");
-                self.document(at, data_url_type(data));
+                self.document(at, data_url_type(url), data_url_data(url));
                 true
             }
             (RouteId::OpenAiResponses, Some("input_file")) => {
-                let data = value.get("file_data").and_then(Value::as_str).unwrap_or("");
-                self.document(at, data_url_type(data));
+                let url = value.get("file_data").and_then(Value::as_str).unwrap_or("");
+                self.document(at, data_url_type(url), data_url_data(url));
                 true
             }
             (RouteId::Gemini, _) if value.get("inline_data").is_some() => {
@@ -184,61 +196,105 @@ impl Check<'_> {
                     .pointer("/inline_data/data")
                     .and_then(Value::as_str)
                     .unwrap_or("");
-                self.gemini_inline(at, media, data.len() as u64);
+                self.gemini_inline(at, media, data);
                 true
             }
             _ => false,
         }
     }
 
-    fn data_url_image(&mut self, at: &str, url: &str) {
-        let media = data_url_type(url);
-        let data = url.split_once(',').map_or(0, |(_, data)| data.len() as u64);
-        self.image(at, media, data);
+    fn data_url_image(&mut self, at: &str, url: &'b str) {
+        self.image(at, data_url_type(url), data_url_data(url));
     }
 
-    fn image(&mut self, at: &str, media: Option<&str>, base64: u64) {
-        self.images += 1;
+    fn image(&mut self, at: &str, media: Option<&str>, data: &'b str) {
         let taken = matches!(
             media,
             Some("image/png" | "image/jpeg" | "image/gif" | "image/webp")
         );
-        if !taken {
+        if taken {
+            self.images.push((at.to_owned(), data));
+        } else {
             self.refuse(
                 at,
                 format!("an image of type {media:?}, which the route does not take"),
             );
-        } else if let Some(max) = self.limits.image_base64
-            && base64 > max
-        {
-            self.refuse(
-                at,
-                format!("an image of {base64} base64 characters, over the route's {max}"),
-            );
-        } else if let Some(max) = self.limits.max_images
-            && self.images > max
-        {
-            self.refuse(
-                at,
-                format!(
-                    "image {} of the request, over the route's {max}",
-                    self.images
-                ),
-            );
         }
     }
 
-    fn document(&mut self, at: &str, media: Option<&str>) {
+    /// Each image's base64 and sides, and the count, now that all are known.
+    fn images(&mut self) {
+        let count = self.images.len();
+        let many = self.limits.many_images.is_some_and(|many| count > many);
+        let max_side = if many {
+            self.limits.many_images_side
+        } else {
+            self.limits.max_side
+        };
+        for (n, (at, data)) in std::mem::take(&mut self.images).into_iter().enumerate() {
+            let side = Media::inspect(data, None)
+                .dimensions
+                .map(|d| d.width.max(d.height));
+            let why = if let Some(max) = self.limits.image_base64
+                && data.len() as u64 > max
+            {
+                format!(
+                    "an image of {} base64 characters, over the route's {max}",
+                    data.len()
+                )
+            } else if let Some(max) = self.limits.max_images
+                && n >= max
+            {
+                format!("image {} of the request, over the route's {max}", n + 1)
+            } else if side.is_none_or(|side| side == 0 || side > max_side) {
+                format!("an image whose sides are not read as within {max_side} px")
+            } else {
+                continue;
+            };
+            self.refuse(&at, why);
+        }
+    }
+
+    fn document(&mut self, at: &str, media: Option<&str>, data: &str) {
         if media != Some("application/pdf") || !self.route.route().documents_in_tool_results {
             self.refuse(
                 at,
                 format!("a document of type {media:?}, which the route does not take"),
             );
+            return;
+        }
+        let pages = match mcpl_lanes::pdf_pages(data) {
+            Ok(pages) => pages,
+            Err(why) => {
+                self.refuse(at, format!("a PDF whose pages are not counted ({why:?})"));
+                return;
+            }
+        };
+        self.pages += u64::from(pages);
+        let bytes = data.len() as u64 / 4 * 3;
+        if let Some(max) = self.limits.document_pages
+            && pages > max
+        {
+            self.refuse(
+                at,
+                format!("a PDF of {pages} pages, over the route's {max}"),
+            );
+        } else if let Some(max) = self.limits.document_bytes
+            && bytes > max
+        {
+            self.refuse(
+                at,
+                format!("a PDF of about {bytes} bytes, over the route's {max}"),
+            );
+        } else if let Some(max) = self.limits.request_pages
+            && self.pages > u64::from(max)
+        {
+            self.refuse(at, format!("PDF pages past the request's {max}"));
         }
     }
 
-    fn gemini_inline(&mut self, at: &str, media: Option<&str>, base64: u64) {
-        self.inline += base64;
+    fn gemini_inline(&mut self, at: &str, media: Option<&str>, data: &'b str) {
+        self.inline += data.len() as u64;
         let taken = matches!(
             media,
             Some(
@@ -268,6 +324,10 @@ impl Check<'_> {
                 at,
                 format!("inline data past the route's {max} base64 characters"),
             );
+        } else if media == Some("application/pdf") {
+            self.document(at, media, data);
+        } else if media.is_some_and(|m| m.starts_with("image/")) {
+            self.images.push((at.to_owned(), data));
         }
     }
 
@@ -337,6 +397,11 @@ impl Check<'_> {
             }
         }
     }
+}
+
+/// The data of a `data:` url (what follows its comma).
+fn data_url_data(url: &str) -> &str {
+    url.split_once(',').map_or("", |(_, data)| data)
 }
 
 /// The media type of a `data:` url.
@@ -476,6 +541,27 @@ mod tests {
         let violations = validate(RouteId::Gemini, &RequestLimits::GEMINI, &body);
         repair(RouteId::Gemini, &mut body, &violations);
         assert!(found(RouteId::Gemini, &body).is_empty(), "{body}");
+
+        // An image whose header says 9000 px wide, and a PDF whose pages do not count.
+        use base64::Engine as _;
+        let mut png = mcpl_testkit::fixture("image.png");
+        png[16..20].copy_from_slice(&9000u32.to_be_bytes());
+        let png = base64::engine::general_purpose::STANDARD.encode(png);
+        let body = json!({"messages": [{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}},
+            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                             "data": "JVBERi0="}},
+        ]}]});
+        let said = found(RouteId::Anthropic, &body);
+        assert_eq!(said.len(), 2, "{said:?}");
+        assert!(
+            said[0].contains("PDF whose pages are not counted"),
+            "{said:?}"
+        );
+        assert!(
+            said[1].contains("sides are not read as within 8000 px"),
+            "{said:?}"
+        );
 
         let tools: Vec<Value> = (0..129)
             .map(|n| {

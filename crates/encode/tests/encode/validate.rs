@@ -255,3 +255,148 @@ fn a_body_the_api_would_refuse_is_repaired_before_it_is_sent() {
         );
     }
 }
+
+/// Every fixture a server may send, PDFs of every defect among them.
+const SENT: &[&str] = &[
+    "image.png",
+    "baseline.jpg",
+    "static.gif",
+    "animated.gif",
+    "lossy.webp",
+    "large-dimensions.png",
+    "truncated.png",
+    "header-only.png",
+    "image.bmp",
+    "image.heic",
+    "document.pdf",
+    "three-pages.pdf",
+    "three-pages-object-streams.pdf",
+    "150-pages.pdf",
+    "150-pages-direct-tree.pdf",
+    "encrypted.pdf",
+    "encrypted-empty-password.pdf",
+    "no-pages.pdf",
+    "tone.wav",
+    "tone.mp3",
+    "tone.ogg",
+    "tone.flac",
+    "archive.zip",
+];
+
+/// One content block a server may send: a fixture as an image, audio or embedded blob, cut
+/// short or not, labelled with any type; a text; a link.
+fn sent_block() -> impl Strategy<Value = Value> {
+    let blob = (0..SENT.len(), any::<bool>(), 0usize..4, 0usize..3).prop_map(
+        |(i, cut, label, kind)| {
+            let mut bytes = mcpl_testkit::fixture(SENT[i]);
+            if cut {
+                bytes.truncate(bytes.len() / 2);
+            }
+            let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+            let mime = ["image/png", "application/pdf", "audio/wav", "application/octet-stream"][label];
+            match kind {
+                0 => json!({"type": "image", "mimeType": mime, "data": data}),
+                1 => json!({"type": "audio", "mimeType": mime, "data": data}),
+                _ => json!({"type": "resource", "resource": {"uri": "file:///x", "mimeType": mime, "blob": data}}),
+            }
+        },
+    );
+    prop_oneof![
+        2 => "\\PC{0,60}".prop_map(|text| json!({"type": "text", "text": text})),
+        1 => Just(json!({"type": "text", "text": " \n "})),
+        3 => blob,
+        1 => Just(json!({"type": "resource_link", "uri": "https://x.example/a.pdf", "name": "a.pdf"})),
+    ]
+}
+
+/// What a model takes: images, PDFs, audio.
+const MODELS: [(bool, bool, bool); 4] = [
+    (true, true, true),
+    (true, true, false),
+    (true, false, false),
+    (false, false, false),
+];
+
+/// `route` held to what a model takes, as `mcpl-config`'s `narrow` holds it.
+fn narrowed(route: RouteId, (images, pdf, audio): (bool, bool, bool)) -> mcpl_budget::PricedRoute {
+    let whole = mcpl_budget::PricedRoute::of(route);
+    let mut lanes = whole.lanes.clone();
+    lanes.images_in_tool_results &= images;
+    lanes.images_in_messages &= images;
+    if !images {
+        lanes.image_types = &[];
+    }
+    if !audio {
+        lanes.audio_in_messages = &[];
+        lanes.audio_in_tool_results = &[];
+    }
+    lanes.documents_in_tool_results &= pdf;
+    mcpl_budget::PricedRoute {
+        lanes,
+        ..whole.clone()
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    /// Tool results as servers send them, through the lanes and the budget of each route as
+    /// each model narrows it, then encoded: every body is one the API takes.
+    #[test]
+    fn every_result_a_server_sends_reaches_a_body_the_api_takes(
+        results in prop::collection::vec(prop::collection::vec(sent_block(), 0..8), 1..4),
+        budget in prop_oneof![Just(40u64), Just(400), Just(12_500)],
+    ) {
+        use mcpl_budget::{Bound, Pricer, fit_tool_result};
+        use mcpl_lanes::{ImageLedger, Projector, Registry, ServerName, ToolResult, UriPolicy};
+        for route in RouteId::ALL {
+            for model in MODELS {
+                let priced = narrowed(route, model);
+                let (mut registry, mut ledger) = (Registry::new(), ImageLedger::new());
+                let server = ServerName::new("s");
+                let mut outputs = Vec::new();
+                let mut tool_calls = Vec::new();
+                for (n, content) in results.iter().enumerate() {
+                    let result = json!({"content": content});
+                    let mut lanes = Projector {
+                        registry: &mut registry,
+                        ledger: &mut ledger,
+                        route: &priced.lanes,
+                        server: &server,
+                        uri_policy: UriPolicy::Hidden,
+                    };
+                    let pricer = Pricer { text: &Bound, route: &priced };
+                    let fitted = fit_tool_result(&mut lanes, &ToolResult::from_value(&result), pricer, budget, None);
+                    let mut output = mcpl_encode::project_output(&fitted.copies);
+                    output.call_id = format!("call_{n}");
+                    tool_calls.push(ToolCall {
+                        id: format!("call_{n}"),
+                        name: "s__t".to_owned(),
+                        arguments: json!({}),
+                        signature: None,
+                    });
+                    outputs.push(output);
+                }
+                let messages = vec![
+                    Message::User(vec![Content::Text("Go.".to_owned())]),
+                    Message::Assistant { text: String::new(), tool_calls },
+                    Message::ToolResults(outputs),
+                ];
+                let body = Encoder::new(route).request(&ModelRequest {
+                    model: "a-model",
+                    system: "Answer.",
+                    messages: &messages,
+                    tools: &[],
+                    max_tokens: 1024,
+                });
+                let violations = validate(route, &route.request_limits(), &body);
+                prop_assert!(
+                    violations.is_empty(),
+                    "{} {model:?}: {}",
+                    route.name(),
+                    violations.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+                );
+            }
+        }
+    }
+}
