@@ -321,21 +321,71 @@ fn bound(root: &Path, args: &[String]) -> Result<(), String> {
 
 /// The generative test of request bodies with many cases: every route's body for random
 /// conversations and tool lists is one the validator accepts (`MCPL_VALIDATE_CASES`).
+/// The first bodies of each route are then validated by the official SDKs' request types
+/// (`e2e/sdk-validate`, with `MCPL_SDK_PYTHON` or `target/sdk-validate`'s Python).
 fn validate(root: &Path, args: &[String]) -> Result<(), String> {
     let cases = case_count(args, "200000")?;
-    if generative_in(
-        root,
-        "MCPL_VALIDATE_CASES",
-        &cases,
-        "mcpl-encode",
-        "encode",
-        "validate::",
-    ) {
+    let bodies = root.join("target").join("validate-bodies");
+    let _ = std::fs::remove_dir_all(&bodies);
+    std::fs::create_dir_all(&bodies).map_err(|e| format!("{}: {e}", bodies.display()))?;
+    let passed = Command::new("cargo")
+        .current_dir(root)
+        .env("MCPL_VALIDATE_CASES", &cases)
+        .env("MCPL_VALIDATE_BODIES", &bodies)
+        .args([
+            "test",
+            "--release",
+            "-p",
+            "mcpl-encode",
+            "--test",
+            "encode",
+            "validate::",
+        ])
+        .status()
+        .is_ok_and(|status| status.success());
+    if !passed {
+        return Err(format!(
+            "the generative test of request bodies failed with {cases} cases"
+        ));
+    }
+    let python = std::env::var_os("MCPL_SDK_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target/sdk-validate/bin/python"));
+    if !python.exists() {
+        return Err(format!(
+            "{} is missing: set MCPL_SDK_PYTHON to a Python with e2e/sdk-validate/requirements.txt",
+            python.display()
+        ));
+    }
+    let files: Vec<String> = [
+        "anthropic",
+        "openai-chat",
+        "openai-responses",
+        "gemini",
+        "text-only",
+    ]
+    .iter()
+    .map(|route| {
+        format!(
+            "{route}={}",
+            bodies.join(format!("{route}.jsonl")).display()
+        )
+    })
+    .collect();
+    let status = Command::new(&python)
+        .current_dir(root)
+        .arg("e2e/sdk-validate/validate.py")
+        .args(&files)
+        .status()
+        .map_err(|e| format!("{}: {e}", python.display()))?;
+    if status.success() {
+        println!(
+            "the official SDKs' types took every kept body ({})",
+            bodies.display()
+        );
         Ok(())
     } else {
-        Err(format!(
-            "the generative test of request bodies failed with {cases} cases"
-        ))
+        Err("the official SDKs' types refused a body the validator took".to_owned())
     }
 }
 

@@ -168,20 +168,33 @@ pub fn fit_tool_result<'a>(
         drop(items);
         return whole(copies, Some(price), vec![reason]);
     };
-    let spill = match write_spill_of(projector, result, &copies, store) {
-        Ok(spill) => spill,
+    // A spill that cannot be written does not lift the budget: the result is cut all the same,
+    // and its notice says the whole could not be kept.
+    let mut diagnostics = Vec::new();
+    let (spill, unsaved) = match write_spill_of(projector, result, &copies, store) {
+        Ok(spill) => (Some(spill), None),
         Err(error) => {
-            let reason = format!(
-                "{}, and its spill could not be written ({error}); it is kept whole",
+            diagnostics.push(format!(
+                "{}, and its spill could not be written ({error}); it is cut, and the whole is not kept",
                 over(&items)
-            );
-            let price = full_price(&items);
-            drop(items);
-            return whole(copies, Some(price), vec![reason]);
+            ));
+            (None, Some(error.to_string()))
         }
     };
-    let mut diagnostics = Vec::new();
-    let notice = |omitted| spill.omission_notice(omitted);
+    let notice = |omitted| match (&spill, &unsaved) {
+        (Some(spill), _) => spill.omission_notice(omitted),
+        (None, error) => format!(
+            "[… {omitted}; the whole could not be kept: {}]",
+            error.as_deref().unwrap_or("")
+        ),
+    };
+    let reference = match (&spill, &unsaved) {
+        (Some(spill), _) => spill.reference(),
+        (None, error) => format!(
+            "the whole could not be kept: {}",
+            error.as_deref().unwrap_or("")
+        ),
+    };
     let mut live_cut = None;
     let mut left_out = false;
     let mut fitted_price = live_within;
@@ -191,7 +204,7 @@ pub fn fit_tool_result<'a>(
             Err(reason) => {
                 // Nothing of it fits beside a notice: it goes as one line naming its spill, the
                 // least a model can be sent about it, never whole.
-                let line = format!("[the result was left out: {}]", spill.reference());
+                let line = format!("[the result was left out: {reference}]");
                 let (stored, part_ends) =
                     ToolResultCopies::join_parts(std::iter::once(line.as_str()));
                 let price = pricer.text.count(&line);
@@ -257,7 +270,7 @@ pub fn fit_tool_result<'a>(
         copies: fitted,
         price: fitted_price,
         stored_price,
-        spill: Some(spill),
+        spill,
         cut,
         diagnostics,
     }

@@ -115,7 +115,7 @@ fn a_spill_is_read_back_whole_and_carries_no_public_acl() {
 }
 
 #[test]
-fn a_bucket_that_refuses_writes_keeps_the_result_whole() {
+fn a_bucket_that_refuses_writes_still_holds_the_budget() {
     let Some(endpoint) = s3_endpoint() else {
         return;
     };
@@ -140,14 +140,24 @@ fn a_bucket_that_refuses_writes_keeps_the_result_whole() {
         500,
         Some(&mut store),
     );
-    assert!(!fitted.cut);
+    // The budget holds all the same: the result is cut, and the notice says why the whole is
+    // not kept.
+    assert!(fitted.cut);
     assert!(fitted.spill.is_none());
-    assert!(fitted.copies.stored.contains(&text), "the result is whole");
+    assert!(fitted.price.is_some_and(|p| p <= 500), "{:?}", fitted.price);
+    assert!(
+        fitted
+            .copies
+            .stored
+            .contains("; the whole could not be kept: spill store s3://"),
+        "{}",
+        fitted.copies.stored
+    );
     let diagnostic = fitted.diagnostics.join("\n");
     assert!(
         diagnostic.contains(
             "and its spill could not be written (spill store s3://mcpl-no-such-bucket/spills: "
-        ) && diagnostic.ends_with("; it is kept whole"),
+        ) && diagnostic.ends_with("; it is cut, and the whole is not kept"),
         "{diagnostic}"
     );
 }

@@ -64,13 +64,25 @@ fn files_in(dir: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn assert_kept_whole(result: &Value, fitted: &mcpl_budget::Fitted<'_>, why: &str) {
-    let original = fit(result, &PricedRoute::ANTHROPIC, u64::MAX, None);
-    assert!(!fitted.cut);
+/// A spill that could not be written does not lift the budget: the result is cut all the same,
+/// its notice says the whole could not be kept and why, and so does a diagnostic.
+fn assert_cut_unsaved(fitted: &mcpl_budget::Fitted<'_>, why: &str) {
+    assert!(fitted.cut);
     assert!(fitted.spill.is_none());
-    assert_eq!(
-        fitted.copies, original.copies,
-        "the original content is kept"
+    assert!(fitted.price.is_some_and(|p| p <= 200), "{:?}", fitted.price);
+    assert!(fitted.stored_price <= 200, "{}", fitted.stored_price);
+    assert!(
+        fitted
+            .copies
+            .stored
+            .contains("; the whole could not be kept: "),
+        "{}",
+        fitted.copies.stored
+    );
+    assert!(
+        fitted.copies.stored.contains(why),
+        "{}",
+        fitted.copies.stored
     );
     let diagnostic = fitted.diagnostics.join(" ");
     assert!(
@@ -79,11 +91,11 @@ fn assert_kept_whole(result: &Value, fitted: &mcpl_budget::Fitted<'_>, why: &str
     );
     assert!(diagnostic.contains("could not be written"), "{diagnostic}");
     assert!(diagnostic.contains(why), "{diagnostic}");
-    assert!(diagnostic.contains("kept whole"), "{diagnostic}");
+    assert!(diagnostic.contains("the whole is not kept"), "{diagnostic}");
 }
 
 #[test]
-fn a_store_failing_mid_write_leaves_nothing_and_keeps_the_content() {
+fn a_store_failing_mid_write_leaves_nothing_and_the_budget_holds() {
     let result = big_result(1000);
     // Fail on the first attachment, the second, and the spill text itself.
     for fail_at in 1..=3 {
@@ -94,7 +106,7 @@ fn a_store_failing_mid_write_leaves_nothing_and_keeps_the_content() {
             fail_at,
         };
         let fitted = fit(&result, &PricedRoute::ANTHROPIC, 200, Some(&mut store));
-        assert_kept_whole(&result, &fitted, "no space left on device");
+        assert_cut_unsaved(&fitted, "no space left on device");
         assert_eq!(files_in(&dir.0), Vec::<String>::new(), "fail at {fail_at}");
     }
 }
@@ -149,19 +161,19 @@ fn a_full_file_system_leaves_no_half_file() {
     let result = big_result(200_000);
     let mut store = LocalSpillStore::new(&mount.0.0).unwrap();
     let fitted = fit(&result, &PricedRoute::ANTHROPIC, 200, Some(&mut store));
-    assert_kept_whole(&result, &fitted, "No space left on device");
+    assert_cut_unsaved(&fitted, "No space left on device");
     assert_eq!(files_in(&mount.0.0), Vec::<String>::new());
 }
 
 #[test]
-fn a_read_only_file_system_is_refused_whole() {
+fn a_read_only_file_system_is_refused_and_the_budget_holds() {
     let Some(mount) = mount_tmpfs("read-only", "ro,size=64k") else {
         return;
     };
     let result = big_result(1000);
     let mut store = LocalSpillStore::new(&mount.0.0).unwrap();
     let fitted = fit(&result, &PricedRoute::ANTHROPIC, 200, Some(&mut store));
-    assert_kept_whole(&result, &fitted, "Read-only file system");
+    assert_cut_unsaved(&fitted, "Read-only file system");
     assert_eq!(files_in(&mount.0.0), Vec::<String>::new());
 }
 

@@ -181,6 +181,36 @@ fn conversation() -> impl Strategy<Value = Vec<Message>> {
     })
 }
 
+/// With `MCPL_VALIDATE_BODIES` set to a folder, the first bodies of each route are written
+/// there (`<route>.jsonl`, at most [`KEPT_BODIES`] a route), for the official SDKs' types to
+/// validate (`cargo xtask validate` does).
+fn keep(route: RouteId, body: &Value) {
+    use std::io::Write as _;
+    use std::sync::Mutex;
+    static KEPT: Mutex<[usize; 5]> = Mutex::new([0; 5]);
+    let Some(folder) = std::env::var_os("MCPL_VALIDATE_BODIES") else {
+        return;
+    };
+    let index = RouteId::ALL.iter().position(|r| *r == route).unwrap_or(0);
+    let mut kept = KEPT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if kept[index] >= KEPT_BODIES {
+        return;
+    }
+    kept[index] += 1;
+    let path = std::path::Path::new(&folder).join(format!("{}.jsonl", route.name()));
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    writeln!(file, "{body}").unwrap();
+}
+
+/// How many bodies of each route [`keep`] writes.
+const KEPT_BODIES: usize = 400;
+
 fn cases() -> u32 {
     std::env::var("MCPL_VALIDATE_CASES")
         .ok()
@@ -207,6 +237,7 @@ proptest! {
                 max_tokens: 1024,
             });
             let violations = validate(route, &route.request_limits(), &body);
+            keep(route, &body);
             prop_assert!(
                 violations.is_empty(),
                 "{}: {}",
@@ -390,6 +421,7 @@ proptest! {
                     max_tokens: 1024,
                 });
                 let violations = validate(route, &route.request_limits(), &body);
+                keep(route, &body);
                 prop_assert!(
                     violations.is_empty(),
                     "{} {model:?}: {}",
