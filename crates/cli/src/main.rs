@@ -390,15 +390,27 @@ fn narrow_to_model(options: &mut HostOptions, model: &str, config: &Config) {
             .min(u32::try_from(max).unwrap_or(u32::MAX));
     }
     let takes = models::describe(capabilities);
+    let window = capabilities
+        .context_window
+        .map_or_else(String::new, |w| format!(", a context window of {w} tokens"));
     match (&resolved.source, resolved.configured) {
         (models::Source::Default, false) => eprintln!(
             "mcpl: warning: model {model} is not in the model table ({}); it gets the {} route's default: {takes} (set mcpl.models.\"{model}\" to say what it takes)",
             models::table_source(),
             route.id().name()
         ),
-        (source, configured) => {
-            tracing::info!(model, ?source, configured, takes, "model capabilities")
-        }
+        (models::Source::Table(name), configured) => eprintln!(
+            "mcpl: model {model}: {takes}{window} (the model table's {name}{})",
+            if configured {
+                ", with mcpl.models over it"
+            } else {
+                ""
+            }
+        ),
+        (models::Source::Default, true) => eprintln!(
+            "mcpl: model {model}: {takes}{window} (mcpl.models over the {} route's default)",
+            route.id().name()
+        ),
     }
 }
 

@@ -998,7 +998,12 @@ fn what_goes_natively_follows_the_model_not_only_the_route() {
     // gpt-4o takes images: the PNG goes as an image part.
     let (body, stderr) = png_on_openai_chat(&scratch, "gpt-4o", json!({}));
     assert!(body.contains("image_url"), "{body}");
-    assert!(!stderr.contains("model table"), "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "mcpl: model gpt-4o: images, PDFs, a context window of 128000 tokens (the model table's gpt-4o)\n"
+        ),
+        "{stderr}"
+    );
     // o3-mini takes none: the PNG goes as its placeholder.
     let (body, _) = png_on_openai_chat(&scratch, "o3-mini", json!({}));
     assert!(!body.contains("image_url"), "{body}");
@@ -1019,7 +1024,12 @@ fn what_goes_natively_follows_the_model_not_only_the_route() {
         json!({"gpt-from-the-future": {"images": true}}),
     );
     assert!(body.contains("image_url"), "{body}");
-    assert!(!stderr.contains("model table"), "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "mcpl: model gpt-from-the-future: images (mcpl.models over the openai-chat route's default)\n"
+        ),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -288,9 +288,15 @@ fn a_result_is_fitted_so_its_budget_holds_by_the_providers_count() {
 }
 
 /// The one request of a conversation with no servers whose first round carries a server message
-/// of seven images: six of `each` base64 characters and one of `last`, plain data that is never
-/// decoded. Returns the body as sent, its length, and the host.
+/// of seven images: six of `each` base64 characters and one of `last`, a PNG's first 24 bytes
+/// (its signature and header, so the request's check reads its sides) and zeros, never decoded
+/// further. Returns the body as sent, its length, and the host.
+/// The base64 of a 16 x 12 PNG's signature and header chunk start: 24 bytes, 32 characters.
+const PNG_HEAD: &str = "iVBORw0KGgoAAAANSUhEUgAAABAAAAAM";
+
 fn one_request(each: usize, last: usize) -> (Value, usize, Host) {
+    // Base64 comes in fours: what `last` has over a multiple of four goes in the prompt.
+    let (last, pad) = (last - last % 4, last % 4);
     let spill = tempdir::Dir::new(&format!("body-{last}"));
     let mut config: Config = config(Vec::new(), &spill);
     config.context_window = 100_000_000;
@@ -301,7 +307,7 @@ fn one_request(each: usize, last: usize) -> (Value, usize, Host) {
             width: 100,
             height: 100,
         },
-        data: "A".repeat(chars),
+        data: format!("{PNG_HEAD}{}", "A".repeat(chars - PNG_HEAD.len())),
     };
     let mut parts: Vec<Content> = (0..6).map(|_| image(each)).collect();
     parts.push(image(last));
@@ -315,8 +321,12 @@ fn one_request(each: usize, last: usize) -> (Value, usize, Host) {
     });
     let mut model = Scripted::from_slice(br#"{"steps": [], "final": "done"}"#).unwrap();
     let mut transcript = Vec::new();
-    host.run(&mut model, "Look.", Some(&mut transcript))
-        .unwrap();
+    host.run(
+        &mut model,
+        &format!("Look.{}", " ".repeat(pad)),
+        Some(&mut transcript),
+    )
+    .unwrap();
     assert_eq!(transcript.pop(), Some(b'\n'));
     assert!(!transcript.contains(&b'\n'), "one request");
     let len = transcript.len();
@@ -328,9 +338,9 @@ fn one_request(each: usize, last: usize) -> (Value, usize, Host) {
 fn with_default_settings_no_anthropic_body_leaves_over_32_mb() {
     // A small request tells how many bytes besides the images' a body takes: each image's
     // base64 goes once, as it is.
-    let (_, probe, _) = one_request(4, 4);
+    let (_, probe, _) = one_request(PNG_HEAD.len(), PNG_HEAD.len());
     let each = 5_000_000;
-    let at_limit = 32_000_000 - (probe - 7 * 4) - 6 * each;
+    let at_limit = 32_000_000 - (probe - 7 * PNG_HEAD.len()) - 6 * each;
     // A body of exactly 32,000,000 bytes goes as it is: every image natively.
     let (body, len, host) = one_request(each, at_limit);
     assert_eq!(len, 32_000_000);
