@@ -13,6 +13,8 @@
 //! - audio only where the route takes it, in the formats it takes (`wav`, `mp3` on Chat
 //!   Completions); PDFs only where the route takes them;
 //! - inline data together within Gemini's 20 MB, and the body within the route's bytes;
+//! - text only where the API takes text only: a Chat Completions tool or system message, and
+//!   every route's system prompt;
 //! - tools: their count, a name of 1 to 64 letters, digits, `_` and `-` (Gemini: also `.` and
 //!   `:`, starting with a letter or `_`), a description within the route's length, and an input
 //!   schema whose `type` is `object`.
@@ -64,6 +66,7 @@ pub fn validate(route: RouteId, limits: &RequestLimits, body: &Value) -> Vec<Vio
     {
         check.walk(system, "/systemInstruction");
     }
+    check.positions(body, conversation);
     check.images();
     check.tools(body);
     if let Some(max) = limits.body_bytes {
@@ -96,6 +99,49 @@ impl<'b> Check<'_, 'b> {
             at: at.to_owned(),
             why,
         });
+    }
+
+    /// Blocks in places their API takes text only: a Chat Completions tool message, and the
+    /// system prompt of every route.
+    fn positions(&mut self, body: &Value, conversation: &str) {
+        let text_kinds = ["text", "input_text"];
+        let mut text_only = |value: &Value, at: String| {
+            for (i, part) in value.as_array().into_iter().flatten().enumerate() {
+                let kind = part.get("type").and_then(Value::as_str);
+                let gemini_text = self.route == RouteId::Gemini && part.get("text").is_some();
+                if !gemini_text && !kind.is_some_and(|k| text_kinds.contains(&k)) {
+                    self.violations.push(Violation {
+                        at: format!("{at}/{i}"),
+                        why: format!(
+                            "a {} block where the API takes text only",
+                            kind.unwrap_or("non-text")
+                        ),
+                    });
+                }
+            }
+        };
+        match self.route {
+            RouteId::OpenAiChat => {
+                for (i, message) in body[conversation]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                {
+                    if message["role"] == "tool" || message["role"] == "system" {
+                        text_only(&message["content"], format!("/{conversation}/{i}/content"));
+                    }
+                }
+            }
+            RouteId::Anthropic | RouteId::TextOnly => {
+                text_only(&body["system"], "/system".to_owned())
+            }
+            RouteId::Gemini => text_only(
+                &body["systemInstruction"]["parts"],
+                "/systemInstruction/parts".to_owned(),
+            ),
+            RouteId::OpenAiResponses => {}
+        }
     }
 
     fn walk(&mut self, value: &'b Value, at: &str) {
@@ -560,6 +606,18 @@ mod tests {
         );
         assert!(
             said[1].contains("sides are not read as within 8000 px"),
+            "{said:?}"
+        );
+
+        // An image in a Chat Completions tool message, where the API takes text only.
+        let body = json!({"messages": [{"role": "tool", "tool_call_id": "c", "content": [
+            {"type": "text", "text": "a"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}}]}]});
+        let said = found(RouteId::OpenAiChat, &body);
+        assert!(
+            said.iter().any(|s| s.starts_with(
+                "/messages/0/content/1: a image_url block where the API takes text only"
+            )),
             "{said:?}"
         );
 
