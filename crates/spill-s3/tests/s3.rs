@@ -1,6 +1,6 @@
 //! The S3 store against a real S3-compatible server (moto's, started by `.ci/run`; the tests
 //! say `skipped` without `MCPL_S3_ENDPOINT`, and fail under `CI`): spills read back whole, a
-//! bucket that refuses writes keeps the result whole, a connection cut mid-upload leaves no
+//! bucket that refuses writes still holds the budget (the result is cut), a connection cut mid-upload leaves no
 //! object, and 1,000 spills from 8 processes at once are all there, none mixed up.
 
 use std::io::{Read, Write};

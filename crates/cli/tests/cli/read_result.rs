@@ -376,7 +376,7 @@ fn a_spill_in_the_object_store_is_read_back_by_another_process_of_its_conversati
 }
 
 #[test]
-fn a_bucket_that_refuses_writes_keeps_the_result_whole_in_a_run() {
+fn a_bucket_that_refuses_writes_still_holds_the_budget_in_a_run() {
     let Some(Store::S3 { endpoint, .. }) = s3("refuses") else {
         return;
     };
@@ -387,14 +387,23 @@ fn a_bucket_that_refuses_writes_keeps_the_result_whole_in_a_run() {
     let scratch = Scratch::new("refuses");
     let config = scratch.config(&store, "read_result");
     let script = json!({"steps": [{"tool_calls": [{"server": "demo", "name": "over-budget"}]}],
-                        "final": "whole"});
+                        "final": "cut"});
     let (output, bodies) = run(&scratch, &config, &script, "refused");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("spilled to"), "{stderr}");
+    // The spill failed, and the result is cut to its budget all the same; its notice says the
+    // whole could not be kept, and why.
     let text = part_text(tool_result(&bodies[1], "call_1").unwrap());
-    assert!(!text.contains(" tokens omitted ("), "not cut");
-    assert!(text.ends_with("End of log: 3600 lines, 0 errors."), "whole");
+    assert!(text.contains(" tokens omitted ("), "cut: {text}");
+    assert!(
+        text.contains("; the whole could not be kept: spill store s3://mcpl-cli-no-such-bucket/"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("End of log: 3600 lines, 0 errors."),
+        "its tail: {text}"
+    );
 }
 
 #[test]
