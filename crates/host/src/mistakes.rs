@@ -44,6 +44,9 @@ impl Schemas {
             .entry(tool.to_owned())
             .or_insert_with(|| compile(schema))
             .as_ref()?;
+        // A member set to null is taken as left out, as servers and models commonly mean it
+        // (SEP-2243 sends one): only what a schema says of the rest is checked.
+        let arguments = &without_nulls(arguments);
         let errors: Vec<String> = validator
             .iter_errors(arguments)
             .take(SCHEMA_ERRORS + 1)
@@ -88,6 +91,20 @@ fn compile(schema: &Value) -> Option<jsonschema::Validator> {
         .should_validate_formats(false)
         .build(schema)
         .ok()
+}
+
+/// `value` with every object member whose value is null left out, at any depth.
+fn without_nulls(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), without_nulls(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_nulls).collect()),
+        other => other.clone(),
+    }
 }
 
 fn clip(text: &str) -> String {
@@ -184,6 +201,16 @@ mod tests {
         assert!(text.contains("at /n: "), "{text}");
         let text = schemas.mismatch("t", &schema, &json!({})).unwrap();
         assert!(text.contains("\"n\" is a required property"), "{text}");
+        // Null stands for left out: fine for an optional member, missing for a required one.
+        assert_eq!(
+            schemas.mismatch("t", &schema, &json!({"n": 1, "name": null})),
+            None
+        );
+        assert!(
+            schemas
+                .mismatch("t", &schema, &json!({"n": null}))
+                .is_some()
+        );
         // A pattern that backtracks exponentially elsewhere is linear here.
         let evil = format!("{}!", "a".repeat(5000));
         assert!(
