@@ -21,6 +21,8 @@ const INVARIANT: &str = "**Architecture Invariant:**";
 /// A crate missing here is a problem, so a new crate cannot join without a rule.
 const LAYERS: &[(&str, &[&str])] = &[
     ("mcpl-classify", &[]),
+    // The one TLS stack every client takes: rustls on ring and the trusted roots.
+    ("mcpl-tls", &[]),
     // The redaction engine: strings and JSON in, the same with every secret replaced.
     ("mcpl-redact", &["mcpl-classify"]),
     ("mcpl-lanes", &["mcpl-classify", "mcpl-redact"]),
@@ -30,19 +32,19 @@ const LAYERS: &[(&str, &[&str])] = &[
         &["mcpl-classify", "mcpl-redact", "mcpl-lanes"],
     ),
     // An object store behind mcpl-budget's `SpillStore`, and nothing else of mcpl.
-    ("mcpl-spill-s3", &["mcpl-budget"]),
+    ("mcpl-spill-s3", &["mcpl-budget", "mcpl-tls"]),
     (
         "mcpl-encode",
         &["mcpl-classify", "mcpl-lanes", "mcpl-scale", "mcpl-budget"],
     ),
     (
         "mcpl-fetch",
-        &["mcpl-classify", "mcpl-lanes", "mcpl-budget"],
+        &["mcpl-classify", "mcpl-lanes", "mcpl-budget", "mcpl-tls"],
     ),
     // The client reads lines with classify's lenient JSON reader, and knows no lanes.
-    ("mcpl-client", &["mcpl-classify"]),
+    ("mcpl-client", &["mcpl-classify", "mcpl-tls"]),
     // OAuth for remote servers stands alone: the transport reaches it through the host.
-    ("mcpl-auth", &[]),
+    ("mcpl-auth", &["mcpl-tls"]),
     // The configuration file, read and checked: the options of the crates it configures.
     (
         "mcpl-config",
@@ -55,7 +57,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     // The model side: a request body in, a turn out.
-    ("mcpl-model", &["mcpl-lanes", "mcpl-encode"]),
+    ("mcpl-model", &["mcpl-lanes", "mcpl-encode", "mcpl-tls"]),
     (
         "mcpl-host",
         &[
@@ -90,6 +92,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "mcpl-demo-server",
             "mcpl-loopback",
             "mcpl-spill-s3",
+            "mcpl-tls",
         ],
     ),
     ("mcpl-loopback", &[]),
@@ -105,7 +108,13 @@ const BINARY_CRATE: &str = "mcpl-cli";
 const RESTRICTED: &[(&str, &[&str])] = &[
     (
         "ureq",
-        &["mcpl-fetch", "mcpl-client", "mcpl-model", "mcpl-auth"],
+        &[
+            "mcpl-fetch",
+            "mcpl-client",
+            "mcpl-model",
+            "mcpl-auth",
+            "mcpl-tls",
+        ],
     ),
     ("tungstenite", &["mcpl-client", "mcpl-demo-server"]),
     ("clap", &["mcpl-cli", "xtask"]),
@@ -114,6 +123,7 @@ const RESTRICTED: &[(&str, &[&str])] = &[
     // The object store and its async runtime stay in the one crate that needs them.
     ("object_store", &["mcpl-spill-s3"]),
     ("tokio", &["mcpl-spill-s3"]),
+    ("reqwest", &["mcpl-spill-s3"]),
 ];
 
 /// The members whose sources may spawn processes.
@@ -791,7 +801,7 @@ fn a_dependency_against_the_layering_fails() {
     );
     assert_eq!(
         layering_violations(&with_dependency("mcpl-client", "mcpl-lanes", Kind::Normal)),
-        [r#"mcpl-client may not depend on mcpl-lanes (the layering allows ["mcpl-classify"])"#]
+        [r#"mcpl-client may not depend on mcpl-lanes (the layering allows ["mcpl-classify", "mcpl-tls"])"#]
     );
     assert_eq!(
         layering_violations(&with_dependency(
@@ -810,7 +820,7 @@ fn a_dependency_against_the_layering_fails() {
             Kind::Normal
         )),
         [
-            r#"mcpl-fetch may not depend on mcpl-loopback (the layering allows ["mcpl-classify", "mcpl-lanes", "mcpl-budget"])"#
+            r#"mcpl-fetch may not depend on mcpl-loopback (the layering allows ["mcpl-classify", "mcpl-lanes", "mcpl-budget", "mcpl-tls"])"#
         ]
     );
     assert_eq!(
@@ -872,7 +882,7 @@ fn a_restricted_dependency_fails() {
     assert_eq!(
         restricted_dependencies(&with_dependency("mcpl-encode", "ureq", Kind::Normal)),
         [
-            r#"mcpl-encode may not depend on ureq (only ["mcpl-fetch", "mcpl-client", "mcpl-model", "mcpl-auth"] may)"#
+            r#"mcpl-encode may not depend on ureq (only ["mcpl-fetch", "mcpl-client", "mcpl-model", "mcpl-auth", "mcpl-tls"] may)"#
         ]
     );
     assert_eq!(

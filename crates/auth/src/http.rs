@@ -36,14 +36,15 @@ impl std::fmt::Debug for Http {
 
 impl Http {
     pub(crate) fn new() -> Http {
-        let agent = ureq::Agent::config_builder()
+        let config = ureq::Agent::config_builder()
             .max_redirects(0)
             .http_status_as_error(false)
             .proxy(None)
             .timeout_global(Some(REQUEST_TIMEOUT))
-            .user_agent(concat!("mcpl/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .new_agent();
+            .user_agent(concat!("mcpl/", env!("CARGO_PKG_VERSION")));
+        #[cfg(feature = "tls")]
+        let config = config.tls_config(mcpl_tls::trust().ureq_config());
+        let agent = config.build().new_agent();
         Http { agent }
     }
 

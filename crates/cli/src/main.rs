@@ -201,11 +201,10 @@ fn main() -> ExitCode {
             .unwrap_or_default();
         eprintln!("mcpl: internal error: {}", detail.replace('\n', " "));
     }));
-    // One TLS crypto provider for the whole process, chosen here: the build holds two (ring,
-    // and aws-lc-rs through the S3 store), and a client that left the choice to rustls would
-    // panic. mcpl's own clients name ring themselves; this covers any other.
+    // One TLS stack for the whole process, installed here (decision 0120): ring as rustls's
+    // default and the Mozilla roots, until a config adds its own (`load_config`).
     #[cfg(feature = "tls")]
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    mcpl_tls::install(mcpl_tls::Trust::public());
     // Logs (servers' stderr among them) go to standard error; MCPL_LOG picks the level.
     let level = std::env::var("MCPL_LOG")
         .ok()
@@ -414,14 +413,31 @@ fn narrow_to_model(options: &mut HostOptions, model: &str, config: &Config) {
     }
 }
 
-fn run_command(args: &RunArgs) -> Result<(), Failure> {
-    let mut config = Config::from_file(&args.config).map_err(|error| Failure {
+/// Reads the configuration at `path` and trusts its `tlsRoots` for every TLS connection made
+/// after: exit 1 when it cannot be read, 2 when a key is wrong or a root file is unusable.
+fn load_config(path: &std::path::Path) -> Result<Config, Failure> {
+    let config = Config::from_file(path).map_err(|error| Failure {
         status: match error {
             ConfigError::Read { .. } => 1,
             ConfigError::Key { .. } => 2,
         },
         message: error.to_string(),
     })?;
+    #[cfg(feature = "tls")]
+    if !config.tls_roots.is_empty() {
+        let trust = mcpl_tls::Trust::public()
+            .with_pem_files(&config.tls_roots)
+            .map_err(|error| Failure {
+                status: 2,
+                message: format!("{}: mcpl.tlsRoots: {error}", path.display()),
+            })?;
+        mcpl_tls::install(trust);
+    }
+    Ok(config)
+}
+
+fn run_command(args: &RunArgs) -> Result<(), Failure> {
+    let mut config = load_config(&args.config)?;
     let presenter = if args.open_browser {
         Presenter::OpenBrowser
     } else {
@@ -754,13 +770,7 @@ fn s3_store(
 
 /// `mcpl spill-gc`: the retention recipe for `spillTtlHours`.
 fn spill_gc_command(path: &std::path::Path) -> Result<(), Failure> {
-    let config = Config::from_file(path).map_err(|error| Failure {
-        status: match error {
-            ConfigError::Read { .. } => 1,
-            ConfigError::Key { .. } => 2,
-        },
-        message: error.to_string(),
-    })?;
+    let config = load_config(path)?;
     let Some(hours) = config.spill_ttl_hours else {
         return Err(Failure {
             status: 2,

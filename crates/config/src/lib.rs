@@ -13,6 +13,7 @@
 //!           "contextWindow": 200000, "scaleImages": true, "imageBase64": 10485760,
 //!           "maxImages": 600, "maxBodyBytes": 32000000, "spillNotice": "read_result",
 //!           "spillTtlHours": 24, "models": {"my-model": {"images": true, "contextWindow": 32000}},
+//!           "tlsRoots": ["/etc/mcpl/private-ca.pem"],
 //!           "spillStore": {"type": "s3", "bucket": "b", "prefix": "mcpl/", "endpoint": "..."}}}
 //! ```
 //!
@@ -80,6 +81,9 @@ pub struct Config {
     pub spill_notice: SpillNotice,
     /// How long spills are kept, in hours, for `cargo xtask spill-gc` (`spillTtlHours`).
     pub spill_ttl_hours: Option<u64>,
+    /// PEM files of CA certificates every TLS connection trusts beside the Mozilla roots
+    /// (`tlsRoots`): a private server's or a proxy's CA.
+    pub tls_roots: Vec<PathBuf>,
     /// What each model named here takes, over the model table (`models`).
     pub models: BTreeMap<String, models::ModelOverride>,
 }
@@ -235,6 +239,8 @@ struct RawHost {
     spill_store: Option<serde_json::Map<String, Value>>,
     spill_notice: Option<RawNotice>,
     spill_ttl_hours: Option<u64>,
+    #[serde(default)]
+    tls_roots: Vec<PathBuf>,
     #[serde(default)]
     models: BTreeMap<String, models::ModelOverride>,
 }
@@ -531,6 +537,7 @@ impl Config {
                 Some(RawNotice::ReadResult) | None => SpillNotice::ReadResult,
             },
             spill_ttl_hours: raw.mcpl.spill_ttl_hours,
+            tls_roots: raw.mcpl.tls_roots,
             models: raw.mcpl.models,
         })
     }

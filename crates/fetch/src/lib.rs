@@ -815,13 +815,14 @@ impl Fetcher {
 /// The one HTTP agent: redirects never followed, statuses answered rather than turned into
 /// errors, no proxy (the token must reach the origin and nothing in between).
 fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
+    let config = ureq::Agent::config_builder()
         .max_redirects(0)
         .http_status_as_error(false)
         .proxy(None)
-        .user_agent(concat!("mcpl/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .new_agent()
+        .user_agent(concat!("mcpl/", env!("CARGO_PKG_VERSION")));
+    #[cfg(feature = "tls")]
+    let config = config.tls_config(mcpl_tls::trust().ureq_config());
+    config.build().new_agent()
 }
 
 /// Dials `uri` and streams its decoded body into a temporary file, cutting it at the limits.

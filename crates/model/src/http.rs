@@ -7,7 +7,7 @@
 //! (`<base>/v1beta/models/<model>:generateContent`). All use a blocking `ureq` agent that follows no
 //! redirect (a redirect could carry the key elsewhere), goes straight to loopback hosts and
 //! through the environment's proxy otherwise. Plain `http://` is always built; `https://`
-//! needs the `https` feature (rustls with the webpki roots). A provider's error answer becomes
+//! needs the `https` feature (mcpl-tls's one stack: rustls on ring, the trusted roots). A provider's error answer becomes
 //! [`ModelError::Provider`] with its status and message, and the key is never in any error.
 //! A 429 or 5xx answer is retried ([`Retry`]): after the `retry-after` the provider asked for (seconds or an HTTP date),
 //! else after an exponential backoff, a bounded number of times within a bounded total wait.
@@ -383,6 +383,10 @@ impl Endpoint {
             .timeout_connect(Some(CONNECT_TIMEOUT));
         if is_loopback(base) {
             config = config.proxy(None);
+        }
+        #[cfg(feature = "https")]
+        {
+            config = config.tls_config(mcpl_tls::trust().ureq_config());
         }
         Endpoint {
             provider,

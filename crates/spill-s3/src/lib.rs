@@ -41,6 +41,7 @@ use mcpl_budget::{
     S3Location, SPILL_ID_PREFIX, SpillError, SpillId, SpillNotice, SpillStore, is_spill_name,
 };
 use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::client::{HttpClient, HttpConnector};
 use object_store::path::Path;
 use object_store::{
     BackoffConfig, ClientOptions, ObjectStore as _, ObjectStoreExt as _, PutPayload, RetryConfig,
@@ -53,6 +54,10 @@ pub const MULTIPART_THRESHOLD: usize = 8 * 1024 * 1024;
 pub const PART_SIZE: usize = 5 * 1024 * 1024;
 /// How many parts of one upload are in flight at once.
 const PARTS_IN_FLIGHT: usize = 4;
+/// How long the store waits for a connection to its endpoint.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one request to the store may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A spill store in an S3-compatible bucket.
 #[derive(Debug)]
@@ -105,11 +110,7 @@ impl S3SpillStore {
                 max_retries: 3,
                 retry_timeout: Duration::from_secs(20),
             })
-            .with_client_options(
-                ClientOptions::new()
-                    .with_connect_timeout(Duration::from_secs(5))
-                    .with_timeout(Duration::from_secs(60)),
-            );
+            .with_http_connector(OneStack);
         if let Some(endpoint) = &location.endpoint {
             builder = builder
                 .with_endpoint(endpoint)
@@ -188,7 +189,7 @@ impl S3SpillStore {
         Path::parse(self.key(name)).map_err(|e| self.remote(&e))
     }
 
-    fn remote(&self, error: &dyn std::fmt::Display) -> SpillError {
+    fn remote(&self, error: &(dyn std::error::Error + 'static)) -> SpillError {
         SpillError::Remote {
             store: self.label.clone(),
             message: one_line(error),
@@ -351,6 +352,43 @@ fn profile_credentials() -> Option<ProfileCredentials> {
 }
 
 /// An error's message on one line.
-fn one_line(error: &dyn std::fmt::Display) -> String {
-    error.to_string().replace(['\r', '\n'], " ")
+/// An error and its causes on one line: the store's own words rarely say why a request failed
+/// ("error sending request"), its causes do ("invalid peer certificate: UnknownIssuer").
+fn one_line(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        let words = next.to_string();
+        if !line.contains(&words) {
+            line = format!("{line}: {words}");
+        }
+        cause = next.source();
+    }
+    mcpl_tls::explained(line.replace(['\r', '\n'], " "))
+}
+
+/// object_store's HTTP client built on mcpl-tls's one stack (rustls on ring, the trusted roots),
+/// so the S3 store trusts what every other client trusts and no second crypto provider is built
+/// (decision 0120).
+#[derive(Debug)]
+struct OneStack;
+
+impl HttpConnector for OneStack {
+    fn connect(&self, _: &ClientOptions) -> object_store::Result<HttpClient> {
+        let generic =
+            |source: Box<dyn std::error::Error + Send + Sync>| object_store::Error::Generic {
+                store: "S3",
+                source,
+            };
+        let tls = mcpl_tls::trust()
+            .client_config()
+            .map_err(|e| generic(Box::new(e)))?;
+        let client = reqwest::Client::builder()
+            .tls_backend_preconfigured((*tls).clone())
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(REQUEST_TIMEOUT)
+            .build()
+            .map_err(|e| generic(Box::new(e)))?;
+        Ok(HttpClient::new(client))
+    }
 }

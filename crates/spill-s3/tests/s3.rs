@@ -403,3 +403,42 @@ fn a_thousand_spills_from_eight_processes_are_all_there() {
         assert_eq!(part.end, part.total);
     }
 }
+
+#[test]
+fn a_store_over_https_trusts_what_every_client_trusts() {
+    // The store's client is built on mcpl-tls's one stack: an endpoint whose certificate a
+    // private CA signed is refused until that CA is trusted, then works (decision 0120).
+    let Some((endpoint, bucket)) = bucket("https") else {
+        return;
+    };
+    let plain: std::net::SocketAddr = endpoint
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let front = mcpl_testkit::tls_front(plain);
+    let https = format!("https://127.0.0.1:{}", front.port());
+    let result = result_with(&"a line over https\n".repeat(2000));
+    let refused = spill(&result, &mut store(&https, &bucket, "untrusted")).unwrap_err();
+    assert!(refused.contains("certificate"), "{refused}");
+    let trust = mcpl_tls::Trust::public()
+        .with_pem_files([mcpl_testkit::test_ca()])
+        .unwrap();
+    mcpl_tls::install(trust);
+    let mut store = store(&https, &bucket, "trusted");
+    let written = spill(&result, &mut store).unwrap();
+    let route = PricedRoute::ANTHROPIC;
+    let part = read_back(
+        &mut store,
+        written.id.as_str(),
+        0,
+        1_000_000,
+        pricer(&route),
+    )
+    .unwrap();
+    assert!(
+        part.text.starts_with("a line over https\n"),
+        "{}",
+        part.text
+    );
+}

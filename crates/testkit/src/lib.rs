@@ -12,6 +12,9 @@
 //! [`s3_endpoint`] finds the S3-compatible server `.ci/run` starts, and [`create_bucket`] and
 //! [`list_keys`] do what a spill store test needs of it.
 //!
+//! [`tls_front`] puts a TLS server, its certificate signed by the private CA [`test_ca`], in
+//! front of a plain loopback server.
+//!
 //! [`workloads`] makes the three standard performance workloads the benches run, in memory and
 //! from fixed seeds.
 //!
@@ -25,7 +28,10 @@
 use std::path::{Path, PathBuf};
 
 mod s3;
+mod tls;
 mod workloads;
+
+pub use tls::{test_ca, tls_fixtures, tls_front};
 
 pub use s3::{
     S3_ENDPOINT_VARIABLE, S3_TEST_ENV, create_bucket, list_keys, s3_endpoint, s3_request,

@@ -244,3 +244,5 @@ mod messages;
 mod project;
 mod read_result;
 mod run;
+#[cfg(feature = "tls")]
+mod tls;

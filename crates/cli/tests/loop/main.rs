@@ -45,6 +45,7 @@ fn config(servers: Vec<ServerConfig>, spill: &tempdir::Dir) -> Config {
         spill_store: mcpl_host::config::SpillStoreConfig::Local,
         spill_notice: mcpl_budget::SpillNotice::ReadResult,
         spill_ttl_hours: None,
+        tls_roots: Vec::new(),
         models: Default::default(),
     }
 }

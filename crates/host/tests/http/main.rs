@@ -708,6 +708,7 @@ fn session_reporting(input_tokens: u64) -> mcpl_host::host_loop::Host {
         spill_store: mcpl_host::config::SpillStoreConfig::Local,
         spill_notice: mcpl_budget::SpillNotice::ReadResult,
         spill_ttl_hours: None,
+        tls_roots: Vec::new(),
         models: Default::default(),
     };
     let options = HostOptions::new(&mcpl_budget::PricedRoute::ANTHROPIC, &config);
