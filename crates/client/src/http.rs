@@ -14,7 +14,7 @@ use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -22,14 +22,18 @@ use crate::auth::Authorizer;
 use crate::sse::{Event, StreamEnd, read_events};
 use crate::{Incoming, Outgoing, head_identity, parse_line};
 
-/// How long to wait before resuming a stream whose server named no `retry`.
+/// How long to wait before resuming a stream whose server named no `retry`, and the least
+/// wait whatever `retry` says: a server that says `retry: 0` cannot make mcpl spin.
 pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
-/// The longest `retry` honoured: a server cannot park a call for longer.
+/// The longest wait between reopenings: a server cannot park a call for longer.
 const MAX_RETRY: Duration = Duration::from_secs(30);
 /// How many times one answer's stream is resumed before its call fails.
 const MAX_RESUMES: usize = 5;
 /// How many times in a row the GET stream is opened again without bringing a message.
 const MAX_IDLE_LISTENS: usize = 5;
+/// How long a call's reader reads past the call's deadline: the connection times the call out
+/// first, so the caller sees a timeout rather than a broken stream.
+const READ_GRACE: Duration = Duration::from_millis(100);
 /// How long closing waits for the session's `DELETE`.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
 const SESSION_HEADER: &str = "Mcp-Session-Id";
@@ -141,15 +145,19 @@ pub(crate) fn start(
     incoming: SyncSender<Incoming>,
     lines: Receiver<Outgoing>,
 ) -> std::io::Result<HttpPeer> {
-    let agent = ureq::Agent::config_builder()
+    let config = ureq::Agent::config_builder()
         .max_redirects(0)
         .http_status_as_error(false)
         .proxy(None)
         .timeout_connect(Some(timeout))
         .timeout_recv_response(Some(timeout))
-        .user_agent(concat!("mcpl/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .new_agent();
+        // Everything a server controls has a deadline: a request without a call's own (a
+        // notification, an answer to the server) gets the server's timeout, body included.
+        .timeout_global(Some(timeout))
+        .user_agent(concat!("mcpl/", env!("CARGO_PKG_VERSION")));
+    #[cfg(feature = "tls")]
+    let config = config.tls_config(mcpl_tls::trust().ureq_config());
+    let agent = config.build().new_agent();
     let shared = Arc::new(Shared {
         server: server.to_owned(),
         dial: dial.clone(),
@@ -256,10 +264,26 @@ impl Shared {
         for (name, value) in self.common_headers(session).iter().chain(&out.headers) {
             request = request.header(name, value);
         }
-        request.send(&out.body[..])
+        match out.deadline {
+            // The call's deadline reaches the thread that reads its answer: at the deadline the
+            // read fails, the connection closes, and the thread and its buffers go.
+            Some(deadline) => request
+                .config()
+                .timeout_global(Some(left(deadline)))
+                .build()
+                .send(&out.body[..]),
+            None => request.send(&out.body[..]),
+        }
     }
 
-    fn send_get(&self, last_event_id: Option<&str>) -> Result<Response, ureq::Error> {
+    /// GETs the event stream: resuming a call's answer until `deadline`, or (with none) the
+    /// long-lived stream of what the server sends on its own, whose headers still come within
+    /// the server's timeout.
+    fn send_get(
+        &self,
+        last_event_id: Option<&str>,
+        deadline: Option<Instant>,
+    ) -> Result<Response, ureq::Error> {
         let session = self.session();
         let mut request = self
             .agent
@@ -278,7 +302,11 @@ impl Shared {
         if let Some(id) = last_event_id {
             request = request.header("Last-Event-ID", id);
         }
-        request.call()
+        request
+            .config()
+            .timeout_global(deadline.map(left))
+            .build()
+            .call()
     }
 
     /// Whether the authorizer has a new header for a request answered 401 or 403.
@@ -386,7 +414,7 @@ fn post(shared: &Shared, out: &Outgoing) {
         let session = shared.session();
         let response = match shared.send_post(out, session.as_deref()) {
             Ok(response) => response,
-            Err(error) => return shared.fail(out, format!("{error}")),
+            Err(error) => return shared.fail(out, described(&error)),
         };
         let status = response.status().as_u16();
         match status {
@@ -454,6 +482,30 @@ fn post(shared: &Shared, out: &Outgoing) {
     }
 }
 
+/// What is left until `deadline` and a short grace, so the call is timed out by its connection
+/// (a `Timeout`, in words) before its reader gives up; never zero, which ureq would read as no
+/// time at all.
+fn left(deadline: Instant) -> Duration {
+    (deadline + READ_GRACE)
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_millis(1))
+}
+
+/// The wait before reopening a stream for the `attempt`th time in a row (from 0): the server's
+/// `retry`, at least [`DEFAULT_RETRY`], doubled each attempt, at most [`MAX_RETRY`].
+fn backoff(retry: Option<Duration>, attempt: u32) -> Duration {
+    let base = retry.unwrap_or(DEFAULT_RETRY).max(DEFAULT_RETRY);
+    base.saturating_mul(1 << attempt.min(16)).min(MAX_RETRY)
+}
+
+/// An HTTP error in words, with what to do about a refused certificate.
+fn described(error: &ureq::Error) -> String {
+    #[cfg(feature = "tls")]
+    return mcpl_tls::explained(error.to_string());
+    #[cfg(not(feature = "tls"))]
+    return error.to_string();
+}
+
 fn content_type(response: &Response) -> Option<String> {
     let value = response.headers().get("content-type")?.to_str().ok()?;
     Some(
@@ -504,10 +556,18 @@ fn read_answer(shared: &Shared, out: &Outgoing, mut reader: Box<dyn BufRead + Se
                 "the answer's stream kept ending before the answer".to_owned(),
             );
         }
-        std::thread::sleep(end.retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY));
-        let response = match shared.send_get(Some(&last)) {
+        let wait = backoff(end.retry, resumes as u32 - 1);
+        if out
+            .deadline
+            .is_some_and(|deadline| Instant::now() + wait >= deadline)
+        {
+            // The call gives up before the stream could be resumed: nothing more to read.
+            return;
+        }
+        std::thread::sleep(wait);
+        let response = match shared.send_get(Some(&last), out.deadline) {
             Ok(response) => response,
-            Err(error) => return shared.fail(out, format!("{error}")),
+            Err(error) => return shared.fail(out, described(&error)),
         };
         let status = response.status().as_u16();
         if !response.status().is_success()
@@ -527,8 +587,10 @@ fn read_answer(shared: &Shared, out: &Outgoing, mut reader: Box<dyn BufRead + Se
 fn listen(shared: &Shared) {
     let mut end = StreamEnd::default();
     let mut idle = 0;
+    let mut reopened = 0;
     while !shared.closed.load(Ordering::Relaxed) && idle < MAX_IDLE_LISTENS {
-        let response = match shared.send_get(end.last_event_id.as_deref()) {
+        let opened = Instant::now();
+        let response = match shared.send_get(end.last_event_id.as_deref(), None) {
             Ok(response) => response,
             Err(_) => return,
         };
@@ -561,6 +623,11 @@ fn listen(shared: &Shared) {
             return;
         }
         idle = if brought { 0 } else { idle + 1 };
-        std::thread::sleep(end.retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY));
+        // A stream that stayed open a while starts the waits again from the least.
+        if opened.elapsed() > MAX_RETRY {
+            reopened = 0;
+        }
+        std::thread::sleep(backoff(end.retry, reopened));
+        reopened += 1;
     }
 }

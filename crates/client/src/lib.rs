@@ -39,12 +39,14 @@ mod environment;
 mod headers;
 mod http;
 mod sse;
+mod start;
 mod ws;
 
 pub use answers::elicit_without_person;
 pub use auth::{Authorizer, BearerToken, Recorded};
 pub use environment::{DEFAULT_INHERITED_ENV, InheritEnv};
 pub use http::{DEFAULT_RETRY, Dial, cleartext_credential_warning};
+pub use start::{MAX_TOOL_PAGES, MAX_TOOLS, Started, start_all};
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -308,6 +310,17 @@ pub enum CallError {
         /// The status or what the network said.
         detail: String,
     },
+    /// The server still asked for input after [`MAX_INPUT_ROUNDS`] rounds of answers: the
+    /// call is given up rather than its unfinished result taken for an answer.
+    #[error(
+        "server {server} still asked for input after {MAX_INPUT_ROUNDS} rounds of {method}; the call was given up"
+    )]
+    InputRounds {
+        /// The server.
+        server: String,
+        /// The method called.
+        method: String,
+    },
     /// The server speaks a protocol revision mcpl does not implement.
     #[error(
         "server {server} answered initialize with protocol version {answered}; mcpl speaks {PROTOCOL_VERSION} (and accepts {})",
@@ -502,6 +515,8 @@ struct Outgoing {
     protocol_version: Option<String>,
     /// The message's own headers (standard and custom) over HTTP.
     headers: headers::HeaderPairs,
+    /// When its call gives up: a transport stops reading its answer then (issue 29).
+    deadline: Option<Instant>,
 }
 
 /// The other end: a process, or a server dialed over the network.
@@ -826,6 +841,7 @@ impl Connection {
                 outstanding.into_iter().partition(|o| o.deadline <= now);
             outstanding = open;
             for o in expired {
+                self.cancel(&o);
                 results[o.index] = Some(Err(self.timed_out(&o.call)));
             }
             let Some(next_deadline) = outstanding.iter().map(|o| o.deadline).min() else {
@@ -860,6 +876,12 @@ impl Connection {
                                         }),
                                         Err(error) => results[o.index] = Some(Err(error)),
                                     }
+                                }
+                                Ok(result) if is_input_required(&result) => {
+                                    results[o.index] = Some(Err(CallError::InputRounds {
+                                        server: self.name.clone(),
+                                        method: o.call.method.clone(),
+                                    }));
                                 }
                                 outcome => {
                                     results[o.index] = Some(self.finish(&o.call, outcome));
@@ -927,6 +949,20 @@ impl Connection {
                 result.unwrap_or_else(|| Err(self.exited_error("(a call)", "no result".to_owned())))
             })
             .collect()
+    }
+
+    /// Tells the server a call it will not be waited for any more is cancelled
+    /// (`notifications/cancelled`), so it can stop the work; never for `initialize`, which the
+    /// protocol does not let a client cancel.
+    fn cancel(&mut self, o: &Outstanding) {
+        if o.call.method == "initialize" {
+            return;
+        }
+        let reason = format!("timed out after {} ms", o.call.timeout.as_millis());
+        self.notify(
+            "notifications/cancelled",
+            json!({"requestId": o.id, "reason": reason}),
+        );
     }
 
     /// A call's result as the caller gets it; a `tools/list` result loses the tools whose
@@ -1129,6 +1165,7 @@ impl Connection {
             method: method.map(str::to_owned),
             protocol_version: self.agreed.clone(),
             headers,
+            deadline,
         };
         loop {
             match outgoing.try_send(line) {

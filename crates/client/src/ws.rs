@@ -8,7 +8,7 @@
 
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError, sync_channel};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tungstenite::client::IntoClientRequest;
 use tungstenite::protocol::WebSocketConfig;
@@ -71,6 +71,7 @@ pub(crate) fn start(
         .map_err(|e| format!("{host}: {e}"))?
         .next()
         .ok_or_else(|| format!("{host}: no address"))?;
+    let deadline = Instant::now() + timeout;
     let stream = TcpStream::connect_timeout(&address, timeout).map_err(|e| format!("{e}"))?;
     stream
         .set_read_timeout(Some(timeout))
@@ -79,7 +80,17 @@ pub(crate) fn start(
     let config = WebSocketConfig::default()
         .max_message_size(Some(limit))
         .max_frame_size(Some(limit));
-    let (mut socket, _) = handshake(request, stream, config)?;
+    // Per-read timeouts alone let a server drip its TLS or upgrade answer a byte at a time for
+    // ever: the whole handshake has one deadline, and past it the socket is shut.
+    let watchdog = Watchdog::arm(&stream, deadline);
+    let shaken = handshake(request, stream, config);
+    if !watchdog.disarm() {
+        return Err(format!(
+            "the WebSocket handshake took longer than {} ms",
+            timeout.as_millis()
+        ));
+    }
+    let (mut socket, _) = shaken?;
     if let Some(stream) = tcp(&mut socket) {
         stream
             .set_read_timeout(Some(POLL))
@@ -99,6 +110,42 @@ pub(crate) fn start(
 
 type Socket = WebSocket<MaybeTlsStream<TcpStream>>;
 
+/// Shuts a socket at a deadline unless disarmed first, so no read or write on it can outlast
+/// the deadline however the server spaces its bytes.
+struct Watchdog {
+    disarm: SyncSender<()>,
+    fired: Receiver<bool>,
+}
+
+impl Watchdog {
+    fn arm(stream: &TcpStream, deadline: Instant) -> Watchdog {
+        let (disarm, disarmed) = sync_channel(1);
+        let (fire, fired) = sync_channel(1);
+        let socket = stream.try_clone();
+        let spawned = std::thread::Builder::new()
+            .name("mcpl-ws-deadline".to_owned())
+            .spawn(move || {
+                let left = deadline.saturating_duration_since(Instant::now());
+                let shut = matches!(disarmed.recv_timeout(left), Err(RecvTimeoutError::Timeout));
+                if shut && let Ok(socket) = &socket {
+                    let _ = socket.shutdown(std::net::Shutdown::Both);
+                }
+                let _ = fire.send(shut);
+            });
+        if spawned.is_err() {
+            // No thread: the per-read timeouts still bound each read.
+            tracing::warn!("no thread for the WebSocket handshake's deadline");
+        }
+        Watchdog { disarm, fired }
+    }
+
+    /// Stops the watchdog; whether the handshake finished before the deadline.
+    fn disarm(self) -> bool {
+        let _ = self.disarm.try_send(());
+        !self.fired.recv().unwrap_or(false)
+    }
+}
+
 #[cfg(feature = "tls")]
 fn handshake(
     request: tungstenite::handshake::client::Request,
@@ -107,23 +154,14 @@ fn handshake(
 ) -> Result<(Socket, tungstenite::handshake::client::Response), String> {
     let connector = tungstenite::Connector::Rustls(tls_config()?);
     tungstenite::client_tls_with_config(request, stream, Some(config), Some(connector))
-        .map_err(|e| format!("{e}"))
+        .map_err(|e| mcpl_tls::explained(e.to_string()))
 }
 
-/// The TLS client configuration for `wss://`: the ring provider, named here rather than left to
-/// rustls to pick (which panics when the build holds two), and the Mozilla roots.
+/// The TLS client configuration for `wss://`: mcpl-tls's one stack (the ring provider, named
+/// rather than left to rustls to pick, and the trusted roots).
 #[cfg(feature = "tls")]
 fn tls_config() -> Result<std::sync::Arc<rustls::ClientConfig>, String> {
-    let roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS: {e}"))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(std::sync::Arc::new(config))
+    mcpl_tls::trust().client_config().map_err(|e| e.to_string())
 }
 
 #[cfg(not(feature = "tls"))]

@@ -447,3 +447,139 @@ fn a_stateless_server_gets_meta_on_every_request_and_input_rounds_are_answered()
         "no handshake in the stateless revision"
     );
 }
+
+#[test]
+fn a_timed_out_call_closes_its_connection_at_its_deadline() {
+    // Before, a call that timed out kept its thread reading the answer for as long as the
+    // server sent it: threads, sockets and buffers piled up with each timed-out call.
+    let server = Loopback::start(move |request| {
+        let message = body(request);
+        if let Some(answer) = legacy(request, &message) {
+            return answer;
+        }
+        if message.get("id").is_none() {
+            return accepted();
+        }
+        // An answer that never ends: a comment line every 10 ms.
+        Answer::chunks(
+            "text/event-stream",
+            &b": still working\n"[..],
+            u64::MAX,
+            Duration::from_millis(10),
+        )
+    })
+    .unwrap();
+    let mut connection =
+        Connection::start(&launch(server.origin(), None), limits(), &mut RefuseAll).unwrap();
+    for _ in 0..4 {
+        let error = connection
+            .request(
+                "tools/call",
+                json!({"name": "endless"}),
+                Duration::from_millis(300),
+                &mut RefuseAll,
+            )
+            .unwrap_err();
+        assert!(matches!(error, CallError::Timeout { .. }), "{error}");
+    }
+    // Each stream is closed by the client shortly after its call's deadline.
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while server.streams().len() < 4 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let streams = server.streams();
+    assert_eq!(streams.len(), 4, "{streams:?}");
+    assert!(streams.iter().all(|s| s.client_closed), "{streams:?}");
+    // And the server was told each call is cancelled, with the call's id.
+    let calls: Vec<Value> = server.requests().iter().map(body).collect();
+    let called: Vec<&Value> = calls
+        .iter()
+        .filter(|m| m["method"] == "tools/call")
+        .map(|m| &m["id"])
+        .collect();
+    let cancelled: Vec<&Value> = calls
+        .iter()
+        .filter(|m| m["method"] == "notifications/cancelled")
+        .map(|m| &m["params"]["requestId"])
+        .collect();
+    assert_eq!(called, cancelled);
+    assert!(
+        calls
+            .iter()
+            .any(|m| m["params"]["reason"] == "timed out after 300 ms")
+    );
+}
+
+#[test]
+fn a_get_stream_that_says_retry_zero_is_reopened_with_growing_waits() {
+    let server = Loopback::start(move |request| {
+        let message = body(request);
+        if request.method == "GET" {
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                              "params": {"level": "info", "data": "tick"}});
+            return sse(&format!("retry: 0\ndata: {note}\n\n"));
+        }
+        legacy(request, &message).unwrap_or_else(|| status(500))
+    })
+    .unwrap();
+    let mut connection =
+        Connection::start(&launch(server.origin(), None), limits(), &mut RefuseAll).unwrap();
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_millis(3500) {
+        connection.pump(&mut RefuseAll);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Opened at once, then after 1 s and 2 s more: three or four GETs, never thousands.
+    let gets = server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "GET")
+        .count();
+    assert!((2..=4).contains(&gets), "{gets} GETs in 3.5 s");
+}
+
+#[test]
+fn a_server_that_keeps_asking_for_input_fails_the_call_in_words() {
+    // Before, after the last round the unfinished result was taken for the answer: the model
+    // got an empty successful result.
+    let server = Loopback::start(|request| {
+        let message = body(request);
+        match message["method"].as_str() {
+            Some("server/discover") => result(
+                &message,
+                json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                       "serverInfo": {"name": "s", "version": "1"}, "resultType": "complete"}),
+            ),
+            Some("tools/call") => result(
+                &message,
+                json!({"resultType": "input_required",
+                    "inputRequests": {"ok": {"method": "elicitation/create", "params": {
+                        "message": "again?", "requestedSchema": {"type": "object",
+                        "properties": {"again": {"type": "boolean", "default": true}}}}}}}),
+            ),
+            _ => result(&message, json!({})),
+        }
+    })
+    .unwrap();
+    let mut connection =
+        Connection::start(&launch(server.origin(), None), limits(), &mut RefuseAll).unwrap();
+    let error = connection
+        .request(
+            "tools/call",
+            json!({"name": "t", "arguments": {}}),
+            TIMEOUT,
+            &mut RefuseAll,
+        )
+        .unwrap_err();
+    assert!(matches!(error, CallError::InputRounds { .. }), "{error}");
+    assert_eq!(
+        error.to_string(),
+        "server remote still asked for input after 8 rounds of tools/call; the call was given up"
+    );
+    let calls = server
+        .requests()
+        .iter()
+        .filter(|r| body(r)["method"] == "tools/call")
+        .count();
+    assert_eq!(calls, 1 + mcpl_client::MAX_INPUT_ROUNDS);
+}

@@ -229,3 +229,40 @@ fn wss_dials_with_its_own_tls_provider_and_refuses_an_unknown_certificate() {
     };
     assert!(error.contains("certificate"), "{error}");
 }
+
+#[test]
+fn a_server_that_drips_its_upgrade_answer_fails_the_start_at_the_timeout() {
+    // Before, each read had the timeout but the handshake did not: one byte a second held the
+    // start for as long as the server liked.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("ws://{}/mcpl", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let Ok((mut stream, _)) = listener.accept() else {
+            return;
+        };
+        let mut request = [0; 4096];
+        let _ = std::io::Read::read(&mut stream, &mut request);
+        for byte in b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+            .iter()
+            .cycle()
+        {
+            if std::io::Write::write_all(&mut stream, &[*byte]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let started = std::time::Instant::now();
+    let error = Connection::start(
+        &launch(&url, None),
+        Limits::with_timeout(Duration::from_millis(800)),
+        &mut mcpl_client::RefuseAll,
+    )
+    .unwrap_err();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(3), "the start took {took:?}");
+    assert!(
+        error.to_string().contains("handshake took longer"),
+        "{error}"
+    );
+}

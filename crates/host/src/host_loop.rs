@@ -65,10 +65,7 @@ const READ_RESULT_MIN_TOKENS: u64 = 100;
 /// without it.
 const INJECTION_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The most `tools/list` pages read from one server.
-pub const MAX_TOOL_PAGES: usize = 1000;
-/// The most tools kept from one server.
-pub const MAX_TOOLS: usize = 10_000;
+pub use mcpl_client::{MAX_TOOL_PAGES, MAX_TOOLS};
 
 /// What the loop needs besides the servers.
 #[derive(Debug, Clone)]
@@ -371,9 +368,23 @@ impl Host {
             correction: Correction::NONE,
             spill_budgets: HashMap::new(),
         };
-        for server in &config.servers {
-            let started = host.start_server(server);
-            host.servers.push(started);
+        // Every server starts at once, each within its own timeout: a slow one delays nobody.
+        let launches: Vec<_> = config
+            .servers
+            .iter()
+            .map(|server| {
+                let secrets = host.lanes.registry.hidden().secrets();
+                crate::secrets::register_oauth(secrets, server.options.oauth.as_ref());
+                let launch = crate::secrets::register_server(secrets, &server.launch);
+                (launch, server.options.limits())
+            })
+            .collect();
+        let (_, deferring) = host.lanes.split_for_fetch();
+        let started = mcpl_client::start_all(&launches, &std::sync::Mutex::new(deferring));
+        host.lanes.project_deferred();
+        for (server, started) in config.servers.iter().zip(started) {
+            let server = host.add_server(server, started);
+            host.servers.push(server);
         }
         // The tools as the route takes them; its own two come first, so they stay.
         let tools = std::mem::take(&mut host.tools);
@@ -395,29 +406,30 @@ impl Host {
         self.spill = Spills(store);
     }
 
-    fn start_server(&mut self, config: &ServerConfig) -> Server {
+    /// Takes a server's start: its tools join the offer; why it did not start is kept for the
+    /// caller, who reports it (`mcpl run` prints one line per server).
+    fn add_server(
+        &mut self,
+        config: &ServerConfig,
+        started: Result<mcpl_client::Started, CallError>,
+    ) -> Server {
         let name = &config.launch.name;
-        let timeout = config.options.timeout;
-        let limits = config.options.limits();
         let mut server = Server {
             config: config.clone(),
             connection: None,
             error: None,
             tools: Vec::new(),
         };
-        let secrets = self.lanes.registry.hidden().secrets();
-        crate::secrets::register_oauth(secrets, config.options.oauth.as_ref());
-        let launch = crate::secrets::register_server(secrets, &config.launch);
-        let mut connection = match Connection::start(&launch, limits, &mut self.lanes) {
-            Ok(connection) => connection,
+        let started = match started {
+            Ok(started) => started,
             Err(error) => {
-                // The caller reports it (`mcpl run` prints one line per server).
                 tracing::info!(server = %name, %error, "server not started");
                 server.error = Some(error.to_string());
                 return server;
             }
         };
-        self.list_tools(&mut connection, &mut server, timeout);
+        server.tools = started.tools;
+        server.error = started.listing_error.map(|error| error.to_string());
         let index = self.servers.len();
         for tool in &server.tools {
             let Some(tool_name) = tool.get("name").and_then(Value::as_str) else {
@@ -444,49 +456,8 @@ impl Host {
                     .unwrap_or_else(|| json!({"type": "object"})),
             });
         }
-        server.connection = Some(connection);
+        server.connection = Some(started.connection);
         server
-    }
-
-    /// Lists a server's tools page by page. A listing stops, keeping the tools listed so far,
-    /// with a warning, when a `nextCursor` repeats, after [`MAX_TOOL_PAGES`] pages, or at
-    /// [`MAX_TOOLS`] tools; a failed page ends it with the server's error.
-    fn list_tools(&mut self, connection: &mut Connection, server: &mut Server, timeout: Duration) {
-        let name = &server.config.launch.name;
-        let mut cursor: Option<String> = None;
-        let mut seen = std::collections::HashSet::new();
-        for page in 1..=MAX_TOOL_PAGES {
-            let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
-            let result = match connection.request("tools/list", params, timeout, &mut self.lanes) {
-                Ok(result) => result,
-                Err(error) => {
-                    server.error = Some(error.to_string());
-                    return;
-                }
-            };
-            let listed = result.get("tools").and_then(Value::as_array);
-            let room = MAX_TOOLS - server.tools.len();
-            let listed: Vec<&Value> = listed.into_iter().flatten().collect();
-            server
-                .tools
-                .extend(listed.iter().take(room).map(|&t| t.clone()));
-            if listed.len() > room {
-                tracing::warn!(server = %name, "more than {MAX_TOOLS} tools; listing stopped with the first {MAX_TOOLS}");
-                return;
-            }
-            cursor = result
-                .get("nextCursor")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            let Some(next) = &cursor else {
-                return;
-            };
-            if !seen.insert(next.clone()) {
-                tracing::warn!(server = %name, pages = page, "tools/list repeated a nextCursor; listing stopped with the tools listed so far");
-                return;
-            }
-        }
-        tracing::warn!(server = %name, "tools/list gave more than {MAX_TOOL_PAGES} pages; listing stopped with the tools listed so far");
     }
 
     /// The tools as the model is shown them: each description and every string of each input

@@ -1341,3 +1341,39 @@ fn every_route_body_passes_the_official_sdk_types() {
         String::from_utf8_lossy(&output.stdout)
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn servers_start_side_by_side_so_a_slow_one_delays_nobody() {
+    // Three servers that never answer, each with a 2 s timeout, beside the demo. One after
+    // another they held the run's start for 6 s; side by side, 2 s.
+    let scratch = Scratch::new("side-by-side");
+    let silent = |name: &str| {
+        let mut server = shell("sleep 30");
+        server["mcpl"] = json!({"timeoutMs": 2000});
+        (name.to_owned(), server)
+    };
+    let others: Vec<(String, Value)> = ["a-slow", "b-slow", "c-slow"].map(silent).into();
+    let others: Vec<(&str, Value)> = others
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.clone()))
+        .collect();
+    let config = servers(&scratch, &["demo"], &others);
+    let script = calls(&scratch, &[(Some("demo"), "text")]);
+    let transcript = scratch.0.join("transcript.jsonl");
+    let started = std::time::Instant::now();
+    let output = run_quietly(&config, Some(&script), &transcript);
+    let took = started.elapsed();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    for name in ["a-slow", "b-slow", "c-slow"] {
+        assert!(
+            stderr.contains(&format!("server {name} did not answer initialize within 2000 ms")),
+            "{stderr}"
+        );
+    }
+    assert!(
+        took < std::time::Duration::from_millis(5500),
+        "the run took {took:?}"
+    );
+}

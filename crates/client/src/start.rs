@@ -1,0 +1,122 @@
+//! Starting servers side by side, each within its own timeout, so a slow server delays nobody;
+//! and listing a server's tools page by page, within bounds a hostile server cannot stretch.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::{CallError, Connection, Launch, Limits, RpcError, ServerRequests};
+
+/// The most `tools/list` pages read from one server.
+pub const MAX_TOOL_PAGES: usize = 1000;
+/// The most tools kept from one server.
+pub const MAX_TOOLS: usize = 10_000;
+
+/// A server started: its connection, the tools it listed, and the error that ended its listing
+/// early, if one did (the tools listed before it are kept).
+#[derive(Debug)]
+pub struct Started {
+    /// The connection.
+    pub connection: Connection,
+    /// The tools, as the server listed them.
+    pub tools: Vec<Value>,
+    /// Why the listing stopped early.
+    pub listing_error: Option<CallError>,
+}
+
+/// Starts each server on a thread of its own and lists its tools, each within its own
+/// `limits.timeout`; the results come back in the launches' order. The servers' own requests
+/// meanwhile are answered by `host`, one at a time.
+pub fn start_all<H: ServerRequests + Send>(
+    launches: &[(Launch, Limits)],
+    host: &Mutex<H>,
+) -> Vec<Result<Started, CallError>> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = launches
+            .iter()
+            .map(|(launch, limits)| {
+                scope.spawn(move || {
+                    let mut host = Locked(host);
+                    let mut connection = Connection::start(launch, *limits, &mut host)?;
+                    let (tools, listing_error) = connection.list_tools(limits.timeout, &mut host);
+                    Ok(Started {
+                        connection,
+                        tools,
+                        listing_error,
+                    })
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .zip(launches)
+            .map(|(handle, (launch, _))| {
+                handle.join().unwrap_or_else(|_| {
+                    Err(CallError::Http {
+                        server: launch.name.clone(),
+                        method: "initialize".to_owned(),
+                        detail: "its start failed inside mcpl".to_owned(),
+                    })
+                })
+            })
+            .collect()
+    })
+}
+
+/// A host shared by threads: each request answered under the lock.
+struct Locked<'h, H>(&'h Mutex<H>);
+
+impl<H: ServerRequests> ServerRequests for Locked<'_, H> {
+    fn answer(&mut self, server: &str, method: &str, params: &Value) -> Result<Value, RpcError> {
+        let mut host = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        host.answer(server, method, params)
+    }
+}
+
+impl Connection {
+    /// Lists the server's tools page by page. A listing stops, keeping the tools listed so far,
+    /// with a warning, when a `nextCursor` repeats, after [`MAX_TOOL_PAGES`] pages, or at
+    /// [`MAX_TOOLS`] tools; a failed page ends it with the server's error.
+    pub fn list_tools(
+        &mut self,
+        timeout: Duration,
+        host: &mut dyn ServerRequests,
+    ) -> (Vec<Value>, Option<CallError>) {
+        let name = self.name().to_owned();
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen = std::collections::HashSet::new();
+        for page in 1..=MAX_TOOL_PAGES {
+            let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
+            let result = match self.request("tools/list", params, timeout, host) {
+                Ok(result) => result,
+                Err(error) => return (tools, Some(error)),
+            };
+            let listed = result.get("tools").and_then(Value::as_array);
+            let room = MAX_TOOLS - tools.len();
+            let listed: Vec<&Value> = listed.into_iter().flatten().collect();
+            tools.extend(listed.iter().take(room).map(|&t| t.clone()));
+            if listed.len() > room {
+                tracing::warn!(server = %name, "more than {MAX_TOOLS} tools; listing stopped with the first {MAX_TOOLS}");
+                return (tools, None);
+            }
+            cursor = result
+                .get("nextCursor")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let Some(next) = &cursor else {
+                return (tools, None);
+            };
+            if !seen.insert(next.clone()) {
+                tracing::warn!(server = %name, pages = page, "tools/list repeated a nextCursor; listing stopped with the tools listed so far");
+                return (tools, None);
+            }
+        }
+        tracing::warn!(server = %name, "tools/list gave more than {MAX_TOOL_PAGES} pages; listing stopped with the tools listed so far");
+        (tools, None)
+    }
+}
