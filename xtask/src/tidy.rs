@@ -801,7 +801,9 @@ fn a_dependency_against_the_layering_fails() {
     );
     assert_eq!(
         layering_violations(&with_dependency("mcpl-client", "mcpl-lanes", Kind::Normal)),
-        [r#"mcpl-client may not depend on mcpl-lanes (the layering allows ["mcpl-classify", "mcpl-tls"])"#]
+        [
+            r#"mcpl-client may not depend on mcpl-lanes (the layering allows ["mcpl-classify", "mcpl-tls"])"#
+        ]
     );
     assert_eq!(
         layering_violations(&with_dependency(

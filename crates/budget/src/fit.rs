@@ -98,6 +98,9 @@ pub struct Fitted<'a> {
     pub stored_price: u64,
     /// The spill file and its attachments, when one was written.
     pub spill: Option<Spill>,
+    /// Why the whole could not be kept, when a spill was needed and could not be written (the
+    /// result is cut all the same).
+    pub unsaved: Option<String>,
     /// Whether the middle was cut.
     pub cut: bool,
     /// What happened, when anything did: why a result over budget was kept whole, say.
@@ -131,6 +134,7 @@ pub fn fit_tool_result<'a>(
             price,
             stored_price,
             spill: None,
+            unsaved: None,
             cut: false,
             diagnostics,
         }
@@ -271,6 +275,7 @@ pub fn fit_tool_result<'a>(
         price: fitted_price,
         stored_price,
         spill,
+        unsaved,
         cut,
         diagnostics,
     }

@@ -514,7 +514,7 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
     );
     for call in &host.calls {
         eprintln!(
-            "mcpl: round {} {}: {} estimated tokens{}{}",
+            "mcpl: round {} {}: {} estimated tokens{}{}{}",
             call.round,
             call.call.name,
             call.estimated_tokens,
@@ -522,6 +522,11 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
             call.spill
                 .as_ref()
                 .map(|s| format!(", spilled to {}", s.path))
+                .unwrap_or_default(),
+            // The result was cut, and its whole could not be kept: say so, and why.
+            call.unsaved
+                .as_deref()
+                .map(|why| format!(", cut but not spilled: {}", one_line(why)))
                 .unwrap_or_default()
         );
     }

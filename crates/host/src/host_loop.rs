@@ -180,6 +180,8 @@ pub struct CallReport {
     pub estimated_tokens: u64,
     /// The spill file and attachments, when the result was cut.
     pub spill: Option<Spill>,
+    /// Why the whole could not be kept, when the result was cut and its spill failed.
+    pub unsaved: Option<String>,
     /// What happened on the way, one line each.
     pub diagnostics: Vec<String>,
 }
@@ -1794,6 +1796,7 @@ fn fitted_report(round: usize, call: &ToolCall, tool: &str, fitted: Fitted<'_>) 
         },
         estimated_tokens,
         spill: fitted.spill,
+        unsaved: fitted.unsaved,
         diagnostics: fitted.diagnostics,
     }
 }
@@ -1821,6 +1824,7 @@ fn failed_report(
             is_error: true,
         },
         spill: None,
+        unsaved: None,
         diagnostics: Vec::new(),
     }
 }
@@ -1859,6 +1863,7 @@ fn host_report(
         },
         estimated_tokens: tokens,
         spill: None,
+        unsaved: None,
         diagnostics: Vec::new(),
     }
 }

@@ -392,6 +392,12 @@ fn a_bucket_that_refuses_writes_still_holds_the_budget_in_a_run() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("spilled to"), "{stderr}");
+    // stderr says it too, on the call's line.
+    assert!(
+        stderr.contains("mcpl: round 1 demo__over-budget: ")
+            && stderr.contains(", cut but not spilled: spill store s3://mcpl-cli-no-such-bucket/"),
+        "{stderr}"
+    );
     // The spill failed, and the result is cut to its budget all the same; its notice says the
     // whole could not be kept, and why.
     let text = part_text(tool_result(&bodies[1], "call_1").unwrap());

@@ -1368,7 +1368,9 @@ fn servers_start_side_by_side_so_a_slow_one_delays_nobody() {
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     for name in ["a-slow", "b-slow", "c-slow"] {
         assert!(
-            stderr.contains(&format!("server {name} did not answer initialize within 2000 ms")),
+            stderr.contains(&format!(
+                "server {name} did not answer initialize within 2000 ms"
+            )),
             "{stderr}"
         );
     }
