@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use mcpl_budget::PricedRoute;
@@ -17,7 +18,7 @@ use mcpl_cli::input::{
 use mcpl_cli::oauth::{Presenter, authorize};
 use mcpl_cli::project::{Lane, Request, project_owned, project_view, view_needs_scaling};
 use mcpl_host::config::{Config, ConfigError, S3Location, SpillStoreConfig};
-use mcpl_host::host_loop::{Host, HostOptions};
+use mcpl_host::host_loop::{Host, HostOptions, LoopError};
 use mcpl_host::model::{Model, ModelError, Scripted};
 use mcpl_lanes::{RouteId, UriPolicy};
 
@@ -436,7 +437,24 @@ fn load_config(path: &std::path::Path) -> Result<Config, Failure> {
     Ok(config)
 }
 
+/// Ctrl-C (SIGINT) and SIGTERM during a run: the first sets mcpl-client's interruption flag, so
+/// the calls in flight are cancelled at their servers (`notifications/cancelled`) and the run
+/// ends with exit 130 once its servers are closed; a second ends the process at once.
+fn interrupt_on_signals() {
+    let flag = mcpl_client::interruption();
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // The order matters: the exit is registered first, and fires only once the flag is set.
+        let registered =
+            signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(flag))
+                .and_then(|_| signal_hook::flag::register(signal, Arc::clone(flag)));
+        if let Err(error) = registered {
+            tracing::warn!(%error, signal, "no handler for the signal: it ends the run at once");
+        }
+    }
+}
+
 fn run_command(args: &RunArgs) -> Result<(), Failure> {
+    interrupt_on_signals();
     let mut config = load_config(&args.config)?;
     let presenter = if args.open_browser {
         Presenter::OpenBrowser
@@ -534,7 +552,12 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
         eprintln!("mcpl: {}", usage_line(&usage));
     }
     let outcome = outcome.map_err(|error| Failure {
-        status: 1,
+        // 128 + SIGINT, as a shell reports a run ended by Ctrl-C.
+        status: if matches!(error, LoopError::Interrupted) {
+            130
+        } else {
+            1
+        },
         message: error.to_string(),
     })?;
     let mut out = std::io::stdout().lock();

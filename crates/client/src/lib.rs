@@ -53,6 +53,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{
     Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError, sync_channel,
 };
@@ -155,6 +156,17 @@ pub struct Root {
     pub uri: String,
     /// A name for it.
     pub name: Option<String>,
+}
+
+/// How often a waiting call looks at [`interruption`].
+const INTERRUPT_POLL: Duration = Duration::from_millis(50);
+
+/// The process's interruption flag: once set (by a host's Ctrl-C handler, say), every call
+/// waiting on any connection is cancelled (`notifications/cancelled` to its server, reason
+/// `the run was interrupted`) and fails with [`CallError::Interrupted`], and no new call waits.
+pub fn interruption() -> &'static Arc<AtomicBool> {
+    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    FLAG.get_or_init(Arc::default)
 }
 
 /// The bounds one connection keeps.
@@ -309,6 +321,15 @@ pub enum CallError {
         method: String,
         /// The status or what the network said.
         detail: String,
+    },
+    /// The run was interrupted while the call waited (see [`interruption`]); the server was
+    /// told the call is cancelled.
+    #[error("{method} to server {server} was cancelled: the run was interrupted")]
+    Interrupted {
+        /// The server.
+        server: String,
+        /// The method called.
+        method: String,
     },
     /// The server still asked for input after [`MAX_INPUT_ROUNDS`] rounds of answers: the
     /// call is given up rather than its unfinished result taken for an answer.
@@ -822,6 +843,13 @@ impl Connection {
                 let Some((index, call)) = waiting.next() else {
                     break;
                 };
+                if interruption().load(Ordering::Relaxed) {
+                    results[index] = Some(Err(CallError::Interrupted {
+                        server: self.name.clone(),
+                        method: call.method.clone(),
+                    }));
+                    continue;
+                }
                 match self.send(&call) {
                     Ok((id, deadline)) => outstanding.push(Outstanding {
                         index,
@@ -841,16 +869,28 @@ impl Connection {
                 outstanding.into_iter().partition(|o| o.deadline <= now);
             outstanding = open;
             for o in expired {
-                self.cancel(&o);
+                let reason = format!("timed out after {} ms", o.call.timeout.as_millis());
+                self.cancel(&o, &reason);
                 results[o.index] = Some(Err(self.timed_out(&o.call)));
+            }
+            if interruption().load(Ordering::Relaxed) {
+                for o in std::mem::take(&mut outstanding) {
+                    self.cancel(&o, "the run was interrupted");
+                    results[o.index] = Some(Err(CallError::Interrupted {
+                        server: self.name.clone(),
+                        method: o.call.method.clone(),
+                    }));
+                }
+                continue;
             }
             let Some(next_deadline) = outstanding.iter().map(|o| o.deadline).min() else {
                 continue;
             };
-            let incoming = match self
-                .incoming
-                .recv_timeout(next_deadline.saturating_duration_since(now))
-            {
+            // The wait is sliced, so an interruption is seen within [`INTERRUPT_POLL`].
+            let wait = next_deadline
+                .saturating_duration_since(now)
+                .min(INTERRUPT_POLL);
+            let incoming = match self.incoming.recv_timeout(wait) {
                 Ok(incoming) => incoming,
                 Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => Incoming::Closed,
@@ -954,11 +994,10 @@ impl Connection {
     /// Tells the server a call it will not be waited for any more is cancelled
     /// (`notifications/cancelled`), so it can stop the work; never for `initialize`, which the
     /// protocol does not let a client cancel.
-    fn cancel(&mut self, o: &Outstanding) {
+    fn cancel(&mut self, o: &Outstanding, reason: &str) {
         if o.call.method == "initialize" {
             return;
         }
-        let reason = format!("timed out after {} ms", o.call.timeout.as_millis());
         self.notify(
             "notifications/cancelled",
             json!({"requestId": o.id, "reason": reason}),

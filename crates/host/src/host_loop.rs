@@ -253,6 +253,9 @@ pub enum LoopError {
     /// The transcript could not be written.
     #[error("writing the transcript: {0}")]
     Transcript(std::io::Error),
+    /// The run was interrupted (`mcpl_client::interruption`); calls in flight were cancelled.
+    #[error("the run was interrupted")]
+    Interrupted,
     /// The model kept calling tools.
     #[error("the model was still calling tools after {0} rounds")]
     TooManyRounds(usize),
@@ -508,6 +511,9 @@ impl Host {
         let mut history = vec![Message::User(vec![Content::Text(prompt.to_owned())])];
         self.history_tokens += estimate(prompt);
         for round in 1..=self.options.max_rounds {
+            if mcpl_client::interruption().load(std::sync::atomic::Ordering::Relaxed) {
+                return Err(LoopError::Interrupted);
+            }
             let mut report = self.prepare_round(round, &mut history)?;
             let body = self.request_body(round, &mut history, &mut report)?;
             let estimated = self.history_tokens + report.appended_tokens + self.fixed_tokens();

@@ -1379,3 +1379,84 @@ fn servers_start_side_by_side_so_a_slow_one_delays_nobody() {
         "the run took {took:?}"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_cancels_the_calls_in_flight_at_their_servers_and_ends_the_run_with_130() {
+    use mcpl_loopback::{Answer, Loopback};
+    // A Streamable HTTP server whose one tool never finishes.
+    let server = Loopback::start(|request| {
+        let message: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let answer = |result: Value| {
+            let body = json!({"jsonrpc": "2.0", "id": message["id"], "result": result});
+            Answer::bytes("application/json", body.to_string().into_bytes())
+        };
+        match message["method"].as_str() {
+            Some("server/discover") => {
+                let body = json!({"jsonrpc": "2.0", "id": message["id"],
+                    "error": {"code": -32601, "message": "Method not found"}});
+                Answer::bytes("application/json", body.to_string().into_bytes())
+            }
+            Some("initialize") => answer(json!({"protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}}, "serverInfo": {"name": "slow", "version": "1"}})),
+            Some("tools/list") => answer(json!({"tools": [{"name": "forever",
+                "inputSchema": {"type": "object"}}]})),
+            Some("tools/call") => Answer::chunks(
+                "text/event-stream",
+                &b": working\n"[..],
+                u64::MAX,
+                std::time::Duration::from_millis(20),
+            ),
+            _ if request.method == "POST" => Answer {
+                status: 202,
+                headers: Vec::new(),
+                body: mcpl_loopback::Body::Bytes(std::sync::Arc::from(&b""[..])),
+            },
+            _ => Answer {
+                status: 405,
+                headers: Vec::new(),
+                body: mcpl_loopback::Body::Bytes(std::sync::Arc::from(&b""[..])),
+            },
+        }
+    })
+    .unwrap();
+    let scratch = Scratch::new("interrupted");
+    let url = format!("{}/mcp", server.origin());
+    let config = servers(&scratch, &[], &[("slow", json!({"url": url}))]);
+    let script = calls(&scratch, &[(Some("slow"), "forever")]);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_mcpl"))
+        .env_remove("MCPL_LOG")
+        .args(["run", "--config"])
+        .arg(&config)
+        .arg("--model")
+        .arg(format!("scripted:{}", script.display()))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the call is in flight, Ctrl-C.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !server.requests().iter().any(|r| {
+        serde_json::from_slice::<Value>(&r.body).is_ok_and(|m| m["method"] == "tools/call")
+    }) {
+        assert!(std::time::Instant::now() < deadline, "the call never came");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("the run was interrupted"), "{stderr}");
+    let cancelled: Vec<Value> = server
+        .requests()
+        .iter()
+        .filter_map(|r| serde_json::from_slice::<Value>(&r.body).ok())
+        .filter(|m| m["method"] == "notifications/cancelled")
+        .collect();
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    assert_eq!(cancelled[0]["params"]["reason"], "the run was interrupted");
+}
