@@ -606,7 +606,7 @@ impl OAuthClient {
                     .redirect
                     .as_ref()
                     .ok_or_else(|| AuthError::Redirect("no loopback redirect".to_owned()))?
-                    .receive(*timeout)?
+                    .receive(*timeout, csrf.secret())?
             }
         };
         let code = authorization_response(&response, &redirect_uri, &csrf, metadata)?;
