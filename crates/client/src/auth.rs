@@ -11,6 +11,16 @@ pub trait Authorizer: Send + Sync {
     /// to send none.
     fn authorization(&self, url: &url::Url) -> Option<String>;
 
+    /// The headers a request with `method` (`POST`, `GET`) to `url` carries for its
+    /// authorization: `Authorization`, and a `DPoP` proof when the token is bound to a key
+    /// (RFC 9449). By default the [`Authorizer::authorization`] header alone.
+    fn request_headers(&self, method: &str, url: &url::Url) -> Vec<(String, String)> {
+        let _ = method;
+        self.authorization(url)
+            .map(|value| vec![("Authorization".to_owned(), value)])
+            .unwrap_or_default()
+    }
+
     /// Called when a request to `url` was answered `status` (401 or 403), with the answer's
     /// `WWW-Authenticate` header. `Ok(true)` means a new [`Authorizer::authorization`] is ready
     /// and the request is sent once more; `Ok(false)` fails the request with the status.
@@ -20,6 +30,58 @@ pub trait Authorizer: Send + Sync {
         status: u16,
         www_authenticate: Option<&str>,
     ) -> Result<bool, Box<dyn Error + Send + Sync>>;
+
+    /// Called when a 401 or 403 answer to a request to `url` carries a `DPoP-Nonce` header
+    /// (RFC 9449 §9). `true` means the next proof carries it and the request is sent once more;
+    /// by default `false`, as a bearer token needs no nonce.
+    fn on_nonce(&self, url: &url::Url, nonce: &str) -> bool {
+        let _ = (url, nonce);
+        false
+    }
+}
+
+/// How a transport hears a 401 or 403 to one request: a `DPoP-Nonce` earns one retry, a
+/// challenge another; no more.
+#[derive(Debug, Default)]
+pub(crate) struct Heard {
+    nonce: bool,
+    challenge: bool,
+}
+
+impl Heard {
+    /// Whether the request should be sent once more after this `status` answer.
+    pub(crate) fn retry(
+        &mut self,
+        authorizer: &dyn Authorizer,
+        server: &str,
+        url: &url::Url,
+        status: u16,
+        www_authenticate: Option<&str>,
+        nonce: Option<&str>,
+    ) -> bool {
+        if !matches!(status, 401 | 403) {
+            return false;
+        }
+        if let Some(nonce) = nonce
+            && !self.nonce
+        {
+            self.nonce = true;
+            if authorizer.on_nonce(url, nonce) {
+                return true;
+            }
+        }
+        if self.challenge {
+            return false;
+        }
+        self.challenge = true;
+        match authorizer.on_challenge(url, status, www_authenticate) {
+            Ok(retry) => retry,
+            Err(error) => {
+                tracing::warn!(server, %error, "authorization failed");
+                false
+            }
+        }
+    }
 }
 
 /// A fixed bearer token for one server, sent only to requests on that server's origin
@@ -93,6 +155,19 @@ impl Authorizer for Recorded {
         Some(value)
     }
 
+    fn request_headers(&self, method: &str, url: &url::Url) -> Vec<(String, String)> {
+        let headers = self.inner.request_headers(method, url);
+        for (name, value) in &headers {
+            (self.record)(value);
+            if name.eq_ignore_ascii_case("authorization")
+                && let Some((_, credential)) = value.split_once(' ')
+            {
+                (self.record)(credential.trim());
+            }
+        }
+        headers
+    }
+
     fn on_challenge(
         &self,
         url: &url::Url,
@@ -100,6 +175,10 @@ impl Authorizer for Recorded {
         www_authenticate: Option<&str>,
     ) -> Result<bool, Box<dyn Error + Send + Sync>> {
         self.inner.on_challenge(url, status, www_authenticate)
+    }
+
+    fn on_nonce(&self, url: &url::Url, nonce: &str) -> bool {
+        self.inner.on_nonce(url, nonce)
     }
 }
 
