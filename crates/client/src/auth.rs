@@ -186,6 +186,46 @@ impl Authorizer for Recorded {
 mod tests {
     use super::*;
 
+    /// Wants a nonce, then has nothing more to give; counts what it heard.
+    #[derive(Default)]
+    struct Counting(std::sync::Mutex<(u32, u32)>);
+
+    impl Authorizer for Counting {
+        fn authorization(&self, _: &url::Url) -> Option<String> {
+            None
+        }
+
+        fn on_challenge(
+            &self,
+            _: &url::Url,
+            _: u16,
+            _: Option<&str>,
+        ) -> Result<bool, Box<dyn Error + Send + Sync>> {
+            self.0.lock().unwrap().1 += 1;
+            Ok(true)
+        }
+
+        fn on_nonce(&self, _: &url::Url, _: &str) -> bool {
+            self.0.lock().unwrap().0 += 1;
+            true
+        }
+    }
+
+    #[test]
+    fn a_nonce_earns_one_retry_and_a_challenge_one_more() {
+        let url = url::Url::parse("https://mcp.example/mcp").unwrap();
+        let authorizer = Counting::default();
+        let mut heard = Heard::default();
+        let mut retries = 0;
+        while heard.retry(&authorizer, "s", &url, 401, None, Some("n")) {
+            retries += 1;
+            assert!(retries < 10, "no end");
+        }
+        assert_eq!(retries, 2);
+        assert_eq!(*authorizer.0.lock().unwrap(), (1, 1));
+        assert!(!Heard::default().retry(&authorizer, "s", &url, 500, None, Some("n")));
+    }
+
     #[test]
     fn a_bearer_token_goes_to_its_origin_only() {
         let server = url::Url::parse("https://mcp.example/v1/mcp").unwrap();
