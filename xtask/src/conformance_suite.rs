@@ -7,7 +7,7 @@
 //!    lock file).
 //! 2. Builds `mcpl` and runs, one at a time (a scenario that times a reconnection must not share
 //!    the machine with the others), each scenario mcpl must pass (the `auth/*` ones among them,
-//!    and the client credentials extension scenarios), and each scenario of the release's
+//!    and the auth extension scenarios), and each scenario of the release's
 //!    `expected-failures.yaml`, through `e2e/conformance-client`.
 //! 3. Prints one line per scenario and fails when a scenario that must pass fails, or when an
 //!    expected failure passes (the entry is stale and must go).
@@ -51,10 +51,23 @@ const AUTH_COMMON: [&str; 15] = [
     "auth/offline-access-scope",
 ];
 
-/// The client credentials extension scenarios (basic and JWT client authentication).
-const CLIENT_CREDENTIALS: [&str; 2] = [
+/// 0.2's other auth extension scenarios: DPoP (with and without the servers' nonces),
+/// enterprise-managed authorization (cross-app access) and workload identity.
+const EXTENSIONS_0_2: [&str; 6] = [
     "auth/client-credentials-basic",
     "auth/client-credentials-jwt",
+    "auth/dpop",
+    "auth/dpop-nonce",
+    "auth/enterprise-managed-authorization",
+    "auth/wif-jwt-bearer",
+];
+
+/// 0.1's: client credentials and cross-app access (its name for enterprise-managed
+/// authorization).
+const EXTENSIONS_0_1: [&str; 3] = [
+    "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
+    "auth/cross-app-access-complete-flow",
 ];
 
 const RELEASES: [Release; 2] = [
@@ -71,7 +84,7 @@ const RELEASES: [Release; 2] = [
             "auth/2025-03-26-oauth-metadata-backcompat",
             "auth/2025-03-26-oauth-endpoint-fallback",
         ],
-        extensions: &CLIENT_CREDENTIALS,
+        extensions: &EXTENSIONS_0_1,
     },
     Release {
         folder: "conformance-0.2",
@@ -97,7 +110,7 @@ const RELEASES: [Release; 2] = [
             "auth/iss-normalized",
             "auth/metadata-issuer-mismatch",
         ],
-        extensions: &CLIENT_CREDENTIALS,
+        extensions: &EXTENSIONS_0_2,
     },
 ];
 

@@ -49,6 +49,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "mcpl-config",
         &[
+            "mcpl-redact",
             "mcpl-lanes",
             "mcpl-budget",
             "mcpl-fetch",

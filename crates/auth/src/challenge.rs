@@ -13,6 +13,9 @@ pub struct Challenge {
     pub scopes: Vec<String>,
     /// `error` (`invalid_token`, `insufficient_scope`).
     pub error: Option<String>,
+    /// Whether the challenge's scheme is `DPoP` (RFC 9449 §7.1): the server wants a token bound
+    /// to a key.
+    pub dpop: bool,
 }
 
 impl Challenge {
@@ -71,8 +74,10 @@ impl Challenge {
                     }
                     continue;
                 }
-                in_bearer = name.eq_ignore_ascii_case("bearer");
+                in_bearer =
+                    name.eq_ignore_ascii_case("bearer") || name.eq_ignore_ascii_case("dpop");
                 seen_bearer = in_bearer;
+                challenge.dpop = name.eq_ignore_ascii_case("dpop");
             }
         }
         challenge
@@ -169,6 +174,19 @@ mod tests {
 
     fn scopes(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_dpop_challenge_is_read_and_marked() {
+        let challenge =
+            Challenge::parse(r#"DPoP error="use_dpop_nonce", resource_metadata="https://r/prm""#);
+        assert!(challenge.dpop);
+        assert_eq!(challenge.error.as_deref(), Some("use_dpop_nonce"));
+        assert_eq!(
+            challenge.resource_metadata.as_deref(),
+            Some("https://r/prm")
+        );
+        assert!(!Challenge::parse(r#"Bearer scope="a""#).dpop);
     }
 
     #[test]

@@ -18,7 +18,9 @@ use url::Url;
 
 use crate::challenge::{Challenge, split_scopes};
 use crate::discovery::{Discovered, canonical_resource, discover};
+use crate::dpop::{DpopHttp, DpopKey};
 use crate::error::{AuthError, error_code, shown};
+use crate::grants::{Exchange, FormAuth, id_jag, jwt_bearer};
 use crate::http::{Http, require_secure};
 use crate::jwt::{ASSERTION_TYPE, JwtAlgorithm, SigningKey};
 use crate::redirect::{HEADLESS_REDIRECT, LoopbackRedirect, follow};
@@ -84,6 +86,31 @@ pub enum ClientIdentity {
         /// The issuer it was registered with; another issuer in the metadata is an error.
         issuer: Option<String>,
     },
+    /// A workload with an identity token of its own (workload identity federation,
+    /// SEP-1933): the JWT bearer grant (RFC 7523 §2.1) with that token as the assertion. No
+    /// person, no secret; a refused grant is reported, never retried with another grant.
+    JwtBearer {
+        /// The client id, sent in the form.
+        client_id: String,
+        /// The workload's identity token (a JWT whose audience is the authorization server).
+        assertion: Secret,
+    },
+    /// Enterprise-managed authorization (SEP-990, cross-app access): the person's identity
+    /// token from the enterprise's identity provider is exchanged there (RFC 8693) for an
+    /// identity assertion grant (ID-JAG) for the server's authorization server, which the JWT
+    /// bearer grant turns into an access token. No browser.
+    Enterprise {
+        /// The client id at the server's authorization server.
+        client_id: String,
+        /// Its secret, sent as `client_secret_basic`.
+        client_secret: Secret,
+        /// The identity provider's token endpoint.
+        idp_token_endpoint: Url,
+        /// The client id at the identity provider, if it wants one.
+        idp_client_id: Option<String>,
+        /// The person's identity token from the identity provider.
+        id_token: Secret,
+    },
     /// A machine client with no person: the client credentials grant.
     ClientCredentials {
         /// The client id.
@@ -127,6 +154,9 @@ pub struct AuthConfig {
     pub client_metadata_url: Option<Url>,
     /// Authorizations in a row before a challenge is answered `false`.
     pub retry_limit: u32,
+    /// Ask for DPoP-bound tokens (RFC 9449) even when the server's challenge is `Bearer`;
+    /// a `DPoP` challenge asks for them anyway.
+    pub dpop: bool,
 }
 
 impl AuthConfig {
@@ -142,6 +172,7 @@ impl AuthConfig {
             client_name: "mcpl".to_owned(),
             client_metadata_url: None,
             retry_limit: DEFAULT_RETRY_LIMIT,
+            dpop: false,
         }
     }
 }
@@ -171,6 +202,8 @@ struct State {
     registrations: HashMap<String, Registered>,
     /// The loopback redirect, bound once.
     redirect: Option<LoopbackRedirect>,
+    /// The resource server's last `DPoP-Nonce`.
+    rs_nonce: Option<String>,
 }
 
 /// The authorizer of one remote MCP server. Tokens go to that server's origin only; they never
@@ -180,6 +213,9 @@ pub struct OAuthClient {
     key: String,
     config: AuthConfig,
     signing_key: Option<SigningKey>,
+    dpop_key: DpopKey,
+    /// The authorization server's last `DPoP-Nonce`.
+    as_nonce: Mutex<Option<String>>,
     http: Http,
     file: Option<TokenFile>,
     state: Mutex<State>,
@@ -212,7 +248,8 @@ impl OAuthClient {
             .map(TokenFile::open)
             .transpose()?;
         let grant = match &file {
-            Some(file) => file.load(&key)?,
+            // A DPoP-bound token's key died with the process that made it.
+            Some(file) => file.load(&key)?.filter(|grant| !grant.dpop),
             None => None,
         };
         let requested = grant
@@ -224,6 +261,8 @@ impl OAuthClient {
             key,
             config,
             signing_key,
+            dpop_key: DpopKey::generate()?,
+            as_nonce: Mutex::new(None),
             http: Http::new(),
             file,
             state: Mutex::new(State {
@@ -253,9 +292,53 @@ impl OAuthClient {
             }
         }
         let grant = state.grant.as_ref()?;
-        let header = format!("Bearer {}", grant.access_token.expose());
+        let scheme = if grant.dpop { "DPoP" } else { "Bearer" };
+        let header = format!("{scheme} {}", grant.access_token.expose());
         state.handed_out = state.handed_out.saturating_add(1);
         Some(header)
+    }
+
+    /// The headers for a request with `method` to `url`: [`OAuthClient::authorization`], and
+    /// for a DPoP-bound token a fresh proof (`DPoP`) with the server's last nonce.
+    pub fn request_headers(&self, method: &str, url: &Url) -> Vec<(String, String)> {
+        let Some(authorization) = self.authorization(url) else {
+            return Vec::new();
+        };
+        let state = self.lock();
+        let Some(grant) = state.grant.as_ref().filter(|grant| grant.dpop) else {
+            return vec![("Authorization".to_owned(), authorization)];
+        };
+        match self.dpop_key.proof(
+            method,
+            url,
+            Some(&grant.access_token),
+            state.rs_nonce.as_deref(),
+        ) {
+            Ok(proof) => vec![
+                ("Authorization".to_owned(), authorization),
+                ("DPoP".to_owned(), proof.expose().to_owned()),
+            ],
+            Err(error) => {
+                tracing::warn!(server = %self.key, %error, "no DPoP proof; the request goes without a token");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Called with the `DPoP-Nonce` of a 401 or 403 from this server (RFC 9449 §9): kept for
+    /// the next proofs. `true` when a DPoP-bound token is held and the nonce is new, so a retry
+    /// with it may succeed.
+    pub fn on_nonce(&self, url: &Url, nonce: &str) -> bool {
+        if url.origin() != self.server.origin() {
+            return false;
+        }
+        let Some(nonce) = crate::dpop::nonce(nonce) else {
+            return false;
+        };
+        let mut state = self.lock();
+        let fresh = state.rs_nonce.as_deref() != Some(nonce.as_str());
+        state.rs_nonce = Some(nonce);
+        fresh && state.grant.as_ref().is_some_and(|grant| grant.dpop)
     }
 
     /// Called on a 401 or 403 from this server: discovers, registers and authorizes as the
@@ -351,11 +434,15 @@ impl OAuthClient {
         };
         let scopes = self.with_offline_access(scopes, &discovered);
         state.streak += 1;
+        let dpop = self.config.dpop || challenge.dpop;
         let grant = match &self.config.identity {
             ClientIdentity::ClientCredentials { .. } => {
                 self.client_credentials(&discovered, &scopes)?
             }
-            _ => self.authorization_code(&mut state, &discovered, &scopes)?,
+            ClientIdentity::JwtBearer { .. } | ClientIdentity::Enterprise { .. } => {
+                self.assertion_grant(&discovered, &scopes)?
+            }
+            _ => self.authorization_code(&mut state, &discovered, &scopes, dpop)?,
         };
         tracing::info!(server = %self.key, issuer = %grant.issuer, "authorized");
         state.requested = scopes;
@@ -445,14 +532,102 @@ impl OAuthClient {
                 .add_extra_param("client_assertion_type", ASSERTION_TYPE)
                 .add_extra_param("client_assertion", assertion.expose().to_owned());
         }
-        let answer = request
-            .request(&self.http)
-            .map_err(|error| token_error(&token_endpoint, error))?;
+        let answer = if grant.dpop {
+            request.request(&self.dpop_http())
+        } else {
+            request.request(&self.http)
+        }
+        .map_err(|error| token_error(&token_endpoint, error))?;
         let renewed = Grant {
             refresh_token: grant.refresh_token.clone(),
             ..grant.clone()
         };
         into_grant(&token_endpoint, &answer, renewed)
+    }
+
+    /// The token endpoint client of a DPoP grant.
+    fn dpop_http(&self) -> DpopHttp<'_> {
+        DpopHttp {
+            http: &self.http,
+            key: &self.dpop_key,
+            nonce: &self.as_nonce,
+        }
+    }
+
+    /// The JWT bearer grant, with the workload's identity token, or with the ID-JAG the
+    /// identity provider's token exchange gives for the person's.
+    fn assertion_grant(
+        &self,
+        discovered: &Discovered,
+        scopes: &[String],
+    ) -> Result<Grant, AuthError> {
+        let metadata = &discovered.server;
+        let resource = &discovered.resource;
+        let (client_id, client_secret, answer) = match &self.config.identity {
+            ClientIdentity::JwtBearer {
+                client_id,
+                assertion,
+            } => {
+                let auth = FormAuth::Public(client_id);
+                let answer = jwt_bearer(
+                    &self.http,
+                    &metadata.token_endpoint,
+                    assertion,
+                    resource,
+                    scopes,
+                    &auth,
+                )?;
+                (client_id, None, answer)
+            }
+            ClientIdentity::Enterprise {
+                client_id,
+                client_secret,
+                idp_token_endpoint,
+                idp_client_id,
+                id_token,
+            } => {
+                let exchange = Exchange {
+                    token_endpoint: idp_token_endpoint,
+                    client_id: idp_client_id.as_deref(),
+                    id_token,
+                };
+                let jag = id_jag(&self.http, &exchange, &metadata.issuer, resource, scopes)?;
+                let auth = FormAuth::Basic(client_id, client_secret);
+                let answer = jwt_bearer(
+                    &self.http,
+                    &metadata.token_endpoint,
+                    &jag,
+                    resource,
+                    scopes,
+                    &auth,
+                )?;
+                (client_id, Some(client_secret.clone()), answer)
+            }
+            _ => {
+                return Err(AuthError::NoClientId {
+                    issuer: shown(&metadata.issuer),
+                });
+            }
+        };
+        let grant = Grant {
+            issuer: metadata.issuer.clone(),
+            token_endpoint: metadata.token_endpoint.to_string(),
+            client_id: client_id.clone(),
+            auth_method: if client_secret.is_some() {
+                "client_secret_basic".to_owned()
+            } else {
+                "none".to_owned()
+            },
+            client_secret,
+            resource: resource.clone(),
+            access_token: Secret::new(""),
+            refresh_token: None,
+            expires_at: None,
+            requested_scopes: scopes.to_vec(),
+            granted_scopes: None,
+            dpop: false,
+        };
+        into_grant(&metadata.token_endpoint, &answer, grant)
     }
 
     /// A `private_key_jwt` assertion when that is the client's method.
@@ -542,6 +717,7 @@ impl OAuthClient {
             expires_at: None,
             requested_scopes: scopes.to_vec(),
             granted_scopes: None,
+            dpop: false,
         };
         into_grant(token_endpoint, &answer, grant)
     }
@@ -553,6 +729,7 @@ impl OAuthClient {
         state: &mut State,
         discovered: &Discovered,
         scopes: &[String],
+        dpop: bool,
     ) -> Result<Grant, AuthError> {
         let metadata = &discovered.server;
         if let Some(methods) = &metadata.code_challenge_methods
@@ -606,16 +783,20 @@ impl OAuthClient {
                     .redirect
                     .as_ref()
                     .ok_or_else(|| AuthError::Redirect("no loopback redirect".to_owned()))?
-                    .receive(*timeout)?
+                    .receive(*timeout, csrf.secret())?
             }
         };
         let code = authorization_response(&response, &redirect_uri, &csrf, metadata)?;
-        let answer = client
+        let exchange = client
             .exchange_code(code)
             .set_pkce_verifier(verifier)
-            .add_extra_param("resource", discovered.resource.clone())
-            .request(&self.http)
-            .map_err(|error| token_error(&metadata.token_endpoint, error))?;
+            .add_extra_param("resource", discovered.resource.clone());
+        let answer = if dpop {
+            exchange.request(&self.dpop_http())
+        } else {
+            exchange.request(&self.http)
+        }
+        .map_err(|error| token_error(&metadata.token_endpoint, error))?;
         let grant = Grant {
             issuer: metadata.issuer.clone(),
             token_endpoint: metadata.token_endpoint.to_string(),
@@ -628,6 +809,7 @@ impl OAuthClient {
             expires_at: None,
             requested_scopes: scopes.to_vec(),
             granted_scopes: None,
+            dpop,
         };
         into_grant(&metadata.token_endpoint, &answer, grant)
     }
@@ -667,7 +849,9 @@ impl OAuthClient {
                     redirect_uri: redirect_uri.to_string(),
                 })
             }
-            ClientIdentity::ClientCredentials { .. } => Err(AuthError::NoClientId {
+            ClientIdentity::ClientCredentials { .. }
+            | ClientIdentity::JwtBearer { .. }
+            | ClientIdentity::Enterprise { .. } => Err(AuthError::NoClientId {
                 issuer: shown(&metadata.issuer),
             }),
             ClientIdentity::Register => {
@@ -826,12 +1010,22 @@ fn into_grant(
     answer: &BasicTokenResponse,
     mut grant: Grant,
 ) -> Result<Grant, AuthError> {
-    if *answer.token_type() != BasicTokenType::Bearer {
-        return Err(AuthError::Token {
-            url: shown(token_endpoint.as_str()),
-            reason: "the token is not a bearer token".to_owned(),
-        });
-    }
+    // A DPoP token where one was asked for with a proof; else a bearer token (an
+    // authorization server without DPoP answers a proof with a bearer token, RFC 9449 §5).
+    grant.dpop = match answer.token_type() {
+        BasicTokenType::Bearer => false,
+        BasicTokenType::Extension(kind) if grant.dpop && kind.eq_ignore_ascii_case("dpop") => true,
+        _ => {
+            return Err(AuthError::Token {
+                url: shown(token_endpoint.as_str()),
+                reason: if grant.dpop {
+                    "the token is neither a DPoP nor a bearer token".to_owned()
+                } else {
+                    "the token is not a bearer token".to_owned()
+                },
+            });
+        }
+    };
     if answer.access_token().secret().is_empty() {
         return Err(AuthError::Token {
             url: shown(token_endpoint.as_str()),

@@ -135,6 +135,17 @@ pub enum AuthError {
         /// The limit.
         seconds: u64,
     },
+    /// Only callbacks with another `state` than the one sent reached the loopback redirect in
+    /// time: forged, or left from an earlier attempt. Each was ignored.
+    #[error(
+        "no authorization response with the state sent arrived on the loopback redirect within {seconds} s ({ignored} with another state ignored)"
+    )]
+    ForgedCallbacks {
+        /// The limit.
+        seconds: u64,
+        /// How many callbacks were ignored.
+        ignored: u32,
+    },
     /// The loopback redirect could not be received, or the url could not be shown.
     #[error("the authorization step failed: {0}")]
     Redirect(String),

@@ -21,6 +21,12 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 #[error("{0}")]
 pub struct HttpError(String);
 
+impl HttpError {
+    pub(crate) fn new(reason: String) -> HttpError {
+        HttpError(reason)
+    }
+}
+
 /// The agent: redirects never followed, statuses answered rather than turned into errors, no
 /// proxy, bodies cut at [`MAX_BODY_BYTES`].
 #[derive(Clone)]

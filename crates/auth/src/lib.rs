@@ -31,7 +31,9 @@
 mod challenge;
 mod client;
 mod discovery;
+mod dpop;
 mod error;
+mod grants;
 mod http;
 mod jwt;
 mod redirect;
@@ -49,6 +51,6 @@ pub use http::HttpError;
 pub use jwt::JwtAlgorithm;
 pub use secret::{REDACTED, Secret};
 pub use settings::{
-    ClientCredentialsSettings, DEFAULT_AUTHORIZATION_TIMEOUT, OAuthOptions, OAuthSetting,
-    OAuthSettings, RedirectSetting, SettingsError,
+    ClientCredentialsSettings, DEFAULT_AUTHORIZATION_TIMEOUT, EnterpriseSettings,
+    JwtBearerSettings, OAuthOptions, OAuthSetting, OAuthSettings, RedirectSetting, SettingsError,
 };

@@ -23,6 +23,22 @@ pub(crate) const HEADLESS_REDIRECT: &str = "http://127.0.0.1/callback";
 /// What the browser shows once the response has arrived.
 const DONE_PAGE: &str = "<!doctype html><title>mcpl</title><p>mcpl received the authorization. You may close this tab.</p>";
 
+/// What a callback whose `state` is not the one sent is shown: it is ignored.
+const FORGED_PAGE: &str = "<!doctype html><title>mcpl</title><p>This response does not belong to mcpl's authorization request; it was ignored.</p>";
+
+/// What one request head may take to arrive, at most.
+const HEAD_WAIT: Duration = Duration::from_secs(5);
+
+/// What one request to the loopback redirect was.
+enum Callback {
+    /// The authorization response: the callback path with `code` or `error` and the state sent.
+    Response(Url),
+    /// A callback with `code` or `error` whose `state` is not the one sent: forged, or stale.
+    Forged,
+    /// Anything else (a favicon).
+    Other,
+}
+
 /// A listener on a free port of 127.0.0.1 waiting for the authorization response.
 #[derive(Debug)]
 pub(crate) struct LoopbackRedirect {
@@ -48,37 +64,55 @@ impl LoopbackRedirect {
         &self.uri
     }
 
-    /// Waits for a request to the callback path that carries `code` or `error`, and gives its
-    /// whole url; any other request (a favicon) gets a 404 and the wait goes on.
-    pub(crate) fn receive(&self, timeout: Duration) -> Result<Url, AuthError> {
+    /// Waits for a request to the callback path that carries `code` or `error` and `state`,
+    /// and gives its whole url. A callback with another `state` (forged by a page the person
+    /// visited, or left from an earlier attempt) gets a 400 and is ignored; any other request (a
+    /// favicon) gets a 404. The wait goes on until `timeout`.
+    pub(crate) fn receive(&self, timeout: Duration, state: &str) -> Result<Url, AuthError> {
         let deadline = Instant::now() + timeout;
         self.listener
             .set_nonblocking(true)
             .map_err(|error| AuthError::Redirect(error.to_string()))?;
+        let mut forged = 0u32;
         loop {
             match self.listener.accept() {
-                Ok((stream, _)) => {
-                    if let Some(url) = self.answer(stream) {
-                        return Ok(url);
+                Ok((stream, _)) => match self.answer(stream, state, deadline) {
+                    Callback::Response(url) => return Ok(url),
+                    Callback::Forged => {
+                        forged = forged.saturating_add(1);
+                        tracing::warn!(
+                            "the loopback redirect ignored a callback whose state is not the one sent"
+                        );
                     }
-                }
+                    Callback::Other => {}
+                },
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
-                    if Instant::now() >= deadline {
-                        return Err(AuthError::Timeout {
-                            seconds: timeout.as_secs(),
-                        });
-                    }
                     std::thread::sleep(Duration::from_millis(50));
                 }
                 Err(error) => return Err(AuthError::Redirect(error.to_string())),
             }
+            if Instant::now() >= deadline {
+                return Err(match forged {
+                    0 => AuthError::Timeout {
+                        seconds: timeout.as_secs(),
+                    },
+                    ignored => AuthError::ForgedCallbacks {
+                        seconds: timeout.as_secs(),
+                        ignored,
+                    },
+                });
+            }
         }
     }
 
-    /// Reads one request head; the callback url when it is the response.
-    fn answer(&self, mut stream: TcpStream) -> Option<Url> {
-        stream.set_nonblocking(false).ok()?;
-        stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    /// Reads one request head (until `deadline`, and [`HEAD_WAIT`] at most) and answers it.
+    fn answer(&self, mut stream: TcpStream, state: &str, deadline: Instant) -> Callback {
+        let wait = deadline
+            .saturating_duration_since(Instant::now())
+            .clamp(Duration::from_millis(10), HEAD_WAIT);
+        if stream.set_nonblocking(false).is_err() || stream.set_read_timeout(Some(wait)).is_err() {
+            return Callback::Other;
+        }
         let mut head = Vec::new();
         let mut buffer = [0u8; 2048];
         while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_HEAD_BYTES {
@@ -87,30 +121,60 @@ impl LoopbackRedirect {
                 Ok(read) => head.extend_from_slice(&buffer[..read]),
             }
         }
-        let line = head.split(|&b| b == b'\r' || b == b'\n').next()?;
-        let line = std::str::from_utf8(line).ok()?;
-        let mut parts = line.split(' ');
-        let (method, target) = (parts.next()?, parts.next()?);
-        let url = self.uri.join(target).ok();
-        let response = url.filter(|url| {
-            method == "GET"
-                && url.path() == CALLBACK_PATH
-                && url
-                    .query_pairs()
-                    .any(|(name, _)| name == "code" || name == "error")
-        });
-        let (status, body) = if response.is_some() {
-            ("200 OK", DONE_PAGE)
-        } else {
-            ("404 Not Found", "not found")
+        let callback = self.classify(&head, state);
+        let (status, body) = match callback {
+            Callback::Response(_) => ("200 OK", DONE_PAGE),
+            Callback::Forged => ("400 Bad Request", FORGED_PAGE),
+            Callback::Other => ("404 Not Found", "not found"),
         };
         let _ = write!(
             stream,
             "HTTP/1.1 {status}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n{body}",
             body.len()
         );
-        response
+        callback
     }
+
+    /// What a request head is: the response (its `state` the one sent), a forged callback, or
+    /// another request.
+    fn classify(&self, head: &[u8], state: &str) -> Callback {
+        let Some(line) = head.split(|&b| b == b'\r' || b == b'\n').next() else {
+            return Callback::Other;
+        };
+        let Ok(line) = std::str::from_utf8(line) else {
+            return Callback::Other;
+        };
+        let mut parts = line.split(' ');
+        let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
+            return Callback::Other;
+        };
+        let Ok(url) = self.uri.join(target) else {
+            return Callback::Other;
+        };
+        let callback = method == "GET"
+            && url.path() == CALLBACK_PATH
+            && url
+                .query_pairs()
+                .any(|(name, _)| name == "code" || name == "error");
+        if !callback {
+            return Callback::Other;
+        }
+        // Only the first `state` counts, as the response check reads it.
+        let sent = url
+            .query_pairs()
+            .find(|(name, _)| name == "state")
+            .is_some_and(|(_, value)| constant_time_eq(value.as_bytes(), state.as_bytes()));
+        if sent {
+            Callback::Response(url)
+        } else {
+            Callback::Forged
+        }
+    }
+}
+
+/// Whether two byte strings are equal, in a time that does not tell how much of them is.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Headless: GETs the authorization url without following the redirect and gives the url the
@@ -127,4 +191,75 @@ pub(crate) fn follow(http: &Http, authorization: &Url) -> Result<Url, AuthError>
         .map_err(|_| AuthError::AuthorizationResponse {
             reason: "the redirect's location is not a url".to_owned(),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// GETs `target` on the redirect's port and gives the status line.
+    fn get(redirect: &Url, target: &str) -> String {
+        let port = redirect.port().expect("a port");
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connects");
+        write!(stream, "GET {target} HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n").expect("sends");
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        answer.lines().next().unwrap_or_default().to_owned()
+    }
+
+    #[test]
+    fn a_forged_callback_is_ignored_and_the_real_one_is_used() {
+        let redirect = LoopbackRedirect::bind().expect("binds");
+        let uri = redirect.uri().clone();
+        let person = std::thread::spawn(move || {
+            let forged = [
+                get(&uri, "/callback?code=attacker&state=guessed"),
+                get(&uri, "/callback?code=attacker"),
+                get(&uri, "/callback?error=access_denied&state=guessed"),
+                get(&uri, "/favicon.ico"),
+            ];
+            let real = get(&uri, "/callback?code=the-code&state=sent-state");
+            (forged, real)
+        });
+        let url = redirect
+            .receive(Duration::from_secs(10), "sent-state")
+            .expect("the real response arrives");
+        let (forged, real) = person.join().expect("the person's thread");
+        assert_eq!(
+            url.query_pairs()
+                .find(|(k, _)| k == "code")
+                .map(|(_, v)| v.into_owned()),
+            Some("the-code".to_owned())
+        );
+        assert!(
+            forged[..3].iter().all(|line| line.contains(" 400 ")),
+            "{forged:?}"
+        );
+        assert!(forged[3].contains(" 404 "), "{forged:?}");
+        assert!(real.contains(" 200 "), "{real}");
+    }
+
+    #[test]
+    fn only_forged_callbacks_time_out_with_a_clear_error() {
+        let redirect = LoopbackRedirect::bind().expect("binds");
+        let uri = redirect.uri().clone();
+        let attacker = std::thread::spawn(move || {
+            get(&uri, "/callback?code=attacker&state=guessed");
+            get(&uri, "/callback?code=attacker&state=sent-statX");
+        });
+        let error = redirect
+            .receive(Duration::from_secs(2), "sent-state")
+            .expect_err("no real response");
+        attacker.join().expect("the attacker's thread");
+        assert!(
+            matches!(error, AuthError::ForgedCallbacks { ignored: 2, .. }),
+            "{error}"
+        );
+        let text = error.to_string();
+        assert!(text.contains("state"), "{text}");
+        assert!(
+            !text.contains("attacker") && !text.contains("sent-state"),
+            "{text}"
+        );
+    }
 }

@@ -54,6 +54,39 @@ pub struct OAuthSettings {
     pub redirect: Option<RedirectSetting>,
     /// How long the loopback redirect waits for the person, in seconds.
     pub timeout_seconds: Option<u64>,
+    /// A workload's identity token, sent with the JWT bearer grant.
+    pub jwt_bearer: Option<JwtBearerSettings>,
+    /// Enterprise-managed authorization: the identity provider's token exchange, then the JWT
+    /// bearer grant.
+    pub enterprise: Option<EnterpriseSettings>,
+    /// Ask for DPoP-bound tokens even when the server's challenge is `Bearer`.
+    pub dpop: Option<bool>,
+}
+
+/// `oauth.jwtBearer`: workload identity federation (SEP-1933).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct JwtBearerSettings {
+    /// The client id, sent in the form.
+    pub client_id: String,
+    /// The file holding the workload's identity token (a JWT), read when the config is.
+    pub assertion_file: String,
+}
+
+/// `oauth.enterprise`: enterprise-managed authorization (SEP-990, cross-app access).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EnterpriseSettings {
+    /// The client id at the server's authorization server.
+    pub client_id: String,
+    /// Its secret (`${NAME}` expanded; keep it in the environment).
+    pub client_secret: String,
+    /// The identity provider's token endpoint (https, or http on loopback).
+    pub idp_token_endpoint: String,
+    /// The client id at the identity provider, if it wants one.
+    pub idp_client_id: Option<String>,
+    /// The file holding the person's identity token from the identity provider.
+    pub id_token_file: String,
 }
 
 /// `oauth.clientCredentials`: a secret, or a private key for `private_key_jwt`.
@@ -97,6 +130,8 @@ pub struct OAuthOptions {
     pub headless: bool,
     /// How long the loopback redirect waits.
     pub timeout: Duration,
+    /// Ask for DPoP-bound tokens even when the challenge is `Bearer`.
+    pub dpop: bool,
 }
 
 impl Default for OAuthOptions {
@@ -109,6 +144,7 @@ impl Default for OAuthOptions {
             client_metadata_url: None,
             headless: false,
             timeout: DEFAULT_AUTHORIZATION_TIMEOUT,
+            dpop: false,
         }
     }
 }
@@ -131,6 +167,7 @@ impl OAuthOptions {
         config.token_file = self.token_file.clone();
         config.offline_access = self.offline_access;
         config.client_metadata_url = self.client_metadata_url.clone();
+        config.dpop = self.dpop;
         config
     }
 }
@@ -191,23 +228,46 @@ impl OAuthSetting {
         let client_id = text("clientId", &settings.client_id)?;
         let client_secret = text("clientSecret", &settings.client_secret)?;
         let issuer = text("issuer", &settings.issuer)?;
-        let identity = match (&settings.client_credentials, client_id) {
-            (Some(_), Some(_)) => {
-                return Err(error(
-                    "clientCredentials",
-                    "give clientId or clientCredentials, not both",
-                ));
+        let assertions = [
+            ("clientId", client_id.is_some()),
+            ("clientCredentials", settings.client_credentials.is_some()),
+            ("jwtBearer", settings.jwt_bearer.is_some()),
+            ("enterprise", settings.enterprise.is_some()),
+        ];
+        let given: Vec<&str> = assertions
+            .iter()
+            .filter(|(_, set)| *set)
+            .map(|(key, _)| *key)
+            .collect();
+        if given.len() > 1 {
+            return Err(error(
+                given[1],
+                format!("give {} or {}, not both", given[0], given[1]),
+            ));
+        }
+        let identity = if let Some(bearer) = &settings.jwt_bearer {
+            jwt_bearer_identity(bearer, &text)?
+        } else if let Some(enterprise) = &settings.enterprise {
+            enterprise_identity(enterprise, &text)?
+        } else {
+            match (&settings.client_credentials, client_id) {
+                (Some(_), Some(_)) => {
+                    return Err(error(
+                        "clientCredentials",
+                        "give clientId or clientCredentials, not both",
+                    ));
+                }
+                (Some(credentials), None) => client_credentials(credentials, &text)?,
+                (None, Some(client_id)) => ClientIdentity::PreRegistered {
+                    client_id,
+                    client_secret: client_secret.map(Secret::from),
+                    issuer,
+                },
+                (None, None) if client_secret.is_some() => {
+                    return Err(error("clientSecret", "needs clientId"));
+                }
+                (None, None) => ClientIdentity::Register,
             }
-            (Some(credentials), None) => client_credentials(credentials, &text)?,
-            (None, Some(client_id)) => ClientIdentity::PreRegistered {
-                client_id,
-                client_secret: client_secret.map(Secret::from),
-                issuer,
-            },
-            (None, None) if client_secret.is_some() => {
-                return Err(error("clientSecret", "needs clientId"));
-            }
-            (None, None) => ClientIdentity::Register,
         };
         let client_metadata_url = text("clientMetadataUrl", &settings.client_metadata_url)?
             .map(|raw| {
@@ -237,6 +297,7 @@ impl OAuthSetting {
             timeout: settings
                 .timeout_seconds
                 .map_or(DEFAULT_AUTHORIZATION_TIMEOUT, Duration::from_secs),
+            dpop: settings.dpop.unwrap_or(false),
         }))
     }
 }
@@ -244,6 +305,58 @@ impl OAuthSetting {
 type Text<'a> = dyn Fn(&str, &Option<String>) -> Result<Option<String>, SettingsError> + 'a;
 
 /// `clientCredentials`: exactly one of a secret and a key file; the key read and parsed.
+/// A file's text as a secret, its whitespace trimmed; an empty file is an error.
+fn secret_file(key: &str, path: &str) -> Result<Secret, SettingsError> {
+    let text = std::fs::read_to_string(path).map_err(|e| error(key, format!("{path}: {e}")))?;
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(error(key, format!("{path} is empty")));
+    }
+    Ok(Secret::new(text))
+}
+
+fn jwt_bearer_identity(
+    settings: &JwtBearerSettings,
+    text: &Text<'_>,
+) -> Result<ClientIdentity, SettingsError> {
+    let at = |key: &str| format!("jwtBearer.{key}");
+    let client_id = text(&at("clientId"), &Some(settings.client_id.clone()))?.unwrap_or_default();
+    let path =
+        text(&at("assertionFile"), &Some(settings.assertion_file.clone()))?.unwrap_or_default();
+    Ok(ClientIdentity::JwtBearer {
+        client_id,
+        assertion: secret_file(&at("assertionFile"), &path)?,
+    })
+}
+
+fn enterprise_identity(
+    settings: &EnterpriseSettings,
+    text: &Text<'_>,
+) -> Result<ClientIdentity, SettingsError> {
+    let at = |key: &str| format!("enterprise.{key}");
+    let field = |key: &str, value: &str| -> Result<String, SettingsError> {
+        Ok(text(&at(key), &Some(value.to_owned()))?.unwrap_or_default())
+    };
+    let endpoint = field("idpTokenEndpoint", &settings.idp_token_endpoint)?;
+    let idp_token_endpoint = Url::parse(&endpoint)
+        .ok()
+        .filter(crate::http::secure)
+        .ok_or_else(|| {
+            error(
+                &at("idpTokenEndpoint"),
+                "is not an https url (or http on a loopback host)",
+            )
+        })?;
+    let path = field("idTokenFile", &settings.id_token_file)?;
+    Ok(ClientIdentity::Enterprise {
+        client_id: field("clientId", &settings.client_id)?,
+        client_secret: Secret::new(field("clientSecret", &settings.client_secret)?),
+        idp_token_endpoint,
+        idp_client_id: text(&at("idpClientId"), &settings.idp_client_id)?,
+        id_token: secret_file(&at("idTokenFile"), &path)?,
+    })
+}
+
 fn client_credentials(
     settings: &ClientCredentialsSettings,
     text: &Text<'_>,
@@ -329,6 +442,55 @@ mod tests {
     fn resolve(json: &str, fixed: bool) -> Result<Option<OAuthOptions>, SettingsError> {
         let setting: OAuthSetting = serde_json::from_str(json).unwrap();
         setting.resolve(fixed, &no_env)
+    }
+
+    #[test]
+    fn jwt_bearer_and_enterprise_read_their_token_files_and_exclude_each_other() {
+        let folder = tempfile::tempdir().unwrap();
+        let jwt = folder.path().join("workload.jwt");
+        std::fs::write(&jwt, "the.workload.jwt\n").unwrap();
+        let jwt = jwt.display().to_string();
+        let options = resolve(
+            &format!(
+                r#"{{"jwtBearer": {{"clientId": "w", "assertionFile": "{jwt}"}}, "dpop": true}}"#
+            ),
+            false,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            options.identity,
+            ClientIdentity::JwtBearer {
+                client_id: "w".to_owned(),
+                assertion: Secret::new("the.workload.jwt"),
+            }
+        );
+        assert!(options.dpop);
+        let enterprise = format!(
+            r#""enterprise": {{"clientId": "c", "clientSecret": "${{SECRET}}",
+                "idpTokenEndpoint": "https://idp.example/token", "idTokenFile": "{jwt}"}}"#
+        );
+        let options = resolve(&format!("{{{enterprise}}}"), false)
+            .unwrap()
+            .unwrap();
+        let ClientIdentity::Enterprise {
+            client_secret,
+            id_token,
+            ..
+        } = &options.identity
+        else {
+            panic!("{:?}", options.identity);
+        };
+        assert_eq!(client_secret.expose(), "s3cret");
+        assert_eq!(id_token.expose(), "the.workload.jwt");
+        let both = resolve(&format!(r#"{{"clientId": "x", {enterprise}}}"#), false).unwrap_err();
+        assert_eq!(
+            both.to_string(),
+            "oauth.enterprise: give clientId or enterprise, not both"
+        );
+        let insecure = enterprise.replace("https://idp.example", "http://idp.example");
+        let error = resolve(&format!("{{{insecure}}}"), false).unwrap_err();
+        assert_eq!(error.key, "enterprise.idpTokenEndpoint");
     }
 
     #[test]

@@ -42,6 +42,10 @@ pub(crate) struct Grant {
     /// The scopes granted, when the answer said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) granted_scopes: Option<Vec<String>>,
+    /// Whether the access token is bound to this process's DPoP key (RFC 9449): it is never
+    /// loaded again, as the key is not kept.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) dpop: bool,
 }
 
 impl std::fmt::Debug for Grant {

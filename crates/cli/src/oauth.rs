@@ -20,6 +20,14 @@ impl Authorizer for OAuth {
         self.0.authorization(url)
     }
 
+    fn request_headers(&self, method: &str, url: &Url) -> Vec<(String, String)> {
+        self.0.request_headers(method, url)
+    }
+
+    fn on_nonce(&self, url: &Url, nonce: &str) -> bool {
+        self.0.on_nonce(url, nonce)
+    }
+
     fn on_challenge(
         &self,
         url: &Url,

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::auth::Authorizer;
+use crate::auth::{Authorizer, Heard};
 use crate::sse::{Event, StreamEnd, read_events};
 use crate::{Incoming, Outgoing, head_identity, parse_line};
 
@@ -239,18 +239,13 @@ impl Shared {
     }
 
     /// The headers every request carries: the config's, the session, the authorization.
-    fn common_headers(&self, session: Option<&str>) -> Vec<(String, String)> {
+    fn common_headers(&self, method: &str, session: Option<&str>) -> Vec<(String, String)> {
         let mut headers = self.dial.headers.clone();
         if let Some(session) = session {
             headers.push((SESSION_HEADER.to_owned(), session.to_owned()));
         }
-        if let Some(value) = self
-            .dial
-            .authorizer
-            .as_ref()
-            .and_then(|a| a.authorization(&self.dial.url))
-        {
-            headers.push(("Authorization".to_owned(), value));
+        if let Some(authorizer) = &self.dial.authorizer {
+            headers.extend(authorizer.request_headers(method, &self.dial.url));
         }
         headers
     }
@@ -261,7 +256,11 @@ impl Shared {
             .post(self.dial.url.as_str())
             .header("Content-Type", "application/json")
             .header("Accept", ACCEPT_BOTH);
-        for (name, value) in self.common_headers(session).iter().chain(&out.headers) {
+        for (name, value) in self
+            .common_headers("POST", session)
+            .iter()
+            .chain(&out.headers)
+        {
             request = request.header(name, value);
         }
         match out.deadline {
@@ -289,7 +288,7 @@ impl Shared {
             .agent
             .get(self.dial.url.as_str())
             .header("Accept", "text/event-stream");
-        for (name, value) in self.common_headers(session.as_deref()) {
+        for (name, value) in self.common_headers("GET", session.as_deref()) {
             request = request.header(name, value);
         }
         if let Some(version) = lock(&self.handshake)
@@ -310,21 +309,19 @@ impl Shared {
     }
 
     /// Whether the authorizer has a new header for a request answered 401 or 403.
-    fn challenged(&self, response: &Response) -> bool {
+    fn challenged(&self, response: &Response, heard: &mut Heard) -> bool {
         let Some(authorizer) = &self.dial.authorizer else {
             return false;
         };
-        let www = response
-            .headers()
-            .get("www-authenticate")
-            .and_then(|v| v.to_str().ok());
-        match authorizer.on_challenge(&self.dial.url, response.status().as_u16(), www) {
-            Ok(retry) => retry,
-            Err(error) => {
-                tracing::warn!(server = %self.server, %error, "authorization failed");
-                false
-            }
-        }
+        let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok());
+        heard.retry(
+            authorizer.as_ref(),
+            &self.server,
+            &self.dial.url,
+            response.status().as_u16(),
+            header("www-authenticate"),
+            header("dpop-nonce"),
+        )
     }
 
     /// Fails the request `out` (if it is one) with `detail`.
@@ -394,7 +391,7 @@ impl Shared {
             return;
         };
         let mut request = self.agent.delete(self.dial.url.as_str());
-        for (name, value) in self.common_headers(Some(&session)) {
+        for (name, value) in self.common_headers("DELETE", Some(&session)) {
             request = request.header(name, value);
         }
         let _ = request
@@ -408,7 +405,7 @@ impl Shared {
 /// POSTs one message and handles its answer: a JSON body, an event stream (resumed while its
 /// request is unanswered), a challenge, an expired session, or a failure.
 fn post(shared: &Shared, out: &Outgoing) {
-    let mut challenged = false;
+    let mut heard = Heard::default();
     let mut initialised_again = false;
     loop {
         let session = shared.session();
@@ -418,9 +415,8 @@ fn post(shared: &Shared, out: &Outgoing) {
         };
         let status = response.status().as_u16();
         match status {
-            401 | 403 if !challenged => {
-                challenged = true;
-                if shared.challenged(&response) {
+            401 | 403 => {
+                if shared.challenged(&response, &mut heard) {
                     continue;
                 }
                 return shared.fail(out, format!("HTTP status {status}"));

@@ -15,6 +15,7 @@ use tungstenite::protocol::WebSocketConfig;
 use tungstenite::stream::MaybeTlsStream;
 use tungstenite::{Message, WebSocket};
 
+use crate::auth::Heard;
 use crate::http::Dial;
 use crate::{Incoming, Outgoing, parse_line};
 
@@ -48,49 +49,32 @@ pub(crate) fn start(
     lines: Receiver<Outgoing>,
 ) -> Result<WsPeer, String> {
     let url = &dial.url;
-    let mut request = url
-        .as_str()
-        .into_client_request()
-        .map_err(|e| format!("{e}"))?;
-    let authorization = dial
-        .authorizer
-        .as_ref()
-        .and_then(|a| a.authorization(url))
-        .map(|value| ("Authorization".to_owned(), value));
-    for (name, value) in dial.headers.iter().cloned().chain(authorization) {
-        let name = tungstenite::http::HeaderName::try_from(name.as_str())
-            .map_err(|_| format!("header {name} is not a header name"))?;
-        let value = tungstenite::http::HeaderValue::try_from(value.as_str())
-            .map_err(|_| format!("header {name}'s value cannot be sent"))?;
-        request.headers_mut().insert(name, value);
-    }
-    let host = url.host_str().ok_or("the url has no host")?;
-    let port = url.port_or_known_default().ok_or("the url has no port")?;
-    let address = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| format!("{host}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("{host}: no address"))?;
-    let deadline = Instant::now() + timeout;
-    let stream = TcpStream::connect_timeout(&address, timeout).map_err(|e| format!("{e}"))?;
-    stream
-        .set_read_timeout(Some(timeout))
-        .and_then(|()| stream.set_write_timeout(Some(timeout)))
-        .map_err(|e| format!("{e}"))?;
-    let config = WebSocketConfig::default()
-        .max_message_size(Some(limit))
-        .max_frame_size(Some(limit));
-    // Per-read timeouts alone let a server drip its TLS or upgrade answer a byte at a time for
-    // ever: the whole handshake has one deadline, and past it the socket is shut.
-    let watchdog = Watchdog::arm(&stream, deadline);
-    let shaken = handshake(request, stream, config);
-    if !watchdog.disarm() {
-        return Err(format!(
-            "the WebSocket handshake took longer than {} ms",
-            timeout.as_millis()
-        ));
-    }
-    let (mut socket, _) = shaken?;
+    let mut heard = Heard::default();
+    let mut socket = loop {
+        match upgrade(dial, limit, timeout) {
+            Ok(socket) => break socket,
+            // A 401 or 403 to the upgrade is heard by the authorizer, as over HTTP.
+            Err(Upgrade::Refused(response)) => {
+                let status = response.status().as_u16();
+                let header =
+                    |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok());
+                let retry = dial.authorizer.as_ref().is_some_and(|authorizer| {
+                    heard.retry(
+                        authorizer.as_ref(),
+                        server,
+                        url,
+                        status,
+                        header("www-authenticate"),
+                        header("dpop-nonce"),
+                    )
+                });
+                if !retry {
+                    return Err(format!("HTTP error: {}", response.status()));
+                }
+            }
+            Err(Upgrade::Failed(error)) => return Err(error),
+        }
+    };
     if let Some(stream) = tcp(&mut socket) {
         stream
             .set_read_timeout(Some(POLL))
@@ -109,6 +93,14 @@ pub(crate) fn start(
 }
 
 type Socket = WebSocket<MaybeTlsStream<TcpStream>>;
+
+/// A handshake's error in words, with what to do about a refused certificate.
+fn explained(error: String) -> String {
+    #[cfg(feature = "tls")]
+    return mcpl_tls::explained(error);
+    #[cfg(not(feature = "tls"))]
+    return error;
+}
 
 /// Shuts a socket at a deadline unless disarmed first, so no read or write on it can outlast
 /// the deadline however the server spaces its bytes.
@@ -146,15 +138,84 @@ impl Watchdog {
     }
 }
 
+/// Why an upgrade did not happen.
+enum Upgrade {
+    /// The server answered the upgrade with this status (a 401 or 403 among them).
+    Refused(Box<tungstenite::http::Response<Option<Vec<u8>>>>),
+    /// Anything else, in words.
+    Failed(String),
+}
+
+/// One dial and upgrade request, with the config's headers and the authorizer's.
+fn upgrade(dial: &Dial, limit: usize, timeout: Duration) -> Result<Socket, Upgrade> {
+    let failed = |e: &dyn std::fmt::Display| Upgrade::Failed(format!("{e}"));
+    let url = &dial.url;
+    let mut request = url.as_str().into_client_request().map_err(|e| failed(&e))?;
+    let authorization = dial
+        .authorizer
+        .as_ref()
+        .map(|a| a.request_headers("GET", url))
+        .unwrap_or_default();
+    for (name, value) in dial.headers.iter().cloned().chain(authorization) {
+        let name = tungstenite::http::HeaderName::try_from(name.as_str())
+            .map_err(|_| Upgrade::Failed(format!("header {name} is not a header name")))?;
+        let value = tungstenite::http::HeaderValue::try_from(value.as_str())
+            .map_err(|_| Upgrade::Failed(format!("header {name}'s value cannot be sent")))?;
+        request.headers_mut().insert(name, value);
+    }
+    let host = url
+        .host_str()
+        .ok_or(Upgrade::Failed("the url has no host".to_owned()))?;
+    let port = url
+        .port_or_known_default()
+        .ok_or(Upgrade::Failed("the url has no port".to_owned()))?;
+    let address = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| Upgrade::Failed(format!("{host}: {e}")))?
+        .next()
+        .ok_or_else(|| Upgrade::Failed(format!("{host}: no address")))?;
+    let stream = TcpStream::connect_timeout(&address, timeout).map_err(|e| failed(&e))?;
+    stream
+        .set_read_timeout(Some(timeout))
+        .and_then(|()| stream.set_write_timeout(Some(timeout)))
+        .map_err(|e| failed(&e))?;
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(limit))
+        .max_frame_size(Some(limit));
+    // Per-read timeouts alone let a server drip its TLS or upgrade answer a byte at a time for
+    // ever: the whole handshake has one deadline, and past it the socket is shut.
+    let watchdog = Watchdog::arm(&stream, Instant::now() + timeout);
+    let shaken = handshake(request, stream, config);
+    if !watchdog.disarm() {
+        return Err(Upgrade::Failed(format!(
+            "the WebSocket handshake took longer than {} ms",
+            timeout.as_millis()
+        )));
+    }
+    match shaken {
+        Ok((socket, _)) => Ok(socket),
+        Err(tungstenite::Error::Http(response)) => Err(Upgrade::Refused(response)),
+        Err(error) => Err(Upgrade::Failed(explained(error.to_string()))),
+    }
+}
+
 #[cfg(feature = "tls")]
 fn handshake(
     request: tungstenite::handshake::client::Request,
     stream: TcpStream,
     config: WebSocketConfig,
-) -> Result<(Socket, tungstenite::handshake::client::Response), String> {
-    let connector = tungstenite::Connector::Rustls(tls_config()?);
-    tungstenite::client_tls_with_config(request, stream, Some(config), Some(connector))
-        .map_err(|e| mcpl_tls::explained(e.to_string()))
+) -> Result<(Socket, tungstenite::handshake::client::Response), tungstenite::Error> {
+    let connector = tungstenite::Connector::Rustls(
+        tls_config().map_err(|e| tungstenite::Error::Io(std::io::Error::other(e)))?,
+    );
+    tungstenite::client_tls_with_config(request, stream, Some(config), Some(connector)).map_err(
+        |e| match e {
+            tungstenite::HandshakeError::Failure(error) => error,
+            tungstenite::HandshakeError::Interrupted(_) => {
+                tungstenite::Error::Io(std::io::ErrorKind::WouldBlock.into())
+            }
+        },
+    )
 }
 
 /// The TLS client configuration for `wss://`: mcpl-tls's one stack (the ring provider, named
@@ -169,12 +230,19 @@ fn handshake(
     request: tungstenite::handshake::client::Request,
     stream: TcpStream,
     config: WebSocketConfig,
-) -> Result<(Socket, tungstenite::handshake::client::Response), String> {
+) -> Result<(Socket, tungstenite::handshake::client::Response), tungstenite::Error> {
     if request.uri().scheme_str() == Some("wss") {
-        return Err("wss:// needs mcpl built with TLS (the `tls` feature)".to_owned());
+        return Err(tungstenite::Error::Io(std::io::Error::other(
+            "wss:// needs mcpl built with TLS (the `tls` feature)",
+        )));
     }
     tungstenite::client::client_with_config(request, MaybeTlsStream::Plain(stream), Some(config))
-        .map_err(|e| format!("{e}"))
+        .map_err(|e| match e {
+            tungstenite::HandshakeError::Failure(error) => error,
+            tungstenite::HandshakeError::Interrupted(_) => {
+                tungstenite::Error::Io(std::io::ErrorKind::WouldBlock.into())
+            }
+        })
 }
 
 /// The TCP stream under the socket, to set its read timeout.

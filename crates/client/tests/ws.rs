@@ -266,3 +266,175 @@ fn a_server_that_drips_its_upgrade_answer_fails_the_start_at_the_timeout() {
         "{error}"
     );
 }
+
+/// Refuses an upgrade without `Authorization: Bearer <token>` with a 401 and a challenge, as
+/// an OAuth-protected server does.
+struct DemandBearer {
+    token: &'static str,
+    seen: Arc<Mutex<Vec<Option<String>>>>,
+}
+
+impl tungstenite::handshake::server::Callback for DemandBearer {
+    fn on_request(
+        self,
+        request: &tungstenite::handshake::server::Request,
+        response: tungstenite::handshake::server::Response,
+    ) -> Result<
+        tungstenite::handshake::server::Response,
+        tungstenite::handshake::server::ErrorResponse,
+    > {
+        let authorization = request
+            .headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        self.seen.lock().unwrap().push(authorization.clone());
+        if authorization.as_deref() == Some(&format!("Bearer {}", self.token)) {
+            return Ok(response);
+        }
+        let refused = tungstenite::http::Response::builder()
+            .status(401)
+            .header(
+                "www-authenticate",
+                r#"Bearer resource_metadata="http://127.0.0.1:9/prm""#,
+            )
+            .body(Some("unauthorized".to_owned()))
+            .unwrap();
+        Err(refused)
+    }
+}
+
+/// A WebSocket server on loopback demanding `token`: each connection's upgrade is checked, an
+/// accepted one answers `initialize`. Returns its url and each upgrade's Authorization header.
+fn serve_demanding(token: &'static str) -> (String, Arc<Mutex<Vec<Option<String>>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("ws://{}/mcpl", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let callback = DemandBearer {
+                token,
+                seen: Arc::clone(&record),
+            };
+            let Ok(mut socket) = tungstenite::accept_hdr(stream, callback) else {
+                continue;
+            };
+            std::thread::spawn(move || {
+                while let Ok(message) = socket.read() {
+                    let Message::Text(text) = message else {
+                        continue;
+                    };
+                    let message: Value = serde_json::from_str(text.as_str()).unwrap();
+                    if message["method"] == "initialize" {
+                        let answer = json!({"jsonrpc": "2.0", "id": message["id"],
+                            "result": {"protocolVersion": "2024-11-05", "capabilities": {}}});
+                        socket.send(Message::text(answer.to_string())).unwrap();
+                    }
+                }
+            });
+        }
+    });
+    (url, seen)
+}
+
+/// An authorizer with no token until challenged; then `granted`, when it has one. Counts the
+/// challenges it heard.
+struct Granting {
+    granted: Option<&'static str>,
+    token: Mutex<Option<&'static str>>,
+    challenges: Mutex<Vec<(u16, Option<String>)>>,
+}
+
+impl mcpl_client::Authorizer for Granting {
+    fn authorization(&self, _: &url::Url) -> Option<String> {
+        self.token.lock().unwrap().map(|t| format!("Bearer {t}"))
+    }
+
+    fn on_challenge(
+        &self,
+        _: &url::Url,
+        status: u16,
+        www_authenticate: Option<&str>,
+    ) -> Result<bool, Box<dyn std::error::Error + Send + Sync>> {
+        self.challenges
+            .lock()
+            .unwrap()
+            .push((status, www_authenticate.map(str::to_owned)));
+        *self.token.lock().unwrap() = self.granted;
+        Ok(self.granted.is_some())
+    }
+}
+
+fn launch_with(url: &str, authorizer: Arc<Granting>) -> Launch {
+    Launch {
+        name: "mcpl".to_owned(),
+        transport: Transport::Ws(Dial {
+            authorizer: Some(authorizer as Arc<dyn mcpl_client::Authorizer>),
+            url: url::Url::parse(url).unwrap(),
+            headers: Vec::new(),
+        }),
+        protocol: Protocol::Legacy,
+        ..Launch::default()
+    }
+}
+
+#[test]
+fn a_401_to_the_upgrade_is_heard_by_the_authorizer_and_the_upgrade_retried() {
+    let (url, seen) = serve_demanding("fresh-token");
+    let authorizer = Arc::new(Granting {
+        granted: Some("fresh-token"),
+        token: Mutex::new(None),
+        challenges: Mutex::new(Vec::new()),
+    });
+    let mut host = Pushes::default();
+    let connection = Connection::start(
+        &launch_with(&url, Arc::clone(&authorizer)),
+        Limits::with_timeout(TIMEOUT),
+        &mut host,
+    )
+    .unwrap();
+    assert_eq!(connection.protocol_version(), "2024-11-05");
+    let challenges = authorizer.challenges.lock().unwrap();
+    assert_eq!(challenges.len(), 1);
+    assert_eq!(challenges[0].0, 401);
+    assert!(
+        challenges[0]
+            .1
+            .as_deref()
+            .unwrap()
+            .contains("resource_metadata"),
+        "the challenge reached the authorizer: {challenges:?}"
+    );
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [None, Some("Bearer fresh-token".to_owned())]
+    );
+}
+
+#[test]
+fn an_upgrade_the_authorizer_cannot_help_fails_after_one_challenge() {
+    let (url, seen) = serve_demanding("fresh-token");
+    let authorizer = Arc::new(Granting {
+        granted: None,
+        token: Mutex::new(None),
+        challenges: Mutex::new(Vec::new()),
+    });
+    let mut host = Pushes::default();
+    let error = match Connection::start(
+        &launch_with(&url, Arc::clone(&authorizer)),
+        Limits::with_timeout(TIMEOUT),
+        &mut host,
+    ) {
+        Ok(_) => panic!("connected without a token"),
+        Err(error) => error.to_string(),
+    };
+    assert!(error.contains("401"), "{error}");
+    assert_eq!(authorizer.challenges.lock().unwrap().len(), 1);
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "no retry without a new token"
+    );
+}

@@ -32,6 +32,7 @@
 //! expected u64`), so a typo never silently turns an option off.
 
 pub mod models;
+pub mod secrets;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

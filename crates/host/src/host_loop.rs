@@ -325,7 +325,7 @@ impl Host {
     ) -> Host {
         let mut lanes = Lanes::new(options.route, registry, ledger);
         let secrets = lanes.registry.hidden().secrets().clone();
-        crate::secrets::register_environment(&secrets, std::env::vars());
+        mcpl_config::secrets::register_environment(&secrets, std::env::vars());
         // Every lane's images are scaled to the same fit, or none are.
         let route = &options.route.lanes;
         lanes.scaling = options
@@ -379,8 +379,8 @@ impl Host {
             .iter()
             .map(|server| {
                 let secrets = host.lanes.registry.hidden().secrets();
-                crate::secrets::register_oauth(secrets, server.options.oauth.as_ref());
-                let launch = crate::secrets::register_server(secrets, &server.launch);
+                mcpl_config::secrets::register_oauth(secrets, server.options.oauth.as_ref());
+                let launch = mcpl_config::secrets::register_server(secrets, &server.launch);
                 (launch, server.options.limits())
             })
             .collect();

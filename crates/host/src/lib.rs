@@ -16,7 +16,6 @@ pub use mcpl_config as config;
 pub mod host_loop;
 pub mod mcpl;
 mod mistakes;
-mod secrets;
 /// The `Model` trait, the scripted model and the HTTP backends: `mcpl-model`, re-exported.
 pub use mcpl_model as model;
 /// The provider HTTP backends (`mcpl_model::http`), behind the `http` feature.

@@ -10,10 +10,7 @@ use mcpl_redact::{Secrets, is_secret_name};
 
 /// Registers the value of every variable of mcpl's own environment whose name says it holds a
 /// secret (`ANTHROPIC_API_KEY`, `AWS_SECRET_ACCESS_KEY`, `GITHUB_TOKEN`, ...).
-pub(crate) fn register_environment(
-    secrets: &Secrets,
-    vars: impl Iterator<Item = (String, String)>,
-) {
+pub fn register_environment(secrets: &Secrets, vars: impl Iterator<Item = (String, String)>) {
     for (name, value) in vars {
         if is_secret_name(&name) {
             secrets.insert(&value);
@@ -22,9 +19,9 @@ pub(crate) fn register_environment(
 }
 
 /// Registers a server's OAuth client secret or private key, when its config gives one.
-pub(crate) fn register_oauth(secrets: &Secrets, oauth: Option<&OAuthOptions>) {
+pub fn register_oauth(secrets: &Secrets, oauth: Option<&OAuthOptions>) {
     use mcpl_auth::{ClientCredential, ClientIdentity};
-    let secret = match oauth.map(|oauth| &oauth.identity) {
+    let found: Vec<&mcpl_auth::Secret> = match oauth.map(|oauth| &oauth.identity) {
         Some(ClientIdentity::PreRegistered {
             client_secret: Some(secret),
             ..
@@ -32,23 +29,31 @@ pub(crate) fn register_oauth(secrets: &Secrets, oauth: Option<&OAuthOptions>) {
         | Some(ClientIdentity::ClientCredentials {
             credential: ClientCredential::Secret(secret),
             ..
-        }) => secret,
+        }) => vec![secret],
         Some(ClientIdentity::ClientCredentials {
             credential: ClientCredential::PrivateKeyJwt { key_pem, .. },
             ..
-        }) => key_pem,
-        _ => return,
+        }) => vec![key_pem],
+        Some(ClientIdentity::JwtBearer { assertion, .. }) => vec![assertion],
+        Some(ClientIdentity::Enterprise {
+            client_secret,
+            id_token,
+            ..
+        }) => vec![client_secret, id_token],
+        Some(ClientIdentity::Register | ClientIdentity::PreRegistered { .. }) | None => Vec::new(),
     };
-    secrets.insert(secret.expose());
-    // A key's body, line by line, is what an echo would show.
-    for line in secret.expose().lines() {
-        secrets.insert(line);
+    for secret in found {
+        secrets.insert(secret.expose());
+        // A key's body, line by line, is what an echo would show.
+        for line in secret.expose().lines() {
+            secrets.insert(line);
+        }
     }
 }
 
 /// Registers what a server's config holds (each `env` value and header value, and each word of
 /// one), and gives back its launch with an authorizer that registers every token it sends.
-pub(crate) fn register_server(secrets: &Secrets, launch: &Launch) -> Launch {
+pub fn register_server(secrets: &Secrets, launch: &Launch) -> Launch {
     let mut launch = launch.clone();
     for value in launch.env.values() {
         secrets.insert(value);
@@ -113,6 +118,28 @@ mod tests {
     }
 
     #[test]
+    fn a_workload_identity_assertion_is_withheld_when_echoed() {
+        let secrets = Secrets::new();
+        let oauth = OAuthOptions {
+            identity: mcpl_auth::ClientIdentity::JwtBearer {
+                client_id: "c".to_owned(),
+                assertion: "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ3b3JrbG9hZCJ9.c2lnbmF0dXJl".into(),
+            },
+            scopes: Vec::new(),
+            token_file: None,
+            offline_access: false,
+            client_metadata_url: None,
+            headless: true,
+            timeout: std::time::Duration::from_secs(1),
+            dpop: false,
+        };
+        register_oauth(&secrets, Some(&oauth));
+        let shown =
+            secrets.redact("echo: eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ3b3JrbG9hZCJ9.c2lnbmF0dXJl");
+        assert!(!shown.contains("c2lnbmF0dXJl"), "{shown}");
+    }
+
+    #[test]
     fn an_oauth_client_secret_is_withheld_when_echoed() {
         let secrets = Secrets::new();
         let oauth = OAuthOptions {
@@ -126,6 +153,7 @@ mod tests {
             client_metadata_url: None,
             headless: true,
             timeout: std::time::Duration::from_secs(1),
+            dpop: false,
         };
         register_oauth(&secrets, Some(&oauth));
         assert!(
