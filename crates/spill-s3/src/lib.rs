@@ -14,7 +14,8 @@
 //!   `default`). Never from the configuration file: its `spillStore` has no key for them.
 //! - No request sets an ACL: objects take the bucket's own (private by default).
 //! - object_store is async; the store owns a current-thread tokio runtime and blocks on it, so
-//!   tokio stays inside this crate.
+//!   tokio stays inside this crate. It is safe to use and drop inside a caller's tokio runtime,
+//!   current-thread or multi-thread: there each request runs on a thread of its own.
 //!
 //! ```no_run
 //! use mcpl_budget::{S3Location, SpillNotice, SpillStore};
@@ -62,7 +63,7 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// A spill store in an S3-compatible bucket.
 #[derive(Debug)]
 pub struct S3SpillStore {
-    runtime: tokio::runtime::Runtime,
+    runtime: Blocking,
     store: AmazonS3,
     /// `s3://bucket/prefix`, as errors and paths name the store.
     label: String,
@@ -141,6 +142,7 @@ impl S3SpillStore {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
+            .map(|runtime| Blocking(Some(runtime)))
             .map_err(|e| remote(format!("no runtime for the object store: {e}")))?;
         Ok(S3SpillStore {
             runtime,
@@ -204,9 +206,9 @@ impl SpillStore for S3SpillStore {
         let written = if bytes.len() < self.multipart_threshold {
             // One PUT: S3 shows the object only once all of it has arrived.
             let payload = PutPayload::from(bytes.to_vec());
-            self.runtime.block_on(store.put(&path, payload)).map(drop)
+            self.runtime.run(store.put(&path, payload)).map(drop)
         } else {
-            self.runtime.block_on(put_in_parts(store, &path, bytes))
+            self.runtime.run(put_in_parts(store, &path, bytes))
         };
         written.map_err(|e| self.remote(&e))?;
         Ok(format!("s3://{}/{}", self.bucket, self.key(name)))
@@ -216,7 +218,7 @@ impl SpillStore for S3SpillStore {
         if let Ok(path) = self.path(name) {
             // Best effort: the spill this file belonged to failed, and without its manifest no
             // one reads it; retention removes what is left.
-            let _ = self.runtime.block_on(self.store.delete(&path));
+            let _ = self.runtime.run(self.store.delete(&path));
         }
     }
 
@@ -224,7 +226,7 @@ impl SpillStore for S3SpillStore {
         let path = self.path(name)?;
         let key = self.key(name);
         let store = &self.store;
-        let read = self.runtime.block_on(async {
+        let read = self.runtime.run(async {
             let object = store.get(&path).await?;
             if object.meta.size > limit {
                 return Ok(None);
@@ -253,7 +255,7 @@ impl SpillStore for S3SpillStore {
         let prefix = (!self.prefix.is_empty()).then(|| Path::from(self.prefix.as_str()));
         let store = &self.store;
         self.runtime
-            .block_on(async {
+            .run(async {
                 let mut listing = store.list(prefix.as_ref());
                 let mut old = Vec::new();
                 while let Some(meta) = listing.next().await {
@@ -288,6 +290,54 @@ impl SpillStore for S3SpillStore {
 
     fn notice(&self) -> SpillNotice {
         self.notice
+    }
+}
+
+/// The store's runtime, safe to use and drop from any thread: inside a caller's tokio runtime
+/// (where blocking on another would panic) each request runs on a scoped thread of its own, and
+/// the runtime is shut down without waiting when the store is dropped.
+#[derive(Debug)]
+struct Blocking(Option<tokio::runtime::Runtime>);
+
+impl Blocking {
+    /// Runs `request` to its end and returns its result.
+    fn run<T: Send>(
+        &self,
+        request: impl std::future::Future<Output = Result<T, object_store::Error>> + Send,
+    ) -> Result<T, object_store::Error> {
+        let Some(runtime) = &self.0 else {
+            return Err(generic("the store's runtime is gone".into()));
+        };
+        if tokio::runtime::Handle::try_current().is_err() {
+            return runtime.block_on(request);
+        }
+        std::thread::scope(|scope| {
+            let worker = std::thread::Builder::new()
+                .name("mcpl-spill-s3".to_owned())
+                .spawn_scoped(scope, || runtime.block_on(request))
+                .map_err(|e| generic(Box::new(e)))?;
+            worker
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    }
+}
+
+impl Drop for Blocking {
+    fn drop(&mut self) {
+        // Dropping a runtime inside another panics; shutting it down in the background never
+        // does, and no request is left running (each `run` waited for its own).
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// An error of the store's own, in object_store's terms.
+fn generic(source: Box<dyn std::error::Error + Send + Sync>) -> object_store::Error {
+    object_store::Error::Generic {
+        store: "S3",
+        source,
     }
 }
 
@@ -375,11 +425,6 @@ struct OneStack;
 
 impl HttpConnector for OneStack {
     fn connect(&self, _: &ClientOptions) -> object_store::Result<HttpClient> {
-        let generic =
-            |source: Box<dyn std::error::Error + Send + Sync>| object_store::Error::Generic {
-                store: "S3",
-                source,
-            };
         let tls = mcpl_tls::trust()
             .client_config()
             .map_err(|e| generic(Box::new(e)))?;
