@@ -637,6 +637,80 @@ fn no_readme_or_architecture_names_the_outside_folder() {
     assert_tidy(names_outside_folder(&documents));
 }
 
+/// Problems with the decision records: a record without a `Status:` line, and a record the
+/// index (`docs/decisions/README.md`) does not list, or lists with another status.
+fn decision_problems(records: &[Source], index: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    for record in records {
+        let file = record.path.rsplit('/').next().unwrap_or(&record.path);
+        let Some(status) = record
+            .text
+            .lines()
+            .find_map(|line| line.strip_prefix("Status: "))
+        else {
+            problems.push(format!("{}: no `Status:` line", record.path));
+            continue;
+        };
+        let row = format!("]({file}) | {status} |");
+        if !index.lines().any(|line| line.ends_with(&row)) {
+            problems.push(format!(
+                "docs/decisions/README.md: no row for {file} with status `{status}`"
+            ));
+        }
+    }
+    problems
+}
+
+#[test]
+fn every_decision_has_a_status_and_the_index_lists_it() {
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/decisions");
+    let mut records = Vec::new();
+    for entry in std::fs::read_dir(&folder).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.as_bytes().first().is_some_and(u8::is_ascii_digit) && name.ends_with(".md") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            records.push(Source {
+                path: format!("docs/decisions/{name}"),
+                text,
+            });
+        }
+    }
+    assert!(records.len() > 90, "the records are read");
+    let index = std::fs::read_to_string(folder.join("README.md")).unwrap();
+    assert_tidy(decision_problems(&records, &index));
+}
+
+#[test]
+fn a_decision_without_a_status_or_an_index_row_fails() {
+    let record = |name: &str, text: &str| Source {
+        path: format!("docs/decisions/{name}"),
+        text: text.to_owned(),
+    };
+    let index = "| [0001: A](0001-a.md) | accepted |\n";
+    assert!(
+        decision_problems(
+            &[record("0001-a.md", "# 0001: A\n\nStatus: accepted\n")],
+            index
+        )
+        .is_empty()
+    );
+    assert_eq!(
+        decision_problems(&[record("0002-b.md", "# 0002: B\n")], index),
+        ["docs/decisions/0002-b.md: no `Status:` line"]
+    );
+    assert_eq!(
+        decision_problems(
+            &[record(
+                "0001-a.md",
+                "# 0001: A\n\nStatus: superseded by 3\n"
+            )],
+            index
+        ),
+        ["docs/decisions/README.md: no row for 0001-a.md with status `superseded by 3`"]
+    );
+}
+
 // Each check fails on a doctored tree.
 
 fn member(name: &str) -> Member {
