@@ -637,6 +637,110 @@ fn no_readme_or_architecture_names_the_outside_folder() {
     assert_tidy(names_outside_folder(&documents));
 }
 
+/// The members a README's crate list must name: every crate under `crates/` but the test and
+/// demo support, which no host depends on.
+fn unlisted_in_readme(members: &[Member], readme: &str) -> Vec<String> {
+    members
+        .iter()
+        .filter(|m| m.dir.starts_with("crates/"))
+        .filter(|m| {
+            !["mcpl-testkit", "mcpl-loopback", "mcpl-demo-server"].contains(&m.name.as_str())
+        })
+        .filter(|m| !readme.contains(&format!("`{}`", m.name)))
+        .map(|m| format!("README.md: the crate list does not name `{}`", m.name))
+        .collect()
+}
+
+#[test]
+fn the_readme_names_every_crate_a_host_may_take() {
+    let tree = tree();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .unwrap();
+    assert_tidy(unlisted_in_readme(&tree.members, &readme));
+    let mut members = tree.members.clone();
+    members.push(Member {
+        name: "mcpl-newcomer".to_owned(),
+        dir: "crates/newcomer".to_owned(),
+        dependencies: Vec::new(),
+    });
+    assert_eq!(
+        unlisted_in_readme(&members, &readme),
+        ["README.md: the crate list does not name `mcpl-newcomer`"]
+    );
+}
+
+/// Normal dependencies a member's `src/` never names (as `crate_name` in code): each one is
+/// built for every user of the crate and must earn its place. A dependency taken only to turn
+/// on a feature of another is named in [`FEATURE_ONLY`].
+fn unused_dependencies(members: &[Member], sources: &[Source]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for member in members {
+        let prefix = format!("{}/src/", member.dir);
+        let texts: Vec<&str> = sources
+            .iter()
+            .filter(|s| s.path.starts_with(&prefix))
+            .map(|s| s.text.as_str())
+            .collect();
+        if texts.is_empty() {
+            continue;
+        }
+        for dependency in member
+            .dependencies
+            .iter()
+            .filter(|d| d.kind == Kind::Normal)
+        {
+            if FEATURE_ONLY.contains(&(member.name.as_str(), dependency.name.as_str())) {
+                continue;
+            }
+            let code_name = dependency.name.replace('-', "_");
+            let named = texts.iter().any(|text| {
+                text.match_indices(&code_name).any(|(at, _)| {
+                    let before = text[..at].chars().next_back();
+                    let after = text[at + code_name.len()..].chars().next();
+                    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+                    !word(before) && !word(after)
+                })
+            });
+            if !named {
+                problems.push(format!(
+                    "{} takes {} but its src/ never names `{code_name}`",
+                    member.name, dependency.name
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// Normal dependencies taken to turn on one of their features for the whole build, or only for
+/// a derive: `(member, dependency)`.
+const FEATURE_ONLY: &[(&str, &str)] = &[];
+
+#[test]
+fn every_normal_dependency_is_named_in_its_crates_source() {
+    let tree = tree();
+    assert_tidy(unused_dependencies(&tree.members, &tree.sources));
+}
+
+#[test]
+fn a_dependency_the_source_never_names_fails() {
+    let mut members = vec![member("mcpl-fetch")];
+    members[0].dependencies = vec![Dependency {
+        name: "sha2".to_owned(),
+        kind: Kind::Normal,
+    }];
+    let source = |text: &str| Source {
+        path: "crates/fetch/src/lib.rs".to_owned(),
+        text: text.to_owned(),
+    };
+    assert!(unused_dependencies(&members, &[source("use sha2::Digest;")]).is_empty());
+    assert_eq!(
+        unused_dependencies(&members, &[source("// sha2x is not sha2_ either")]),
+        ["mcpl-fetch takes sha2 but its src/ never names `sha2`"]
+    );
+}
+
 /// Problems with the decision records: a record without a `Status:` line, and a record the
 /// index (`docs/decisions/README.md`) does not list, or lists with another status.
 fn decision_problems(records: &[Source], index: &str) -> Vec<String> {
