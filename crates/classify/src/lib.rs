@@ -38,6 +38,7 @@
 
 mod block;
 mod duration;
+#[cfg(feature = "fuzzing")]
 pub mod fuzz;
 mod lenient;
 mod media;

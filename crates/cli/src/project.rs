@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use mcpl_budget::{Bound, LocalSpillStore, PricedRoute, Pricer, SpillStore, fit_tool_result};
 use mcpl_classify::ResultView;
 use mcpl_encode::Encoder;
+use mcpl_encode::conversation::ToolOutput;
 use mcpl_host::mcpl::{INVALID_PARAMS, PUSH_CONTENT_FIELD, push_refusal_error};
 use mcpl_lanes::{
     ChannelRefusal, ImageLedger, MessageView, Projector, PushRefusal, Registry, RouteId,
@@ -325,9 +326,11 @@ fn tool_result_output(
     let tokens = fitted
         .price
         .unwrap_or_else(|| text_tokens(pricer, &fitted.copies.stored));
+    // `mcpl project` projects a result without a call: it answers `call_1` to `tool`.
+    let output = ToolOutput::from_copies("call_1", "tool", &fitted.copies);
     LaneOutput {
-        live: encoder.tool_result_copies(&fitted.copies),
-        follow_up: encoder.follow_up_copies(&fitted.copies),
+        live: encoder.tool_result(&output),
+        follow_up: encoder.follow_up(std::slice::from_ref(&output)),
         stored: fitted.copies.stored.into_owned(),
         tokens,
         spill,

@@ -133,6 +133,30 @@ pub struct ToolOutput {
     pub is_error: bool,
 }
 
+impl ToolOutput {
+    /// A tool result's copies, as a lane made and fitted them, answering the call `call_id` to
+    /// the tool the model knows as `name`: the live copy's parts, or the stored copy alone when
+    /// none goes native.
+    pub fn from_copies(
+        call_id: impl Into<String>,
+        name: impl Into<String>,
+        copies: &mcpl_lanes::ToolResultCopies<'_>,
+    ) -> ToolOutput {
+        ToolOutput {
+            call_id: call_id.into(),
+            name: name.into(),
+            stored: copies.stored.clone().into_owned(),
+            live: match &copies.live {
+                mcpl_lanes::LiveCopy::Native(parts) => {
+                    Some(parts.iter().map(Content::from_part).collect())
+                }
+                mcpl_lanes::LiveCopy::Stored => None,
+            },
+            is_error: copies.is_error,
+        }
+    }
+}
+
 /// One message of the conversation.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {

@@ -7,10 +7,10 @@
 //!
 //! ```
 //! use mcpl_budget::{Bound, Pricer, fit_tool_result};
-//! use mcpl_encode::conversation::{Content, ToolOutput};
+//! use mcpl_encode::conversation::ToolOutput;
 //! use mcpl_encode::Encoder;
 //! use mcpl_lanes::{
-//!     ImageLedger, LiveCopy, Projector, Registry, RouteId, ServerName, ToolResult, UriPolicy,
+//!     ImageLedger, Projector, Registry, RouteId, ServerName, ToolResult, UriPolicy,
 //! };
 //! use serde_json::json;
 //!
@@ -34,16 +34,7 @@
 //! let fitted = fit_tool_result(&mut lanes, &ToolResult::from_value(&result), pricer, 1_000, None);
 //! assert!(fitted.price.is_some_and(|tokens| tokens <= 1_000));
 //!
-//! let output = ToolOutput {
-//!     call_id: "toolu_1".to_owned(),
-//!     name: "chart".to_owned(),
-//!     stored: fitted.copies.stored.to_string(),
-//!     live: match &fitted.copies.live {
-//!         LiveCopy::Native(parts) => Some(parts.iter().map(Content::from_part).collect()),
-//!         LiveCopy::Stored => None,
-//!     },
-//!     is_error: fitted.copies.is_error,
-//! };
+//! let output = ToolOutput::from_copies("toolu_1", "chart", &fitted.copies);
 //! assert_eq!(anthropic.tool_result(&output), json!([
 //!     {"type": "text", "text": "The chart:"},
 //!     {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}},
@@ -107,7 +98,7 @@ use std::borrow::Cow;
 
 use mcpl_budget::PricedRoute;
 use mcpl_classify::Sniffed;
-use mcpl_lanes::{LiveCopy, Part, RequestLimits, RouteId, ToolResultCopies, markers};
+use mcpl_lanes::{Part, RequestLimits, RouteId, markers};
 use serde_json::Value;
 
 pub use limits::{
@@ -328,18 +319,6 @@ impl Encoder {
         }
     }
 
-    /// A tool result's live copy, as a lane made it, at its place (see
-    /// [`Encoder::tool_result`]), answering `mcpl project`'s call.
-    pub fn tool_result_copies(self, copies: &ToolResultCopies<'_>) -> Value {
-        self.tool_result(&project_output(copies))
-    }
-
-    /// The user message content the route moves a lane's tool result's images into, or `Null`
-    /// (see [`Encoder::follow_up`]).
-    pub fn follow_up_copies(self, copies: &ToolResultCopies<'_>) -> Value {
-        self.follow_up(std::slice::from_ref(&project_output(copies)))
-    }
-
     /// A user message's content, from the parts a lane made.
     pub fn message_parts(self, parts: &[Part<'_>]) -> Value {
         let content: Vec<Content> = parts.iter().map(Content::from_part).collect();
@@ -363,27 +342,6 @@ pub fn body_len(body: &Value) -> u64 {
     std::fmt::Write::write_fmt(&mut counter, format_args!("{body}")).map_or(0, |()| counter.0)
 }
 
-/// The name `mcpl project` gives the tool call a result answers, where a route's shape names
-/// one (the command projects a result without a call).
-pub const PROJECT_CALL_ID: &str = "call_1";
-
-/// The tool name `mcpl project` gives that call.
-pub const PROJECT_TOOL_NAME: &str = "tool";
-
-/// A tool result's copies as the conversation holds them on the round it lands, answering
-/// `mcpl project`'s call.
-pub fn project_output(copies: &ToolResultCopies<'_>) -> ToolOutput {
-    ToolOutput {
-        call_id: PROJECT_CALL_ID.to_owned(),
-        name: PROJECT_TOOL_NAME.to_owned(),
-        stored: copies.stored.clone().into_owned(),
-        live: match &copies.live {
-            LiveCopy::Native(parts) => Some(parts.iter().map(Content::from_part).collect()),
-            LiveCopy::Stored => None,
-        },
-        is_error: copies.is_error,
-    }
-}
 
 /// Whether the route takes an image of this type natively in a user message.
 fn takes_image(route: &PricedRoute, sniffed: Sniffed) -> bool {

@@ -1790,16 +1790,7 @@ fn fitted_report(round: usize, call: &ToolCall, tool: &str, fitted: Fitted<'_>) 
         server: None,
         tool: tool.to_owned(),
         call: call.clone(),
-        output: ToolOutput {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            live: match &fitted.copies.live {
-                LiveCopy::Stored => None,
-                LiveCopy::Native(parts) => Some(parts.iter().map(Content::from_part).collect()),
-            },
-            stored: fitted.copies.stored.into_owned(),
-            is_error: fitted.copies.is_error,
-        },
+        output: ToolOutput::from_copies(&call.id, &call.name, &fitted.copies),
         estimated_tokens,
         spill: fitted.spill,
         unsaved: fitted.unsaved,

@@ -98,6 +98,7 @@
 //! `mcpl-budget`'s.
 
 mod document;
+#[cfg(feature = "fuzzing")]
 pub mod fuzz;
 mod ledger;
 pub mod markers;

@@ -25,6 +25,7 @@
 
 mod decoded;
 pub mod formats;
+#[cfg(feature = "fuzzing")]
 pub mod fuzz;
 mod hidden;
 mod params;

@@ -5,7 +5,7 @@ use base64::Engine as _;
 use mcpl_budget::{Bound, Pricer, fit_tool_result};
 use mcpl_classify::{Dimensions, Media};
 use mcpl_encode::conversation::{Content, Message, ModelRequest, ToolOutput};
-use mcpl_encode::{Encoder, LimitHit, project_output, request_limit_notice};
+use mcpl_encode::{Encoder, LimitHit, request_limit_notice};
 use mcpl_lanes::{ImageLedger, Projector, Registry, RouteId, ServerName, ToolResult, UriPolicy};
 use serde_json::{Value, json};
 
@@ -437,7 +437,7 @@ fn a_lane_made_result_over_a_limit_goes_as_its_stored_placeholder() {
     );
     let body = request(
         encoder,
-        &[Message::ToolResults(vec![project_output(&fitted.copies)])],
+        &[Message::ToolResults(vec![mcpl_encode::conversation::ToolOutput::from_copies("call_1", "tool", &fitted.copies)])],
     );
     assert_eq!(
         body["messages"][0]["content"][0]["content"],

@@ -402,7 +402,7 @@ proptest! {
                     };
                     let pricer = Pricer { text: &Bound, route: &priced };
                     let fitted = fit_tool_result(&mut lanes, &ToolResult::from_value(&result), pricer, budget, None);
-                    let mut output = mcpl_encode::project_output(&fitted.copies);
+                    let mut output = mcpl_encode::conversation::ToolOutput::from_copies("call_1", "tool", &fitted.copies);
                     output.call_id = format!("call_{n}");
                     tool_calls.push(ToolCall {
                         id: format!("call_{n}"),
