@@ -23,7 +23,7 @@ use crate::remote::MCP_PATH;
 
 /// The most connections a hostile remote serves at once; more are closed unanswered.
 pub const MAX_CONNECTIONS: usize = 64;
-/// How long [`RemoteMisbehaviour::TimeoutLoop`] waits before it answers a call.
+/// How long [`RemoteMisbehaviour::TimeoutLoop`] waits before it sends an answer's body.
 pub const SLOW_ANSWER: Duration = Duration::from_secs(3);
 /// The path [`RemoteMisbehaviour::RedirectOrigin`] sends a call to, on another origin.
 pub const STOLEN_PATH: &str = "/stolen";
@@ -71,8 +71,8 @@ pub enum RemoteMisbehaviour {
     /// `act` is answered by an SSE stream of the server's own requests (`ping`, and every
     /// tenth an `elicitation/create`), without end; with a size, that many, then the answer.
     RequestFlood,
-    /// Each `act` is answered [`SLOW_ANSWER`] late, with a JSON body of the given size in bytes
-    /// (default 64 MiB, the default message limit).
+    /// Each `act`'s answer head comes at once, and its JSON body, of the given size in bytes
+    /// (default 64 MiB, the default message limit), [`SLOW_ANSWER`] later.
     TimeoutLoop,
 }
 
@@ -593,17 +593,20 @@ fn act(head: &Head, id: &Value, writer: &mut TcpStream, context: &Context) -> io
         }
         RemoteMisbehaviour::RequestFlood => request_flood(id, writer, context),
         RemoteMisbehaviour::TimeoutLoop => {
-            std::thread::sleep(SLOW_ANSWER);
             let head = answer_head(id);
             let fill = size.saturating_sub((head.len() + ANSWER_TAIL.len()) as u64);
             let length = head.len() as u64 + fill + ANSWER_TAIL.len() as u64;
+            // The head at once, so the client waits for the body; the body after the wait.
             writer.write_all(
                 format!(
                     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
-                     Content-Length: {length}\r\nConnection: close\r\n\r\n{head}"
+                     Content-Length: {length}\r\nConnection: close\r\n\r\n"
                 )
                 .as_bytes(),
             )?;
+            writer.flush()?;
+            std::thread::sleep(SLOW_ANSWER);
+            writer.write_all(head.as_bytes())?;
             if fill > 0 {
                 filler(writer, fill, context)?;
             }

@@ -33,14 +33,25 @@ fn run_remote(
     rounds: usize,
     calls: usize,
 ) -> (super::Run, Vec<String>) {
-    let name = format!("remote-{}", mode.name());
+    run_remote_limited(mode, size, rounds, calls, LIMIT)
+}
+
+/// As [`run_remote`], with the hostile server's message limit.
+fn run_remote_limited(
+    mode: RemoteMisbehaviour,
+    size: Option<u64>,
+    rounds: usize,
+    calls: usize,
+    limit: u64,
+) -> (super::Run, Vec<String>) {
+    let name = format!("remote-{}-{rounds}x{calls}-{limit}", mode.name());
     let scratch = Scratch::new(&name);
     let remote = HostileRemote::start(mode, size).unwrap();
     let mcpl = env!("CARGO_BIN_EXE_mcpl");
     let config = json!({
         "mcpServers": {
             "hostile": {"url": remote.url(),
-                        "mcpl": {"timeoutMs": TIMEOUT_MS, "maxMessageBytes": LIMIT}},
+                        "mcpl": {"timeoutMs": TIMEOUT_MS, "maxMessageBytes": limit}},
             "demo": {"command": mcpl, "args": ["serve-demo"]},
         },
         "mcpl": {"spillDir": scratch.path("spill"), "fetchDir": scratch.path("refs"),
@@ -193,7 +204,7 @@ fn a_flood_of_server_requests_times_out() {
 
 #[test]
 fn slow_answers_after_the_timeout_do_not_pile_up() {
-    // Nine calls in three rounds, each answered 3 s late with a body of the limit.
+    // Nine calls in three rounds, each answer's body of the limit 3 s after its head.
     let mode = RemoteMisbehaviour::TimeoutLoop;
     let (run, results) = run_remote(mode, Some(LIMIT), 3, 3);
     assert!(run.success, "{}", tail(&run.stderr));
@@ -202,6 +213,27 @@ fn slow_answers_after_the_timeout_do_not_pile_up() {
     for result in results {
         assert_eq!(result, timed_out());
     }
+}
+
+#[test]
+#[ignore = "issue 29: a timed-out Streamable HTTP call keeps reading its answer on its thread, so late answers of the limit pile up in memory"]
+fn slow_answers_of_the_limit_after_the_timeout_stay_within_memory() {
+    // Six calls in two rounds at the default limit, each answer's 64 MiB body 3 s after its
+    // head: every call has timed out when its body comes, and none may be held.
+    let mode = RemoteMisbehaviour::TimeoutLoop;
+    let limit = super::MESSAGE_LIMIT;
+    let (run, results) = run_remote_limited(mode, Some(limit), 2, 3, limit);
+    assert!(run.success, "{}", tail(&run.stderr));
+    assert_eq!(results.len(), 6, "{results:?}");
+    for result in results {
+        assert_eq!(result, timed_out());
+    }
+    let peak = run.peak_bytes.unwrap_or(0);
+    assert!(
+        peak <= super::MESSAGE_LIMIT + super::MEMORY_HEADROOM,
+        "peak resident memory {} MiB",
+        peak >> 20
+    );
 }
 
 #[test]
