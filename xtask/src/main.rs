@@ -17,8 +17,9 @@
 //! - `changelog`: assembles `changelog.d/` fragments into the text of a release section.
 //! - `e2e`: `mcpl run` against the real npm MCP servers pinned in `e2e/`, then a line per check
 //!   of what the model was sent (see the `e2e` module).
-//! - `hostile-memory`: the peak resident memory of `mcpl run` against each hostile server mode
-//!   (see the `hostile` module).
+//! - `hostile-memory [stdio|remote]`: the peak resident memory of `mcpl run` against each
+//!   hostile server mode, and for the remote modes its time, threads and descriptors (see the
+//!   `hostile` module).
 //! - `memory`: the peak resident memory of `mcpl project` on the standard workloads, a million
 //!   tiny blocks and a 200 MB text, beside each input's size (see the `memory` module).
 //! - `spill-gc --config FILE`: removes the spills older than the configuration's
@@ -44,7 +45,7 @@ mod standalone;
 #[cfg(test)]
 mod tidy;
 
-const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | secrets [--cases N] | bound [--cases N] | validate [--cases N] | changelog | e2e | conformance-suite | hostile-memory | memory | models [VERSION] | readme-commands | spill-gc --config FILE>";
+const USAGE: &str = "usage: cargo xtask <ci | bench [FILTER] | fuzz [TARGET] [--seconds N] | secrets [--cases N] | bound [--cases N] | validate [--cases N] | changelog | e2e | conformance-suite | hostile-memory [stdio|remote] | memory | models [VERSION] | readme-commands | spill-gc --config FILE>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -59,7 +60,7 @@ fn main() -> ExitCode {
         Some("changelog") => changelog(&root),
         Some("e2e") => e2e::e2e(&root),
         Some("conformance-suite") => conformance_suite::conformance_suite(&root),
-        Some("hostile-memory") => hostile::hostile_memory(&root),
+        Some("hostile-memory") => hostile::hostile_memory(&root, &args[1..]),
         Some("memory") => memory::memory(&root),
         Some("models") => models(&root, &args[1..]),
         Some("readme-commands") => standalone::print_readme_commands(&root),

@@ -131,6 +131,10 @@ enum Command {
         /// The size a misbehaviour uses (bytes, or a count of notifications).
         #[arg(long, requires = "hostile")]
         size: Option<u64>,
+        /// Serve a remote misbehaviour on this loopback address (`127.0.0.1:0` picks a port),
+        /// print its url and serve until standard input ends.
+        #[arg(long, requires = "hostile")]
+        listen: Option<std::net::SocketAddr>,
         /// The origin serving the demo's reference files (`mcpl demo` gives its own).
         #[arg(long, conflicts_with = "hostile")]
         files_origin: Option<String>,
@@ -287,10 +291,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::ServeDemo {
             hostile,
             size,
+            listen,
             files_origin,
-        } => match hostile {
-            None => serve_demo(files_origin),
-            Some(mode) => serve_hostile(&mode, size),
+        } => match (hostile, listen) {
+            (None, _) => serve_demo(files_origin),
+            (Some(mode), None) => serve_hostile(&mode, size),
+            (Some(mode), Some(address)) => serve_hostile_remote(&mode, size, address),
         },
     }
 }
@@ -664,13 +670,55 @@ fn conformance_command(files: &[PathBuf]) -> Result<(), Failure> {
 fn serve_hostile(mode: &str, size: Option<u64>) -> Result<(), Failure> {
     let mode = mcpl_demo_server::Misbehaviour::named(mode).ok_or_else(|| Failure {
         status: 2,
-        message: format!("no misbehaviour named {mode}"),
+        message: match mcpl_demo_server::RemoteMisbehaviour::named(mode) {
+            Some(_) => format!("{mode} is served over the network: add --listen 127.0.0.1:0"),
+            None => format!("no misbehaviour named {mode}"),
+        },
     })?;
     let stdin = std::io::stdin().lock();
     mcpl_demo_server::serve_hostile(mode, size, stdin, std::io::stdout()).map_err(|error| Failure {
         status: 1,
         message: format!("hostile server: {error}"),
     })
+}
+
+/// Serves a remote misbehaviour on `address`, prints its url, and serves until standard input
+/// ends.
+fn serve_hostile_remote(
+    mode: &str,
+    size: Option<u64>,
+    address: std::net::SocketAddr,
+) -> Result<(), Failure> {
+    let mode = mcpl_demo_server::RemoteMisbehaviour::named(mode).ok_or_else(|| Failure {
+        status: 2,
+        message: match mcpl_demo_server::Misbehaviour::named(mode) {
+            Some(_) => format!("{mode} is served over standard input and output: drop --listen"),
+            None => format!("no misbehaviour named {mode}"),
+        },
+    })?;
+    if !address.ip().is_loopback() {
+        return Err(Failure {
+            status: 2,
+            message: format!("--listen {address}: not a loopback address"),
+        });
+    }
+    let remote =
+        mcpl_demo_server::HostileRemote::bind(mode, size, address).map_err(|error| Failure {
+            status: 1,
+            message: format!("hostile server: {address}: {error}"),
+        })?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", remote.url())
+        .and_then(|()| out.flush())
+        .map_err(|error| Failure {
+            status: 1,
+            message: format!("stdout: {error}"),
+        })?;
+    drop(out);
+    // Serve until standard input ends: whoever started the server ends it by closing it.
+    let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+    drop(remote);
+    Ok(())
 }
 
 fn serve_demo(files_origin: Option<String>) -> Result<(), Failure> {

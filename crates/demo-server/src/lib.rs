@@ -14,7 +14,9 @@
 //! WebSocket on one loopback origin, which also serves the demo's reference files.
 //!
 //! [`serve_hostile`] is another server, for tests only: it misbehaves in one of the ways a
-//! [`Misbehaviour`] names.
+//! [`Misbehaviour`] names. [`HostileRemote`] is its dialed kin: a loopback server that
+//! misbehaves over Streamable HTTP or a WebSocket in one of the ways a [`RemoteMisbehaviour`]
+//! names.
 //!
 //! ```
 //! use std::io::Cursor;
@@ -39,6 +41,7 @@
 //! ```
 
 mod hostile;
+mod hostile_remote;
 mod media;
 mod push;
 mod remote;
@@ -52,6 +55,9 @@ use serde_json::{Map, Value, json};
 pub use crate::hostile::{
     ACT_ANSWER, FOREIGN_PROTOCOL_VERSION, HOSTILE_URI, Misbehaviour, NESTING, PINGS, gathered,
     serve_hostile,
+};
+pub use crate::hostile_remote::{
+    FOLLOWED, HostileRemote, MAX_CONNECTIONS, RemoteMisbehaviour, SLOW_ANSWER, STOLEN_PATH,
 };
 use crate::push::Outgoing;
 pub use crate::remote::{BRIEF_PATH, MCP_PATH, Remote};

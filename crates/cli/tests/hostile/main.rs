@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 use mcpl_demo_server::{ACT_ANSWER, FOREIGN_PROTOCOL_VERSION, HOSTILE_URI, Misbehaviour, gathered};
 use serde_json::{Value, json};
 
+mod remote;
+
 /// The hostile server's call timeout.
 const TIMEOUT_MS: u64 = 2000;
 /// The longest a run may take: a few timeouts, and the seconds a server that does not exit is
@@ -52,6 +54,11 @@ struct Run {
     success: bool,
     bodies: Vec<Value>,
     peak_bytes: Option<u64>,
+    /// How long the run took.
+    took: Duration,
+    /// The most threads and open descriptors the run had at once, where `/proc` tells them.
+    peak_threads: usize,
+    peak_descriptors: usize,
 }
 
 /// Runs `mcpl run` with the hostile server in `mode` and the demo server; the model calls the
@@ -93,6 +100,17 @@ fn run_within(mode: Misbehaviour, size: Option<u64>, timeout_ms: u64) -> Run {
 /// Runs `mcpl run` with this configuration and script, within [`RUN_DEADLINE`] and the
 /// memory bound, watching its peak memory.
 fn run_config(scratch: &Scratch, name: &str, config: &Value, script: &Value) -> Run {
+    run_config_within(scratch, name, config, script, RUN_DEADLINE)
+}
+
+/// As [`run_config`], within `deadline`.
+fn run_config_within(
+    scratch: &Scratch,
+    name: &str,
+    config: &Value,
+    script: &Value,
+    deadline: Duration,
+) -> Run {
     let mcpl = env!("CARGO_BIN_EXE_mcpl");
     let config_path = scratch.path("config.json");
     std::fs::write(&config_path, config.to_string()).unwrap();
@@ -116,10 +134,14 @@ fn run_config(scratch: &Scratch, name: &str, config: &Value, script: &Value) -> 
         .unwrap();
     let started = Instant::now();
     let mut peak_bytes = None;
+    let (mut peak_threads, mut peak_descriptors) = (0, 0);
     let status = loop {
         if let Some(peak) = peak_resident(child.id()) {
             peak_bytes = Some(peak_bytes.unwrap_or(0).max(peak));
         }
+        let (threads, descriptors) = threads_and_descriptors(child.id());
+        peak_threads = peak_threads.max(threads);
+        peak_descriptors = peak_descriptors.max(descriptors);
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
@@ -132,16 +154,17 @@ fn run_config(scratch: &Scratch, name: &str, config: &Value, script: &Value) -> 
                 (MESSAGE_LIMIT + MEMORY_HEADROOM) >> 20
             );
         }
-        if started.elapsed() > RUN_DEADLINE {
+        if started.elapsed() > deadline {
             let _ = child.kill();
             let _ = child.wait();
             panic!(
-                "{name}: mcpl run did not end within {RUN_DEADLINE:?}; stderr: {}",
+                "{name}: mcpl run did not end within {deadline:?}; stderr: {}",
                 tail(&std::fs::read_to_string(&stderr_path).unwrap_or_default())
             );
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    let took = started.elapsed();
     let bodies = std::fs::read_to_string(&transcript)
         .unwrap_or_default()
         .lines()
@@ -153,6 +176,9 @@ fn run_config(scratch: &Scratch, name: &str, config: &Value, script: &Value) -> 
         success: status.success(),
         bodies,
         peak_bytes,
+        took,
+        peak_threads,
+        peak_descriptors,
     }
 }
 
@@ -162,6 +188,20 @@ fn peak_resident(pid: u32) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+/// A process's threads (`Threads` in `/proc/<pid>/status`) and open descriptors (the entries
+/// of `/proc/<pid>/fd`); 0 where `/proc` does not tell them.
+fn threads_and_descriptors(pid: u32) -> (usize, usize) {
+    let threads = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("Threads:"))?;
+            line.split_whitespace().nth(1)?.parse().ok()
+        })
+        .unwrap_or(0);
+    let descriptors = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count);
+    (threads, descriptors)
 }
 
 fn tail(text: &str) -> &str {
@@ -200,7 +240,11 @@ impl Run {
     /// Asserts what every hostile run must come to, and returns the hostile call's result as
     /// the model saw it.
     fn check(&self, mode: Misbehaviour) -> String {
-        let name = mode.name();
+        self.check_named(mode.name())
+    }
+
+    /// As [`Run::check`], for the server misbehaving as `name` says.
+    fn check_named(&self, name: &str) -> String {
         assert!(
             self.success,
             "{name}: mcpl run failed: {}",
