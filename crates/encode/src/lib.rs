@@ -342,7 +342,6 @@ pub fn body_len(body: &Value) -> u64 {
     std::fmt::Write::write_fmt(&mut counter, format_args!("{body}")).map_or(0, |()| counter.0)
 }
 
-
 /// Whether the route takes an image of this type natively in a user message.
 fn takes_image(route: &PricedRoute, sniffed: Sniffed) -> bool {
     route.lanes.images_in_messages && route.lanes.takes_image_type(Some(sniffed))

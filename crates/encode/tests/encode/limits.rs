@@ -437,7 +437,9 @@ fn a_lane_made_result_over_a_limit_goes_as_its_stored_placeholder() {
     );
     let body = request(
         encoder,
-        &[Message::ToolResults(vec![mcpl_encode::conversation::ToolOutput::from_copies("call_1", "tool", &fitted.copies)])],
+        &[Message::ToolResults(vec![
+            mcpl_encode::conversation::ToolOutput::from_copies("call_1", "tool", &fitted.copies),
+        ])],
     );
     assert_eq!(
         body["messages"][0]["content"][0]["content"],
