@@ -119,6 +119,9 @@ struct Shared {
     dial: Dial,
     agent: ureq::Agent,
     limit: usize,
+    /// The server's timeout: what a request without a call's deadline, and one event of the
+    /// GET stream, may take.
+    timeout: Duration,
     incoming: SyncSender<Incoming>,
     session: Mutex<Option<String>>,
     /// The `initialize` request and `notifications/initialized` as first sent, to initialise
@@ -163,6 +166,7 @@ pub(crate) fn start(
         dial: dial.clone(),
         agent,
         limit,
+        timeout,
         incoming,
         session: Mutex::new(None),
         handshake: Mutex::new((None, None)),
@@ -581,7 +585,11 @@ fn read_answer(shared: &Shared, out: &Outgoing, mut reader: Box<dyn BufRead + Se
 /// The GET stream: what the server sends on its own initiative, until the server refuses it,
 /// the connection closes, or it keeps ending without bringing anything.
 fn listen(shared: &Shared) {
-    let mut end = StreamEnd::default();
+    // An event on this long-lived stream must still end within the server's timeout.
+    let mut end = StreamEnd {
+        event_time: Some(shared.timeout),
+        ..StreamEnd::default()
+    };
     let mut idle = 0;
     let mut reopened = 0;
     while !shared.closed.load(Ordering::Relaxed) && idle < MAX_IDLE_LISTENS {

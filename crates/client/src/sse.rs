@@ -2,7 +2,7 @@
 
 use std::io::BufRead;
 use std::ops::ControlFlow;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What one event carried.
 #[derive(Debug, PartialEq, Eq)]
@@ -22,6 +22,11 @@ pub(crate) struct StreamEnd {
     pub(crate) retry: Option<Duration>,
     /// Whether the callback stopped the reading (rather than the stream ending).
     pub(crate) stopped: bool,
+    /// The longest one event may take from its first data line to its end: a server that drips
+    /// an event, or never ends it, is cut there. `None`: no bound (a call's own deadline holds).
+    pub(crate) event_time: Option<Duration>,
+    /// Whether the reading stopped because an event passed `event_time`.
+    pub(crate) slow_event: bool,
 }
 
 /// How many bytes of an event over the limit are kept to tell whose it is.
@@ -42,7 +47,15 @@ pub(crate) fn read_events(
     let mut has_data = false;
     let mut too_long = false;
     let mut line: Vec<u8> = Vec::new();
+    let mut started: Option<Instant> = None;
+    end.slow_event = false;
     loop {
+        if let (Some(started), Some(bound)) = (started, end.event_time)
+            && started.elapsed() > bound
+        {
+            end.slow_event = true;
+            return;
+        }
         line.clear();
         // A data line is kept up to what is left of the limit (plus room to see it is over).
         let room = limit.saturating_sub(data.len()) + 16;
@@ -61,6 +74,7 @@ pub(crate) fn read_events(
                 };
                 has_data = false;
                 too_long = false;
+                started = None;
                 if on_event(event).is_break() {
                     end.stopped = true;
                     return;
@@ -87,6 +101,7 @@ pub(crate) fn read_events(
                 if has_data {
                     data.push(b'\n');
                 }
+                started.get_or_insert_with(Instant::now);
                 has_data = true;
                 data.extend_from_slice(value);
                 if cut || data.len() > limit {
@@ -128,6 +143,50 @@ fn trim_line_end(line: &[u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Gives its lines one at a time, `pause` apart, as a dripping server does.
+    struct Drip {
+        lines: std::vec::IntoIter<&'static [u8]>,
+        pause: Duration,
+    }
+
+    impl std::io::Read for Drip {
+        fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+            let Some(line) = self.lines.next() else {
+                return Ok(0);
+            };
+            std::thread::sleep(self.pause);
+            buffer[..line.len()].copy_from_slice(line);
+            Ok(line.len())
+        }
+    }
+
+    #[test]
+    fn an_event_that_takes_longer_than_its_bound_is_cut() {
+        let lines: Vec<&'static [u8]> = vec![&b"data: 1\n"[..], b"\n", b"data: a\n"]
+            .into_iter()
+            .chain(std::iter::repeat_n(&b"data: b\n"[..], 50))
+            .collect();
+        let reader = std::io::BufReader::with_capacity(
+            16,
+            Drip {
+                lines: lines.into_iter(),
+                pause: Duration::from_millis(10),
+            },
+        );
+        let mut end = StreamEnd {
+            event_time: Some(Duration::from_millis(100)),
+            ..StreamEnd::default()
+        };
+        let mut events = Vec::new();
+        read_events(reader, 1 << 20, &mut end, |event| {
+            events.push(event);
+            ControlFlow::Continue(())
+        });
+        // The first event ended in time; the second dripped past its bound and was cut.
+        assert_eq!(events, [Event::Data(b"1".to_vec())]);
+        assert!(end.slow_event);
+    }
 
     fn read(input: &str, limit: usize) -> (Vec<Event>, StreamEnd) {
         let mut events = Vec::new();
