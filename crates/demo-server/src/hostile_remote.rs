@@ -9,7 +9,7 @@
 //! waits longer than a minute ends its connection. Anything a model must never see carries
 //! [`HOSTILE_URI`].
 
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 use crate::hostile::{ACT_ANSWER, HOSTILE_URI};
 use crate::remote::MCP_PATH;
+use crate::wire::{Head, read_head, read_message, respond};
 
 /// The most connections a hostile remote serves at once; more are closed unanswered.
 pub const MAX_CONNECTIONS: usize = 64;
@@ -30,10 +31,6 @@ pub const STOLEN_PATH: &str = "/stolen";
 /// The text a request that followed [`RemoteMisbehaviour::RedirectOrigin`] is answered with.
 pub const FOLLOWED: &str = "a redirect to another origin was followed";
 
-/// The longest request head read.
-const MAX_HEAD_BYTES: usize = 64 * 1024;
-/// The largest request body read.
-const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 /// How long a write may wait for the client before the connection is given up.
 const STALL: Duration = Duration::from_secs(60);
 /// How long one drip waits before the next byte.
@@ -246,63 +243,6 @@ fn accept(listener: &TcpListener, context: &Arc<Context>) {
     }
 }
 
-/// A request's head.
-struct Head {
-    method: String,
-    target: String,
-    headers: Vec<(String, String)>,
-}
-
-impl Head {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn path(&self) -> &str {
-        self.target.split('?').next().unwrap_or_default()
-    }
-}
-
-/// Reads a request head, bounded.
-fn read_head(reader: &mut impl BufRead) -> io::Result<Head> {
-    let mut read = 0;
-    let mut lines = Vec::new();
-    loop {
-        let mut line = Vec::new();
-        let limit = (MAX_HEAD_BYTES - read.min(MAX_HEAD_BYTES)) as u64;
-        reader.take(limit).read_until(b'\n', &mut line)?;
-        if !line.ends_with(b"\n") {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "request head too long or cut",
-            ));
-        }
-        read += line.len();
-        let text = String::from_utf8_lossy(&line).trim_end().to_owned();
-        if text.is_empty() {
-            break;
-        }
-        lines.push(text);
-    }
-    let mut first = lines.first().map(|l| l.split(' ')).into_iter().flatten();
-    let method = first.next().unwrap_or_default().to_owned();
-    let target = first.next().unwrap_or_default().to_owned();
-    let headers = lines
-        .iter()
-        .skip(1)
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    Ok(Head {
-        method,
-        target,
-        headers,
-    })
-}
-
 fn connection(stream: TcpStream, context: &Context) -> io::Result<()> {
     stream.set_write_timeout(Some(STALL))?;
     stream.set_read_timeout(Some(STALL))?;
@@ -379,25 +319,6 @@ fn drip(writer: &mut impl Write, head: &[u8], context: &Context) -> io::Result<(
     Ok(())
 }
 
-fn respond(
-    writer: &mut impl Write,
-    status: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-) -> io::Result<()> {
-    let mut out = format!(
-        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    for (name, value) in headers {
-        out.push_str(&format!("{name}: {value}\r\n"));
-    }
-    out.push_str("\r\n");
-    writer.write_all(out.as_bytes())?;
-    writer.write_all(body)?;
-    writer.flush()
-}
-
 fn respond_json(writer: &mut impl Write, message: &Value) -> io::Result<()> {
     let body = serde_json::to_vec(message)?;
     respond(
@@ -418,17 +339,8 @@ fn post(
     mut writer: TcpStream,
     context: &Context,
 ) -> io::Result<()> {
-    let length: usize = head
-        .header("content-length")
-        .and_then(|l| l.parse().ok())
-        .unwrap_or(0);
-    if length > MAX_BODY_BYTES {
-        return respond(&mut writer, "413 Payload Too Large", &[], b"");
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body)?;
-    let Ok(message) = serde_json::from_slice::<Value>(&body) else {
-        return respond(&mut writer, "400 Bad Request", &[], b"not json");
+    let Some(message) = read_message(head, &mut reader, &mut writer)? else {
+        return Ok(());
     };
     let (Some(method), Some(id)) = (
         message.get("method").and_then(Value::as_str),

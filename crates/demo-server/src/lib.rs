@@ -47,6 +47,7 @@ mod push;
 mod remote;
 mod resources;
 mod tools;
+mod wire;
 
 use std::io::{self, BufRead, BufWriter, ErrorKind, Write};
 

@@ -10,7 +10,7 @@
 //! A WebSocket (an `Upgrade` on the same path) is one session for as long as it is open.
 
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufReader, Cursor, Read, Write};
+use std::io::{self, BufReader, Cursor, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
@@ -21,6 +21,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tungstenite::Message;
 
+use crate::wire::{Head, read_head, read_message, respond};
 use crate::{Options, media, serve};
 
 /// The path of the MCP endpoint, for Streamable HTTP and WebSocket alike.
@@ -28,10 +29,6 @@ pub const MCP_PATH: &str = "/mcp";
 /// The path the demo's brief is served at.
 pub const BRIEF_PATH: &str = "/files/brief.pdf";
 
-/// The longest request head read.
-const MAX_HEAD_BYTES: usize = 64 * 1024;
-/// The largest request body read.
-const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 /// How many lines wait in either direction of a session before the writer waits.
 const QUEUE: usize = 1024;
 /// How long a POST's stream waits for the server's next line.
@@ -214,67 +211,11 @@ impl Write for LinesOut {
     }
 }
 
-/// A request's head.
-struct Head {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-    bytes: Vec<u8>,
-}
-
-impl Head {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// Reads a request head, bounded.
-fn read_head(reader: &mut impl BufRead) -> io::Result<Head> {
-    let mut bytes = Vec::new();
-    let mut lines = Vec::new();
-    loop {
-        let mut line = Vec::new();
-        let limit = (MAX_HEAD_BYTES - bytes.len().min(MAX_HEAD_BYTES)) as u64;
-        reader.take(limit).read_until(b'\n', &mut line)?;
-        if !line.ends_with(b"\n") {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "request head too long or cut",
-            ));
-        }
-        bytes.extend_from_slice(&line);
-        let text = String::from_utf8_lossy(&line).trim_end().to_owned();
-        if text.is_empty() {
-            break;
-        }
-        lines.push(text);
-    }
-    let mut first = lines.first().map(|l| l.split(' ')).into_iter().flatten();
-    let method = first.next().unwrap_or_default().to_owned();
-    let target = first.next().unwrap_or_default();
-    let path = target.split('?').next().unwrap_or_default().to_owned();
-    let headers = lines
-        .iter()
-        .skip(1)
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    Ok(Head {
-        method,
-        path,
-        headers,
-        bytes,
-    })
-}
-
 fn connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     let mut writer = stream.try_clone()?;
     let mut reader = BufReader::new(stream);
     let head = read_head(&mut reader)?;
-    if head.path == BRIEF_PATH && head.method == "GET" {
+    if head.path() == BRIEF_PATH && head.method == "GET" {
         return respond(
             &mut writer,
             "200 OK",
@@ -282,7 +223,7 @@ fn connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             media::PDF,
         );
     }
-    if head.path != MCP_PATH {
+    if head.path() != MCP_PATH {
         return respond(&mut writer, "404 Not Found", &[], b"");
     }
     let upgrade = head
@@ -318,25 +259,6 @@ fn sessions(shared: &Shared) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Se
         .unwrap_or_else(PoisonError::into_inner)
 }
 
-fn respond(
-    writer: &mut TcpStream,
-    status: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-) -> io::Result<()> {
-    let mut out = format!(
-        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    for (name, value) in headers {
-        out.push_str(&format!("{name}: {value}\r\n"));
-    }
-    out.push_str("\r\n");
-    writer.write_all(out.as_bytes())?;
-    writer.write_all(body)?;
-    writer.flush()
-}
-
 /// One POSTed message: a request answered by an SSE stream, anything else by 202.
 fn post(
     head: &Head,
@@ -344,17 +266,8 @@ fn post(
     mut writer: TcpStream,
     shared: &Shared,
 ) -> io::Result<()> {
-    let length: usize = head
-        .header("content-length")
-        .and_then(|l| l.parse().ok())
-        .unwrap_or(0);
-    if length > MAX_BODY_BYTES {
-        return respond(&mut writer, "413 Payload Too Large", &[], b"");
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body)?;
-    let Ok(message) = serde_json::from_slice::<Value>(&body) else {
-        return respond(&mut writer, "400 Bad Request", &[], b"not json");
+    let Some(message) = read_message(head, &mut reader, &mut writer)? else {
+        return Ok(());
     };
     let (id, session) = if message.get("method").and_then(Value::as_str) == Some("initialize") {
         let id = format!("demo-{}", shared.next.fetch_add(1, Ordering::SeqCst));
