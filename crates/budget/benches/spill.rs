@@ -111,5 +111,67 @@ fn bench_spill(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_spill);
+/// A usual spill (200 KB of text and an image) alone, then beside a writer that keeps the file
+/// system's dirty pages full: a spill syncs its own files only (decision 0121), so the writer's
+/// data is not its wait. With one `syncfs` per spill, the second took 132 to 588 ms.
+fn bench_small_spill(c: &mut Criterion) {
+    use std::io::Write as _;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let png = STANDARD.encode(mcpl_testkit::fixture("image.png"));
+    let text =
+        "00001 2025-01-01T00:00:01Z INFO worker-1 processed batch 1: 128 records\n".repeat(2800);
+    let result = json!({"content": [
+        {"type": "text", "text": text},
+        {"type": "image", "mimeType": "image/png", "data": png},
+    ]});
+    let parsed = ToolResult::from_value(&result);
+    let route = Route::ANTHROPIC;
+    let server = ServerName::new("bench");
+    let root =
+        Folder(std::env::temp_dir().join(format!("mcpl-bench-small-{}", std::process::id())));
+    let mut store = LocalSpillStore::new(&root.0.join("spills")).expect("a spill folder");
+    let mut spill_once = || {
+        let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
+        let mut projector = Projector {
+            registry: &mut registry,
+            ledger: &mut ledger,
+            route: &route,
+            server: &server,
+            uri_policy: UriPolicy::Hidden,
+        };
+        write_spill(&mut projector, &parsed, &mut store).expect("the spill is written")
+    };
+    let mut group = c.benchmark_group("small_spill");
+    group.throughput(Throughput::Bytes(result.to_string().len() as u64));
+    group.bench_function("alone", |b| b.iter(&mut spill_once));
+    // The other writer: 4 MiB at a time into one file, never synced, rewound every 256 MiB.
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (stop, path) = (Arc::clone(&stop), root.0.join("other-writer.bin"));
+        std::thread::spawn(move || {
+            let mut file = std::fs::File::create(path).expect("the writer's file");
+            let chunk = vec![7u8; 4 << 20];
+            let mut written = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                if file.write_all(&chunk).is_err() {
+                    return;
+                }
+                written += chunk.len() as u64;
+                if written >= 256 << 20 {
+                    let _ = file.set_len(0);
+                    let _ = std::io::Seek::rewind(&mut file);
+                    written = 0;
+                }
+            }
+        })
+    };
+    group.bench_function("beside_a_writer", |b| b.iter(&mut spill_once));
+    stop.store(true, Ordering::Relaxed);
+    let _ = writer.join();
+    group.finish();
+}
+
+criterion_group!(benches, bench_spill, bench_small_spill);
 criterion_main!(benches);
