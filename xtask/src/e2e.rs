@@ -9,7 +9,8 @@
 //!    and the everything conversation again with server-everything over Streamable HTTP
 //!    (`dist/index.js streamableHttp`, `e2e/everything-http.config.json`), checked the same.
 //! 4. Checks the transcripts and `mcpl run`'s output, one line per check, and fails naming every
-//!    check that failed. Everything a run wrote stays in `target/e2e/run` to be read.
+//!    check that failed, and that each run's `--report` page (`target/e2e/run/<name>.html`) holds
+//!    its calls. Everything a run wrote stays in `target/e2e/run` to be read.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -519,6 +520,7 @@ fn play(
     }
 
     let transcript = run_dir.join(format!("{name}.jsonl"));
+    let report = run_dir.join(format!("{name}.html"));
     println!("\nxtask: mcpl run {name}");
     let started = Instant::now();
     let output = Command::new(mcpl)
@@ -529,6 +531,8 @@ fn play(
         .arg(format!("scripted:{}", script_path.display()))
         .arg("--transcript")
         .arg(&transcript)
+        .arg("--report")
+        .arg(&report)
         .output()
         .map_err(|e| format!("cannot run {}: {e}", mcpl.display()))?;
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -549,6 +553,7 @@ fn play(
             ))
         },
     );
+    check_report(checks, name, &report, &expected);
 
     let text = std::fs::read_to_string(&transcript).unwrap_or_default();
     let parsed: Result<Vec<Json>, String> = text
@@ -703,6 +708,7 @@ fn play_memory_example(
     let guide = String::from_utf8_lossy(&read(&root.join("docs/run.md"))?).into_owned();
     let graph = run_dir.join("memory.jsonl");
     let transcript = run_dir.join("memory-run.jsonl");
+    let report = run_dir.join("memory-run.html");
     on_path("npx")?;
     println!("\nxtask: mcpl run examples/memory");
     let started = Instant::now();
@@ -723,6 +729,8 @@ fn play_memory_example(
         .arg(format!("scripted:{}", script.display()))
         .arg("--transcript")
         .arg(&transcript)
+        .arg("--report")
+        .arg(&report)
         .arg("--prompt")
         .arg(EXAMPLE_PROMPT)
         .output();
@@ -747,6 +755,7 @@ fn play_memory_example(
             ))
         },
     );
+    check_report(checks, what, &report, &EXAMPLE_CALLS);
     let lines: Vec<&str> = stderr
         .lines()
         .filter(|line| line.starts_with("mcpl: "))
@@ -851,6 +860,33 @@ fn play_memory_example(
         ),
     );
     Ok(())
+}
+
+/// `mcpl run --report`'s page (decision 0122): an HTML page holding each call the run made (a
+/// `data-tool` mark per call, by the tool's own name on its server) and its tools offered.
+fn check_report(checks: &mut Checks, what: &str, report: &Path, calls: &[&str]) {
+    let page = std::fs::read_to_string(report).unwrap_or_default();
+    let missing: Vec<String> = calls
+        .iter()
+        .filter(|call| {
+            let own = call.split_once("__").map_or(**call, |(_, tool)| tool);
+            !page.contains(&format!("data-tool=\"{own}\"")) || !page.contains(**call)
+        })
+        .map(|call| (*call).to_owned())
+        .collect();
+    checks.check(
+        format!(
+            "{what}: the report page {} holds every call",
+            report.file_name().and_then(|n| n.to_str()).unwrap_or("?")
+        ),
+        if !page.starts_with("<!DOCTYPE html>") {
+            Err(format!("{} is not an HTML page", report.display()))
+        } else if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("no {}", missing.join(", ")))
+        },
+    );
 }
 
 fn check_live(checks: &mut Checks, what: &str, expect: &Expect, live: &Json, tokens: Option<u64>) {

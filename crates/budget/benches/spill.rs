@@ -131,7 +131,7 @@ fn bench_small_spill(c: &mut Criterion) {
     let server = ServerName::new("bench");
     let root =
         Folder(std::env::temp_dir().join(format!("mcpl-bench-small-{}", std::process::id())));
-    let mut store = LocalSpillStore::new(&root.0.join("spills")).expect("a spill folder");
+    let mut store = LocalSpillStore::new(root.0.join("spills")).expect("a spill folder");
     let mut spill_once = || {
         let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
         let mut projector = Projector {

@@ -10,6 +10,8 @@
 //!   [`project::Projection`].
 //! - [`demo`]: [`demo::run_demo`] plays the scripted conversation against the embedded demo
 //!   server into a [`demo::DemoRun`], shown by [`demo::render_text`] or [`demo::render_json`].
+//! - [`report`]: [`report::render`] writes `--report`'s HTML page from one or more hosts'
+//!   runs ([`report::Report`]), every string through a [`report::Guard`].
 //! - [`conformance`]: [`conformance::run_conformance`] runs MCPL's bulk-reference vectors and
 //!   answers a [`conformance::Tally`].
 //! - [`oauth`]: [`oauth::authorize`] gives each dialed server that asks for OAuth an
@@ -30,3 +32,4 @@ pub mod demo;
 pub mod input;
 pub mod oauth;
 pub mod project;
+pub mod report;

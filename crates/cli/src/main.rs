@@ -17,6 +17,7 @@ use mcpl_cli::input::{
 };
 use mcpl_cli::oauth::{Presenter, authorize};
 use mcpl_cli::project::{Lane, Request, project_owned, project_view, view_needs_scaling};
+use mcpl_cli::report;
 use mcpl_host::config::{Config, ConfigError, S3Location, SpillStoreConfig};
 use mcpl_host::host_loop::{Host, HostOptions, LoopError};
 use mcpl_host::model::{Model, ModelError, Scripted};
@@ -63,9 +64,9 @@ enum Command {
     /// Start the built-in demo server, call each of its tools through the scripted loop, and
     /// show what the model sees on a route.
     Demo {
-        /// The route.
-        #[arg(long, default_value = "anthropic", value_parser = route_id())]
-        route: RouteId,
+        /// The route, or `all` (with `--report`): the demo once per route, side by side.
+        #[arg(long, default_value = "anthropic", value_parser = demo_route())]
+        route: DemoRoutes,
         /// Print the same as JSON.
         #[arg(long)]
         json: bool,
@@ -80,6 +81,9 @@ enum Command {
         /// HTTP on loopback) or `ws` (MCPL over a WebSocket on loopback).
         #[arg(long, default_value = "stdio", value_parser = demo_transport())]
         transport: DemoTransport,
+        /// Write a self-contained HTML page of what the model saw.
+        #[arg(long, value_name = "FILE.html")]
+        report: Option<PathBuf>,
     },
     /// Run the inference loop against the configured servers.
     Run {
@@ -97,6 +101,9 @@ enum Command {
         /// Write each provider request body, one JSON object per line.
         #[arg(long)]
         transcript: Option<PathBuf>,
+        /// Write a self-contained HTML page of what the model saw.
+        #[arg(long, value_name = "FILE.html")]
+        report: Option<PathBuf>,
         /// The user's message that starts the conversation.
         #[arg(long, default_value = "Go ahead.")]
         prompt: String,
@@ -154,6 +161,21 @@ fn route_id() -> impl clap::builder::TypedValueParser<Value = RouteId> {
     use clap::builder::TypedValueParser as _;
     clap::builder::PossibleValuesParser::new(RouteId::ALL.map(RouteId::name))
         .try_map(|name| name.parse::<RouteId>())
+}
+
+/// The routes `mcpl demo --route` names: one, or all five.
+#[derive(Debug, Clone)]
+struct DemoRoutes(Vec<RouteId>);
+
+fn demo_route() -> impl clap::builder::TypedValueParser<Value = DemoRoutes> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(
+        RouteId::ALL.map(RouteId::name).into_iter().chain(["all"]),
+    )
+    .try_map(|name| match name.as_str() {
+        "all" => Ok(DemoRoutes(RouteId::ALL.to_vec())),
+        name => name.parse::<RouteId>().map(|route| DemoRoutes(vec![route])),
+    })
 }
 
 fn demo_transport() -> impl clap::builder::TypedValueParser<Value = DemoTransport> {
@@ -268,12 +290,21 @@ fn run(cli: Cli) -> Result<(), Failure> {
             spill_dir,
             keep,
             transport,
-        } => demo_command(route, json, spill_dir, keep, transport),
+            report,
+        } => demo_command(&DemoArgs {
+            routes: route.0,
+            json,
+            spill_dir,
+            keep,
+            transport,
+            report,
+        }),
         Command::Run {
             config,
             model,
             route,
             transcript,
+            report,
             prompt,
             open_browser,
             conversation,
@@ -282,6 +313,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             model,
             route,
             transcript,
+            report,
             prompt,
             open_browser,
             conversation,
@@ -301,56 +333,155 @@ fn run(cli: Cli) -> Result<(), Failure> {
     }
 }
 
-fn demo_command(
-    route: RouteId,
+struct DemoArgs {
+    routes: Vec<RouteId>,
     json: bool,
     spill_dir: Option<PathBuf>,
     keep: bool,
     transport: DemoTransport,
-) -> Result<(), Failure> {
-    let route = PricedRoute::of(route);
+    report: Option<PathBuf>,
+}
+
+fn demo_command(args: &DemoArgs) -> Result<(), Failure> {
+    if args.routes.len() > 1 && args.report.is_none() {
+        return Err(Failure {
+            status: 2,
+            message: "--route all needs --report FILE.html: the routes go side by side on the page"
+                .to_owned(),
+        });
+    }
     let program = std::env::current_exe().map_err(|error| Failure {
         status: 1,
         message: format!("cannot find the mcpl program to start the demo server: {error}"),
     })?;
-    // The folder removes itself when dropped, at the end of this function, whichever way it
-    // ends; it is declared before the run so that the run (and its servers) ends first.
-    let folder = match spill_dir {
-        Some(path) => DemoFolder::given(path),
-        None => DemoFolder::temporary(keep).map_err(|error| Failure {
-            status: 1,
-            message: format!(
-                "cannot create the demo's folder in {}: {error}",
-                std::env::temp_dir().display()
-            ),
-        })?,
-    };
-    let run = run_demo(program, route, &folder, transport).map_err(|error| Failure {
-        status: 1,
-        message: format!("cannot serve the demo's origin on loopback: {error}"),
-    })?;
-    if let Some(error) = run.host.servers.iter().find_map(|s| s.error.as_ref())
-        && run.host.calls.is_empty()
-    {
-        return Err(Failure {
-            status: 1,
-            message: format!("the demo server did not start: {error}"),
+    // Each folder removes itself when dropped, at the end of this function, whichever way it
+    // ends; they are declared before the runs so that the runs (and their servers) end first.
+    let mut folders = Vec::new();
+    for route in &args.routes {
+        folders.push(match &args.spill_dir {
+            Some(path) if args.routes.len() > 1 => DemoFolder::given(path.join(route.name())),
+            Some(path) => DemoFolder::given(path.clone()),
+            None => DemoFolder::temporary(args.keep).map_err(|error| Failure {
+                status: 1,
+                message: format!(
+                    "cannot create the demo's folder in {}: {error}",
+                    std::env::temp_dir().display()
+                ),
+            })?,
         });
     }
-    if json {
-        print_json(&render_json(&run))?;
+    let mut runs = Vec::new();
+    for (route, folder) in args.routes.iter().zip(&folders) {
+        let run = run_demo(
+            program.clone(),
+            PricedRoute::of(*route),
+            folder,
+            args.transport,
+        )
+        .map_err(|error| Failure {
+            status: 1,
+            message: format!("cannot serve the demo's origin on loopback: {error}"),
+        })?;
+        if let Some(error) = run.host.servers.iter().find_map(|s| s.error.as_ref())
+            && run.host.calls.is_empty()
+        {
+            return Err(Failure {
+                status: 1,
+                message: format!("the demo server did not start: {error}"),
+            });
+        }
+        runs.push(run);
+    }
+    if args.json {
+        match runs.as_slice() {
+            [run] => print_json(&render_json(run))?,
+            runs => print_json(&runs.iter().map(render_json).collect::<Vec<_>>())?,
+        }
     } else {
         let mut out = std::io::stdout().lock();
-        out.write_all(render_text(&run).as_bytes())
-            .and_then(|()| out.flush())
-            .map_err(|error| Failure {
-                status: 1,
-                message: format!("cannot write the output: {error}"),
-            })?;
+        for run in &runs {
+            out.write_all(render_text(run).as_bytes())
+                .map_err(|error| Failure {
+                    status: 1,
+                    message: format!("cannot write the output: {error}"),
+                })?;
+        }
+        out.flush().map_err(|error| Failure {
+            status: 1,
+            message: format!("cannot write the output: {error}"),
+        })?;
     }
-    run.outcome.map(drop).map_err(|error| Failure {
+    if let Some(path) = &args.report {
+        let guard = report::Guard::of_hosts(runs.iter_mut().map(|r| &mut r.host));
+        write_report(path, &demo_report(&runs), &guard)?;
+    }
+    for run in runs {
+        run.outcome.map(drop).map_err(|error| Failure {
+            status: 1,
+            message: error.to_string(),
+        })?;
+    }
+    Ok(())
+}
+
+/// The demo's page: its runs side by side, each planned fetch's verdict beside its call.
+fn demo_report(runs: &[mcpl_cli::demo::DemoRun]) -> report::Report<'_> {
+    let routes: Vec<&str> = runs
+        .iter()
+        .map(|r| r.host.options.route.id().name())
+        .collect();
+    let mut about = vec![format!(
+        "The built-in demo server, reached over {}, on {} {}; a scripted model calls each of its tools, one a round.",
+        runs.first().map_or("stdio", |r| r.transport.name()),
+        if routes.len() == 1 {
+            "the route"
+        } else {
+            "the routes"
+        },
+        routes.join(", ")
+    )];
+    for run in runs {
+        about.push(format!(
+            "{}: spill files and fetched references went to {} ({}).",
+            run.host.options.route.id().name(),
+            run.folder.display(),
+            match run.at_exit {
+                mcpl_cli::demo::AtExit::Removed => "removed at exit; --keep keeps it",
+                mcpl_cli::demo::AtExit::Kept => "kept",
+                mcpl_cli::demo::AtExit::Given => "your folder, left in place",
+            }
+        ));
+    }
+    report::Report {
+        title: format!("mcpl demo: what the model saw on {}", routes.join(", ")),
+        about,
+        runs: runs
+            .iter()
+            .map(|run| report::ReportRun {
+                host: &run.host,
+                outcome: run.outcome.as_ref().map_err(ToString::to_string),
+                call_notes: run
+                    .fetches
+                    .iter()
+                    .filter_map(|(id, planned)| {
+                        let call = run.host.calls.iter().find(|c| c.call.id == *id)?;
+                        Some((id.clone(), planned.verdict(&call.output)))
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// Writes the page to `path`: exit 1 when it cannot.
+fn write_report(
+    path: &std::path::Path,
+    page: &report::Report<'_>,
+    guard: &report::Guard,
+) -> Result<(), Failure> {
+    std::fs::write(path, report::render(page, guard)).map_err(|error| Failure {
         status: 1,
-        message: error.to_string(),
+        message: format!("cannot write the report {}: {error}", path.display()),
     })
 }
 
@@ -359,6 +490,7 @@ struct RunArgs {
     model: Option<String>,
     route: Option<RouteId>,
     transcript: Option<PathBuf>,
+    report: Option<PathBuf>,
     prompt: String,
     open_browser: bool,
     conversation: Option<String>,
@@ -556,6 +688,25 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
     }
     if let Some(usage) = host.usage {
         eprintln!("mcpl: {}", usage_line(&usage));
+    }
+    if let Some(path) = &args.report {
+        // The host's session hides what it hid in the run, and shares the log's secrets.
+        let guard = report::Guard::of_hosts([&mut host]);
+        let page = report::Report {
+            title: format!("mcpl run: what the model saw ({})", args.config.display()),
+            about: vec![format!(
+                "Model {}, route {}; the user's message: {}",
+                args.model.as_deref().unwrap_or("(none)"),
+                host.options.route.id().name(),
+                args.prompt
+            )],
+            runs: vec![report::ReportRun {
+                host: &host,
+                outcome: outcome.as_ref().map_err(ToString::to_string),
+                call_notes: Vec::new(),
+            }],
+        };
+        write_report(path, &page, &guard)?;
     }
     let outcome = outcome.map_err(|error| Failure {
         // 128 + SIGINT, as a shell reports a run ended by Ctrl-C.

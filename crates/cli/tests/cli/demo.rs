@@ -20,7 +20,7 @@ const ROUTES: [&str; 5] = [
 ];
 
 /// The demo server's uris and credentials: none may reach the output.
-const HIDDEN: &[&str] = &[
+pub(crate) const HIDDEN: &[&str] = &[
     "demo-secret",
     "never-show",
     "https://files.demo.example",

@@ -108,3 +108,54 @@ fn a_server_that_echoes_every_secret_gets_none_to_the_model_the_spill_or_the_log
     assert_no_secret("the spill", &spilled);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `mcpl run --report` (issue 33): the page holds what the model was sent, the tool and the
+/// withheld markers, but none of the secrets the server echoes, nor its signed url.
+#[test]
+fn the_report_page_of_a_server_that_echoes_every_secret_holds_none() {
+    let dir = scratch("report");
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/leaky_server.py");
+    let config = json!({
+        "mcpServers": {
+            "leaky": {"command": "python3", "args": [server], "env": {"LEAKY_TOKEN": SERVER_TOKEN},
+                      "mcpl": {"inheritEnv": ["MCPL_TEST_API_KEY"], "budget": 2000}},
+        },
+        "mcpl": {"spillDir": dir.join("spill")},
+    });
+    let script = json!({
+        "steps": [{"tool_calls": [{"server": "leaky", "name": "echo", "arguments": {"mode": "plain"}}]}],
+        "final": "Done."
+    });
+    let (config_path, script_path) = (dir.join("config.json"), dir.join("script.json"));
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    std::fs::write(&script_path, script.to_string()).unwrap();
+    let page = dir.join("report.html");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_mcpl"))
+        .args(["run", "--config"])
+        .arg(&config_path)
+        .arg("--model")
+        .arg(format!("scripted:{}", script_path.display()))
+        .arg("--report")
+        .arg(&page)
+        .env("MCPL_TEST_API_KEY", HOST_KEY)
+        .output()
+        .expect("the mcpl binary runs");
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("leaky__echo"), "the tool is on the page");
+    assert!(
+        html.contains("token [withheld secret]"),
+        "the result is on the page"
+    );
+    assert!(
+        html.contains("data-tool=\"echo\""),
+        "the call is on the page"
+    );
+    assert!(html.contains("read_result("), "its spill is on the page");
+    assert_no_secret("the report page", &html);
+    assert!(
+        !html.contains("files.example.com"),
+        "the signed url is on the page"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

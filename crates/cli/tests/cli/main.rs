@@ -243,6 +243,7 @@ mod leaks;
 mod messages;
 mod project;
 mod read_result;
+mod report;
 mod run;
 #[cfg(feature = "tls")]
 mod tls;
