@@ -339,8 +339,7 @@ impl<'c, 'a> Item<'c, 'a> {
     /// The item as the cut sees it when `room` is all a kept thing may cost: a native image,
     /// document or audio clip dearer than that can never be sent, so it becomes its placeholder.
     fn capped_at(&self, pricer: Pricer<'_>, room: u64) -> Item<'c, 'a> {
-        let over = self.live.is_some() && self.kind != Kind::Text && self.price(pricer) > room;
-        if !over {
+        if !self.is_over(pricer, room) {
             return self.clone();
         }
         Item {
@@ -348,6 +347,11 @@ impl<'c, 'a> Item<'c, 'a> {
             capped: true,
             ..self.clone()
         }
+    }
+
+    /// Whether it is a native image, document or clip that costs more than `room`.
+    fn is_over(&self, pricer: Pricer<'_>, room: u64) -> bool {
+        self.live.is_some() && self.kind != Kind::Text && self.price(pricer) > room
     }
 
     /// Whether it is cut as text: a text, or any stored piece but a media placeholder.
@@ -512,11 +516,17 @@ fn cut_items<'a>(
     }
     let mut available = budget - reserve;
     // The hard cap: what costs more than all the room beside the notice goes as its placeholder.
-    let capped: Vec<Item<'_, 'a>> = items
+    // Copied only when one is over: a result of a million small blocks is not copied for nothing.
+    let capped: Option<Vec<Item<'_, 'a>>> = items
         .iter()
-        .map(|item| item.capped_at(pricer, available))
-        .collect();
-    let items = &capped[..];
+        .any(|item| item.is_over(pricer, available))
+        .then(|| {
+            items
+                .iter()
+                .map(|item| item.capped_at(pricer, available))
+                .collect()
+        });
+    let items = capped.as_deref().unwrap_or(items);
     for _ in 0..8 {
         let head_budget = available / 2;
         let cut = find_cut(items, pricer, head_budget, available - head_budget);

@@ -838,12 +838,15 @@ impl Host {
                 tools: &tools,
                 max_tokens: self.options.max_tokens,
             });
-            report.diagnostics.extend(repaired);
+            // Only the body sent says what was repaired in it: a pass that is over the limit
+            // is built again, and its repairs with it.
             let Some(max) = encoder.limits().body_bytes else {
+                report.diagnostics.extend(repaired);
                 return Ok(body);
             };
             let bytes = mcpl_encode::body_len(&body);
             if bytes <= max {
+                report.diagnostics.extend(repaired);
                 return Ok(body);
             }
             // A token is several bytes; clear about an eighth of the excess's bytes in tokens,
