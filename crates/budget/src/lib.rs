@@ -113,8 +113,8 @@ pub use image::{
 };
 pub use read_back::{READ_BACK_LIMIT, ReadBack, ReadBackError, read_back};
 pub use route::{
-    GEMINI_AUDIO_TOKENS_PER_SECOND, MOVED_IMAGE_OVERHEAD, OPENAI_AUDIO_TOKENS_PER_SECOND, PageRule,
-    PricedRoute, Pricer, Unpriceable,
+    GEMINI_AUDIO_TOKENS_PER_SECOND, MOVED_IMAGE_OVERHEAD, NativeMedia,
+    OPENAI_AUDIO_TOKENS_PER_SECOND, PageRule, PricedRoute, Pricer, Unpriceable,
 };
 pub use spill::{
     LocalSpillStore, Manifest, ManifestAttachment, SPILL_ID_LENGTH, SPILL_ID_PREFIX,

@@ -133,6 +133,43 @@ impl PricedRoute {
     pub fn id(&self) -> RouteId {
         self.lanes.id
     }
+
+    /// The route held to what one model takes: images, PDFs and audio go natively only where
+    /// both the route and the model take them; the rest is described in text.
+    pub fn narrowed(&self, model: NativeMedia) -> PricedRoute {
+        let lanes = &self.lanes;
+        PricedRoute {
+            lanes: Route {
+                images_in_tool_results: lanes.images_in_tool_results && model.images,
+                images_in_messages: lanes.images_in_messages && model.images,
+                image_types: if model.images { lanes.image_types } else { &[] },
+                audio_in_messages: if model.audio {
+                    lanes.audio_in_messages
+                } else {
+                    &[]
+                },
+                audio_in_tool_results: if model.audio {
+                    lanes.audio_in_tool_results
+                } else {
+                    &[]
+                },
+                documents_in_tool_results: lanes.documents_in_tool_results && model.pdf,
+                ..lanes.clone()
+            },
+            ..self.clone()
+        }
+    }
+}
+
+/// What a model takes natively, for [`PricedRoute::narrowed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NativeMedia {
+    /// Images.
+    pub images: bool,
+    /// PDF documents.
+    pub pdf: bool,
+    /// Audio clips.
+    pub audio: bool,
 }
 
 /// Why something cannot be priced on a route.

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use mcpl_budget::PricedRoute;
-use mcpl_lanes::{Route, RouteId};
+use mcpl_lanes::RouteId;
 use serde::Deserialize;
 
 /// The vendored table.
@@ -179,31 +179,11 @@ fn undated(model: &str) -> &str {
 /// `route` as `capabilities` narrow it: images, PDFs and audio go natively only where both the
 /// API and the model take them. The route's limits and prices stay.
 pub fn narrow(route: &PricedRoute, capabilities: Capabilities) -> PricedRoute {
-    let lanes = &route.lanes;
-    PricedRoute {
-        lanes: Route {
-            images_in_tool_results: lanes.images_in_tool_results && capabilities.images,
-            images_in_messages: lanes.images_in_messages && capabilities.images,
-            image_types: if capabilities.images {
-                lanes.image_types
-            } else {
-                &[]
-            },
-            audio_in_messages: if capabilities.audio {
-                lanes.audio_in_messages
-            } else {
-                &[]
-            },
-            audio_in_tool_results: if capabilities.audio {
-                lanes.audio_in_tool_results
-            } else {
-                &[]
-            },
-            documents_in_tool_results: lanes.documents_in_tool_results && capabilities.pdf,
-            ..lanes.clone()
-        },
-        ..route.clone()
-    }
+    route.narrowed(mcpl_budget::NativeMedia {
+        images: capabilities.images,
+        pdf: capabilities.pdf,
+        audio: capabilities.audio,
+    })
 }
 
 /// What `capabilities` takes natively, in words: `images, PDFs`, or `text only`.

@@ -354,22 +354,7 @@ const MODELS: [(bool, bool, bool); 4] = [
 
 /// `route` held to what a model takes, as `mcpl-config`'s `narrow` holds it.
 fn narrowed(route: RouteId, (images, pdf, audio): (bool, bool, bool)) -> mcpl_budget::PricedRoute {
-    let whole = mcpl_budget::PricedRoute::of(route);
-    let mut lanes = whole.lanes.clone();
-    lanes.images_in_tool_results &= images;
-    lanes.images_in_messages &= images;
-    if !images {
-        lanes.image_types = &[];
-    }
-    if !audio {
-        lanes.audio_in_messages = &[];
-        lanes.audio_in_tool_results = &[];
-    }
-    lanes.documents_in_tool_results &= pdf;
-    mcpl_budget::PricedRoute {
-        lanes,
-        ..whole.clone()
-    }
+    mcpl_budget::PricedRoute::of(route).narrowed(mcpl_budget::NativeMedia { images, pdf, audio })
 }
 
 proptest! {
