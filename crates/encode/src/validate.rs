@@ -254,6 +254,9 @@ impl<'b> Check<'_, 'b> {
     }
 
     fn image(&mut self, at: &str, media: Option<&str>, data: &'b str) {
+        // The APIs' own lists, written here on purpose rather than read from mcpl-lanes' route
+        // table: the validator is the oracle the table is checked against, so it must not
+        // share the table's mistakes.
         let taken = matches!(
             media,
             Some("image/png" | "image/jpeg" | "image/gif" | "image/webp")
@@ -394,16 +397,16 @@ impl<'b> Check<'_, 'b> {
                         .flatten()
                         .enumerate()
                     {
-                        functions.push((format!("/tools/{i}/functionDeclarations/{j}"), f));
+                        functions.push((function_at(self.route, i, j), f));
                     }
                 }
                 RouteId::OpenAiChat => {
                     functions.push((
-                        format!("/tools/{i}/function"),
+                        function_at(self.route, i, 0),
                         tool.get("function").unwrap_or(&Value::Null),
                     ));
                 }
-                _ => functions.push((format!("/tools/{i}"), tool)),
+                _ => functions.push((function_at(self.route, i, 0), tool)),
             }
         }
         if let Some(max) = rules.max_tools
@@ -503,6 +506,17 @@ pub fn repair(route: RouteId, body: &mut Value, violations: &[Violation]) -> Vec
     done
 }
 
+/// Where the `declaration`th function of the `tool`th tool is in a route's body (Gemini groups
+/// functions in declarations; the others have one function a tool): what a violation names
+/// and a repair finds.
+fn function_at(route: RouteId, tool: usize, declaration: usize) -> String {
+    match route {
+        RouteId::Gemini => format!("/tools/{tool}/functionDeclarations/{declaration}"),
+        RouteId::OpenAiChat => format!("/tools/{tool}/function"),
+        _ => format!("/tools/{tool}"),
+    }
+}
+
 /// Leaves out the tools at `pointers` (or every tool past the count, for `/tools`).
 fn leave_out_tools(route: RouteId, body: &mut Value, pointers: &[String]) -> Vec<String> {
     let rules = ToolRules::of(route);
@@ -518,7 +532,7 @@ fn leave_out_tools(route: RouteId, body: &mut Value, pointers: &[String]) -> Vec
             {
                 let mut j = 0;
                 list.retain(|_| {
-                    let keep = !pointers.contains(&format!("/tools/{i}/functionDeclarations/{j}"));
+                    let keep = !pointers.contains(&function_at(route, i, j));
                     j += 1;
                     keep
                 });
@@ -532,11 +546,7 @@ fn leave_out_tools(route: RouteId, body: &mut Value, pointers: &[String]) -> Vec
     }
     let mut i = 0;
     tools.retain(|_| {
-        let at = if route == RouteId::OpenAiChat {
-            format!("/tools/{i}/function")
-        } else {
-            format!("/tools/{i}")
-        };
+        let at = function_at(route, i, 0);
         i += 1;
         !pointers.contains(&at)
     });
