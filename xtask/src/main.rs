@@ -329,21 +329,14 @@ fn validate(root: &Path, args: &[String]) -> Result<(), String> {
     let bodies = root.join("target").join("validate-bodies");
     let _ = std::fs::remove_dir_all(&bodies);
     std::fs::create_dir_all(&bodies).map_err(|e| format!("{}: {e}", bodies.display()))?;
-    let passed = Command::new("cargo")
-        .current_dir(root)
-        .env("MCPL_VALIDATE_CASES", &cases)
-        .env("MCPL_VALIDATE_BODIES", &bodies)
-        .args([
-            "test",
-            "--release",
-            "-p",
-            "mcpl-encode",
-            "--test",
-            "encode",
-            "validate::",
-        ])
-        .status()
-        .is_ok_and(|status| status.success());
+    let passed = generative_in(
+        root,
+        &[
+            ("MCPL_VALIDATE_CASES", cases.as_str().as_ref()),
+            ("MCPL_VALIDATE_BODIES", bodies.as_os_str()),
+        ],
+        ("mcpl-encode", "encode", "validate::"),
+    );
     if !passed {
         return Err(format!(
             "the generative test of request bodies failed with {cases} cases"
@@ -414,20 +407,19 @@ fn case_count(args: &[String], default: &str) -> Result<String, String> {
 /// Runs the `it` tests of `package` whose names hold `filter`, in release mode, with `env` set
 /// to `cases`; whether they passed.
 fn generative(root: &Path, env: &str, cases: &str, package: &str, filter: &str) -> bool {
-    generative_in(root, env, cases, package, "it", filter)
+    generative_in(root, &[(env, cases.as_ref())], (package, "it", filter))
 }
 
+/// Runs the tests of one test target whose names hold a filter (`(package, test, filter)`), in
+/// release mode, with `env` set; whether they passed.
 fn generative_in(
     root: &Path,
-    env: &str,
-    cases: &str,
-    package: &str,
-    test: &str,
-    filter: &str,
+    env: &[(&str, &std::ffi::OsStr)],
+    (package, test, filter): (&str, &str, &str),
 ) -> bool {
     Command::new("cargo")
         .current_dir(root)
-        .env(env, cases)
+        .envs(env.iter().copied())
         .args(["test", "--release", "-p", package, "--test", test, filter])
         .status()
         .is_ok_and(|status| status.success())
