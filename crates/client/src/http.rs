@@ -22,8 +22,8 @@ use crate::auth::{Authorizer, Heard};
 use crate::sse::{Event, StreamEnd, read_events};
 use crate::{Incoming, Outgoing, head_identity, parse_line};
 
-/// How long to wait before resuming a stream whose server named no `retry`, and the least
-/// wait whatever `retry` says: a server that says `retry: 0` cannot make mcpl spin.
+/// How long to wait before resuming a stream whose server named no `retry`, and the least wait
+/// of every reopening after the first in a row, whatever `retry` says.
 pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// The longest wait between reopenings: a server cannot park a call for longer.
 const MAX_RETRY: Duration = Duration::from_secs(30);
@@ -491,11 +491,18 @@ fn left(deadline: Instant) -> Duration {
         .max(Duration::from_millis(1))
 }
 
-/// The wait before reopening a stream for the `attempt`th time in a row (from 0): the server's
-/// `retry`, at least [`DEFAULT_RETRY`], doubled each attempt, at most [`MAX_RETRY`].
+/// The wait before reopening a stream for the `attempt`th time in a row (from 0). The first
+/// reopening waits the server's `retry`, as SEP-1699 requires of a client; every later one in a
+/// row waits at least [`DEFAULT_RETRY`], doubling each time, so a server that says `retry: 0`
+/// cannot make mcpl spin (decision 0124). Never more than [`MAX_RETRY`].
 fn backoff(retry: Option<Duration>, attempt: u32) -> Duration {
-    let base = retry.unwrap_or(DEFAULT_RETRY).max(DEFAULT_RETRY);
-    base.saturating_mul(1 << attempt.min(16)).min(MAX_RETRY)
+    let asked = retry.unwrap_or(DEFAULT_RETRY);
+    if attempt == 0 {
+        return asked.min(MAX_RETRY);
+    }
+    let base = asked.max(DEFAULT_RETRY);
+    base.saturating_mul(1 << (attempt - 1).min(16))
+        .min(MAX_RETRY)
 }
 
 /// An HTTP error in words, with what to do about a refused certificate.
