@@ -415,7 +415,7 @@ fn post(shared: &Shared, out: &Outgoing) {
         let session = shared.session();
         let response = match shared.send_post(out, session.as_deref()) {
             Ok(response) => response,
-            Err(error) => return shared.fail(out, described(&error)),
+            Err(error) => return shared.fail(out, crate::explained(error.to_string())),
         };
         let status = response.status().as_u16();
         match status {
@@ -505,14 +505,6 @@ fn backoff(retry: Option<Duration>, attempt: u32) -> Duration {
         .min(MAX_RETRY)
 }
 
-/// An HTTP error in words, with what to do about a refused certificate.
-fn described(error: &ureq::Error) -> String {
-    #[cfg(feature = "tls")]
-    return mcpl_tls::explained(error.to_string());
-    #[cfg(not(feature = "tls"))]
-    return error.to_string();
-}
-
 fn content_type(response: &Response) -> Option<String> {
     let value = response.headers().get("content-type")?.to_str().ok()?;
     Some(
@@ -574,7 +566,7 @@ fn read_answer(shared: &Shared, out: &Outgoing, mut reader: Box<dyn BufRead + Se
         std::thread::sleep(wait);
         let response = match shared.send_get(Some(&last), out.deadline) {
             Ok(response) => response,
-            Err(error) => return shared.fail(out, described(&error)),
+            Err(error) => return shared.fail(out, crate::explained(error.to_string())),
         };
         let status = response.status().as_u16();
         if !response.status().is_success()

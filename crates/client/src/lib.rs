@@ -46,7 +46,7 @@ pub use answers::elicit_without_person;
 pub use auth::{Authorizer, BearerToken, Recorded};
 pub use environment::{DEFAULT_INHERITED_ENV, InheritEnv};
 pub use http::{DEFAULT_RETRY, Dial, cleartext_credential_warning};
-pub use start::{MAX_TOOL_PAGES, MAX_TOOLS, Started, start_all};
+pub use start::{Locked, MAX_TOOL_PAGES, MAX_TOOLS, Started, start_all};
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -156,6 +156,14 @@ pub struct Root {
     pub uri: String,
     /// A name for it.
     pub name: Option<String>,
+}
+
+/// A transport error in words, with what to do about a refused certificate when TLS is built.
+fn explained(error: String) -> String {
+    #[cfg(feature = "tls")]
+    return mcpl_tls::explained(error);
+    #[cfg(not(feature = "tls"))]
+    return error;
 }
 
 /// How often a waiting call looks at [`interruption`].

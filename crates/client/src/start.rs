@@ -64,8 +64,9 @@ pub fn start_all<H: ServerRequests + Send>(
     })
 }
 
-/// A host shared by threads: each request answered under the lock.
-struct Locked<'h, H>(&'h Mutex<H>);
+/// A host shared by threads (a turn's calls to several servers, or servers starting side by
+/// side): each request answered under the lock.
+pub struct Locked<'h, H>(pub &'h Mutex<H>);
 
 impl<H: ServerRequests> ServerRequests for Locked<'_, H> {
     fn answer(&mut self, server: &str, method: &str, params: &Value) -> Result<Value, RpcError> {

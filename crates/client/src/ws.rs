@@ -94,14 +94,6 @@ pub(crate) fn start(
 
 type Socket = WebSocket<MaybeTlsStream<TcpStream>>;
 
-/// A handshake's error in words, with what to do about a refused certificate.
-fn explained(error: String) -> String {
-    #[cfg(feature = "tls")]
-    return mcpl_tls::explained(error);
-    #[cfg(not(feature = "tls"))]
-    return error;
-}
-
 /// Shuts a socket at a deadline unless disarmed first, so no read or write on it can outlast
 /// the deadline however the server spaces its bytes.
 struct Watchdog {
@@ -195,7 +187,7 @@ fn upgrade(dial: &Dial, limit: usize, timeout: Duration) -> Result<Socket, Upgra
     match shaken {
         Ok((socket, _)) => Ok(socket),
         Err(tungstenite::Error::Http(response)) => Err(Upgrade::Refused(response)),
-        Err(error) => Err(Upgrade::Failed(explained(error.to_string()))),
+        Err(error) => Err(Upgrade::Failed(crate::explained(error.to_string()))),
     }
 }
 

@@ -1152,7 +1152,7 @@ impl Host {
                 let in_flight = server.config.options.max_concurrent_calls;
                 let shared = &shared;
                 let thread = scope.spawn(move || {
-                    connection.request_all(batch, in_flight, &mut SharedRequests(shared))
+                    connection.request_all(batch, in_flight, &mut mcpl_client::Locked(shared))
                 });
                 running.push((server.config.launch.name.clone(), mine, thread));
             }
@@ -1732,24 +1732,6 @@ impl ResourceReader for HostResources<'_> {
                 &mut *self.host,
             )
             .map_err(|error| mcpl_fetch::ReadError::Request(Box::new(error)))
-    }
-}
-
-/// The host's answers to servers' requests, shared by the threads of one turn's calls.
-struct SharedRequests<'s, 'l>(&'s std::sync::Mutex<crate::mcpl::Deferring<'l>>);
-
-impl ServerRequests for SharedRequests<'_, '_> {
-    fn answer(
-        &mut self,
-        server: &str,
-        method: &str,
-        params: &Value,
-    ) -> Result<Value, mcpl_client::RpcError> {
-        let mut host = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        host.answer(server, method, params)
     }
 }
 
