@@ -57,6 +57,19 @@ const LAYERS: &[(&str, &[&str])] = &[
             "mcpl-auth",
         ],
     ),
+    // What a host keeps for one conversation: every lane through the crates above, and the
+    // host tools.
+    (
+        "mcpl-session",
+        &[
+            "mcpl-classify",
+            "mcpl-lanes",
+            "mcpl-scale",
+            "mcpl-budget",
+            "mcpl-encode",
+            "mcpl-fetch",
+        ],
+    ),
     // The model side: a request body in, a turn out.
     ("mcpl-model", &["mcpl-lanes", "mcpl-encode", "mcpl-tls"]),
     (
@@ -73,6 +86,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "mcpl-auth",
             "mcpl-model",
             "mcpl-config",
+            "mcpl-session",
         ],
     ),
     (

@@ -212,7 +212,15 @@ impl std::fmt::Debug for Pricer<'_> {
     }
 }
 
-impl Pricer<'_> {
+impl<'r> Pricer<'r> {
+    /// A pricer of what `route` sends, its text counted by `text` (most hosts take [`Bound`],
+    /// an upper bound of o200k).
+    ///
+    /// [`Bound`]: crate::Bound
+    pub fn new(text: &'r dyn TokenEstimator, route: &'r PricedRoute) -> Pricer<'r> {
+        Pricer { text, route }
+    }
+
     /// The price of one part as the route sends it.
     pub fn part(&self, part: &Part<'_>) -> Result<u64, Unpriceable> {
         match part {

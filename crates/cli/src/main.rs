@@ -961,7 +961,7 @@ fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
 fn spill_store(
     config: &Config,
     options: &HostOptions,
-) -> Option<Result<Box<dyn SpillStore>, SpillError>> {
+) -> Option<Result<Box<dyn SpillStore + Send>, SpillError>> {
     match &config.spill_store {
         SpillStoreConfig::Local => None,
         SpillStoreConfig::S3(location) => Some(s3_store(
@@ -977,9 +977,10 @@ fn s3_store(
     location: &S3Location,
     conversation: &str,
     notice: SpillNotice,
-) -> Result<Box<dyn SpillStore>, SpillError> {
+) -> Result<Box<dyn SpillStore + Send>, SpillError> {
     mcpl_spill_s3::S3SpillStore::new(location).map(|store| {
-        Box::new(store.with_conversation(conversation).with_notice(notice)) as Box<dyn SpillStore>
+        Box::new(store.with_conversation(conversation).with_notice(notice))
+            as Box<dyn SpillStore + Send>
     })
 }
 
@@ -988,7 +989,7 @@ fn s3_store(
     location: &S3Location,
     _conversation: &str,
     _notice: SpillNotice,
-) -> Result<Box<dyn SpillStore>, SpillError> {
+) -> Result<Box<dyn SpillStore + Send>, SpillError> {
     Err(SpillError::Remote {
         store: format!("s3://{}/{}", location.bucket, location.prefix),
         message: "this mcpl was built without the s3 feature".to_owned(),
@@ -1011,7 +1012,7 @@ fn spill_gc_command(path: &std::path::Path) -> Result<(), Failure> {
         status: 1,
         message: error.to_string(),
     };
-    let (mut store, place): (Box<dyn SpillStore>, String) = match &config.spill_store {
+    let (mut store, place): (Box<dyn SpillStore + Send>, String) = match &config.spill_store {
         SpillStoreConfig::Local => {
             let Some(dir) = &config.spill_dir else {
                 return Err(Failure {

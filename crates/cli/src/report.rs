@@ -70,7 +70,7 @@ impl Guard {
     pub fn of_hosts<'h>(hosts: impl IntoIterator<Item = &'h mut Host>) -> Guard {
         let mut guard = Guard::default();
         for host in hosts {
-            let session = host.lanes.registry.hidden_mut();
+            let session = host.lanes.session.registry_mut().hidden_mut();
             guard.secrets.push(session.secrets().clone());
             guard.hidden.push(HiddenUris::in_session(
                 &[],

@@ -11,19 +11,18 @@
 //! reference fetcher, and `read_result` reads a cut result's spill back, a part at a time.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use mcpl_budget::{
-    Bound, Correction, DEFAULT_BUDGET, Fitted, LocalSpillStore, PricedRoute, Pricer, Round, Spill,
-    SpillError, SpillId, SpillNotice, SpillStore, TokenEstimator, cut_with, fit_tool_result,
-    project_round, read_back, write_text_spill,
+    Bound, Correction, DEFAULT_BUDGET, LocalSpillStore, PricedRoute, Pricer, Round, Spill,
+    SpillError, SpillId, SpillNotice, SpillStore, TokenEstimator, project_round, write_text_spill,
 };
 use mcpl_lanes::{
-    HiddenUris, ImageLedger, LiveCopy, Part, RefId, Registry, RouteId, ServerName, ToolResult,
-    ToolResultCopies, UriPolicy,
+    HiddenUris, ImageLedger, LiveCopy, Part, Registry, RouteId, ServerName, ToolResultCopies,
+    UriPolicy,
 };
 use serde_json::{Value, json};
 
@@ -35,31 +34,13 @@ use mcpl_client::{Call, CallError, Connection, ServerRequests};
 use mcpl_encode::conversation::{
     Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec, Usage, model_tool_name,
 };
-use mcpl_encode::{Encoder, LimitTexts, window};
+use mcpl_encode::{Encoder, window};
 use mcpl_fetch::{Fetcher, ResourceReader};
+use mcpl_session::{ServerPolicy, Session, Shown};
 
-/// The host tool every conversation offers.
-pub const FETCH_REFERENCE: &str = "fetch_reference";
-
-/// What the model reads about `fetch_reference` (the predecessor host's words, with the host's
-/// own folder in place of a workspace).
-pub const FETCH_REFERENCE_DESCRIPTION: &str = "Fetch a referenced payload (a [ref_…] id from a \
-    tool result or event) to a file in a folder the host owns, via the host-mediated fetcher. The \
-    fetch is origin-bound to the server that sent the reference, size-capped, and \
-    digest-verified when the reference carries one. Returns the path plus verified size/type. \
-    Small payloads may already be fetched automatically — their stubs show a saved path instead.";
-
-/// The host tool that reads a cut result's spill back.
-pub const READ_RESULT: &str = "read_result";
-
-/// What the model reads about `read_result`.
-pub const READ_RESULT_DESCRIPTION: &str = "Read the rest of a tool result that was cut: pass the \
-    spill_… id its omission notice names. Returns the next part of the whole result within \
-    max_tokens, images as images where this conversation takes them, and ends with the offset \
-    the following part starts at.";
-
-/// The fewest tokens one `read_result` part may be given: room for its footer and some text.
-const READ_RESULT_MIN_TOKENS: u64 = 100;
+pub use mcpl_session::{
+    FETCH_REFERENCE, FETCH_REFERENCE_DESCRIPTION, READ_RESULT, READ_RESULT_DESCRIPTION,
+};
 
 /// How long a server may take to answer `context/beforeInference` before the round goes on
 /// without it.
@@ -125,6 +106,47 @@ impl HostOptions {
             max_consecutive_errors: 10,
             settings: config.route,
         }
+    }
+
+    /// The conversation's session: the route and its encoder, each server's policy, image
+    /// scaling as the settings say, spills in the spill folder, references fetched into the
+    /// fetch folder. Why a folder cannot be used is what the session says when it is needed.
+    pub fn session(&self, config: &Config) -> Session {
+        let route = &self.route.lanes;
+        // Every lane's images are scaled to the same fit, or none are.
+        let scaling = self
+            .settings
+            .scale_images
+            .then(|| mcpl_scale::Fit::for_route(route, &self.settings.limits(route.id)));
+        let mut session = Session::for_route(self.route)
+            .with_encoder(self.encoder())
+            .with_scaling(scaling);
+        for server in &config.servers {
+            let policy = ServerPolicy::default()
+                .with_budget(server.options.budget)
+                .with_message_budget(server.options.message_budget)
+                .with_uri_policy(server.options.uri_policy);
+            session.set_server(&server.launch.name, policy);
+        }
+        session.set_spill_store(
+            LocalSpillStore::new(&self.spill_dir)
+                .map(|store| {
+                    Box::new(
+                        store
+                            .with_conversation(self.conversation.as_str())
+                            .with_notice(self.spill_notice),
+                    ) as Box<dyn SpillStore + Send>
+                })
+                .map_err(|error| format!("spill folder unavailable: {error}")),
+        );
+        let fetcher = Fetcher::new(&self.fetch_dir).map(|mut fetcher| {
+            for server in &config.servers {
+                fetcher.add_server(&server.launch.name, &server.options.fetch);
+            }
+            fetcher
+        });
+        session.set_fetcher(fetcher.map_err(|error| error.to_string()));
+        session
     }
 
     /// The encoder every request goes through: the route's, held to the settings' limits.
@@ -282,8 +304,6 @@ pub struct Host {
     pub lanes: Lanes,
     /// What the loop was set up with.
     pub options: HostOptions,
-    spill: Spills,
-    fetcher: Result<Fetcher, mcpl_fetch::FolderError>,
     tools: Vec<ToolSpec>,
     /// Model-facing tool name to (server index, tool name).
     tool_index: BTreeMap<String, (usize, String)>,
@@ -303,10 +323,6 @@ pub struct Host {
     /// reported any (a scripted model never does).
     pub usage: Option<Usage>,
     history_tokens: u64,
-    correction: Correction,
-    /// The budget of the server each spill of this run came from, by spill id: a
-    /// `read_result` part is never given more.
-    spill_budgets: HashMap<String, u64>,
 }
 
 impl Host {
@@ -323,44 +339,21 @@ impl Host {
         registry: Registry,
         ledger: ImageLedger,
     ) -> Host {
-        let mut lanes = Lanes::new(options.route, registry, ledger);
-        let secrets = lanes.registry.hidden().secrets().clone();
+        let mut session = options.session(config).with_state(registry, ledger);
+        let secrets = session.registry().hidden().secrets().clone();
         mcpl_config::secrets::register_environment(&secrets, std::env::vars());
-        // Every lane's images are scaled to the same fit, or none are.
-        let route = &options.route.lanes;
-        lanes.scaling = options
-            .settings
-            .scale_images
-            .then(|| mcpl_scale::Fit::for_route(route, &options.settings.limits(route.id)));
         for server in &config.servers {
-            lanes
-                .uri_policies
-                .insert(server.launch.name.clone(), server.options.uri_policy);
-            lanes.registry.hidden_mut().set_scan(
+            session.registry_mut().hidden_mut().set_scan(
                 &ServerName::new(server.launch.name.as_str()),
                 server.options.withhold_credential_urls,
             );
         }
-        let spill = Spills(LocalSpillStore::new(&options.spill_dir).map(|store| {
-            Box::new(
-                store
-                    .with_conversation(options.conversation.as_str())
-                    .with_notice(options.spill_notice),
-            ) as Box<dyn SpillStore>
-        }));
-        let mut fetcher = Fetcher::new(&options.fetch_dir);
-        if let Ok(fetcher) = &mut fetcher {
-            for server in &config.servers {
-                fetcher.add_server(&server.launch.name, &server.options.fetch);
-            }
-        }
+        let tools = session.host_tools();
         let mut host = Host {
             servers: Vec::with_capacity(config.servers.len()),
-            lanes,
+            lanes: Lanes::new(session),
             options,
-            spill,
-            fetcher,
-            tools: vec![fetch_reference_spec(), read_result_spec()],
+            tools,
             tool_index: BTreeMap::new(),
             schemas: Schemas::default(),
             wrapped: std::collections::HashSet::new(),
@@ -370,15 +363,13 @@ impl Host {
             rounds: Vec::new(),
             usage: None,
             history_tokens: 0,
-            correction: Correction::NONE,
-            spill_budgets: HashMap::new(),
         };
         // Every server starts at once, each within its own timeout: a slow one delays nobody.
         let launches: Vec<_> = config
             .servers
             .iter()
             .map(|server| {
-                let secrets = host.lanes.registry.hidden().secrets();
+                let secrets = host.lanes.session.registry().hidden().secrets();
                 mcpl_config::secrets::register_oauth(secrets, server.options.oauth.as_ref());
                 let launch = mcpl_config::secrets::register_server(secrets, &server.launch);
                 (launch, server.options.limits())
@@ -407,8 +398,9 @@ impl Host {
 
     /// Spills go to `store` from now on (an object store, say), or, when it could not be set
     /// up, nowhere: results over budget are then kept whole, with the error as a diagnostic.
-    pub fn set_spill_store(&mut self, store: Result<Box<dyn SpillStore>, SpillError>) {
-        self.spill = Spills(store);
+    pub fn set_spill_store(&mut self, store: Result<Box<dyn SpillStore + Send>, SpillError>) {
+        let store = store.map_err(|error| format!("spill folder unavailable: {error}"));
+        self.lanes.session.set_spill_store(store);
     }
 
     /// Takes a server's start: its tools join the offer; why it did not start is kept for the
@@ -472,7 +464,7 @@ impl Host {
         let hidden = HiddenUris::in_session(
             &[],
             UriPolicy::Hidden,
-            self.lanes.registry.hidden_mut(),
+            self.lanes.session.registry_mut().hidden_mut(),
             true,
         );
         self.tools
@@ -524,9 +516,11 @@ impl Host {
             let turn = model.complete(&body)?;
             if let Some(usage) = turn.usage {
                 // Provider usage is authoritative: later projections follow it, within 1.0-2.0.
-                self.correction.observe(estimated, usage.input_tokens);
+                self.lanes
+                    .session
+                    .observe_usage(estimated, usage.input_tokens);
                 tracing::info!(route = %route, estimated, reported = usage.input_tokens,
-                    correction = self.correction.milli(), "input tokens reported");
+                    correction = self.correction().milli(), "input tokens reported");
                 self.usage.get_or_insert_default().add(usage);
             }
             // Live copies go once: from now on history carries the stored copies.
@@ -640,7 +634,9 @@ impl Host {
             // The notices the limits wrote are priced too: a message they put over its budget
             // goes as its stored text, which was held to it.
             if *parts != queued.parts {
-                let budget = self.correction.budget(self.message_budget(&queued.server));
+                let budget = self
+                    .correction()
+                    .budget(self.message_budget(&queued.server));
                 let pricer = self.pricer();
                 let live: Vec<Part<'_>> = parts.iter().map(Content::as_part).collect();
                 if pricer.parts(&live).is_ok_and(|price| price > budget) {
@@ -741,6 +737,7 @@ impl Host {
             return;
         };
         let pricer = self.pricer();
+        let correction = self.correction();
         for output in outputs {
             let Some(report) = self
                 .calls
@@ -764,7 +761,7 @@ impl Host {
                 .as_deref()
                 .and_then(|name| options_of(&self.servers, name))
                 .map_or(DEFAULT_BUDGET, |options| options.budget);
-            let held = self.correction.budget(budget);
+            let held = correction.budget(budget);
             if tokens > held && output.live.is_some() {
                 output.live = None;
                 tokens = pricer.text.count(&output.stored);
@@ -785,7 +782,7 @@ impl Host {
     /// system prompt and tools, corrected by what the provider reported, and the room for the
     /// answer.
     fn projected(&self, appended: u64, fixed: u64) -> u64 {
-        self.correction
+        self.correction()
             .apply(self.history_tokens + appended + fixed)
             + u64::from(self.options.max_tokens)
     }
@@ -794,27 +791,17 @@ impl Host {
     /// provider's reported usage set, so the result costs at most `budget` by the provider's
     /// count too; said in a diagnostic and logged when it is less.
     fn held_budget(&self, budget: u64, diagnostics: &mut Vec<String>) -> u64 {
-        let held = self.correction.budget(budget);
+        let held = self.lanes.session.held_budget(budget, diagnostics);
         if held < budget {
-            let milli = self.correction.milli();
-            tracing::info!(
-                budget,
-                held,
-                correction = milli,
-                "budget held by the correction"
-            );
-            diagnostics.push(format!(
-                "fitted to {held} estimated tokens: the provider counts {}.{:03} times the estimate, so the budget of {budget} holds by its count",
-                milli / 1000,
-                milli % 1000
-            ));
+            let correction = self.correction().milli();
+            tracing::info!(budget, held, correction, "budget held by the correction");
         }
         held
     }
 
     /// The correction the provider's reported usage set (1.0 until it reports any).
     pub fn correction(&self) -> Correction {
-        self.correction
+        self.lanes.session.correction()
     }
 
     /// The round's request body, held to the route's body limit: while it is over, old results
@@ -892,7 +879,7 @@ impl Host {
         &mut self,
         body: impl FnOnce(&mut dyn FnMut(&ToolOutput) -> Option<String>) -> T,
     ) -> T {
-        let Host { calls, spill, .. } = self;
+        let Host { calls, lanes, .. } = self;
         let mut spill_of = |output: &ToolOutput| -> Option<String> {
             let report = calls
                 .iter()
@@ -901,8 +888,8 @@ impl Host {
             if let Some(written) = report.and_then(|c| c.spill.as_ref()) {
                 return Some(written.reference());
             }
-            let store = spill.0.as_mut().ok()?;
-            write_text_spill(&output.stored, &mut **store)
+            let store = lanes.session.spill_store().ok()?;
+            write_text_spill(&output.stored, store)
                 .ok()
                 .map(|written| written.reference())
         };
@@ -1276,123 +1263,25 @@ impl Host {
                 return failed_report(round, call, &name, tool, shown);
             }
         };
-        let server_name = ServerName::new(name.clone());
         let mut diagnostics = Vec::new();
-        // Images over a per-image limit are scaled before anything reads the result, so the
-        // lanes, the price and both copies see what is sent.
-        let result = self
-            .scale_images(&result, &mut diagnostics)
-            .unwrap_or(result);
-        // The result's blocks are classified once, here, for the eager fetch and the lanes.
-        let parsed = ToolResult::from_value(&result);
-        if result.is_object() {
-            self.eager_fetch(&server_name, &parsed);
-        }
-        let pricer = self.pricer();
         let budget = self.held_budget(options.budget, &mut diagnostics);
-        let mut projector = self.lanes.projector(&server_name);
-        let fitted = fit_tool_result(
-            &mut projector,
-            &parsed,
-            pricer,
-            budget,
-            self.spill
-                .0
-                .as_mut()
-                .ok()
-                .map(|s| &mut **s as &mut dyn SpillStore),
-        );
-        let mut report = fitted_report(round, call, tool, fitted);
-        if let Some(spill) = &report.spill {
-            self.spill_budgets
-                .insert(spill.id.as_str().to_owned(), options.budget);
-        }
+        let shown = self
+            .lanes
+            .session
+            .tool_result_within(&name, &result, budget);
+        let mut report = shown_report(round, call, tool, shown);
         report.server = Some(name);
-        // The scaling's lines first, then the fitting's.
+        // The budget's line first, then the scaling's and the fitting's.
         diagnostics.append(&mut report.diagnostics);
         report.diagnostics = diagnostics;
-        if let Err(error) = &self.spill.0 {
-            report
-                .diagnostics
-                .push(format!("spill folder unavailable: {error}"));
-        }
         report
     }
 
     /// `read_result`: the next part of a spill of this conversation, through the lanes and the
     /// fitting every tool result goes through, or the refusal in words.
     fn read_result(&mut self, round: usize, call: &ToolCall) -> CallReport {
-        let argument = |key| call.arguments.get(key).and_then(Value::as_u64);
-        let Some(id) = call.arguments.get("id").and_then(Value::as_str) else {
-            let text = "read_result: the id is missing (the spill_… id a notice names)".to_owned();
-            return host_report(round, call, text, true, 0);
-        };
-        // A part is never given more than the budget of the server whose result it reads; a
-        // spill this run did not make (an earlier process's, in the same conversation) gets the
-        // smallest budget any server has.
-        let ceiling = self.spill_budgets.get(id).copied().unwrap_or_else(|| {
-            self.servers
-                .iter()
-                .map(|server| server.config.options.budget)
-                .min()
-                .unwrap_or(DEFAULT_BUDGET)
-        });
-        let max_tokens = argument("max_tokens")
-            .unwrap_or(ceiling)
-            .min(ceiling)
-            .max(READ_RESULT_MIN_TOKENS);
-        let pricer = self.pricer();
-        // The part is read within the budget as the provider counts it, as any result is fitted,
-        // but never below the least a part needs.
-        let mut diagnostics = Vec::new();
-        let budget = self
-            .held_budget(max_tokens, &mut diagnostics)
-            .max(READ_RESULT_MIN_TOKENS);
-        // A part is read within what is left after its footer; what the model is sent is then
-        // priced as sent (both copies), and a part over the budget is read again with the excess
-        // given back.
-        let mut within = budget;
-        for _ in 0..6 {
-            let part = match &mut self.spill.0 {
-                Ok(store) => read_back(
-                    &mut **store,
-                    id,
-                    argument("offset").unwrap_or(0),
-                    within,
-                    pricer,
-                )
-                .map_err(|error| error.to_string()),
-                Err(error) => Err(format!("read_result: no spill store is available: {error}")),
-            };
-            let part = match part {
-                Ok(part) => part,
-                Err(text) => {
-                    let tokens = estimate(&text);
-                    return host_report(round, call, text, true, tokens);
-                }
-            };
-            let result = json!({"content": part.content});
-            let server = ServerName::new(READ_RESULT);
-            let parsed = ToolResult::from_value(&result);
-            let mut projector = self.lanes.projector(&server);
-            let fitted = fit_tool_result(&mut projector, &parsed, pricer, budget, None);
-            let sent = fitted.price.unwrap_or(0).max(fitted.stored_price);
-            if sent > budget && within > READ_RESULT_MIN_TOKENS / 2 {
-                within = within
-                    .saturating_sub(sent.saturating_sub(budget).max(1))
-                    .max(READ_RESULT_MIN_TOKENS / 2);
-                continue;
-            }
-            let mut report = fitted_report(round, call, READ_RESULT, fitted);
-            diagnostics.append(&mut report.diagnostics);
-            report.diagnostics = diagnostics;
-            return report;
-        }
-        let text = format!(
-            "read_result: no part of {id} from this offset fits {budget} tokens; ask again with a larger max_tokens"
-        );
-        let tokens = estimate(&text);
-        host_report(round, call, text, true, tokens)
+        let shown = self.lanes.session.read_result(&call.arguments, u64::MAX);
+        shown_report(round, call, READ_RESULT, shown)
     }
 
     /// Leaves out this round's server messages, oldest first, until the request's projection
@@ -1416,8 +1305,8 @@ impl Host {
             }
             let message = &mut report.messages[index];
             let what = message.origin.lane();
-            let spill = match &mut self.spill.0 {
-                Ok(store) => write_text_spill(&message.stored, &mut **store).ok(),
+            let spill = match self.lanes.session.spill_store() {
+                Ok(store) => write_text_spill(&message.stored, store).ok(),
                 Err(_) => None,
             };
             let line = match spill {
@@ -1486,7 +1375,7 @@ impl Host {
             if self.pricer().text.count_within(text, budget).is_some() {
                 continue;
             }
-            let kept = self.hold_text(text, budget, "the whole");
+            let kept = self.lanes.session.hold_text(text, budget, "the whole");
             *text = match (kept.text, kept.spill) {
                 (Ok(cut), _) => cut,
                 (Err(_), Ok(spill)) => format!("[left out: {}]", spill.reference()),
@@ -1496,7 +1385,7 @@ impl Host {
         }
         let mut user = std::mem::take(&mut found.user);
         for injection in &mut user {
-            let lines = self.hold_message(
+            let lines = self.lanes.session.hold_message(
                 &mut injection.parts,
                 &mut injection.stored,
                 budget,
@@ -1515,36 +1404,6 @@ impl Host {
         found.diagnostics.append(&mut diagnostics);
     }
 
-    /// `text`, over `budget`, spilled whole (a text spill `read_result` reads back) and cut head
-    /// and tail to it, the notice naming the spill, or saying the whole could not be kept when
-    /// the spill could not be written (`unsaved` names what was not kept).
-    fn hold_text(&mut self, text: &str, budget: u64, unsaved: &str) -> HeldText {
-        let copies = ToolResultCopies {
-            stored: text.into(),
-            part_ends: Vec::new(),
-            live: LiveCopy::Stored,
-            is_error: false,
-            spills_as_stored: false,
-        };
-        let pricer = self.pricer();
-        let spill = match &mut self.spill.0 {
-            Ok(store) => write_text_spill(text, &mut **store).map_err(|e| e.to_string()),
-            Err(error) => Err(error.to_string()),
-        };
-        let cut = match &spill {
-            Ok(spill) => cut_with(&copies, pricer, budget, &|o| spill.omission_notice(o)),
-            Err(_) => cut_with(&copies, pricer, budget, &|o| {
-                format!("[… {o}; {unsaved} could not be kept]")
-            }),
-        };
-        HeldText {
-            text: cut.map(|cut| {
-                cut.map_or_else(|| text.to_owned(), |(fitted, _)| fitted.stored.into_owned())
-            }),
-            spill,
-        }
-    }
-
     /// Holds a push event or channel message to its server's message budget (see
     /// [`Host::hold_message`]).
     fn fit_message(&mut self, message: &mut Queued) {
@@ -1552,7 +1411,7 @@ impl Host {
         let mut diagnostics = Vec::new();
         let budget = self.held_budget(configured, &mut diagnostics);
         let what = message.origin.lane();
-        diagnostics.extend(self.hold_message(
+        diagnostics.extend(self.lanes.session.hold_message(
             &mut message.parts,
             &mut message.stored,
             budget,
@@ -1561,139 +1420,27 @@ impl Host {
         message.diagnostics.append(&mut diagnostics);
     }
 
-    /// Holds a server's message (`what`: a push event, a channel message, an injection) to
-    /// `budget`, and says what it did. Its parts go as they are when they fit with each image,
-    /// document and audio clip priced at the most the request's limits can make of it (its own
-    /// price and the longest text a limit writes for it), so whatever the limits later do, the
-    /// message stays within the budget. Else its stored text goes (each image as its
-    /// placeholder) when that fits; else the stored text is spilled whole and cut head and
-    /// tail, as a result is. When the spill cannot be written the text is cut all the same,
-    /// and its notice says the whole could not be kept.
-    fn hold_message(
-        &mut self,
-        parts: &mut Vec<Content>,
-        stored: &mut String,
-        budget: u64,
-        what: &str,
-    ) -> Vec<String> {
-        let pricer = self.pricer();
-        // Each text is read only until the budget is spent.
-        let live_fits = parts
-            .iter()
-            .try_fold(0u64, |spent, part| {
-                let left = budget.checked_sub(spent)?;
-                let price = match part {
-                    Content::Text(text) => pricer.text.count_within(text, left)?,
-                    native => LimitTexts::ceiling(pricer, native)?,
-                };
-                (price <= left).then_some(spent + price)
-            })
-            .is_some();
-        let mut diagnostics = Vec::new();
-        if pricer.text.count_within(stored, budget).is_some() {
-            if !live_fits {
-                // The live copy alone was over: its images go as their placeholders.
-                *parts = vec![Content::Text(stored.clone())];
-                diagnostics.push(format!(
-                    "the {what} message's images were over its budget of {budget} estimated tokens: sent as their placeholders"
-                ));
-            }
-            return diagnostics;
-        }
-        let held = self.hold_text(stored, budget, "the whole message");
-        let text = match held.text {
-            Ok(text) => {
-                diagnostics.push(match &held.spill {
-                    Ok(spill) => format!(
-                        "the {what} message was over its budget of {budget} estimated tokens: cut, and spilled as {}",
-                        spill.id
-                    ),
-                    Err(error) => format!(
-                        "the {what} message was over its budget of {budget} estimated tokens: cut, and its spill could not be written ({error})"
-                    ),
-                });
-                text
-            }
-            Err(error) => {
-                // Not even the notice fits: the message is left out, and said to be.
-                diagnostics.push(format!("the {what} message was left out: {error}"));
-                match &held.spill {
-                    Ok(spill) => format!(
-                        "[a {what} message was left out: {error}; {}]",
-                        spill.reference()
-                    ),
-                    Err(_) => format!("[a {what} message was left out: {error}]"),
-                }
-            }
-        };
-        *parts = vec![Content::Text(text.clone())];
-        *stored = text;
-        diagnostics
-    }
-
-    /// The result with its images over the route's per-image limits scaled to fit, or `None`
-    /// when scaling is off or no image needed it.
-    fn scale_images(&self, result: &Value, diagnostics: &mut Vec<String>) -> Option<Value> {
-        let route = &self.options.route.lanes;
-        self.lanes.scaling.and_then(|fit| {
-            mcpl_scale::Scaler::default().scale_result(result, route, fit, diagnostics)
-        })
-    }
-
-    /// `fetch_reference`: the fetcher saves the reference's payload in the host's folder and
-    /// answers `{"path", "bytes", "mime_type", "digest_verified"}`, or refuses in words.
+    /// `fetch_reference`: the payload fetched and shown through the lanes within budget; where
+    /// it was saved goes to the report (and `mcpl run`'s stderr), not to the model.
     fn fetch_reference(&mut self, round: usize, call: &ToolCall) -> CallReport {
-        let Some(id) = call.arguments.get("ref_id").and_then(Value::as_str) else {
-            let text = mcpl_lanes::markers::unknown_reference("(missing ref_id)");
-            return host_report(round, call, text, true, 0);
+        // The servers may send requests while a resource is read; they are answered as always
+        // and shown once the session is back.
+        let (session, mut deferring) = self.lanes.split_for_fetch();
+        let mut resources = HostResources {
+            servers: &mut self.servers,
+            host: &mut deferring,
         };
-        let max_bytes = call.arguments.get("max_bytes").and_then(Value::as_u64);
-        let (text, is_error) = match &mut self.fetcher {
-            Err(error) => (format!("fetching is not available: {error}"), true),
-            Ok(fetcher) => {
-                // The servers may send requests while a resource is read; they are answered as
-                // always and shown once the registry is back.
-                let (registry, mut deferring) = self.lanes.split_for_fetch();
-                let mut resources = HostResources {
-                    servers: &mut self.servers,
-                    host: &mut deferring,
-                };
-                let outcome = fetcher.fetch(registry, id, max_bytes, &mut resources);
-                self.lanes.project_deferred();
-                match outcome {
-                    Ok(saved) => (
-                        serde_json::to_string(&saved).unwrap_or_else(|e| e.to_string()),
-                        false,
-                    ),
-                    Err(refusal) => (refusal.to_string(), true),
-                }
-            }
-        };
-        let tokens = estimate(&text);
-        host_report(round, call, text, is_error, tokens)
-    }
-
-    /// Registers the references at the top of a result the agent asked for, and fetches the
-    /// small ones at once, so their stubs say where they were saved.
-    fn eager_fetch(&mut self, server: &ServerName, result: &ToolResult<'_>) {
-        let Ok(fetcher) = &mut self.fetcher else {
-            return;
-        };
-        // A failed call keeps only its text: its references are neither registered nor fetched.
-        if result.is_error {
-            return;
+        let shown = session.fetch_reference(&call.arguments, &mut resources, u64::MAX);
+        self.lanes.project_deferred();
+        let saved = shown.saved.clone();
+        let mut report = shown_report(round, call, FETCH_REFERENCE, shown);
+        if let Some(saved) = saved {
+            report.diagnostics.push(format!(
+                "saved {} bytes of {} in {}",
+                saved.bytes, saved.mime_type, saved.path
+            ));
         }
-        let ids: Vec<RefId> = result
-            .references()
-            .map(|reference| self.lanes.registry.register(&reference, server).id.clone())
-            .collect();
-        if !ids.is_empty() {
-            for (id, outcome) in fetcher.eager(&mut self.lanes.registry, &ids) {
-                if let Ok(saved) = outcome {
-                    tracing::info!(reference = %id, path = %saved.path, "fetched eagerly");
-                }
-            }
-        }
+        report
     }
 }
 
@@ -1745,41 +1492,18 @@ fn arguments_of(wrapped: &std::collections::HashSet<String>, call: &ToolCall) ->
     }
 }
 
-/// A text held to a budget it was over: what goes instead, and where the whole is.
-struct HeldText {
-    /// The head, the notice and the tail; why not, when not even the notice fits.
-    text: Result<String, mcpl_budget::CutError>,
-    /// The spill holding the whole, or why it could not be written.
-    spill: Result<Spill, String>,
-}
-
-/// The spill store, when there is one: a store is any `SpillStore`, printed by its kind alone.
-struct Spills(Result<Box<dyn SpillStore>, SpillError>);
-
-impl std::fmt::Debug for Spills {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.0 {
-            Ok(_) => f.write_str("Spills(store)"),
-            Err(error) => write!(f, "Spills({error})"),
-        }
-    }
-}
-
-/// A fitted result as the model gets it, with its price, spill and diagnostics.
-fn fitted_report(round: usize, call: &ToolCall, tool: &str, fitted: Fitted<'_>) -> CallReport {
-    let estimated_tokens = fitted
-        .price
-        .unwrap_or_else(|| estimate(&fitted.copies.stored));
+/// A result as the session showed it, with its price, spill and diagnostics.
+fn shown_report(round: usize, call: &ToolCall, tool: &str, shown: Shown) -> CallReport {
     CallReport {
         round,
         server: None,
         tool: tool.to_owned(),
+        output: shown.answering(&call.id, &call.name),
         call: call.clone(),
-        output: ToolOutput::from_copies(&call.id, &call.name, &fitted.copies),
-        estimated_tokens,
-        spill: fitted.spill,
-        unsaved: fitted.unsaved,
-        diagnostics: fitted.diagnostics,
+        estimated_tokens: shown.tokens,
+        spill: shown.spill,
+        unsaved: shown.unsaved,
+        diagnostics: shown.diagnostics,
     }
 }
 
@@ -1847,40 +1571,6 @@ fn host_report(
         spill: None,
         unsaved: None,
         diagnostics: Vec::new(),
-    }
-}
-
-fn fetch_reference_spec() -> ToolSpec {
-    ToolSpec {
-        name: FETCH_REFERENCE.to_owned(),
-        description: FETCH_REFERENCE_DESCRIPTION.to_owned(),
-        input_schema: json!({
-            "type": "object",
-            "properties": {
-                "ref_id": {"type": "string", "description": "the id in the reference's stub"},
-                "max_bytes": {"type": "integer", "minimum": 1,
-                              "description": "refuse if the payload is larger"},
-            },
-            "required": ["ref_id"],
-        }),
-    }
-}
-
-fn read_result_spec() -> ToolSpec {
-    ToolSpec {
-        name: READ_RESULT.to_owned(),
-        description: READ_RESULT_DESCRIPTION.to_owned(),
-        input_schema: json!({
-            "type": "object",
-            "properties": {
-                "id": {"type": "string", "description": "the spill_… id in the omission notice"},
-                "offset": {"type": "integer", "minimum": 0,
-                           "description": "where to start, in bytes (the last part's footer says)"},
-                "max_tokens": {"type": "integer", "minimum": READ_RESULT_MIN_TOKENS,
-                               "maximum": DEFAULT_BUDGET, "description": "the most tokens of the part"},
-            },
-            "required": ["id"],
-        }),
     }
 }
 

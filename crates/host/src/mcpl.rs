@@ -1,15 +1,16 @@
 //! MCPL on an MCP connection: what the host answers when a server sends `push/event` or
 //! `channels/incoming`, and how it reads `context/beforeInference` answers.
 //!
-//! [`Lanes`] holds what every lane needs (the registry, the image ledger, the route, each
-//! server's uri policy) and implements [`ServerRequests`]:
+//! [`Lanes`] holds the conversation's [`Session`] (the registry, the image ledger, the route,
+//! each server's policy) and the messages waiting for the next inference, and implements
+//! [`ServerRequests`]:
 //!
 //! - `push/event`: visibly empty content is refused with JSON-RPC -32602 and
 //!   `data.field = "payload.content"`; only then is the `eventId` checked, so a refused event
 //!   never burns its id; a repeated id is acknowledged (`accepted: true, reason: "duplicate"`)
 //!   and not shown twice; otherwise the content is projected on the push lane, its references
 //!   registered with the delivering server, and the message queued for the next inference.
-//!   An image over the route's per-image limits is scaled to fit first ([`Lanes::scaling`]),
+//!   An image over the route's per-image limits is scaled to fit first ([`Session::scaling`]),
 //!   as a tool result's is.
 //! - `channels/incoming`: one result per message; an empty message is refused alone with
 //!   `reason: "empty_content"` while its siblings are accepted.
@@ -23,16 +24,14 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
-use mcpl_budget::PricedRoute;
 use mcpl_lanes::{
-    ChannelRefusal, ImageLedger, MessageView, Projector, PushRefusal, Registry, ServerName,
-    UriPolicy, is_visibly_empty,
+    ChannelRefusal, MessageView, Projector, PushRefusal, ServerName, is_visibly_empty,
 };
+use mcpl_session::Session;
 use serde_json::{Value, json};
 
 use mcpl_client::{RpcError, ServerRequests};
 use mcpl_encode::conversation::Content;
-use mcpl_scale::{Fit, Scaler};
 
 /// JSON-RPC's "invalid params" code: the answer to a push event whose content is visibly empty
 /// and to a `channels/incoming` without a messages array.
@@ -184,14 +183,9 @@ impl Injections {
 /// The host's lane state, shared by every server.
 #[derive(Debug)]
 pub struct Lanes {
-    /// Every reference any lane has shown, with the servers that delivered it.
-    pub registry: Registry,
-    /// The images stored copies name.
-    pub ledger: ImageLedger,
-    /// The route requests go to.
-    pub route: &'static PricedRoute,
-    /// Each server's uri policy; a server not listed hides every uri.
-    pub uri_policies: BTreeMap<String, UriPolicy>,
+    /// The conversation's session: the registry, the image ledger, each server's policy, the
+    /// route, the scaler, the spill store and the fetcher.
+    pub session: Session,
     seen_events: SeenEvents,
     /// Messages waiting for the next inference, in arrival order.
     pub queued: Vec<Queued>,
@@ -200,10 +194,6 @@ pub struct Lanes {
     dropped: BTreeMap<String, u64>,
     /// The first [`MAX_ANSWERED`] server requests answered, in order.
     pub answered: Vec<Answered>,
-    /// What an image in a message must fit to go natively, images over it scaled to fit before
-    /// the lane reads them; `None` when scaling is off (`scaleImages: false`). The route's own
-    /// limits unless the host sets others.
-    pub scaling: Option<Fit>,
     deferred: Vec<(String, Accepted<Value>)>,
 }
 
@@ -343,36 +333,21 @@ fn verdict<'p>(
 }
 
 impl Lanes {
-    /// Empty lane state for a route.
-    pub fn new(route: &'static PricedRoute, registry: Registry, ledger: ImageLedger) -> Lanes {
+    /// Lane state around a session.
+    pub fn new(session: Session) -> Lanes {
         Lanes {
-            registry,
-            ledger,
-            route,
-            uri_policies: BTreeMap::new(),
+            session,
             seen_events: SeenEvents::default(),
             queued: Vec::new(),
             dropped: BTreeMap::new(),
             answered: Vec::new(),
-            scaling: Some(Fit::for_route(&route.lanes, &route.id().request_limits())),
             deferred: Vec::new(),
         }
     }
 
     /// A projector for content `server` delivered.
     pub fn projector<'h>(&'h mut self, server: &'h ServerName) -> Projector<'h> {
-        let uri_policy = self
-            .uri_policies
-            .get(server.as_str())
-            .copied()
-            .unwrap_or(UriPolicy::Hidden);
-        Projector {
-            registry: &mut self.registry,
-            ledger: &mut self.ledger,
-            route: &self.route.lanes,
-            server,
-            uri_policy,
-        }
+        self.session.projector(server)
     }
 
     /// Answers a server request, and projects what it accepted at once.
@@ -389,15 +364,6 @@ impl Lanes {
         answer
     }
 
-    /// A message's content (a push event's, a channel message's or a user-position
-    /// injection's) with its images over the route's limits scaled; `None` when scaling is off
-    /// or no image needed it. What could not be scaled is said in `diagnostics`.
-    fn scale_message(&self, content: &Value, diagnostics: &mut Vec<String>) -> Option<Value> {
-        self.scaling.and_then(|fit| {
-            Scaler::default().scale_message(content, &self.route.lanes, fit, diagnostics)
-        })
-    }
-
     /// Projects what a request accepted on its lane (registering its references with `server`)
     /// and queues it for the next inference.
     fn project_accepted(&mut self, server: &str, accepted: Accepted<&Value>) {
@@ -410,7 +376,9 @@ impl Lanes {
         // tool result's are, so both copies say so; one that cannot be decoded is left to the
         // lane, which shows its marker.
         let mut diagnostics = Vec::new();
-        let scaled = self.scale_message(accepted.content, &mut diagnostics);
+        let scaled = self
+            .session
+            .scale_message(accepted.content, &mut diagnostics);
         let content = scaled.as_ref().unwrap_or(accepted.content);
         let view = match accepted.origin {
             Origin::PushEvent => self.projector(&name).push(content).ok(),
@@ -429,12 +397,12 @@ impl Lanes {
         }
     }
 
-    /// Splits the lane state for a reference fetch: the registry for the fetcher, and a host
+    /// Splits the lane state for a reference fetch: the session for the fetcher, and a host
     /// that answers the servers' requests meanwhile exactly as [`Lanes`] would, keeping what it
-    /// accepted until [`Lanes::project_deferred`] (projection needs the registry).
-    pub fn split_for_fetch(&mut self) -> (&mut Registry, Deferring<'_>) {
+    /// accepted until [`Lanes::project_deferred`] (projection needs the session).
+    pub fn split_for_fetch(&mut self) -> (&mut Session, Deferring<'_>) {
         (
-            &mut self.registry,
+            &mut self.session,
             Deferring {
                 seen_events: &mut self.seen_events,
                 deferred: &mut self.deferred,
@@ -510,7 +478,7 @@ impl Lanes {
                     // Images over the route's limits are scaled before the lane reads them, as
                     // a push event's are, so they are priced as they are sent.
                     let mut lines = Vec::new();
-                    let scaled = self.scale_message(content, &mut lines);
+                    let scaled = self.session.scale_message(content, &mut lines);
                     into.diagnostics.extend(lines.into_iter().map(|line| {
                         format!("{server}: contextInjections[{index}]: {line}")
                     }));

@@ -588,6 +588,23 @@ impl<'a> Piece<'a> {
 const LANE_PASSES: usize = 4;
 
 impl<'h> Projector<'h> {
+    /// A projector for content `server` delivered, over the host's registry and ledger.
+    pub fn new(
+        registry: &'h mut Registry,
+        ledger: &'h mut ImageLedger,
+        route: &'h Route,
+        server: &'h ServerName,
+        uri_policy: UriPolicy,
+    ) -> Projector<'h> {
+        Projector {
+            registry,
+            ledger,
+            route,
+            server,
+            uri_policy,
+        }
+    }
+
     fn limits(&self) -> Limits {
         self.route.limits
     }

@@ -180,7 +180,8 @@ fn every_lane_end_to_end_on_anthropic() {
     assert!(stub.contains("q3-report.pdf — application/pdf"), "{stub}");
     let record = host
         .lanes
-        .registry
+        .session
+        .registry()
         .find_uri("https://files.demo.example/reports/q3.pdf?token=demo-secret-123")
         .unwrap();
     assert_eq!(record.servers[0].as_str(), "demo");
@@ -206,7 +207,8 @@ fn every_lane_end_to_end_on_anthropic() {
     );
     let build_log = host
         .lanes
-        .registry
+        .session
+        .registry()
         .find_uri("https://files.demo.example/builds/42/log.txt?token=demo-secret-build")
         .unwrap();
     assert_eq!(build_log.servers[0].as_str(), "demo");
@@ -603,7 +605,8 @@ fn fetch_reference_reads_a_resource_link_through_its_server() {
     );
     let id = host
         .lanes
-        .registry
+        .session
+        .registry()
         .find_uri("demo://files/report.csv")
         .unwrap()
         .id
@@ -653,7 +656,7 @@ fn small_references_in_a_result_the_agent_asked_for_are_fetched_at_once() {
     ]);
     let (host, bodies) = play_calls(&config, script);
     assert_no_secrets(&bodies);
-    let small_record = host.lanes.registry.find_uri(&small).unwrap();
+    let small_record = host.lanes.session.registry().find_uri(&small).unwrap();
     let fetched = small_record.fetched.as_ref().expect("fetched eagerly");
     assert_eq!(std::fs::read(&fetched.path).unwrap(), b"%PDF-1.4 small");
     assert!(std::path::Path::new(&fetched.path).starts_with(spill.path().join("refs")));
@@ -664,7 +667,8 @@ fn small_references_in_a_result_the_agent_asked_for_are_fetched_at_once() {
     );
     assert!(
         host.lanes
-            .registry
+            .session
+            .registry()
             .find_uri(&large)
             .unwrap()
             .fetched
@@ -705,8 +709,8 @@ fn a_failed_call_registers_nothing_and_an_error_results_references_are_not_fetch
     // The failed calls registered nothing; the error result's reference is shown and registered
     // like any other, and not fetched: only results that did not fail are fetched eagerly.
     // Two records: the demo's context injection's brief, and the error's log.
-    assert_eq!(host.lanes.registry.len(), 2);
-    let record = host.lanes.registry.find_uri(&uri).unwrap();
+    assert_eq!(host.lanes.session.registry().len(), 2);
+    let record = host.lanes.session.registry().find_uri(&uri).unwrap();
     assert!(record.fetched.is_none());
     assert!(
         files.requests().is_empty(),

@@ -2,12 +2,12 @@
 //! its references to its server, and the fetcher dials through the first of a uri's servers on
 //! the uri's origin, with that server's token, eager limit and budget.
 
-use mcpl_budget::PricedRoute;
 use mcpl_client::ServerRequests;
 use mcpl_fetch::FetchOptions;
 use mcpl_fetch::{DigestCheck, NoResources, Refusal};
 use mcpl_host::mcpl::{Injections, Lanes};
 use mcpl_lanes::{ImageLedger, Registry, ServerName, ToolResult};
+use mcpl_session::{RouteId, Session};
 use serde_json::{Value, json};
 
 use crate::support::{Scratch, authorizations, dialed, register, resource, serving};
@@ -17,9 +17,8 @@ const WAV: &[u8] = b"RIFF0000WAVEpayload";
 
 fn lanes() -> Lanes {
     Lanes::new(
-        &PricedRoute::ANTHROPIC,
-        Registry::with_seed(1),
-        ImageLedger::with_seed(2),
+        Session::new(RouteId::Anthropic)
+            .with_state(Registry::with_seed(1), ImageLedger::with_seed(2)),
     )
 }
 
@@ -78,11 +77,16 @@ fn each_lane_binds_its_references_and_each_is_fetched_through_its_server() {
     stored(&mut lanes, "tooler", json!([wav(&uri(3))]));
 
     for (n, (name, server)) in servers.iter().enumerate() {
-        let record = lanes.registry.find_uri(&uri(n)).unwrap();
+        let record = lanes.session.registry().find_uri(&uri(n)).unwrap();
         assert_eq!(record.servers, [ServerName::new(*name)], "{name}");
         let id = record.id.clone();
         let saved = fetcher
-            .fetch(&mut lanes.registry, id.as_str(), None, &mut NoResources)
+            .fetch(
+                &mut lanes.session.registry_mut(),
+                id.as_str(),
+                None,
+                &mut NoResources,
+            )
             .unwrap();
         assert_eq!(saved.bytes, 19);
         assert_eq!(saved.mime_type, "audio/wav");
@@ -221,14 +225,19 @@ fn a_relays_earlier_push_does_not_block_the_origin_servers_fetch() {
         )
         .unwrap();
     stored(&mut lanes, "home", json!([wav(&uri)]));
-    let record = lanes.registry.find_uri(&uri).unwrap();
+    let record = lanes.session.registry().find_uri(&uri).unwrap();
     assert_eq!(
         record.servers,
         [ServerName::new("relay"), ServerName::new("home")]
     );
     let id = record.id.clone();
     fetcher
-        .fetch(&mut lanes.registry, id.as_str(), None, &mut NoResources)
+        .fetch(
+            &mut lanes.session.registry_mut(),
+            id.as_str(),
+            None,
+            &mut NoResources,
+        )
         .unwrap();
     assert_eq!(
         authorizations(&home),

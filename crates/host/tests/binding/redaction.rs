@@ -1,10 +1,10 @@
 //! Issue 13 through the host's lanes: a uri one server's result hid stays hidden in every later
 //! lane of every server, and the credential scan is each server's to turn off.
 
-use mcpl_budget::PricedRoute;
 use mcpl_client::ServerRequests;
 use mcpl_host::mcpl::{Injections, Lanes};
 use mcpl_lanes::{ImageLedger, Registry, ServerName, ToolResult};
+use mcpl_session::{RouteId, Session};
 use serde_json::json;
 
 fn stored(lanes: &mut Lanes, server: &str, text: &str) -> String {
@@ -19,9 +19,8 @@ fn stored(lanes: &mut Lanes, server: &str, text: &str) -> String {
 #[test]
 fn a_hidden_uri_stays_hidden_in_every_later_lane_of_every_server() {
     let mut lanes = Lanes::new(
-        &PricedRoute::ANTHROPIC,
-        Registry::with_seed(1),
-        ImageLedger::with_seed(2),
+        Session::new(RouteId::Anthropic)
+            .with_state(Registry::with_seed(1), ImageLedger::with_seed(2)),
     );
     // Not credential-shaped: only the session's memory hides it from the other servers.
     let uri = "demo://private/report-7";
@@ -67,12 +66,12 @@ fn a_hidden_uri_stays_hidden_in_every_later_lane_of_every_server() {
 #[test]
 fn a_server_may_turn_off_withholding_unclaimed_credential_urls() {
     let mut lanes = Lanes::new(
-        &PricedRoute::ANTHROPIC,
-        Registry::with_seed(1),
-        ImageLedger::with_seed(2),
+        Session::new(RouteId::Anthropic)
+            .with_state(Registry::with_seed(1), ImageLedger::with_seed(2)),
     );
     lanes
-        .registry
+        .session
+        .registry_mut()
         .hidden_mut()
         .set_scan(&ServerName::new("trusted"), false);
     let text = "get https://x.example/o?token=abc123 now";

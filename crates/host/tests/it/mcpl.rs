@@ -1,9 +1,9 @@
 //! MCPL on a connection: push events, channel messages, server requests during a fetch, caps
 //! on what waits, and context injections, through `mcpl_host::mcpl::Lanes`.
 
+use mcpl_session::{RouteId, Session};
 use std::collections::BTreeMap;
 
-use mcpl_budget::PricedRoute;
 use mcpl_client::ServerRequests;
 use mcpl_encode::conversation::Content;
 use mcpl_host::mcpl::*;
@@ -12,9 +12,8 @@ use serde_json::json;
 
 fn lanes() -> Lanes {
     Lanes::new(
-        &PricedRoute::ANTHROPIC,
-        Registry::with_seed(1),
-        ImageLedger::with_seed(2),
+        Session::new(RouteId::Anthropic)
+            .with_state(Registry::with_seed(1), ImageLedger::with_seed(2)),
     )
 }
 
@@ -51,7 +50,8 @@ fn a_push_reference_is_registered_with_its_server() {
         "uri": "https://f.example/a?token=t", "name": "a.pdf", "disposition": "ref"}]}});
     lanes.answer("files", "push/event", &event).unwrap();
     let record = lanes
-        .registry
+        .session
+        .registry()
         .find_uri("https://f.example/a?token=t")
         .unwrap();
     assert_eq!(record.servers, [ServerName::new("files")]);
@@ -85,8 +85,8 @@ fn requests_during_a_fetch_get_the_same_answers_and_are_shown_after_it() {
         "uri": "https://f.example/a", "name": "a.pdf", "disposition": "ref"}]}});
     let empty = json!({"eventId": "e2", "payload": {"content": []}});
     {
-        let (registry, mut deferring) = lanes.split_for_fetch();
-        assert_eq!(registry.len(), 0);
+        let (session, mut deferring) = lanes.split_for_fetch();
+        assert_eq!(session.registry().len(), 0);
         assert_eq!(
             deferring.answer("s", "push/event", &event).unwrap(),
             json!({"accepted": true})
@@ -109,7 +109,13 @@ fn requests_during_a_fetch_get_the_same_answers_and_are_shown_after_it() {
     );
     lanes.project_deferred();
     assert_eq!(lanes.queued.len(), 1);
-    assert!(lanes.registry.find_uri("https://f.example/a").is_some());
+    assert!(
+        lanes
+            .session
+            .registry()
+            .find_uri("https://f.example/a")
+            .is_some()
+    );
     assert_eq!(lanes.answered.len(), 3);
     // The id stays seen after the fetch.
     assert_eq!(
@@ -197,7 +203,8 @@ fn injections_go_to_their_positions() {
     assert!(!stub.contains("token"));
     assert_eq!(injections.diagnostics.len(), 1);
     let record = lanes
-        .registry
+        .session
+        .registry()
         .find_uri("https://f.example/brief.pdf?token=x")
         .unwrap();
     assert_eq!(record.servers, [ServerName::new("ctx")]);
@@ -281,7 +288,7 @@ fn user_position_injection_images_over_the_route_limit_are_scaled_before_the_lan
     assert!(injections.diagnostics.is_empty(), "{injections:?}");
     // Off: the lane's marker, as before.
     let mut off = lanes();
-    off.scaling = None;
+    off.session.set_scaling(None);
     let mut injections = Injections::default();
     off.injections("s", &answer, &mut injections);
     assert!(
@@ -298,7 +305,7 @@ fn with_scaling_off_or_an_undecodable_image_a_message_shows_the_marker() {
     let marker = "[Image not shown: ~6.0MB is over the 5.0MB this host sends inline per image.]";
     // Off (`scaleImages: false`): today's marker.
     let mut off = lanes();
-    off.scaling = None;
+    off.session.set_scaling(None);
     off.answer(
         "s",
         "push/event",

@@ -1,0 +1,506 @@
+//! What an agent host keeps for one conversation with MCP and MCPL servers, and every lane's
+//! content as the model should see it: fitted to its budget, images scaled to the route's
+//! limits, secrets and hidden uris withheld, and encoded for the route.
+//!
+//! One [`Session`] per conversation. It owns the reference registry, the image ledger (with the
+//! uris the session hides), each server's [`ServerPolicy`], the route, the pricer and its
+//! correction, the scaler, the spill store and the fetcher. A tool result takes three names:
+//!
+//! ```
+//! use mcpl_session::{RouteId, Session};
+//! use serde_json::json;
+//!
+//! let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg==";
+//! let result = json!({"content": [
+//!     {"type": "text", "text": "The chart:"},
+//!     {"type": "image", "data": png, "mimeType": "image/png"},
+//! ]});
+//!
+//! let mut session = Session::new(RouteId::Anthropic);
+//! let shown = session.tool_result("charts", &result);
+//! assert_eq!(shown.content, json!([
+//!     {"type": "text", "text": "The chart:"},
+//!     {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}},
+//! ]));
+//! assert!(shown.tokens <= mcpl_session::DEFAULT_BUDGET);
+//! ```
+//!
+//! `shown.content` is what goes in the `content` of Anthropic's `tool_result` block (the
+//! content of an OpenAI tool message, the `output` of a `function_call_output`, the parts of a
+//! Gemini `functionResponse`). A host that keeps a conversation with `mcpl-encode` takes
+//! [`Shown::answering`] for its history.
+//!
+//! Messages take one method each: [`Session::push_event`], [`Session::channel_message`],
+//! [`Session::injection`] and [`Session::system_injection`]. The host tools are
+//! [`Session::host_tools`] and [`Session::call_host_tool`].
+//!
+//! Nothing here starts a runtime or blocks on one: a session is plain data and blocking calls
+//! (the spill store's writes, the fetcher's reads), safe to use and drop inside any tokio
+//! runtime. A host on tokio calls it from `spawn_blocking` when a store or fetch may be slow.
+
+mod host_tools;
+mod message;
+
+use std::collections::{BTreeMap, HashMap};
+
+use mcpl_budget::{Bound, Correction, Fitted, Pricer, SpillStore, fit_tool_result};
+use mcpl_encode::Encoder;
+use mcpl_encode::conversation::ToolOutput;
+use mcpl_fetch::{Fetcher, Saved};
+use mcpl_lanes::{ImageLedger, Projector, Registry, ServerName, ToolResult, UriPolicy};
+use mcpl_scale::{Fit, Scaler};
+use serde_json::Value;
+
+pub use host_tools::{
+    FETCH_REFERENCE, FETCH_REFERENCE_DESCRIPTION, FETCHED_READ_LIMIT, READ_RESULT,
+    READ_RESULT_DESCRIPTION, READ_RESULT_MIN_TOKENS,
+};
+pub use mcpl_budget::{DEFAULT_BUDGET, PricedRoute, Spill};
+pub use mcpl_encode::conversation::ToolSpec;
+pub use mcpl_fetch::ResourceReader;
+pub use mcpl_lanes::RouteId;
+pub use message::{DEFAULT_MESSAGE_BUDGET, ShownMessage};
+
+/// How the session treats one server's content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerPolicy {
+    /// The most estimated tokens one tool result may cost.
+    pub budget: u64,
+    /// The most estimated tokens one push event, channel message or injection may cost.
+    pub message_budget: u64,
+    /// Whether the server's credential-free uris may be shown.
+    pub uri_policy: UriPolicy,
+}
+
+impl Default for ServerPolicy {
+    /// [`DEFAULT_BUDGET`], [`DEFAULT_MESSAGE_BUDGET`], and every uri hidden.
+    fn default() -> ServerPolicy {
+        ServerPolicy {
+            budget: DEFAULT_BUDGET,
+            message_budget: DEFAULT_MESSAGE_BUDGET,
+            uri_policy: UriPolicy::Hidden,
+        }
+    }
+}
+
+impl ServerPolicy {
+    /// This policy with a tool result budget of `tokens`.
+    #[must_use]
+    pub fn with_budget(mut self, tokens: u64) -> ServerPolicy {
+        self.budget = tokens;
+        self
+    }
+
+    /// This policy with a message budget of `tokens`.
+    #[must_use]
+    pub fn with_message_budget(mut self, tokens: u64) -> ServerPolicy {
+        self.message_budget = tokens;
+        self
+    }
+
+    /// This policy with `policy` for the server's uris.
+    #[must_use]
+    pub fn with_uri_policy(mut self, policy: UriPolicy) -> ServerPolicy {
+        self.uri_policy = policy;
+        self
+    }
+}
+
+/// A tool result as the model gets it, and what the host should know about it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Shown {
+    /// The result encoded for the route, for its place in the request: the `content` of an
+    /// Anthropic `tool_result` block, and so on. On Gemini a `functionResponse` names its call:
+    /// encode [`Shown::answering`] with [`Session::encoder`] there.
+    pub content: Value,
+    /// Both copies: the live one for this round, the stored one for history. Its call id and
+    /// name are empty; [`Shown::answering`] sets them.
+    pub output: ToolOutput,
+    /// What it costs, in estimated tokens: the live copy's price, or the stored copy's.
+    pub tokens: u64,
+    /// Where the whole is when the result was cut.
+    pub spill: Option<Spill>,
+    /// Why the whole could not be kept, when it was cut and could not be spilled.
+    pub unsaved: Option<String>,
+    /// For `fetch_reference`: where the host saved the payload. The model is not told.
+    pub saved: Option<Saved>,
+    /// What happened on the way, one line each, for the host's log.
+    pub diagnostics: Vec<String>,
+}
+
+impl Shown {
+    /// Whether the model reads it as an error.
+    pub fn is_error(&self) -> bool {
+        self.output.is_error
+    }
+
+    /// The result answering the call `call_id` to the tool the model knows as `name`, as a
+    /// conversation's history keeps it.
+    pub fn answering(&self, call_id: &str, name: &str) -> ToolOutput {
+        ToolOutput {
+            call_id: call_id.to_owned(),
+            name: name.to_owned(),
+            ..self.output.clone()
+        }
+    }
+}
+
+/// One conversation's state, and every lane through it. See the crate's documentation.
+pub struct Session {
+    route: &'static PricedRoute,
+    encoder: Encoder,
+    registry: Registry,
+    ledger: ImageLedger,
+    default_policy: ServerPolicy,
+    policies: BTreeMap<String, ServerPolicy>,
+    scaling: Option<Fit>,
+    scaler: Scaler,
+    correction: Correction,
+    spill: Result<Box<dyn SpillStore + Send>, String>,
+    /// The budget of the server each spill came from: a `read_result` part is never given more.
+    spill_budgets: HashMap<String, u64>,
+    fetcher: Result<Fetcher, String>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("route", &self.route.id())
+            .field("default_policy", &self.default_policy)
+            .field("policies", &self.policies)
+            .field("scaling", &self.scaling)
+            .field("correction", &self.correction)
+            .field("spill", &self.spill.as_ref().map(|_| "store"))
+            .field("fetcher", &self.fetcher.as_ref().map(Fetcher::folder))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the session has no spill store until one is set.
+const NO_SPILL_STORE: &str = "no spill store is set (Session::with_spill_store)";
+/// Why the session has no fetcher until one is set.
+const NO_FETCHER: &str = "no fetcher is set (Session::with_fetcher)";
+
+impl Session {
+    /// A session for the route `id`, priced as [`PricedRoute::of`] prices it, with every server
+    /// on [`ServerPolicy::default`], images scaled to the route's limits, no spill store (a cut
+    /// result says its whole could not be kept) and no fetcher.
+    pub fn new(id: RouteId) -> Session {
+        Session::for_route(PricedRoute::of(id))
+    }
+
+    /// A session for a priced route: a model's own image pricing, say.
+    pub fn for_route(route: &'static PricedRoute) -> Session {
+        let id = route.id();
+        Session {
+            route,
+            encoder: Encoder::new(id),
+            registry: Registry::new(),
+            ledger: ImageLedger::new(),
+            default_policy: ServerPolicy::default(),
+            policies: BTreeMap::new(),
+            scaling: Some(Fit::for_route(&route.lanes, &id.request_limits())),
+            scaler: Scaler::default(),
+            correction: Correction::NONE,
+            spill: Err(NO_SPILL_STORE.to_owned()),
+            spill_budgets: HashMap::new(),
+            fetcher: Err(NO_FETCHER.to_owned()),
+        }
+    }
+
+    /// This session with `store` keeping the whole of what is cut.
+    #[must_use]
+    pub fn with_spill_store(mut self, store: impl SpillStore + Send + 'static) -> Session {
+        self.spill = Ok(Box::new(store));
+        self
+    }
+
+    /// Sets the spill store, or why there is none (said in every cut result's diagnostics).
+    pub fn set_spill_store(&mut self, store: Result<Box<dyn SpillStore + Send>, String>) {
+        self.spill = store;
+    }
+
+    /// This session with `fetcher` fetching references: `fetch_reference` is offered, and
+    /// small references are fetched as their results arrive.
+    #[must_use]
+    pub fn with_fetcher(mut self, fetcher: Fetcher) -> Session {
+        self.fetcher = Ok(fetcher);
+        self
+    }
+
+    /// Sets the fetcher, or why there is none (said by `fetch_reference`).
+    pub fn set_fetcher(&mut self, fetcher: Result<Fetcher, String>) {
+        self.fetcher = fetcher;
+    }
+
+    /// This session with `policy` for every server not given its own.
+    #[must_use]
+    pub fn with_default_policy(mut self, policy: ServerPolicy) -> Session {
+        self.default_policy = policy;
+        self
+    }
+
+    /// This session with `policy` for the server named `server`.
+    #[must_use]
+    pub fn with_server(mut self, server: &str, policy: ServerPolicy) -> Session {
+        self.set_server(server, policy);
+        self
+    }
+
+    /// Sets the policy of the server named `server`.
+    pub fn set_server(&mut self, server: &str, policy: ServerPolicy) {
+        self.policies.insert(server.to_owned(), policy);
+    }
+
+    /// This session with `encoder` writing what the model reads: a route's encoder with raised
+    /// limits, say. Its route must be this session's.
+    #[must_use]
+    pub fn with_encoder(mut self, encoder: Encoder) -> Session {
+        debug_assert_eq!(encoder.route().id(), self.route.id(), "the encoder's route");
+        self.encoder = encoder;
+        self
+    }
+
+    /// This session scaling images over `fit` before a lane reads them; `None` leaves every
+    /// image as sent (one over the route's limits then goes as its marker).
+    #[must_use]
+    pub fn with_scaling(mut self, fit: Option<Fit>) -> Session {
+        self.scaling = fit;
+        self
+    }
+
+    /// Sets what images must fit to go natively; `None` turns scaling off.
+    pub fn set_scaling(&mut self, fit: Option<Fit>) {
+        self.scaling = fit;
+    }
+
+    /// This session with its registry and ledger: to go on with a conversation's references
+    /// and images.
+    #[must_use]
+    pub fn with_state(mut self, registry: Registry, ledger: ImageLedger) -> Session {
+        self.registry = registry;
+        self.ledger = ledger;
+        self
+    }
+
+    /// Takes a provider's count of a request: `reported` input tokens for one estimated at
+    /// `estimated`. Later budgets are held so they hold by the provider's count too.
+    pub fn observe_usage(&mut self, estimated: u64, reported: u64) {
+        self.correction.observe(estimated, reported);
+    }
+
+    /// Sets the correction later budgets are held by.
+    pub fn set_correction(&mut self, correction: Correction) {
+        self.correction = correction;
+    }
+
+    /// The correction budgets are held by.
+    pub fn correction(&self) -> Correction {
+        self.correction
+    }
+
+    /// The priced route.
+    pub fn route(&self) -> &'static PricedRoute {
+        self.route
+    }
+
+    /// The encoder for the route.
+    pub fn encoder(&self) -> Encoder {
+        self.encoder
+    }
+
+    /// The pricer: text by [`Bound`], an upper bound of o200k, and media by the route.
+    pub fn pricer(&self) -> Pricer<'static> {
+        Pricer::new(&Bound, self.route)
+    }
+
+    /// The policy of the server named `server`.
+    pub fn policy(&self, server: &str) -> ServerPolicy {
+        self.policies
+            .get(server)
+            .copied()
+            .unwrap_or(self.default_policy)
+    }
+
+    /// The reference registry.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The reference registry, to register or look up references.
+    pub fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+
+    /// The image ledger.
+    pub fn ledger(&self) -> &ImageLedger {
+        &self.ledger
+    }
+
+    /// The spill store, or why there is none.
+    pub fn spill_store(&mut self) -> Result<&mut (dyn SpillStore + Send), &str> {
+        match &mut self.spill {
+            Ok(store) => Ok(&mut **store),
+            Err(why) => Err(why),
+        }
+    }
+
+    /// The fetcher, or why there is none.
+    pub fn fetcher(&mut self) -> Result<&mut Fetcher, &str> {
+        match &mut self.fetcher {
+            Ok(fetcher) => Ok(fetcher),
+            Err(why) => Err(why),
+        }
+    }
+
+    /// What images must fit to go natively; `None` when scaling is off.
+    pub fn scaling(&self) -> Option<Fit> {
+        self.scaling
+    }
+
+    /// A projector for content `server` delivered, under the server's uri policy: the lanes
+    /// this session has no method for (a script's result, a server's own text).
+    pub fn projector<'s>(&'s mut self, server: &'s ServerName) -> Projector<'s> {
+        let uri_policy = self.policy(server.as_str()).uri_policy;
+        Projector::new(
+            &mut self.registry,
+            &mut self.ledger,
+            &self.route.lanes,
+            server,
+            uri_policy,
+        )
+    }
+
+    /// A server's own words (an error message, say) as the model may read them: every secret
+    /// and hidden uri withheld.
+    pub fn server_text(&mut self, server: &str, text: &str) -> String {
+        let name = ServerName::new(server);
+        self.projector(&name).server_text(text)
+    }
+
+    /// A budget held by the provider's correction: what a result is fitted to so that it costs
+    /// at most `budget` by the provider's count too. Said in `diagnostics` when it is less.
+    pub fn held_budget(&self, budget: u64, diagnostics: &mut Vec<String>) -> u64 {
+        let held = self.correction.budget(budget);
+        if held < budget {
+            let milli = self.correction.milli();
+            diagnostics.push(format!(
+                "fitted to {held} estimated tokens: the provider counts {}.{:03} times the estimate, so the budget of {budget} holds by its count",
+                milli / 1000,
+                milli % 1000
+            ));
+        }
+        held
+    }
+
+    /// A tool result `server` sent, as the model gets it, within the server's budget.
+    pub fn tool_result(&mut self, server: &str, result: &Value) -> Shown {
+        let mut diagnostics = Vec::new();
+        let budget = self.held_budget(self.policy(server).budget, &mut diagnostics);
+        let mut shown = self.tool_result_within(server, result, budget);
+        diagnostics.append(&mut shown.diagnostics);
+        shown.diagnostics = diagnostics;
+        shown
+    }
+
+    /// A tool result `server` sent, as the model gets it, within `budget` estimated tokens (the
+    /// host's own: what is left of the context window, say). Images over the route's limits
+    /// are scaled first; small references are fetched when a fetcher is set; the result is cut
+    /// and its whole spilled when it is over.
+    pub fn tool_result_within(&mut self, server: &str, result: &Value, budget: u64) -> Shown {
+        let mut diagnostics = Vec::new();
+        // Images over a per-image limit are scaled before anything reads the result, so the
+        // lanes, the price and both copies see what is sent.
+        let scaled = self.scaling.and_then(|fit| {
+            self.scaler
+                .scale_result(result, &self.route.lanes, fit, &mut diagnostics)
+        });
+        let result = scaled.as_ref().unwrap_or(result);
+        let parsed = ToolResult::from_value(result);
+        let name = ServerName::new(server);
+        if result.is_object() {
+            self.eager_fetch(&name, &parsed);
+        }
+        let mut shown = self.fit(&name, &parsed, budget);
+        if let Some(spill) = &shown.spill {
+            self.spill_budgets
+                .insert(spill.id.as_str().to_owned(), self.policy(server).budget);
+        }
+        diagnostics.append(&mut shown.diagnostics);
+        shown.diagnostics = diagnostics;
+        shown
+    }
+
+    /// Projects and fits a parsed result on the tool-result lanes, spilling through the store.
+    fn fit(&mut self, server: &ServerName, parsed: &ToolResult<'_>, budget: u64) -> Shown {
+        let pricer = self.pricer();
+        let uri_policy = self.policy(server.as_str()).uri_policy;
+        let mut projector = Projector::new(
+            &mut self.registry,
+            &mut self.ledger,
+            &self.route.lanes,
+            server,
+            uri_policy,
+        );
+        let store = match &mut self.spill {
+            Ok(store) => Some(&mut **store as &mut dyn SpillStore),
+            Err(_) => None,
+        };
+        let fitted = fit_tool_result(&mut projector, parsed, pricer, budget, store);
+        let mut shown = self.shown(fitted);
+        if let (Err(why), Some(_)) = (&self.spill, &shown.unsaved) {
+            shown
+                .diagnostics
+                .push(format!("spill store unavailable: {why}"));
+        }
+        shown
+    }
+
+    /// A fitted result, encoded for the route.
+    fn shown(&self, fitted: Fitted<'_>) -> Shown {
+        let tokens = fitted
+            .price
+            .unwrap_or_else(|| self.pricer().text.count(&fitted.copies.stored));
+        let output = ToolOutput::from_copies("", "", &fitted.copies);
+        Shown {
+            content: self.encoder.tool_result(&output),
+            output,
+            tokens,
+            spill: fitted.spill,
+            unsaved: fitted.unsaved,
+            saved: None,
+            diagnostics: fitted.diagnostics,
+        }
+    }
+
+    /// Registers the references at the top of a result, and fetches the small ones at once so
+    /// their stubs say they were saved. A failed call's references are neither.
+    fn eager_fetch(&mut self, server: &ServerName, result: &ToolResult<'_>) {
+        let Ok(fetcher) = &mut self.fetcher else {
+            return;
+        };
+        if result.is_error {
+            return;
+        }
+        let ids: Vec<_> = result
+            .references()
+            .map(|reference| self.registry.register(&reference, server).id.clone())
+            .collect();
+        if !ids.is_empty() {
+            fetcher.eager(&mut self.registry, &ids);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_can_move_to_another_thread() {
+        fn sendable<T: Send>() {}
+        sendable::<Session>();
+    }
+}
