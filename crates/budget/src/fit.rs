@@ -11,6 +11,11 @@ use crate::spill::{Spill, SpillId, SpillStore, write_spill_of};
 /// The default tool-result budget, in estimated tokens.
 pub const DEFAULT_BUDGET: u64 = 12_500;
 
+/// The budget of one push event, channel message or injection unless the server's config says
+/// otherwise: a server's messages enter every later request, so each is held to less than a
+/// result.
+pub const DEFAULT_MESSAGE_BUDGET: u64 = 4_000;
+
 /// How far back (or forward) from a cut a line break is looked for, in bytes: a cut moves to a
 /// line boundary only when one is this close.
 const LINE_WINDOW: usize = 240;

@@ -1,6 +1,7 @@
 //! Token prices, head/tail fitting with spill files, and the window projection.
 //!
-//! The smallest host code, from a tool result as the server sent it (the JSON rmcp's
+//! A host that holds an `mcpl_session::Session` does all of this in three names. Without one,
+//! the smallest host code, from a tool result as the server sent it (the JSON rmcp's
 //! `CallToolResult` serialises to) to the content of Anthropic's `tool_result` block, within a
 //! budget of 1,000 tokens. This crate cannot depend on `mcpl-encode`, which depends on it, so the
 //! last step is written out here; `mcpl-encode`'s `Encoder::Anthropic` writes the same JSON (its
@@ -105,8 +106,8 @@ pub mod window;
 
 pub use bound::{Bound, LONG_WORD, LONG_WORD_END, Pieces, Priced};
 pub use fit::{
-    CutError, DEFAULT_BUDGET, Fitted, Omitted, cut, cut_with, fit_tool_result, omission_notice,
-    read_back_notice,
+    CutError, DEFAULT_BUDGET, DEFAULT_MESSAGE_BUDGET, Fitted, Omitted, cut, cut_with,
+    fit_tool_result, omission_notice, read_back_notice,
 };
 pub use image::{
     ANTHROPIC_TABLE, Detail, GEMINI_TABLE, ImageCalculator, OPENAI_TABLE, PricedModels,

@@ -670,7 +670,7 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
     );
     for call in &host.calls {
         eprintln!(
-            "mcpl: round {} {}: {} estimated tokens{}{}{}",
+            "mcpl: round {} {}: {} estimated tokens{}{}{}{}",
             call.round,
             call.call.name,
             call.estimated_tokens,
@@ -678,6 +678,10 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
             call.spill
                 .as_ref()
                 .map(|s| format!(", spilled to {}", s.path))
+                .unwrap_or_default(),
+            call.saved
+                .as_deref()
+                .map(|path| format!(", saved to {path}"))
                 .unwrap_or_default(),
             // The result was cut, and its whole could not be kept: say so, and why.
             call.unsaved

@@ -57,9 +57,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// How many of one model turn's calls may be outstanding at once on one server unless its
 /// options say otherwise.
 pub const DEFAULT_MAX_CONCURRENT_CALLS: usize = 4;
-/// The budget of one push event or channel message unless the server's config says otherwise:
-/// a server's messages enter every later request, so each is held to less than a result.
-pub const DEFAULT_MESSAGE_BUDGET: u64 = 4_000;
+pub use mcpl_budget::DEFAULT_MESSAGE_BUDGET;
 /// The context window the loop checks each round against unless the config says otherwise.
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
 

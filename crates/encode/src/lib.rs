@@ -1,7 +1,8 @@
 //! Provider request encoders: the JSON each route's API takes, for a whole request and at each
 //! place content goes.
 //!
-//! The smallest host code, from a tool result as the server sent it (the JSON rmcp's
+//! A host that holds an `mcpl_session::Session` does all of this in three names. Without one,
+//! the smallest host code, from a tool result as the server sent it (the JSON rmcp's
 //! `CallToolResult` serialises to) to the content of Anthropic's `tool_result` block, within a
 //! budget of 1,000 tokens:
 //!

@@ -125,7 +125,8 @@ impl HostOptions {
             let policy = ServerPolicy::default()
                 .with_budget(server.options.budget)
                 .with_message_budget(server.options.message_budget)
-                .with_uri_policy(server.options.uri_policy);
+                .with_uri_policy(server.options.uri_policy)
+                .with_credential_urls_withheld(server.options.withhold_credential_urls);
             session.set_server(&server.launch.name, policy);
         }
         session.set_spill_store(
@@ -204,6 +205,8 @@ pub struct CallReport {
     pub spill: Option<Spill>,
     /// Why the whole could not be kept, when the result was cut and its spill failed.
     pub unsaved: Option<String>,
+    /// For `fetch_reference`: where the host saved the payload (the model is not told).
+    pub saved: Option<String>,
     /// What happened on the way, one line each.
     pub diagnostics: Vec<String>,
 }
@@ -339,15 +342,9 @@ impl Host {
         registry: Registry,
         ledger: ImageLedger,
     ) -> Host {
-        let mut session = options.session(config).with_state(registry, ledger);
+        let session = options.session(config).with_state(registry, ledger);
         let secrets = session.registry().hidden().secrets().clone();
         mcpl_config::secrets::register_environment(&secrets, std::env::vars());
-        for server in &config.servers {
-            session.registry_mut().hidden_mut().set_scan(
-                &ServerName::new(server.launch.name.as_str()),
-                server.options.withhold_credential_urls,
-            );
-        }
         let tools = session.host_tools();
         let mut host = Host {
             servers: Vec::with_capacity(config.servers.len()),
@@ -1432,15 +1429,7 @@ impl Host {
         };
         let shown = session.fetch_reference(&call.arguments, &mut resources, u64::MAX);
         self.lanes.project_deferred();
-        let saved = shown.saved.clone();
-        let mut report = shown_report(round, call, FETCH_REFERENCE, shown);
-        if let Some(saved) = saved {
-            report.diagnostics.push(format!(
-                "saved {} bytes of {} in {}",
-                saved.bytes, saved.mime_type, saved.path
-            ));
-        }
-        report
+        shown_report(round, call, FETCH_REFERENCE, shown)
     }
 }
 
@@ -1503,6 +1492,7 @@ fn shown_report(round: usize, call: &ToolCall, tool: &str, shown: Shown) -> Call
         estimated_tokens: shown.tokens,
         spill: shown.spill,
         unsaved: shown.unsaved,
+        saved: shown.saved.map(|saved| saved.path),
         diagnostics: shown.diagnostics,
     }
 }
@@ -1531,6 +1521,7 @@ fn failed_report(
         },
         spill: None,
         unsaved: None,
+        saved: None,
         diagnostics: Vec::new(),
     }
 }
@@ -1570,6 +1561,7 @@ fn host_report(
         estimated_tokens: tokens,
         spill: None,
         unsaved: None,
+        saved: None,
         diagnostics: Vec::new(),
     }
 }

@@ -180,9 +180,7 @@ impl Session {
             let result = json!({"content": part.content});
             let parsed = ToolResult::from_value(&result);
             // Read back without spilling again: the part is already the spill's.
-            let spill = std::mem::replace(&mut self.spill, Err(String::new()));
-            let shown = self.fit(&ServerName::new(READ_RESULT), &parsed, budget);
-            self.spill = spill;
+            let shown = self.fit(&ServerName::new(READ_RESULT), &parsed, budget, false);
             let sent = shown
                 .tokens
                 .max(self.pricer().text.count(&shown.output.stored));
@@ -206,10 +204,7 @@ impl Session {
     fn refusal(&mut self, text: String) -> Shown {
         let result = json!({"content": [{"type": "text", "text": text}], "isError": true});
         let parsed = ToolResult::from_value(&result);
-        let spill = std::mem::replace(&mut self.spill, Err(String::new()));
-        let shown = self.fit(&ServerName::new(FETCH_REFERENCE), &parsed, u64::MAX);
-        self.spill = spill;
-        shown
+        self.fit(&ServerName::new(FETCH_REFERENCE), &parsed, u64::MAX, false)
     }
 }
 

@@ -55,11 +55,11 @@ pub use host_tools::{
     FETCH_REFERENCE, FETCH_REFERENCE_DESCRIPTION, FETCHED_READ_LIMIT, READ_RESULT,
     READ_RESULT_DESCRIPTION, READ_RESULT_MIN_TOKENS,
 };
-pub use mcpl_budget::{DEFAULT_BUDGET, PricedRoute, Spill};
+pub use mcpl_budget::{DEFAULT_BUDGET, DEFAULT_MESSAGE_BUDGET, PricedRoute, Spill};
 pub use mcpl_encode::conversation::ToolSpec;
 pub use mcpl_fetch::ResourceReader;
 pub use mcpl_lanes::RouteId;
-pub use message::{DEFAULT_MESSAGE_BUDGET, ShownMessage};
+pub use message::{HeldText, ShownMessage};
 
 /// How the session treats one server's content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +71,8 @@ pub struct ServerPolicy {
     pub message_budget: u64,
     /// Whether the server's credential-free uris may be shown.
     pub uri_policy: UriPolicy,
+    /// Whether credential-shaped urls no block claims are withheld too (on by default).
+    pub withhold_credential_urls: bool,
 }
 
 impl Default for ServerPolicy {
@@ -80,6 +82,7 @@ impl Default for ServerPolicy {
             budget: DEFAULT_BUDGET,
             message_budget: DEFAULT_MESSAGE_BUDGET,
             uri_policy: UriPolicy::Hidden,
+            withhold_credential_urls: true,
         }
     }
 }
@@ -96,6 +99,13 @@ impl ServerPolicy {
     #[must_use]
     pub fn with_message_budget(mut self, tokens: u64) -> ServerPolicy {
         self.message_budget = tokens;
+        self
+    }
+
+    /// This policy withholding, or not, the credential-shaped urls no block claims.
+    #[must_use]
+    pub fn with_credential_urls_withheld(mut self, on: bool) -> ServerPolicy {
+        self.withhold_credential_urls = on;
         self
     }
 
@@ -251,6 +261,9 @@ impl Session {
 
     /// Sets the policy of the server named `server`.
     pub fn set_server(&mut self, server: &str, policy: ServerPolicy) {
+        self.registry
+            .hidden_mut()
+            .set_scan(&ServerName::new(server), policy.withhold_credential_urls);
         self.policies.insert(server.to_owned(), policy);
     }
 
@@ -277,11 +290,17 @@ impl Session {
     }
 
     /// This session with its registry and ledger: to go on with a conversation's references
-    /// and images.
+    /// and images. The servers' credential scans set so far carry over.
     #[must_use]
     pub fn with_state(mut self, registry: Registry, ledger: ImageLedger) -> Session {
         self.registry = registry;
         self.ledger = ledger;
+        for (server, policy) in &self.policies {
+            self.registry.hidden_mut().set_scan(
+                &ServerName::new(server.as_str()),
+                policy.withhold_credential_urls,
+            );
+        }
         self
     }
 
@@ -423,7 +442,7 @@ impl Session {
         if result.is_object() {
             self.eager_fetch(&name, &parsed);
         }
-        let mut shown = self.fit(&name, &parsed, budget);
+        let mut shown = self.fit(&name, &parsed, budget, true);
         if let Some(spill) = &shown.spill {
             self.spill_budgets
                 .insert(spill.id.as_str().to_owned(), self.policy(server).budget);
@@ -433,8 +452,17 @@ impl Session {
         shown
     }
 
-    /// Projects and fits a parsed result on the tool-result lanes, spilling through the store.
-    fn fit(&mut self, server: &ServerName, parsed: &ToolResult<'_>, budget: u64) -> Shown {
+    /// Projects and fits a parsed result on the tool-result lanes, spilling through the store
+    /// when `spill` says so. Without a store a result over budget is cut all the same, and its
+    /// notice says the whole could not be kept; without `spill` it is kept whole (a part read
+    /// back from a spill, or a host tool's own words).
+    fn fit(
+        &mut self,
+        server: &ServerName,
+        parsed: &ToolResult<'_>,
+        budget: u64,
+        spill: bool,
+    ) -> Shown {
         let pricer = self.pricer();
         let uri_policy = self.policy(server.as_str()).uri_policy;
         let mut projector = Projector::new(
@@ -444,18 +472,17 @@ impl Session {
             server,
             uri_policy,
         );
-        let store = match &mut self.spill {
-            Ok(store) => Some(&mut **store as &mut dyn SpillStore),
-            Err(_) => None,
+        let mut unavailable;
+        let store = match (&mut self.spill, spill) {
+            (_, false) => None,
+            (Ok(store), true) => Some(&mut **store as &mut dyn SpillStore),
+            (Err(why), true) => {
+                unavailable = Unavailable(why.clone());
+                Some(&mut unavailable as &mut dyn SpillStore)
+            }
         };
         let fitted = fit_tool_result(&mut projector, parsed, pricer, budget, store);
-        let mut shown = self.shown(fitted);
-        if let (Err(why), Some(_)) = (&self.spill, &shown.unsaved) {
-            shown
-                .diagnostics
-                .push(format!("spill store unavailable: {why}"));
-        }
-        shown
+        self.shown(fitted)
     }
 
     /// A fitted result, encoded for the route.
@@ -492,6 +519,21 @@ impl Session {
             fetcher.eager(&mut self.registry, &ids);
         }
     }
+}
+
+/// The store a session without one spills to: every write fails with why there is none, so a
+/// result over budget is cut all the same and says its whole could not be kept.
+struct Unavailable(String);
+
+impl SpillStore for Unavailable {
+    fn put(&mut self, name: &str, _bytes: &[u8]) -> Result<String, mcpl_budget::SpillError> {
+        Err(mcpl_budget::SpillError::Write {
+            path: name.to_owned(),
+            error: std::io::Error::other(self.0.clone()),
+        })
+    }
+
+    fn remove(&mut self, _name: &str) {}
 }
 
 #[cfg(test)]

@@ -11,10 +11,6 @@ use serde_json::Value;
 
 use crate::{Session, Spill};
 
-/// The message budget of a server not given one: the most estimated tokens one push event,
-/// channel message or injection may cost.
-pub const DEFAULT_MESSAGE_BUDGET: u64 = 4_000;
-
 /// A server's message as the model gets it: a user message's content.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]

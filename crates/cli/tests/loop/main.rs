@@ -619,10 +619,19 @@ fn fetch_reference_reads_a_resource_link_through_its_server() {
     };
     let output = host.call_tool(3, &call);
     assert!(!output.is_error, "{}", output.stored);
-    let saved: Value = serde_json::from_str(&output.stored).unwrap();
-    let path = saved["path"].as_str().unwrap();
+    // The model reads the payload's size and type, then the payload, but not the path.
+    let (header, payload) = output.stored.split_once('\n').unwrap();
+    let saved: Value = serde_json::from_str(header).unwrap();
+    assert!(saved.get("path").is_none(), "{header}");
+    let path = host.calls.last().unwrap().saved.clone().unwrap();
+    assert!(!output.stored.contains(&path));
+    let csv = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        payload.starts_with(csv.lines().next().unwrap()),
+        "{payload}"
+    );
     assert_eq!(
-        std::path::Path::new(path),
+        std::path::Path::new(&path),
         spill
             .path()
             .join("refs")
@@ -631,7 +640,7 @@ fn fetch_reference_reads_a_resource_link_through_its_server() {
     assert_eq!(saved["bytes"], 1234);
     assert_eq!(saved["mime_type"], "text/csv");
     assert_eq!(saved["digest_verified"], "no digest claimed");
-    assert_eq!(std::fs::read(path).unwrap().len(), 1234);
+    assert_eq!(csv.len(), 1234);
     assert!(host.tools().iter().any(|t| t.name == "fetch_reference"));
 }
 
