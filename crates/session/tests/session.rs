@@ -23,8 +23,10 @@ impl Scratch {
 
     fn fetcher(&self, server: &str, origin: &Loopback) -> Fetcher {
         let mut fetcher = Fetcher::new(self.0.path().join("refs")).unwrap();
-        let mut options = FetchOptions::default();
-        options.origin = Some(origin.origin().to_owned());
+        let options = FetchOptions {
+            origin: Some(origin.origin().to_owned()),
+            ..FetchOptions::default()
+        };
         fetcher.add_server(server, &options);
         fetcher
     }

@@ -82,7 +82,7 @@ fn each_lane_binds_its_references_and_each_is_fetched_through_its_server() {
         let id = record.id.clone();
         let saved = fetcher
             .fetch(
-                &mut lanes.session.registry_mut(),
+                lanes.session.registry_mut(),
                 id.as_str(),
                 None,
                 &mut NoResources,
@@ -233,7 +233,7 @@ fn a_relays_earlier_push_does_not_block_the_origin_servers_fetch() {
     let id = record.id.clone();
     fetcher
         .fetch(
-            &mut lanes.session.registry_mut(),
+            lanes.session.registry_mut(),
             id.as_str(),
             None,
             &mut NoResources,
