@@ -167,6 +167,12 @@ pub trait SpillStore {
     /// failed part-way.
     fn remove(&mut self, name: &str);
 
+    /// Why this store cannot take a spill at all, asked before a spill's text is made, so a
+    /// store that can never write costs nothing; a store that can write answers `Ok`.
+    fn ready(&self) -> Result<(), SpillError> {
+        Ok(())
+    }
+
     /// Makes every file put since the last commit durable and visible under its name; on an
     /// error none of them is left. A store that writes each file in place has nothing to do.
     fn commit(&mut self) -> Result<(), SpillError> {
@@ -978,6 +984,7 @@ fn write_spill_with<'t>(
     hidden: &HiddenUris,
     text_of: impl FnOnce(&mut Attach<'_>) -> Cow<'t, str>,
 ) -> Result<Spill, SpillError> {
+    store.ready()?;
     let id = SpillId::random()?;
     let notice = store.notice();
     let mut names: Vec<String> = Vec::new();

@@ -525,15 +525,25 @@ impl Session {
 /// result over budget is cut all the same and says its whole could not be kept.
 struct Unavailable(String);
 
-impl SpillStore for Unavailable {
-    fn put(&mut self, name: &str, _bytes: &[u8]) -> Result<String, mcpl_budget::SpillError> {
-        Err(mcpl_budget::SpillError::Write {
+impl Unavailable {
+    fn error(&self, name: &str) -> mcpl_budget::SpillError {
+        mcpl_budget::SpillError::Write {
             path: name.to_owned(),
             error: std::io::Error::other(self.0.clone()),
-        })
+        }
+    }
+}
+
+impl SpillStore for Unavailable {
+    fn put(&mut self, name: &str, _bytes: &[u8]) -> Result<String, mcpl_budget::SpillError> {
+        Err(self.error(name))
     }
 
     fn remove(&mut self, _name: &str) {}
+
+    fn ready(&self) -> Result<(), mcpl_budget::SpillError> {
+        Err(self.error("spill"))
+    }
 }
 
 #[cfg(test)]
