@@ -45,6 +45,18 @@ const PREFIXES: &[&str] = &[
 /// The fewest token characters after the prefix.
 const MIN_RUN: usize = 16;
 
+/// Whether a byte is the first of some prefix: most word starts are not, and are passed over
+/// without comparing a prefix.
+static STARTS_A_PREFIX: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut n = 0;
+    while n < PREFIXES.len() {
+        table[PREFIXES[n].as_bytes()[0] as usize] = true;
+        n += 1;
+    }
+    table
+};
+
 fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
 }
@@ -55,7 +67,8 @@ pub(crate) fn scan(text: &str, found: &mut Vec<Found>) {
     let b = text.as_bytes();
     let mut at = 0;
     while at < b.len() {
-        let starts_word = at == 0 || !b[at - 1].is_ascii_alphanumeric();
+        let starts_word = STARTS_A_PREFIX[usize::from(b[at])]
+            && (at == 0 || !b[at - 1].is_ascii_alphanumeric());
         let prefix = starts_word
             .then(|| PREFIXES.iter().find(|p| b[at..].starts_with(p.as_bytes())))
             .flatten();
