@@ -28,7 +28,10 @@
 //! `shown.content` is what goes in the `content` of Anthropic's `tool_result` block (the
 //! content of an OpenAI tool message, the `output` of a `function_call_output`, the parts of a
 //! Gemini `functionResponse`). A host that keeps a conversation with `mcpl-encode` takes
-//! [`Shown::answering`] for its history.
+//! [`Shown::answering`] for its history. Two routes need the call too: a Chat Completions tool
+//! message is text only, so a result's images go in one user message after the turn's tool
+//! messages (`session.encoder().follow_up(&outputs)`), and a Gemini `functionResponse` names
+//! its function (`session.encoder().tool_result(&shown.answering(id, name))`).
 //!
 //! Messages take one method each: [`Session::push_event`], [`Session::channel_message`],
 //! [`Session::injection`] and [`Session::system_injection`]. The host tools are

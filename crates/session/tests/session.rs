@@ -53,6 +53,34 @@ fn a_png_over_the_routes_limit_is_scaled_not_dropped() {
 }
 
 #[test]
+fn on_chat_completions_a_results_image_goes_in_the_follow_up_message() {
+    let png = STANDARD.encode(mcpl_testkit::fixture("image.png"));
+    let result = json!({"content": [
+        {"type": "text", "text": "The chart:"},
+        {"type": "image", "mimeType": "image/png", "data": png},
+    ]});
+    let mut session = Session::new(RouteId::OpenAiChat);
+    let shown = session.tool_result("charts", &result);
+    // The tool message is text: the image's pointer, not its bytes.
+    assert!(shown.content.is_string(), "{}", shown.content);
+    assert!(!shown.content.to_string().contains(&png));
+    let follow_up = session
+        .encoder()
+        .follow_up(&[shown.answering("call_1", "charts__chart")]);
+    assert!(follow_up.to_string().contains(&png), "{follow_up}");
+    // Gemini's function response names the call's function.
+    let mut gemini = Session::new(RouteId::Gemini);
+    let shown = gemini.tool_result("charts", &result);
+    let parts = gemini
+        .encoder()
+        .tool_result(&shown.answering("call_1", "charts__chart"));
+    assert_eq!(
+        parts[0]["functionResponse"]["name"], "charts__chart",
+        "{parts}"
+    );
+}
+
+#[test]
 fn a_result_over_its_budget_is_cut_spilled_and_read_back() {
     let scratch = Scratch::new();
     let mut session = Session::new(RouteId::Anthropic)

@@ -67,8 +67,8 @@ pub(crate) fn scan(text: &str, found: &mut Vec<Found>) {
     let b = text.as_bytes();
     let mut at = 0;
     while at < b.len() {
-        let starts_word = STARTS_A_PREFIX[usize::from(b[at])]
-            && (at == 0 || !b[at - 1].is_ascii_alphanumeric());
+        let starts_word =
+            STARTS_A_PREFIX[usize::from(b[at])] && (at == 0 || !b[at - 1].is_ascii_alphanumeric());
         let prefix = starts_word
             .then(|| PREFIXES.iter().find(|p| b[at..].starts_with(p.as_bytes())))
             .flatten();
