@@ -37,12 +37,18 @@
 //! [`Session::injection`] and [`Session::system_injection`]. The host tools are
 //! [`Session::host_tools`] and [`Session::call_host_tool`].
 //!
+//! A host on rmcp, the official Rust MCP SDK, takes the `rmcp` feature: its module `rmcp` reads tool
+//! results whole, past what rmcp's types drop, and converts rmcp's typed results
+//! (`examples/rmcp-host/` in the repository is a host built on it).
+//!
 //! Nothing here starts a runtime or blocks on one: a session is plain data and blocking calls
 //! (the spill store's writes, the fetcher's reads), safe to use and drop inside any tokio
 //! runtime. A host on tokio calls it from `spawn_blocking` when a store or fetch may be slow.
 
 mod host_tools;
 mod message;
+#[cfg(feature = "rmcp")]
+pub mod rmcp;
 
 use std::collections::{BTreeMap, HashMap};
 
