@@ -11,12 +11,16 @@
 //! 4. Checks the transcripts and `mcpl run`'s output, one line per check, and fails naming every
 //!    check that failed, and that each run's `--report` page (`target/e2e/run/<name>.html`) holds
 //!    its calls. Everything a run wrote stays in `target/e2e/run` to be read.
+//! 5. Builds `examples/rmcp-host/` (a host on rmcp with mcpl-session) and checks what it prints
+//!    for server-everything's calls (`rmcp_host.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
 use crate::json::Json;
+
+mod rmcp_host;
 
 /// The servers the lock file pins, as `node_modules` paths of their stdio entry points.
 const SERVER_ENTRY_POINTS: [&str; 3] = [
@@ -188,6 +192,7 @@ pub(crate) fn e2e(root: &Path) -> Result<(), String> {
         &files,
         &mut checks,
     )?;
+    rmcp_host::play_rmcp_host(root, &target, &node_modules, &run_dir, &mut checks)?;
     let seconds = started.elapsed().as_secs_f64();
     if checks.failed.is_empty() {
         println!("\ne2e: {} checks passed in {seconds:.1} s", checks.passed);

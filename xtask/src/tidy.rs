@@ -566,6 +566,29 @@ fn oversized_host(sources: &[Source]) -> Vec<String> {
     }
 }
 
+/// The manifests of packages outside the workspace that build into its target folder and must
+/// have its profiles, so that what the workspace built there is reused (decision 0125).
+const SAME_PROFILES: &[&str] = &["examples/rmcp-host/Cargo.toml"];
+
+/// A manifest's profile sections: from its first `[profile.` header to its end.
+fn profiles(manifest: &str) -> &str {
+    manifest
+        .find("\n[profile.")
+        .map_or("", |at| manifest[at..].trim_start_matches('\n'))
+}
+
+/// Manifests whose profiles are not the workspace's.
+fn profile_drift(workspace: &str, others: &[(&str, String)]) -> Vec<String> {
+    let wanted = profiles(workspace);
+    others
+        .iter()
+        .filter(|(_, text)| !profiles(text).ends_with(wanted) || wanted.is_empty())
+        .map(|(path, _)| {
+            format!("{path}: its profiles are not the root Cargo.toml's (copy them, from the first [profile.] to the end)")
+        })
+        .collect()
+}
+
 fn assert_tidy(problems: Vec<String>) {
     assert!(problems.is_empty(), "\n{}\n", problems.join("\n"));
 }
@@ -587,6 +610,32 @@ fn architecture_names_every_source_file() {
         &tree.doc,
         &file_paths(&tree.sources),
     ));
+}
+
+#[test]
+fn examples_outside_the_workspace_have_its_profiles() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap();
+    let others: Vec<(&str, String)> = SAME_PROFILES.iter().map(|p| (*p, read(p))).collect();
+    assert_tidy(profile_drift(&read("Cargo.toml"), &others));
+}
+
+#[test]
+fn an_example_with_other_profiles_fails() {
+    let workspace =
+        "[package]\n\n[profile.dev]\ndebug = 1\n\n[profile.dev.package.a]\nopt-level = 3\n";
+    let same = "[package]\n[workspace]\n# Copied.\n[profile.dev]\ndebug = 1\n\n[profile.dev.package.a]\nopt-level = 3\n";
+    let other = "[package]\n\n[profile.dev]\ndebug = 2\n";
+    let none = "[package]\n";
+    assert!(profile_drift(workspace, &[("same", same.to_owned())]).is_empty());
+    assert_eq!(
+        profile_drift(
+            workspace,
+            &[("other", other.to_owned()), ("none", none.to_owned())]
+        )
+        .len(),
+        2
+    );
 }
 
 #[test]
