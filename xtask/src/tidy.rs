@@ -135,9 +135,10 @@ const RESTRICTED: &[(&str, &[&str])] = &[
     ("clap", &["mcpl-cli", "xtask"]),
     ("tracing-subscriber", &["mcpl-cli", "xtask"]),
     ("anyhow", &["mcpl-cli", "xtask"]),
-    // The object store and its async runtime stay in the one crate that needs them.
+    // The object store and its async runtime stay in the one crate that needs them; the
+    // session's optional rmcp adapter takes tokio's I/O traits for its tap (decision 0125).
     ("object_store", &["mcpl-spill-s3"]),
-    ("tokio", &["mcpl-spill-s3"]),
+    ("tokio", &["mcpl-spill-s3", "mcpl-session"]),
     ("reqwest", &["mcpl-spill-s3"]),
 ];
 
