@@ -85,6 +85,9 @@ pub enum CallError {
 ///
 /// When `tap` did not see the answer (another transport, or an answer over its limits) the
 /// result is rmcp's typed result serialised, and [`RawResult::fallback`] says why.
+///
+/// It makes one round: an answer asking for input (`resultType: "input_required"`, protocol
+/// 2026-07-28) or starting a task comes back as it is, where rmcp's `call_tool` would go on.
 pub async fn call_tool_raw(
     peer: &Peer<RoleClient>,
     tap: &Tap,

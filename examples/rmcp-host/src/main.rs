@@ -51,11 +51,9 @@ async fn main() -> ExitCode {
 
 async fn run(options: Options) -> Result<(), String> {
     let (store, local_folder) = spill_store(&options)?;
-    let policy = options
-        .budget
-        .map_or_else(ServerPolicy::default, |tokens| {
-            ServerPolicy::default().with_budget(tokens)
-        });
+    let policy = options.budget.map_or_else(ServerPolicy::default, |tokens| {
+        ServerPolicy::default().with_budget(tokens)
+    });
     let mut session = Session::new(options.route).with_default_policy(policy);
     session.set_spill_store(Ok(store));
     let mut session = Some(session);
@@ -71,10 +69,10 @@ async fn run(options: Options) -> Result<(), String> {
     let stdout = child.stdout.take().ok_or("the server has no stdout")?;
     let stdin = child.stdin.take().ok_or("the server has no stdin")?;
     let tap = Tap::new();
-    let client = ()
-        .serve((tap.reader(stdout), stdin))
-        .await
-        .map_err(|e| format!("initialize: {e}"))?;
+    let client =
+        ().serve((tap.reader(stdout), stdin))
+            .await
+            .map_err(|e| format!("initialize: {e}"))?;
     let tools = client
         .list_all_tools()
         .await
@@ -197,7 +195,11 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
             }
             "--budget" => {
                 let tokens = value(&mut args, "--budget")?;
-                options.budget = Some(tokens.parse().map_err(|e| format!("--budget {tokens}: {e}"))?);
+                options.budget = Some(
+                    tokens
+                        .parse()
+                        .map_err(|e| format!("--budget {tokens}: {e}"))?,
+                );
             }
             "--s3" => {
                 let url = value(&mut args, "--s3")?;

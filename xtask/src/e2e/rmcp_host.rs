@@ -42,7 +42,7 @@ pub(super) fn play_rmcp_host(
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
         .current_dir(root)
         .env("CARGO_TARGET_DIR", target)
-        .args(["build", "--locked", "--features", "s3", "--manifest-path"])
+        .args(["build", "--features", "s3", "--manifest-path"])
         .arg(&manifest)
         .status()
         .map_err(|error| format!("cannot run cargo: {error}"))?;
