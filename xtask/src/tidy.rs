@@ -571,21 +571,47 @@ fn oversized_host(sources: &[Source]) -> Vec<String> {
 /// have its profiles, so that what the workspace built there is reused (decision 0125).
 const SAME_PROFILES: &[&str] = &["examples/rmcp-host/Cargo.toml"];
 
-/// A manifest's profile sections: from its first `[profile.` header to its end.
-fn profiles(manifest: &str) -> &str {
-    manifest
-        .find("\n[profile.")
-        .map_or("", |at| manifest[at..].trim_start_matches('\n'))
+/// The workspace's profile sections for its test-only crates, which such a package leaves out
+/// (cargo warns of a profile for a package it does not build).
+const TEST_ONLY_PROFILES: &[&str] = &[
+    "[profile.dev.package.insta]",
+    "[profile.dev.package.similar]",
+    "[profile.dev.package.proptest]",
+];
+
+/// A manifest's profile sections, from its first `[profile.` header to its end: each header with
+/// its settings, comments and blank lines left out.
+fn profiles(manifest: &str) -> Vec<(&str, Vec<&str>)> {
+    let mut sections: Vec<(&str, Vec<&str>)> = Vec::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            if line.starts_with("[profile.") || !sections.is_empty() {
+                sections.push((line, Vec::new()));
+            }
+        } else if let Some((_, settings)) = sections.last_mut()
+            && !line.is_empty()
+            && !line.starts_with('#')
+        {
+            settings.push(line);
+        }
+    }
+    sections
 }
 
-/// Manifests whose profiles are not the workspace's.
+/// Manifests whose profiles are not the workspace's (but for its test-only crates').
 fn profile_drift(workspace: &str, others: &[(&str, String)]) -> Vec<String> {
-    let wanted = profiles(workspace);
+    let wanted: Vec<_> = profiles(workspace)
+        .into_iter()
+        .filter(|(header, _)| !TEST_ONLY_PROFILES.contains(header))
+        .collect();
     others
         .iter()
-        .filter(|(_, text)| !profiles(text).ends_with(wanted) || wanted.is_empty())
+        .filter(|(_, text)| wanted.is_empty() || profiles(text) != wanted)
         .map(|(path, _)| {
-            format!("{path}: its profiles are not the root Cargo.toml's (copy them, from the first [profile.] to the end)")
+            format!(
+                "{path}: its profiles are not the root Cargo.toml's (copy them, but for {})",
+                TEST_ONLY_PROFILES.join(", ")
+            )
         })
         .collect()
 }
@@ -623,20 +649,21 @@ fn examples_outside_the_workspace_have_its_profiles() {
 
 #[test]
 fn an_example_with_other_profiles_fails() {
-    let workspace =
-        "[package]\n\n[profile.dev]\ndebug = 1\n\n[profile.dev.package.a]\nopt-level = 3\n";
-    let same = "[package]\n[workspace]\n# Copied.\n[profile.dev]\ndebug = 1\n\n[profile.dev.package.a]\nopt-level = 3\n";
-    let other = "[package]\n\n[profile.dev]\ndebug = 2\n";
+    let workspace = "[package]\n\n[profile.dev]\ndebug = 1\n\n# Why.\n[profile.dev.package.a]\nopt-level = 3\n\n[profile.dev.package.insta]\nopt-level = 3\n";
+    let same = "[package]\n[workspace]\n\n# Copied.\n[profile.dev]\ndebug = 1\n[profile.dev.package.a]\nopt-level = 3\n";
+    let other = "[package]\n\n[profile.dev]\ndebug = 2\n\n[profile.dev.package.a]\nopt-level = 3\n";
+    let fewer = "[package]\n\n[profile.dev]\ndebug = 1\n";
     let none = "[package]\n";
     assert!(profile_drift(workspace, &[("same", same.to_owned())]).is_empty());
-    assert_eq!(
-        profile_drift(
-            workspace,
-            &[("other", other.to_owned()), ("none", none.to_owned())]
-        )
-        .len(),
-        2
+    let drift = profile_drift(
+        workspace,
+        &[
+            ("other", other.to_owned()),
+            ("fewer", fewer.to_owned()),
+            ("none", none.to_owned()),
+        ],
     );
+    assert_eq!(drift.len(), 3, "{drift:?}");
 }
 
 #[test]
