@@ -37,8 +37,8 @@
 //! [`Session::injection`] and [`Session::system_injection`]. The host tools are
 //! [`Session::host_tools`] and [`Session::call_host_tool`].
 //!
-//! A host on rmcp, the official Rust MCP SDK, takes the `rmcp` feature: its module `rmcp` reads tool
-//! results whole, past what rmcp's types drop, and converts rmcp's typed results
+//! A host on rmcp, the official Rust MCP SDK, takes the `rmcp` feature: its module `rmcp`
+//! reads tool results whole, past what rmcp's types drop, and converts rmcp's typed results
 //! (`examples/rmcp-host/` in the repository is a host built on it).
 //!
 //! Nothing here starts a runtime or blocks on one: a session is plain data and blocking calls
