@@ -52,11 +52,8 @@ pub mod rmcp;
 
 use std::collections::{BTreeMap, HashMap};
 
-use mcpl_budget::{Bound, Correction, Fitted, Pricer, SpillStore, fit_tool_result};
-use mcpl_encode::Encoder;
-use mcpl_encode::conversation::ToolOutput;
-use mcpl_fetch::{Fetcher, Saved};
-use mcpl_lanes::{ImageLedger, Projector, Registry, ServerName, ToolResult, UriPolicy};
+use mcpl_budget::{Bound, Correction, Fitted, Pricer, fit_tool_result};
+use mcpl_lanes::{ImageLedger, Projector, Registry, ServerName, ToolResult};
 use mcpl_scale::{Fit, Scaler};
 use serde_json::Value;
 
@@ -64,10 +61,15 @@ pub use host_tools::{
     FETCH_REFERENCE, FETCH_REFERENCE_DESCRIPTION, FETCHED_READ_LIMIT, READ_RESULT,
     READ_RESULT_DESCRIPTION, READ_RESULT_MIN_TOKENS,
 };
-pub use mcpl_budget::{DEFAULT_BUDGET, DEFAULT_MESSAGE_BUDGET, PricedRoute, Spill};
-pub use mcpl_encode::conversation::ToolSpec;
-pub use mcpl_fetch::ResourceReader;
-pub use mcpl_lanes::RouteId;
+// What a host sets a session up with, so a host needs this crate alone for it.
+pub use mcpl_budget::{
+    DEFAULT_BUDGET, DEFAULT_MESSAGE_BUDGET, LocalSpillStore, PricedRoute, Spill, SpillError,
+    SpillNotice, SpillStore,
+};
+pub use mcpl_encode::Encoder;
+pub use mcpl_encode::conversation::{ToolOutput, ToolSpec};
+pub use mcpl_fetch::{FetchOptions, Fetcher, NoResources, ResourceReader, Saved};
+pub use mcpl_lanes::{RouteId, UriPolicy};
 pub use message::{HeldText, ShownMessage};
 
 /// How the session treats one server's content.
