@@ -25,17 +25,14 @@ const SPILL_PATH: &str = "/tmp/mcpl-bench/spill.txt";
 fn pipeline_fit(result: &ToolResult<'_>, route: &PricedRoute) -> usize {
     let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
     let server = ServerName::new("bench");
-    let mut projector = Projector {
-        registry: &mut registry,
-        ledger: &mut ledger,
-        route: &route.lanes,
-        server: &server,
-        uri_policy: UriPolicy::Hidden,
-    };
-    let pricer = Pricer {
-        text: &Bound,
-        route,
-    };
+    let mut projector = Projector::new(
+        &mut registry,
+        &mut ledger,
+        &route.lanes,
+        &server,
+        UriPolicy::Hidden,
+    );
+    let pricer = Pricer::new(&Bound, route);
     let copies = projector.tool_result(result);
     match cut(&copies, pricer, DEFAULT_BUDGET, SPILL_PATH) {
         Ok(Some((fitted, _))) => fitted.stored.len(),
@@ -80,20 +77,17 @@ fn fit_inputs() -> Vec<(&'static str, Value, Throughput)> {
 
 fn bench_fit(c: &mut Criterion) {
     let route = PricedRoute::ANTHROPIC;
-    let pricer = Pricer {
-        text: &Bound,
-        route: &route,
-    };
+    let pricer = Pricer::new(&Bound, &route);
     for (name, result, throughput) in fit_inputs() {
         let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
         let server = ServerName::new("bench");
-        let mut projector = Projector {
-            registry: &mut registry,
-            ledger: &mut ledger,
-            route: &route.lanes,
-            server: &server,
-            uri_policy: UriPolicy::Hidden,
-        };
+        let mut projector = Projector::new(
+            &mut registry,
+            &mut ledger,
+            &route.lanes,
+            &server,
+            UriPolicy::Hidden,
+        );
         let copies = projector.tool_result(&ToolResult::from_value(&result));
         let mut group = c.benchmark_group(format!("fit/{name}"));
         group.throughput(throughput);

@@ -91,13 +91,13 @@ fn bench_spill(c: &mut Criterion) {
                 let (mut registry, mut ledger) =
                     (Registry::with_seed(1), ImageLedger::with_seed(2));
                 let started = Instant::now();
-                let mut projector = Projector {
-                    registry: &mut registry,
-                    ledger: &mut ledger,
-                    route: &route,
-                    server: &server,
-                    uri_policy: UriPolicy::Hidden,
-                };
+                let mut projector = Projector::new(
+                    &mut registry,
+                    &mut ledger,
+                    &route,
+                    &server,
+                    UriPolicy::Hidden,
+                );
                 let mut store = LocalSpillStore::new(&folder).expect("a spill folder");
                 let spill =
                     write_spill(&mut projector, &ToolResult::from_value(&result), &mut store)
@@ -134,13 +134,13 @@ fn bench_small_spill(c: &mut Criterion) {
     let mut store = LocalSpillStore::new(root.0.join("spills")).expect("a spill folder");
     let mut spill_once = || {
         let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
-        let mut projector = Projector {
-            registry: &mut registry,
-            ledger: &mut ledger,
-            route: &route,
-            server: &server,
-            uri_policy: UriPolicy::Hidden,
-        };
+        let mut projector = Projector::new(
+            &mut registry,
+            &mut ledger,
+            &route,
+            &server,
+            UriPolicy::Hidden,
+        );
         write_spill(&mut projector, &parsed, &mut store).expect("the spill is written")
     };
     let mut group = c.benchmark_group("small_spill");

@@ -21,14 +21,14 @@
 //!
 //! let (mut registry, mut ledger) = (Registry::new(), ImageLedger::new());
 //! let (server, route) = (ServerName::new("charts"), PricedRoute::ANTHROPIC);
-//! let mut lanes = Projector {
-//!     registry: &mut registry,
-//!     ledger: &mut ledger,
-//!     route: &route.lanes,
-//!     server: &server,
-//!     uri_policy: UriPolicy::Hidden,
-//! };
-//! let pricer = Pricer { text: &Bound, route: &route };
+//! let mut lanes = Projector::new(
+//!     &mut registry,
+//!     &mut ledger,
+//!     &route.lanes,
+//!     &server,
+//!     UriPolicy::Hidden,
+//! );
+//! let pricer = Pricer::new(&Bound, &route);
 //! let fitted = fit_tool_result(&mut lanes, &ToolResult::from_value(&result), pricer, 1_000, None);
 //! assert!(fitted.price.is_some_and(|tokens| tokens <= 1_000));
 //!
@@ -75,17 +75,17 @@
 //! let (mut registry, mut ledger) = (Registry::new(), ImageLedger::new());
 //! let server = ServerName::new("logs");
 //! let route = PricedRoute::ANTHROPIC;
-//! let mut lanes = Projector {
-//!     registry: &mut registry,
-//!     ledger: &mut ledger,
-//!     route: &route.lanes,
-//!     server: &server,
-//!     uri_policy: UriPolicy::Hidden,
-//! };
+//! let mut lanes = Projector::new(
+//!     &mut registry,
+//!     &mut ledger,
+//!     &route.lanes,
+//!     &server,
+//!     UriPolicy::Hidden,
+//! );
 //! let result = json!({"content": [{"type": "text", "text": "line\n".repeat(10_000)}]});
 //! let dir = std::env::temp_dir().join(format!("mcpl-doc-{}", std::process::id()));
 //! let mut store = mcpl_budget::LocalSpillStore::new(&dir).unwrap();
-//! let pricer = Pricer { text: &Bound, route: &route };
+//! let pricer = Pricer::new(&Bound, &route);
 //! let fitted = fit_tool_result(&mut lanes, &ToolResult::from_value(&result), pricer, 500, Some(&mut store));
 //! assert!(fitted.cut && fitted.price.unwrap() <= 500);
 //! assert!(fitted.copies.stored.contains("tokens omitted ("));

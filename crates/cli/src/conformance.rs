@@ -309,13 +309,13 @@ impl Lanes {
     /// push event's content and history text.
     fn render(&mut self, blocks: &Value) -> Views {
         let result = json!({ "content": blocks });
-        let mut projector = Projector {
-            registry: &mut self.registry,
-            ledger: &mut self.ledger,
-            route: &Route::ANTHROPIC,
-            server: &self.server,
-            uri_policy: UriPolicy::Hidden,
-        };
+        let mut projector = Projector::new(
+            &mut self.registry,
+            &mut self.ledger,
+            &Route::ANTHROPIC,
+            &self.server,
+            UriPolicy::Hidden,
+        );
         let copies = projector.tool_result(&ToolResult::from_value(&result));
         let live = match &copies.live {
             LiveCopy::Stored => copies.stored.clone().into_owned(),

@@ -250,21 +250,18 @@ fn project_with(
 ) -> Result<Projection, ProjectError> {
     let priced = PricedRoute::of(request.route);
     let route = &priced.lanes;
-    let pricer = Pricer {
-        text: &Bound,
-        route: priced,
-    };
+    let pricer = Pricer::new(&Bound, priced);
     // The same input gives the same ids and refs, so the command's output repeats exactly.
     let mut registry = Registry::with_seed(source.fingerprint);
     let mut ledger = ImageLedger::with_seed(source.fingerprint.rotate_left(17));
     let server = ServerName::new(request.server.clone());
-    let mut projector = Projector {
-        registry: &mut registry,
-        ledger: &mut ledger,
+    let mut projector = Projector::new(
+        &mut registry,
+        &mut ledger,
         route,
-        server: &server,
-        uri_policy: request.uri_policy,
-    };
+        &server,
+        request.uri_policy,
+    );
     let mut diagnostics = Vec::new();
     if source.lone_surrogates_replaced > 0 {
         diagnostics.push(format!(

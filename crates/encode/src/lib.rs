@@ -24,14 +24,14 @@
 //! let (mut registry, mut ledger) = (Registry::new(), ImageLedger::new());
 //! let anthropic = Encoder::new(RouteId::Anthropic);
 //! let (server, route) = (ServerName::new("charts"), anthropic.route());
-//! let mut lanes = Projector {
-//!     registry: &mut registry,
-//!     ledger: &mut ledger,
-//!     route: &route.lanes,
-//!     server: &server,
-//!     uri_policy: UriPolicy::Hidden,
-//! };
-//! let pricer = Pricer { text: &Bound, route };
+//! let mut lanes = Projector::new(
+//!     &mut registry,
+//!     &mut ledger,
+//!     &route.lanes,
+//!     &server,
+//!     UriPolicy::Hidden,
+//! );
+//! let pricer = Pricer::new(&Bound, route);
 //! let fitted = fit_tool_result(&mut lanes, &ToolResult::from_value(&result), pricer, 1_000, None);
 //! assert!(fitted.price.is_some_and(|tokens| tokens <= 1_000));
 //!

@@ -56,13 +56,13 @@ fn bench_tool_result(c: &mut Criterion) {
                 input,
                 |b, input| {
                     b.iter(|| {
-                        let mut lanes = Projector {
-                            registry: &mut registry,
-                            ledger: &mut ledger,
+                        let mut lanes = Projector::new(
+                            &mut registry,
+                            &mut ledger,
                             route,
-                            server: &server,
-                            uri_policy: UriPolicy::Hidden,
-                        };
+                            &server,
+                            UriPolicy::Hidden,
+                        );
                         let copies =
                             lanes.tool_result(&ToolResult::from_value(std::hint::black_box(input)));
                         copies.stored.len()

@@ -20,13 +20,13 @@
 //!
 //! let (mut registry, mut ledger) = (Registry::new(), ImageLedger::new());
 //! let server = ServerName::new("charts");
-//! let mut lanes = Projector {
-//!     registry: &mut registry,
-//!     ledger: &mut ledger,
-//!     route: &Route::ANTHROPIC,
-//!     server: &server,
-//!     uri_policy: UriPolicy::Hidden,
-//! };
+//! let mut lanes = Projector::new(
+//!     &mut registry,
+//!     &mut ledger,
+//!     &Route::ANTHROPIC,
+//!     &server,
+//!     UriPolicy::Hidden,
+//! );
 //! // With a budget: mcpl_budget::fit_tool_result(&mut lanes, &result, pricer, 1_000, spill).copies
 //! let copies = lanes.tool_result(&ToolResult::from_value(&result));
 //!
@@ -73,13 +73,13 @@
 //!
 //! let (mut registry, mut ledger) = (Registry::new(), ImageLedger::new());
 //! let server = ServerName::new("docs");
-//! let mut lanes = Projector {
-//!     registry: &mut registry,
-//!     ledger: &mut ledger,
-//!     route: RouteId::Anthropic.route(),
-//!     server: &server,
-//!     uri_policy: UriPolicy::Hidden,
-//! };
+//! let mut lanes = Projector::new(
+//!     &mut registry,
+//!     &mut ledger,
+//!     RouteId::Anthropic.route(),
+//!     &server,
+//!     UriPolicy::Hidden,
+//! );
 //! let result = json!({"content": [
 //!     {"type": "text", "text": "Here is the report."},
 //!     {"type": "resource", "uri": "https://files.example/r/1?sig=secret",

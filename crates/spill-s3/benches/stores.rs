@@ -27,13 +27,13 @@ fn spill_once(result: &Value, store: &mut dyn SpillStore) {
     let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
     let route = Route::ANTHROPIC;
     let server = ServerName::new("bench");
-    let mut projector = Projector {
-        registry: &mut registry,
-        ledger: &mut ledger,
-        route: &route,
-        server: &server,
-        uri_policy: UriPolicy::Hidden,
-    };
+    let mut projector = Projector::new(
+        &mut registry,
+        &mut ledger,
+        &route,
+        &server,
+        UriPolicy::Hidden,
+    );
     write_spill(&mut projector, &ToolResult::from_value(result), store).expect("a spill");
 }
 

@@ -41,10 +41,7 @@ fn store(endpoint: &str, bucket: &str, conversation: &str) -> S3SpillStore {
 }
 
 fn pricer(route: &PricedRoute) -> Pricer<'_> {
-    Pricer {
-        text: &Bound,
-        route,
-    }
+    Pricer::new(&Bound, route)
 }
 
 /// A result over any small budget: `text` and a PNG between two halves of it.
@@ -62,13 +59,13 @@ fn spill(result: &Value, store: &mut dyn SpillStore) -> Result<mcpl_budget::Spil
     let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
     let server = ServerName::new("s3-test");
     let route = PricedRoute::ANTHROPIC;
-    let mut projector = Projector {
-        registry: &mut registry,
-        ledger: &mut ledger,
-        route: &route.lanes,
-        server: &server,
-        uri_policy: UriPolicy::Hidden,
-    };
+    let mut projector = Projector::new(
+        &mut registry,
+        &mut ledger,
+        &route.lanes,
+        &server,
+        UriPolicy::Hidden,
+    );
     write_spill(&mut projector, &ToolResult::from_value(result), store).map_err(|e| e.to_string())
 }
 
@@ -125,13 +122,13 @@ fn a_bucket_that_refuses_writes_still_holds_the_budget() {
     let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
     let server = ServerName::new("s3-test");
     let route = PricedRoute::ANTHROPIC;
-    let mut projector = Projector {
-        registry: &mut registry,
-        ledger: &mut ledger,
-        route: &route.lanes,
-        server: &server,
-        uri_policy: UriPolicy::Hidden,
-    };
+    let mut projector = Projector::new(
+        &mut registry,
+        &mut ledger,
+        &route.lanes,
+        &server,
+        UriPolicy::Hidden,
+    );
     let parsed = ToolResult::from_value(&result);
     let fitted = fit_tool_result(
         &mut projector,

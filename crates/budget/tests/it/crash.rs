@@ -114,10 +114,7 @@ fn a_writer_dying_part_way_shows_no_spill_and_spill_gc_removes_what_it_left() {
                 .trim_end_matches(".partial")
                 .trim_end_matches(".txt");
             let route = PricedRoute::ANTHROPIC;
-            let pricer = mcpl_budget::Pricer {
-                text: &mcpl_budget::Bound,
-                route: &route,
-            };
+            let pricer = mcpl_budget::Pricer::new(&mcpl_budget::Bound, &route);
             let error = mcpl_budget::read_back(&mut store, id, 0, 10_000, pricer).unwrap_err();
             assert_eq!(
                 error.to_string(),

@@ -27,10 +27,7 @@ fn cut_on(result: &Value, route: &PricedRoute, budget: u64) -> Result<Option<u64
     let copies = with_projector(route, |projector| {
         projector.tool_result(&ToolResult::from_value(result))
     });
-    let pricer = Pricer {
-        text: &Bound,
-        route,
-    };
+    let pricer = Pricer::new(&Bound, route);
     cut(&copies, pricer, budget, SPILL_PATH).map(|fitted| fitted.map(|(_, price)| price))
 }
 

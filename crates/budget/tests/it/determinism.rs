@@ -110,17 +110,14 @@ fn a_result_with_references_is_cut_at_the_same_place_whatever_their_random_ids()
             ImageLedger::with_seed(seed),
         );
         let server = ServerName::new("test");
-        let mut projector = Projector {
-            registry: &mut registry,
-            ledger: &mut ledger,
-            route: &route.lanes,
-            server: &server,
-            uri_policy: UriPolicy::Hidden,
-        };
-        let pricer = Pricer {
-            text: &Bound,
-            route: &route,
-        };
+        let mut projector = Projector::new(
+            &mut registry,
+            &mut ledger,
+            &route.lanes,
+            &server,
+            UriPolicy::Hidden,
+        );
+        let pricer = Pricer::new(&Bound, &route);
         let fitted = fit_tool_result(
             &mut projector,
             &ToolResult::from_value(&result),

@@ -60,13 +60,13 @@ pub(crate) fn with_projector<T>(
 ) -> T {
     let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
     let server = ServerName::new("test");
-    body(&mut Projector {
-        registry: &mut registry,
-        ledger: &mut ledger,
-        route: &route.lanes,
-        server: &server,
-        uri_policy: UriPolicy::Hidden,
-    })
+    body(&mut Projector::new(
+        &mut registry,
+        &mut ledger,
+        &route.lanes,
+        &server,
+        UriPolicy::Hidden,
+    ))
 }
 
 /// Fits a result on a route with a fresh host.
@@ -76,10 +76,7 @@ pub(crate) fn fit<'a>(
     budget: u64,
     store: Option<&mut dyn SpillStore>,
 ) -> Fitted<'a> {
-    let pricer = Pricer {
-        text: &Bound,
-        route,
-    };
+    let pricer = Pricer::new(&Bound, route);
     with_projector(route, |projector| {
         fit_tool_result(
             projector,

@@ -12,10 +12,7 @@ use serde_json::{Value, json};
 use crate::{TempDir, fit};
 
 fn pricer(route: &PricedRoute) -> Pricer<'_> {
-    Pricer {
-        text: &Bound,
-        route,
-    }
+    Pricer::new(&Bound, route)
 }
 
 /// Reads a spill from `offset` to its end in parts of `max_tokens`; returns the parts.

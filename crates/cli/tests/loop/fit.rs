@@ -103,10 +103,7 @@ fn native_images(body: &Value) -> Vec<String> {
 }
 
 fn pricer() -> Pricer<'static> {
-    Pricer {
-        text: &Bound,
-        route: &PricedRoute::ANTHROPIC,
-    }
+    Pricer::new(&Bound, &PricedRoute::ANTHROPIC)
 }
 
 #[test]

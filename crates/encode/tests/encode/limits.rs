@@ -412,17 +412,14 @@ fn a_lane_made_result_over_a_limit_goes_as_its_stored_placeholder() {
     let (mut registry, mut ledger) = (Registry::new(), ImageLedger::new());
     let encoder = Encoder::new(RouteId::Anthropic);
     let server = ServerName::new("shots");
-    let mut lanes = Projector {
-        registry: &mut registry,
-        ledger: &mut ledger,
-        route: &encoder.route().lanes,
-        server: &server,
-        uri_policy: UriPolicy::Hidden,
-    };
-    let pricer = Pricer {
-        text: &Bound,
-        route: encoder.route(),
-    };
+    let mut lanes = Projector::new(
+        &mut registry,
+        &mut ledger,
+        &encoder.route().lanes,
+        &server,
+        UriPolicy::Hidden,
+    );
+    let pricer = Pricer::new(&Bound, encoder.route());
     let fitted = fit_tool_result(
         &mut lanes,
         &ToolResult::from_value(&result),

@@ -378,14 +378,8 @@ proptest! {
                 let mut tool_calls = Vec::new();
                 for (n, content) in results.iter().enumerate() {
                     let result = json!({"content": content});
-                    let mut lanes = Projector {
-                        registry: &mut registry,
-                        ledger: &mut ledger,
-                        route: &priced.lanes,
-                        server: &server,
-                        uri_policy: UriPolicy::Hidden,
-                    };
-                    let pricer = Pricer { text: &Bound, route: &priced };
+                    let mut lanes = Projector::new(&mut registry, &mut ledger, &priced.lanes, &server, UriPolicy::Hidden);
+                    let pricer = Pricer::new(&Bound, &priced);
                     let fitted = fit_tool_result(&mut lanes, &ToolResult::from_value(&result), pricer, budget, None);
                     let mut output = mcpl_encode::conversation::ToolOutput::from_copies("call_1", "tool", &fitted.copies);
                     output.call_id = format!("call_{n}");

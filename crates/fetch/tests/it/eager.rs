@@ -26,13 +26,13 @@ fn stored(registry: &mut Registry, server: &str, blocks: &[Value]) -> String {
     let result = json!({ "content": blocks });
     let mut ledger = ImageLedger::new();
     let server = ServerName::new(server);
-    Projector {
+    Projector::new(
         registry,
-        ledger: &mut ledger,
-        route: &Route::ANTHROPIC,
-        server: &server,
-        uri_policy: UriPolicy::Hidden,
-    }
+        &mut ledger,
+        &Route::ANTHROPIC,
+        &server,
+        UriPolicy::Hidden,
+    )
     .tool_result(&ToolResult::from_value(&result))
     .stored
     .into_owned()

@@ -74,13 +74,13 @@ impl Host {
     }
 
     pub(crate) fn on<'h>(&'h mut self, route: &'h Route, policy: UriPolicy) -> Projector<'h> {
-        Projector {
-            registry: &mut self.registry,
-            ledger: &mut self.ledger,
+        Projector::new(
+            &mut self.registry,
+            &mut self.ledger,
             route,
-            server: &self.server,
-            uri_policy: policy,
-        }
+            &self.server,
+            policy,
+        )
     }
 
     /// Projects a tool result on every lane. The message and injection lanes take its content.

@@ -32,13 +32,13 @@ fn shown_on(route: RouteId, result: Value) -> Shown {
     let result: &'static Value = Box::leak(Box::new(result));
     let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
     let server = ServerName::new("s");
-    let mut projector = Projector {
-        registry: &mut registry,
-        ledger: &mut ledger,
-        route: route.route(),
-        server: &server,
-        uri_policy: UriPolicy::Hidden,
-    };
+    let mut projector = Projector::new(
+        &mut registry,
+        &mut ledger,
+        route.route(),
+        &server,
+        UriPolicy::Hidden,
+    );
     let copies = projector.tool_result(&ToolResult::from_value(result));
     let content = &result["content"];
     let mut messages = projector.push(content).unwrap().parts;

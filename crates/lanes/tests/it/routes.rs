@@ -17,13 +17,13 @@ fn project_on(route: &Route, mut result: Value) -> (LiveCopy<'static>, String, V
     let result: &'static Value = Box::leak(Box::new(result));
     let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
     let server = ServerName::new("s");
-    let mut projector = Projector {
-        registry: &mut registry,
-        ledger: &mut ledger,
+    let mut projector = Projector::new(
+        &mut registry,
+        &mut ledger,
         route,
-        server: &server,
-        uri_policy: UriPolicy::Hidden,
-    };
+        &server,
+        UriPolicy::Hidden,
+    );
     let copies = projector.tool_result(&ToolResult::from_value(result));
     let push = projector.push(&result["content"]).unwrap();
     let native_in_push = push
