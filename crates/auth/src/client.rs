@@ -120,6 +120,28 @@ pub enum ClientIdentity {
     },
 }
 
+impl ClientIdentity {
+    /// Every credential this identity holds (a client secret, a private key, a workload's
+    /// assertion, a person's identity token): what a host registers so that no server string
+    /// carries one back to a model.
+    pub fn secrets(&self) -> Vec<&Secret> {
+        match self {
+            ClientIdentity::Register => Vec::new(),
+            ClientIdentity::PreRegistered { client_secret, .. } => client_secret.iter().collect(),
+            ClientIdentity::JwtBearer { assertion, .. } => vec![assertion],
+            ClientIdentity::Enterprise {
+                client_secret,
+                id_token,
+                ..
+            } => vec![client_secret, id_token],
+            ClientIdentity::ClientCredentials { credential, .. } => match credential {
+                ClientCredential::Secret(secret) => vec![secret],
+                ClientCredential::PrivateKeyJwt { key_pem, .. } => vec![key_pem],
+            },
+        }
+    }
+}
+
 /// A client credentials client's authentication at the token endpoint.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClientCredential {

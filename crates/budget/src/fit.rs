@@ -219,13 +219,12 @@ pub fn fit_tool_result<'a>(
                 let price = pricer.text.count(&line);
                 left_out = true;
                 live_cut = Some((
-                    ToolResultCopies {
-                        stored: stored.into(),
+                    ToolResultCopies::new(
+                        stored.into(),
                         part_ends,
-                        live: LiveCopy::Stored,
-                        is_error: copies.is_error,
-                        spills_as_stored: false,
-                    },
+                        LiveCopy::Stored,
+                        copies.is_error,
+                    ),
                     price,
                 ));
                 diagnostics.push(format!(
@@ -692,11 +691,5 @@ fn assemble<'a>(
     } else {
         LiveCopy::Stored
     };
-    ToolResultCopies {
-        stored: stored.into(),
-        part_ends,
-        live,
-        is_error: original.is_error,
-        spills_as_stored: false,
-    }
+    ToolResultCopies::new(stored.into(), part_ends, live, original.is_error)
 }

@@ -137,27 +137,19 @@ impl PricedRoute {
     /// The route held to what one model takes: images, PDFs and audio go natively only where
     /// both the route and the model take them; the rest is described in text.
     pub fn narrowed(&self, model: NativeMedia) -> PricedRoute {
-        let lanes = &self.lanes;
-        PricedRoute {
-            lanes: Route {
-                images_in_tool_results: lanes.images_in_tool_results && model.images,
-                images_in_messages: lanes.images_in_messages && model.images,
-                image_types: if model.images { lanes.image_types } else { &[] },
-                audio_in_messages: if model.audio {
-                    lanes.audio_in_messages
-                } else {
-                    &[]
-                },
-                audio_in_tool_results: if model.audio {
-                    lanes.audio_in_tool_results
-                } else {
-                    &[]
-                },
-                documents_in_tool_results: lanes.documents_in_tool_results && model.pdf,
-                ..lanes.clone()
-            },
-            ..self.clone()
+        let mut narrowed = self.clone();
+        let lanes = &mut narrowed.lanes;
+        lanes.images_in_tool_results &= model.images;
+        lanes.images_in_messages &= model.images;
+        lanes.documents_in_tool_results &= model.pdf;
+        if !model.images {
+            lanes.image_types = &[];
         }
+        if !model.audio {
+            lanes.audio_in_messages = &[];
+            lanes.audio_in_tool_results = &[];
+        }
+        narrowed
     }
 }
 
@@ -170,6 +162,14 @@ pub struct NativeMedia {
     pub pdf: bool,
     /// Audio clips.
     pub audio: bool,
+}
+
+impl NativeMedia {
+    /// A model that takes images, PDFs and audio natively as these say (and nothing else a
+    /// later version names).
+    pub const fn new(images: bool, pdf: bool, audio: bool) -> NativeMedia {
+        NativeMedia { images, pdf, audio }
+    }
 }
 
 /// Why something cannot be priced on a route.

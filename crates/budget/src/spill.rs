@@ -1150,7 +1150,8 @@ pub fn extension_for(sniffed: Option<Sniffed>) -> &'static str {
         Some(Sniffed::Avif) => "avif",
         Some(Sniffed::Heic) => "heic",
         Some(Sniffed::Svg) => "svg",
-        Some(Sniffed::Other(_)) | None => "bin",
+        // `Other`, none, and any type a later mcpl-classify names.
+        _ => "bin",
     }
 }
 

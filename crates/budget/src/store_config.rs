@@ -29,6 +29,42 @@ pub struct S3Location {
     pub region: Option<String>,
 }
 
+impl S3Location {
+    /// The bucket `bucket` on AWS S3, keys unprefixed, in the environment's region.
+    pub fn new(bucket: impl Into<String>) -> S3Location {
+        S3Location {
+            bucket: bucket.into(),
+            prefix: String::new(),
+            endpoint: None,
+            region: None,
+        }
+    }
+
+    /// The same location, every key beginning with `prefix`.
+    pub fn with_prefix(self, prefix: impl Into<String>) -> S3Location {
+        S3Location {
+            prefix: prefix.into(),
+            ..self
+        }
+    }
+
+    /// The same location on the store at `endpoint` (MinIO, R2...).
+    pub fn with_endpoint(self, endpoint: impl Into<String>) -> S3Location {
+        S3Location {
+            endpoint: Some(endpoint.into()),
+            ..self
+        }
+    }
+
+    /// The same location in `region`.
+    pub fn with_region(self, region: impl Into<String>) -> S3Location {
+        S3Location {
+            region: Some(region.into()),
+            ..self
+        }
+    }
+}
+
 /// Keys that name credentials: refused in `spillStore`, whose credentials come from the
 /// environment or profile only.
 const CREDENTIAL_KEYS: [&str; 8] = [

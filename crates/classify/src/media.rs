@@ -25,6 +25,22 @@ impl Limits {
         native_image_bytes: 5 * 1024 * 1024,
         opaque_bytes: 64 * 1024,
     };
+
+    /// These limits with another per-image limit.
+    pub const fn with_native_image_bytes(self, bytes: u64) -> Limits {
+        Limits {
+            native_image_bytes: bytes,
+            ..self
+        }
+    }
+
+    /// These limits with another opaque limit.
+    pub const fn with_opaque_bytes(self, bytes: u64) -> Limits {
+        Limits {
+            opaque_bytes: bytes,
+            ..self
+        }
+    }
 }
 
 impl Default for Limits {

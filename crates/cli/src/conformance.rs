@@ -530,12 +530,10 @@ fn fetch_case(
     let mut fetcher = Fetcher::new(folder)?;
     fetcher.add_server(
         SERVER,
-        &FetchOptions {
-            origin: Some(fixture.origin.origin().to_owned()),
-            token: Some(FIXTURE_TOKEN.to_owned()),
-            max_bytes: case["maxBytes"].as_u64().unwrap_or(DEFAULT_FETCH_MAX_BYTES),
-            ..FetchOptions::default()
-        },
+        &FetchOptions::default()
+            .with_origin(fixture.origin.origin())
+            .with_token(FIXTURE_TOKEN)
+            .with_max_bytes(case["maxBytes"].as_u64().unwrap_or(DEFAULT_FETCH_MAX_BYTES)),
     );
     let Some(id) = lanes.records(&case["blocks"]).into_iter().next() else {
         failures.push("no reference record to fetch".to_owned());

@@ -340,16 +340,14 @@ impl DemoModel {
 
     fn call(&mut self, name: String, arguments: Value) -> Turn {
         self.calls += 1;
-        Turn {
-            text: String::new(),
-            tool_calls: vec![ToolCall {
-                id: format!("call_{}", self.calls),
+        Turn::new(
+            "",
+            vec![ToolCall::new(
+                format!("call_{}", self.calls),
                 name,
                 arguments,
-                signature: None,
-            }],
-            usage: None,
-        }
+            )],
+        )
     }
 }
 
@@ -374,11 +372,10 @@ impl Model for DemoModel {
                 return Ok(turn);
             }
         }
-        Ok(Turn {
-            text: format!("I called {}.", counted(self.calls, "tool", "tools")),
-            tool_calls: Vec::new(),
-            usage: None,
-        })
+        Ok(Turn::new(
+            format!("I called {}.", counted(self.calls, "tool", "tools")),
+            Vec::new(),
+        ))
     }
 }
 
@@ -831,13 +828,7 @@ mod tests {
     }
 
     fn output(text: &str, is_error: bool) -> ToolOutput {
-        ToolOutput {
-            call_id: "call_1".to_owned(),
-            name: FETCH_REFERENCE.to_owned(),
-            live: None,
-            stored: text.to_owned(),
-            is_error,
-        }
+        ToolOutput::new("call_1", FETCH_REFERENCE.to_owned(), text.to_owned()).with_error(is_error)
     }
 
     #[test]

@@ -77,6 +77,27 @@ pub fn cleartext_credential_warning(server: &str, dial: &Dial) -> Option<String>
     })
 }
 
+impl Dial {
+    /// A server at `url`, with no added headers and no authorizer.
+    pub fn new(url: url::Url) -> Dial {
+        Dial {
+            url,
+            headers: Vec::new(),
+            authorizer: None,
+        }
+    }
+
+    /// The same dial, sending `headers` with every request.
+    pub fn with_headers(self, headers: Vec<(String, String)>) -> Dial {
+        Dial { headers, ..self }
+    }
+
+    /// The same dial, its requests' `Authorization` given by `authorizer`.
+    pub fn with_authorizer(self, authorizer: Option<Arc<dyn Authorizer>>) -> Dial {
+        Dial { authorizer, ..self }
+    }
+}
+
 /// Shows the url and the header names only: values may hold credentials.
 impl std::fmt::Debug for Dial {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -126,6 +126,32 @@ pub struct Launch {
     pub cwd: Option<PathBuf>,
 }
 
+impl Launch {
+    /// How to reach the server `name` over `transport`, with everything else at its default.
+    /// The fields are public: set the rest (the environment, the roots...) after.
+    pub fn new(name: impl Into<String>, transport: Transport) -> Launch {
+        Launch {
+            name: name.into(),
+            transport,
+            ..Launch::default()
+        }
+    }
+
+    /// A server started as `command` with `args` and spoken to over stdio.
+    pub fn stdio(name: impl Into<String>, command: impl Into<String>, args: Vec<String>) -> Launch {
+        Launch {
+            command: command.into(),
+            args,
+            ..Launch::new(name, Transport::Stdio)
+        }
+    }
+
+    /// The same launch, speaking `protocol`.
+    pub fn with_protocol(self, protocol: Protocol) -> Launch {
+        Launch { protocol, ..self }
+    }
+}
+
 /// How the host reaches a server.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum Transport {
@@ -156,6 +182,16 @@ pub struct Root {
     pub uri: String,
     /// A name for it.
     pub name: Option<String>,
+}
+
+impl Root {
+    /// A root at `uri`, named `name` when there is one.
+    pub fn new(uri: impl Into<String>, name: Option<String>) -> Root {
+        Root {
+            uri: uri.into(),
+            name,
+        }
+    }
 }
 
 /// A transport error in words, with what to do about a refused certificate when TLS is built.
@@ -192,6 +228,14 @@ impl Limits {
         Limits {
             timeout,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+        }
+    }
+
+    /// The same limits with another message limit.
+    pub fn with_max_message_bytes(self, max_message_bytes: usize) -> Limits {
+        Limits {
+            max_message_bytes,
+            ..self
         }
     }
 }
@@ -510,6 +554,17 @@ pub struct Call {
     pub params: Value,
     /// How long it may wait for its answer, from when it is sent.
     pub timeout: Duration,
+}
+
+impl Call {
+    /// A call of `method` with `params`, waiting at most `timeout` for its answer.
+    pub fn new(method: impl Into<String>, params: Value, timeout: Duration) -> Call {
+        Call {
+            method: method.into(),
+            params,
+            timeout,
+        }
+    }
 }
 
 /// A call sent and not yet answered.

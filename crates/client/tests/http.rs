@@ -67,16 +67,10 @@ fn legacy(request: &Request, message: &Value) -> Option<Answer> {
 }
 
 fn launch(url: &str, authorizer: Option<Arc<dyn Authorizer>>) -> Launch {
-    Launch {
-        name: "remote".to_owned(),
-        transport: Transport::Http(Dial {
-            url: url::Url::parse(url).unwrap(),
-            headers: vec![("X-Team".to_owned(), "blue".to_owned())],
-            authorizer,
-        }),
-        protocol: Protocol::Modern,
-        ..Launch::default()
-    }
+    let dial = Dial::new(url::Url::parse(url).unwrap())
+        .with_headers(vec![("X-Team".to_owned(), "blue".to_owned())])
+        .with_authorizer(authorizer);
+    Launch::new("remote", Transport::Http(dial)).with_protocol(Protocol::Modern)
 }
 
 fn limits() -> Limits {
@@ -355,10 +349,7 @@ fn an_answer_over_the_message_limit_fails_its_call() {
             .unwrap_or_else(|| result(&message, json!({"text": "x".repeat(10_000)})))
     })
     .unwrap();
-    let limits = Limits {
-        timeout: TIMEOUT,
-        max_message_bytes: 2048,
-    };
+    let limits = Limits::with_timeout(TIMEOUT).with_max_message_bytes(2048);
     let mut connection =
         Connection::start(&launch(server.origin(), None), limits, &mut RefuseAll).unwrap();
     let error = connection

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use mcpl_client::{CallError, Connection, Launch, Limits, RefuseAll, Transport};
+use mcpl_client::{CallError, Connection, Launch, Limits, RefuseAll};
 use serde_json::{Value, json};
 
 #[test]
@@ -18,13 +18,11 @@ fn a_timed_out_call_is_cancelled_at_its_stdio_server() {
     let answer = json!({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-11-25",
         "capabilities": {"tools": {}}, "serverInfo": {"name": "quiet", "version": "1"}}});
     let script = format!("read -r line; echo '{answer}'; cat > \"$0\"");
-    let launch = Launch {
-        name: "quiet".to_owned(),
-        transport: Transport::Stdio,
-        command: "sh".to_owned(),
-        args: vec!["-c".to_owned(), script, log.display().to_string()],
-        ..Launch::default()
-    };
+    let launch = Launch::stdio(
+        "quiet",
+        "sh",
+        vec!["-c".to_owned(), script, log.display().to_string()],
+    );
     let mut connection = Connection::start(
         &launch,
         Limits::with_timeout(Duration::from_secs(5)),

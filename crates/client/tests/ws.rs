@@ -116,17 +116,10 @@ impl ServerRequests for Pushes {
 
 fn launch(url: &str, token: Option<&str>) -> Launch {
     let url = url::Url::parse(url).unwrap();
-    Launch {
-        name: "mcpl".to_owned(),
-        transport: Transport::Ws(Dial {
-            authorizer: token
-                .map(|t| Arc::new(BearerToken::new(&url, t)) as Arc<dyn mcpl_client::Authorizer>),
-            url,
-            headers: Vec::new(),
-        }),
-        protocol: Protocol::Legacy,
-        ..Launch::default()
-    }
+    let authorizer =
+        token.map(|t| Arc::new(BearerToken::new(&url, t)) as Arc<dyn mcpl_client::Authorizer>);
+    let dial = Dial::new(url).with_authorizer(authorizer);
+    Launch::new("mcpl", Transport::Ws(dial)).with_protocol(Protocol::Legacy)
 }
 
 #[test]
@@ -167,10 +160,7 @@ fn mcpl_runs_over_a_websocket_as_over_stdio() {
 fn a_message_over_the_limit_fails_the_call_and_ends_the_socket() {
     let (url, _) = serve(100_000);
     let mut host = Pushes::default();
-    let limits = Limits {
-        timeout: TIMEOUT,
-        max_message_bytes: 4096,
-    };
+    let limits = Limits::with_timeout(TIMEOUT).with_max_message_bytes(4096);
     let mut connection = Connection::start(&launch(&url, None), limits, &mut host).unwrap();
     let error = connection
         .request("tools/call", json!({"name": "t"}), TIMEOUT, &mut host)
@@ -368,16 +358,9 @@ impl mcpl_client::Authorizer for Granting {
 }
 
 fn launch_with(url: &str, authorizer: Arc<Granting>) -> Launch {
-    Launch {
-        name: "mcpl".to_owned(),
-        transport: Transport::Ws(Dial {
-            authorizer: Some(authorizer as Arc<dyn mcpl_client::Authorizer>),
-            url: url::Url::parse(url).unwrap(),
-            headers: Vec::new(),
-        }),
-        protocol: Protocol::Legacy,
-        ..Launch::default()
-    }
+    let dial = Dial::new(url::Url::parse(url).unwrap())
+        .with_authorizer(Some(authorizer as Arc<dyn mcpl_client::Authorizer>));
+    Launch::new("mcpl", Transport::Ws(dial)).with_protocol(Protocol::Legacy)
 }
 
 #[test]

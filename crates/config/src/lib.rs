@@ -87,6 +87,24 @@ pub struct Config {
     pub models: BTreeMap<String, models::ModelOverride>,
 }
 
+impl Default for Config {
+    /// The configuration of a file with no server and no mcpl options.
+    fn default() -> Config {
+        Config {
+            servers: Vec::new(),
+            spill_dir: None,
+            fetch_dir: None,
+            context_window: DEFAULT_CONTEXT_WINDOW,
+            route: RouteSettings::default(),
+            spill_store: SpillStoreConfig::Local,
+            spill_notice: SpillNotice::ReadResult,
+            spill_ttl_hours: None,
+            tls_roots: Vec::new(),
+            models: BTreeMap::new(),
+        }
+    }
+}
+
 /// What the configuration says of the route beyond its name (`mcpl.scaleImages`,
 /// `mcpl.imageBase64`, `mcpl.maxImages`, `mcpl.maxBodyBytes`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +159,13 @@ pub struct ServerConfig {
     pub options: ServerOptions,
 }
 
+impl ServerConfig {
+    /// The server `launch` starts or reaches, with mcpl's `options` for it.
+    pub fn new(launch: Launch, options: ServerOptions) -> ServerConfig {
+        ServerConfig { launch, options }
+    }
+}
+
 /// mcpl's per-server options.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerOptions {
@@ -171,10 +196,7 @@ pub struct ServerOptions {
 impl ServerOptions {
     /// The bounds the server's connection keeps.
     pub fn limits(&self) -> Limits {
-        Limits {
-            timeout: self.timeout,
-            max_message_bytes: self.max_message_bytes,
-        }
+        Limits::with_timeout(self.timeout).with_max_message_bytes(self.max_message_bytes)
     }
 }
 
@@ -450,7 +472,6 @@ impl Config {
                     "must be at least 1".to_owned(),
                 ));
             }
-            let fetch = FetchOptions::default();
             let (fetch_origin, fetch_token, oauth) = match &transport {
                 Transport::Http(dial) | Transport::Ws(dial) => {
                     let token = bearer(&server.mcpl, &at).map_err(|(k, m)| key_error(k, m))?;
@@ -460,29 +481,36 @@ impl Config {
                     let token = server.mcpl.fetch.token.or(token);
                     (Some(fetch_origin(&dial.url)), token, oauth)
                 }
-                Transport::Stdio => (server.mcpl.fetch.origin, server.mcpl.fetch.token, None),
+                // Stdio: this file makes no other transport.
+                _ => (server.mcpl.fetch.origin, server.mcpl.fetch.token, None),
             };
-            let roots = server.mcpl.roots.into_iter();
+            let mut launch = Launch::new(name.clone(), transport).with_protocol(protocol);
+            launch.roots = server
+                .mcpl
+                .roots
+                .into_iter()
+                .map(|r| Root::new(r.uri, r.name))
+                .collect();
+            launch.command = server.command.unwrap_or_default();
+            launch.args = server.args;
+            launch.env = server.env;
+            launch.inherit_env = server
+                .mcpl
+                .inherit_env
+                .map_or_else(InheritEnv::default, RawInheritEnv::into_inherit_env);
+            launch.cwd = server.cwd;
+            let mut fetch = FetchOptions::default();
+            fetch.origin = fetch_origin;
+            fetch.token = fetch_token;
+            fetch.max_bytes = server.mcpl.fetch.max_bytes.unwrap_or(fetch.max_bytes);
+            fetch.budget_bytes = server.mcpl.fetch.budget_bytes.unwrap_or(fetch.budget_bytes);
+            fetch.eager_max_bytes = server
+                .mcpl
+                .fetch
+                .eager_max_bytes
+                .unwrap_or(fetch.eager_max_bytes);
             servers.push(ServerConfig {
-                launch: Launch {
-                    name: name.clone(),
-                    transport,
-                    protocol,
-                    roots: roots
-                        .map(|r| Root {
-                            uri: r.uri,
-                            name: r.name,
-                        })
-                        .collect(),
-                    command: server.command.unwrap_or_default(),
-                    args: server.args,
-                    env: server.env,
-                    inherit_env: server
-                        .mcpl
-                        .inherit_env
-                        .map_or_else(InheritEnv::default, RawInheritEnv::into_inherit_env),
-                    cwd: server.cwd,
-                },
+                launch,
                 options: ServerOptions {
                     budget: server.mcpl.budget.unwrap_or(DEFAULT_BUDGET),
                     message_budget: server.mcpl.message_budget.unwrap_or(DEFAULT_MESSAGE_BUDGET),
@@ -503,17 +531,7 @@ impl Config {
                         .mcpl
                         .max_concurrent_calls
                         .unwrap_or(DEFAULT_MAX_CONCURRENT_CALLS),
-                    fetch: FetchOptions {
-                        origin: fetch_origin,
-                        token: fetch_token,
-                        max_bytes: server.mcpl.fetch.max_bytes.unwrap_or(fetch.max_bytes),
-                        budget_bytes: server.mcpl.fetch.budget_bytes.unwrap_or(fetch.budget_bytes),
-                        eager_max_bytes: server
-                            .mcpl
-                            .fetch
-                            .eager_max_bytes
-                            .unwrap_or(fetch.eager_max_bytes),
-                    },
+                    fetch,
                     oauth,
                 },
             });
@@ -629,11 +647,9 @@ fn transport(
     }
     let authorizer = bearer(&server.mcpl, at)?
         .map(|token| Arc::new(BearerToken::new(&url, token)) as Arc<dyn mcpl_client::Authorizer>);
-    let dial = Dial {
-        url,
-        headers,
-        authorizer,
-    };
+    let dial = Dial::new(url)
+        .with_headers(headers)
+        .with_authorizer(authorizer);
     Ok(match kind {
         RawTransport::Ws => (Transport::Ws(dial), Protocol::Legacy),
         _ => (Transport::Http(dial), Protocol::Modern),
@@ -713,5 +729,16 @@ fn join_key(prefix: &str, rest: &str) -> String {
         "." => prefix.to_owned(),
         rest if rest.starts_with('[') => format!("{prefix}{rest}"),
         rest => format!("{prefix}.{rest}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Config;
+
+    #[test]
+    fn the_default_is_a_file_with_no_server() {
+        let empty = Config::from_slice("mcpl.json", br#"{"mcpServers": {}}"#).unwrap();
+        assert_eq!(Config::default(), empty);
     }
 }

@@ -179,11 +179,11 @@ fn undated(model: &str) -> &str {
 /// `route` as `capabilities` narrow it: images, PDFs and audio go natively only where both the
 /// API and the model take them. The route's limits and prices stay.
 pub fn narrow(route: &PricedRoute, capabilities: Capabilities) -> PricedRoute {
-    route.narrowed(mcpl_budget::NativeMedia {
-        images: capabilities.images,
-        pdf: capabilities.pdf,
-        audio: capabilities.audio,
-    })
+    route.narrowed(mcpl_budget::NativeMedia::new(
+        capabilities.images,
+        capabilities.pdf,
+        capabilities.audio,
+    ))
 }
 
 /// What `capabilities` takes natively, in words: `images, PDFs`, or `text only`.

@@ -20,28 +20,7 @@ pub fn register_environment(secrets: &Secrets, vars: impl Iterator<Item = (Strin
 
 /// Registers a server's OAuth client secret or private key, when its config gives one.
 pub fn register_oauth(secrets: &Secrets, oauth: Option<&OAuthOptions>) {
-    use mcpl_auth::{ClientCredential, ClientIdentity};
-    let found: Vec<&mcpl_auth::Secret> = match oauth.map(|oauth| &oauth.identity) {
-        Some(ClientIdentity::PreRegistered {
-            client_secret: Some(secret),
-            ..
-        })
-        | Some(ClientIdentity::ClientCredentials {
-            credential: ClientCredential::Secret(secret),
-            ..
-        }) => vec![secret],
-        Some(ClientIdentity::ClientCredentials {
-            credential: ClientCredential::PrivateKeyJwt { key_pem, .. },
-            ..
-        }) => vec![key_pem],
-        Some(ClientIdentity::JwtBearer { assertion, .. }) => vec![assertion],
-        Some(ClientIdentity::Enterprise {
-            client_secret,
-            id_token,
-            ..
-        }) => vec![client_secret, id_token],
-        Some(ClientIdentity::Register | ClientIdentity::PreRegistered { .. }) | None => Vec::new(),
-    };
+    let found = oauth.map_or_else(Vec::new, |oauth| oauth.identity.secrets());
     for secret in found {
         secrets.insert(secret.expose());
         // A key's body, line by line, is what an echo would show.
@@ -85,14 +64,16 @@ mod tests {
     fn a_token_the_host_sends_and_its_config_headers_are_withheld_when_echoed() {
         let secrets = Secrets::new();
         let url = url::Url::parse("https://mcp.example/mcp").unwrap();
-        let launch = Launch {
-            transport: Transport::Http(Dial {
-                url: url.clone(),
-                headers: vec![("X-Team-Key".to_owned(), "Key tm4k9Q2x7ZpL3vB8".to_owned())],
-                authorizer: Some(Arc::new(BearerToken::new(&url, "bT0k3n8xQ2m7ZpL4vR9w"))),
-            }),
-            ..Launch::default()
-        };
+        let dial = Dial::new(url.clone())
+            .with_headers(vec![(
+                "X-Team-Key".to_owned(),
+                "Key tm4k9Q2x7ZpL3vB8".to_owned(),
+            )])
+            .with_authorizer(Some(Arc::new(BearerToken::new(
+                &url,
+                "bT0k3n8xQ2m7ZpL4vR9w",
+            ))));
+        let launch = Launch::new("", Transport::Http(dial));
         let launch = register_server(&secrets, &launch);
         let Transport::Http(dial) = &launch.transport else {
             panic!("the transport is kept");

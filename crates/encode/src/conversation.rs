@@ -106,6 +106,21 @@ pub struct ToolCall {
 }
 
 impl ToolCall {
+    /// A call `id` of the tool the model knows as `name`, with `arguments` and no signature.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+            signature: None,
+        }
+    }
+
+    /// The same call, carrying the signature the model returned with it.
+    pub fn with_signature(self, signature: Option<String>) -> ToolCall {
+        ToolCall { signature, ..self }
+    }
+
     /// The arguments as an object for the routes that take only an object: arguments the model
     /// wrote that are not one (its mistake, answered with an error result) go back as `{}`.
     pub fn arguments_object(&self) -> Value {
@@ -134,6 +149,35 @@ pub struct ToolOutput {
 }
 
 impl ToolOutput {
+    /// The result of call `call_id` to the tool the model knows as `name`, shown as the text
+    /// `stored` on every round, not an error.
+    pub fn new(
+        call_id: impl Into<String>,
+        name: impl Into<String>,
+        stored: impl Into<String>,
+    ) -> ToolOutput {
+        ToolOutput {
+            call_id: call_id.into(),
+            name: name.into(),
+            stored: stored.into(),
+            live: None,
+            is_error: false,
+        }
+    }
+
+    /// The same result, sent as `live` on the round it lands.
+    pub fn with_live(self, live: Vec<Content>) -> ToolOutput {
+        ToolOutput {
+            live: Some(live),
+            ..self
+        }
+    }
+
+    /// The same result, marked an error by its server or not.
+    pub fn with_error(self, is_error: bool) -> ToolOutput {
+        ToolOutput { is_error, ..self }
+    }
+
     /// A tool result's copies, as a lane made and fitted them, answering the call `call_id` to
     /// the tool the model knows as `name`: the live copy's parts, or the stored copy alone when
     /// none goes native.
@@ -184,6 +228,22 @@ pub struct ToolSpec {
     pub input_schema: Value,
 }
 
+impl ToolSpec {
+    /// The tool the model knows as `name`, doing what `description` says, its arguments
+    /// described by `input_schema`.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+    ) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+        }
+    }
+}
+
 /// Everything one provider request holds, before a route encodes it.
 #[derive(Debug, Clone, Copy)]
 pub struct ModelRequest<'c> {
@@ -197,6 +257,26 @@ pub struct ModelRequest<'c> {
     pub tools: &'c [ToolSpec],
     /// The most tokens the model may answer with.
     pub max_tokens: u32,
+}
+
+impl<'c> ModelRequest<'c> {
+    /// A request to `model` with the `system` prompt, the `messages` and the `tools`, its
+    /// answer at most `max_tokens` tokens.
+    pub fn new(
+        model: &'c str,
+        system: &'c str,
+        messages: &'c [Message],
+        tools: &'c [ToolSpec],
+        max_tokens: u32,
+    ) -> ModelRequest<'c> {
+        ModelRequest {
+            model,
+            system,
+            messages,
+            tools,
+            max_tokens,
+        }
+    }
 }
 
 /// The model-facing name of a server's tool: `<server>__<tool>`, every character outside
@@ -264,6 +344,25 @@ pub struct Turn {
     pub usage: Option<Usage>,
 }
 
+impl Turn {
+    /// A turn of `text` making `tool_calls`, with no usage reported.
+    pub fn new(text: impl Into<String>, tool_calls: Vec<ToolCall>) -> Turn {
+        Turn {
+            text: text.into(),
+            tool_calls,
+            usage: None,
+        }
+    }
+
+    /// The same turn, with the usage the provider reported.
+    pub fn with_usage(self, usage: Usage) -> Turn {
+        Turn {
+            usage: Some(usage),
+            ..self
+        }
+    }
+}
+
 /// The token counts a provider reports with an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Usage {
@@ -281,6 +380,26 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// `input_tokens` read and `output_tokens` written, none of them cached.
+    pub const fn new(input_tokens: u64, output_tokens: u64) -> Usage {
+        Usage {
+            input_tokens,
+            output_tokens,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+        }
+    }
+
+    /// The same counts, with `read` of the input tokens read from the prompt cache and `write`
+    /// written to it.
+    pub const fn with_cache(self, read: u64, write: u64) -> Usage {
+        Usage {
+            cache_read_tokens: read,
+            cache_write_tokens: write,
+            ..self
+        }
+    }
+
     /// Adds another answer's counts to these.
     pub fn add(&mut self, other: Usage) {
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);

@@ -349,10 +349,7 @@ pub(crate) fn decide(
 ) -> Decision {
     let candidates = candidates(messages, route);
     let mut dropped = Vec::new();
-    let fit = Fit {
-        max_side: limits.max_side,
-        max_base64: limits.image_base64.unwrap_or(u64::MAX),
-    };
+    let fit = Fit::new(limits.max_side, limits.image_base64.unwrap_or(u64::MAX));
     // Per image: pixels, sides, base64, animation.
     let mut admitted: Vec<Candidate<'_>> = Vec::new();
     let mut audio: Vec<Candidate<'_>> = Vec::new();
@@ -429,10 +426,7 @@ pub(crate) fn decide(
         let small = admitted.iter().filter(|image| !large(image)).count();
         let mut room = threshold.saturating_sub(small);
         let hit = LimitHit::ManyImagesSide(threshold, side);
-        let many = Fit {
-            max_side: side,
-            ..fit
-        };
+        let many = Fit::new(side, fit.max_base64);
         admitted.retain_mut(|image| {
             if !large(image) {
                 return true;

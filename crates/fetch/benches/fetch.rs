@@ -90,12 +90,10 @@ fn fetch_throughput(c: &mut Criterion) {
     let mut fetcher = Fetcher::new(folder.join("refs")).expect("the fetch folder");
     fetcher.add_server(
         "bench",
-        &FetchOptions {
-            origin: Some(server.origin().to_owned()),
-            token: Some(TOKEN.to_owned()),
-            budget_bytes: u64::MAX,
-            ..FetchOptions::default()
-        },
+        &FetchOptions::default()
+            .with_origin(server.origin())
+            .with_token(TOKEN)
+            .with_budget_bytes(u64::MAX),
     );
     // The setup registers and the routine fetches, each borrowing the registry in turn.
     let registry = std::cell::RefCell::new(Registry::new());

@@ -37,11 +37,10 @@
 //! let server = Loopback::start(|_request| Answer::bytes("text/plain", b"hello".to_vec()))?;
 //! let folder = std::env::temp_dir().join(format!("mcpl-fetch-doc-{}", std::process::id()));
 //! let mut fetcher = Fetcher::new(&folder)?;
-//! fetcher.add_server("files", &FetchOptions {
-//!     origin: Some(server.origin().to_owned()),
-//!     token: Some("secret".to_owned()),
-//!     ..FetchOptions::default()
-//! });
+//! let options = FetchOptions::default()
+//!     .with_origin(server.origin())
+//!     .with_token("secret");
+//! fetcher.add_server("files", &options);
 //!
 //! let mut registry = Registry::new();
 //! let block = json!({"type": "resource", "uri": format!("{}/a", server.origin()), "sizeBytes": 5});
@@ -99,6 +98,45 @@ pub struct FetchOptions {
     pub budget_bytes: u64,
     /// The largest claimed size fetched eagerly.
     pub eager_max_bytes: u64,
+}
+
+impl FetchOptions {
+    /// The same options, references held to `origin` (the server's dialed origin).
+    pub fn with_origin(self, origin: impl Into<String>) -> FetchOptions {
+        FetchOptions {
+            origin: Some(origin.into()),
+            ..self
+        }
+    }
+
+    /// The same options, `token` sent to the origin.
+    pub fn with_token(self, token: impl Into<String>) -> FetchOptions {
+        FetchOptions {
+            token: Some(token.into()),
+            ..self
+        }
+    }
+
+    /// The same options, one fetch saving at most `max_bytes`.
+    pub fn with_max_bytes(self, max_bytes: u64) -> FetchOptions {
+        FetchOptions { max_bytes, ..self }
+    }
+
+    /// The same options, the server's fetches saving at most `budget_bytes` in all.
+    pub fn with_budget_bytes(self, budget_bytes: u64) -> FetchOptions {
+        FetchOptions {
+            budget_bytes,
+            ..self
+        }
+    }
+
+    /// The same options, references claiming at most `eager_max_bytes` fetched eagerly.
+    pub fn with_eager_max_bytes(self, eager_max_bytes: u64) -> FetchOptions {
+        FetchOptions {
+            eager_max_bytes,
+            ..self
+        }
+    }
 }
 
 impl Default for FetchOptions {

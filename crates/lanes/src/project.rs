@@ -134,7 +134,25 @@ pub struct ToolResultCopies<'a> {
     pub spills_as_stored: bool,
 }
 
-impl ToolResultCopies<'_> {
+impl<'a> ToolResultCopies<'a> {
+    /// Copies made outside the lanes (a cut, say): `stored` with its parts ending at
+    /// `part_ends`, and the live copy. A spill of them is not known to be `stored` with its
+    /// attachment lines ([`ToolResultCopies::spills_as_stored`] is `false`).
+    pub fn new(
+        stored: Cow<'a, str>,
+        part_ends: Vec<usize>,
+        live: LiveCopy<'a>,
+        is_error: bool,
+    ) -> ToolResultCopies<'a> {
+        ToolResultCopies {
+            stored,
+            part_ends,
+            live,
+            is_error,
+            spills_as_stored: false,
+        }
+    }
+
     /// The stored copy's parts, in order (see [`ToolResultCopies::part_ends`]).
     pub fn stored_parts(&self) -> impl Iterator<Item = &str> {
         self.part_spans()

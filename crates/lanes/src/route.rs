@@ -189,10 +189,7 @@ impl Route {
         ],
         audio_in_tool_results: &[Sniffed::Wav, Sniffed::Mp3],
         documents_in_tool_results: true,
-        limits: Limits {
-            native_image_bytes: 7_000_000,
-            ..Limits::DEFAULT
-        },
+        limits: Limits::DEFAULT.with_native_image_bytes(7_000_000),
     };
 
     /// A model that takes text only: every image and audio becomes its stored text.
@@ -359,10 +356,7 @@ impl RequestLimits {
 }
 
 /// OpenAI's documented 20 MB per image.
-const OPENAI_LIMITS: Limits = Limits {
-    native_image_bytes: 20_000_000,
-    ..Limits::DEFAULT
-};
+const OPENAI_LIMITS: Limits = Limits::DEFAULT.with_native_image_bytes(20_000_000);
 
 #[cfg(test)]
 mod tests {

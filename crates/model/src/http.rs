@@ -91,6 +91,18 @@ pub struct Retry {
     pub max_wait: Duration,
 }
 
+impl Retry {
+    /// At most `retries` retries, the first after `backoff`, at most `max_wait` of waiting in
+    /// all.
+    pub const fn new(retries: u32, backoff: Duration, max_wait: Duration) -> Retry {
+        Retry {
+            retries,
+            backoff,
+            max_wait,
+        }
+    }
+}
+
 impl Default for Retry {
     /// Four retries, from one second, at most a minute of waiting in all.
     fn default() -> Retry {

@@ -171,15 +171,14 @@ impl Scripted {
                     .into_iter()
                     .map(|call| {
                         calls_made += 1;
-                        let tool_call = ToolCall {
-                            id: format!("call_{calls_made}"),
-                            name: match &call.server {
+                        let tool_call = ToolCall::new(
+                            format!("call_{calls_made}"),
+                            match &call.server {
                                 Some(server) => model_tool_name(server, &call.name),
                                 None => call.name,
                             },
-                            arguments: call.arguments,
-                            signature: None,
-                        };
+                            call.arguments,
+                        );
                         (tool_call, call.expect)
                     })
                     .collect()
@@ -230,17 +229,9 @@ impl Model for Scripted {
                     }
                 }
                 self.calls_made += tool_calls.len();
-                Ok(Turn {
-                    text: String::new(),
-                    tool_calls,
-                    usage: None,
-                })
+                Ok(Turn::new("", tool_calls))
             }
-            None => Ok(Turn {
-                text: self.answer.clone(),
-                tool_calls: Vec::new(),
-                usage: None,
-            }),
+            None => Ok(Turn::new(self.answer.clone(), Vec::new())),
         }
     }
 

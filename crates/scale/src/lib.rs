@@ -43,6 +43,14 @@ pub struct Fit {
 }
 
 impl Fit {
+    /// A fit of at most `max_side` pixels a side and `max_base64` base64 characters.
+    pub const fn new(max_side: u32, max_base64: u64) -> Fit {
+        Fit {
+            max_side,
+            max_base64,
+        }
+    }
+
     /// What an image in a tool result must fit on `route` held to `limits`: the per-side cap, and
     /// the smaller of the per-image base64 cap and the route's decoded bytes per image (as the
     /// base64 characters that decode to at most that many bytes).
@@ -150,6 +158,21 @@ pub struct Scaler {
     pub max_alloc: u64,
     /// The widest and tallest image decoded, in pixels.
     pub max_decoded_side: u32,
+}
+
+impl Scaler {
+    /// The same limits, allocating at most `max_alloc` bytes to decode one image.
+    pub const fn with_max_alloc(self, max_alloc: u64) -> Scaler {
+        Scaler { max_alloc, ..self }
+    }
+
+    /// The same limits, decoding no image wider or taller than `max_decoded_side` pixels.
+    pub const fn with_max_decoded_side(self, max_decoded_side: u32) -> Scaler {
+        Scaler {
+            max_decoded_side,
+            ..self
+        }
+    }
 }
 
 impl Default for Scaler {

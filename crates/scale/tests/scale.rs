@@ -60,10 +60,7 @@ fn dims(width: u32, height: u32) -> Dimensions {
 #[test]
 fn a_side_over_the_cap_is_scaled_to_the_cap_keeping_the_aspect_ratio() {
     let data = png(9000, 90);
-    let fit = Fit {
-        max_side: 8000,
-        max_base64: 5_242_880,
-    };
+    let fit = Fit::new(8000, 5_242_880);
     assert!(fit.needs(dims(9000, 90), data.len()));
     let scaled = Scaler::default()
         .scale(&data, Sniffed::Png, dims(9000, 90), fit)
@@ -82,13 +79,7 @@ fn an_image_over_the_base64_cap_is_scaled_until_it_fits() {
     // 1200×1200 of noise: about 5.8 MB of base64 as PNG, over Anthropic's 5,242,880.
     let data = encoded(DynamicImage::ImageRgb8(noise(1200, 1200)), ImageFormat::Png);
     let fit = Fit::for_route(&Route::ANTHROPIC, &RouteId::Anthropic.request_limits());
-    assert_eq!(
-        fit,
-        Fit {
-            max_side: 8000,
-            max_base64: 5_242_880
-        }
-    );
+    assert_eq!(fit, Fit::new(8000, 5_242_880));
     assert!(data.len() as u64 > fit.max_base64, "{}", data.len());
     let scaled = Scaler::default()
         .scale(&data, Sniffed::Png, dims(1200, 1200), fit)
@@ -101,10 +92,7 @@ fn an_image_over_the_base64_cap_is_scaled_until_it_fits() {
 #[test]
 fn the_many_images_side_scales_to_2000_px() {
     let data = png(2100, 100);
-    let fit = Fit {
-        max_side: 2000,
-        max_base64: 5_242_880,
-    };
+    let fit = Fit::new(2000, 5_242_880);
     let scaled = Scaler::default()
         .scale(&data, Sniffed::Png, dims(2100, 100), fit)
         .unwrap();
@@ -113,10 +101,7 @@ fn the_many_images_side_scales_to_2000_px() {
 
 #[test]
 fn jpeg_stays_jpeg_and_gif_webp_become_png() {
-    let fit = Fit {
-        max_side: 100,
-        max_base64: 1_000_000,
-    };
+    let fit = Fit::new(100, 1_000_000);
     let cases = [
         (ImageFormat::Jpeg, Sniffed::Jpeg, Sniffed::Jpeg),
         (ImageFormat::Gif, Sniffed::Gif, Sniffed::Png),
@@ -163,10 +148,7 @@ fn an_animated_gif_gives_its_first_frame() {
     }
     let data = b64(&bytes);
     assert!(mcpl_encode_is_animated(&data));
-    let fit = Fit {
-        max_side: 150,
-        max_base64: 1_000_000,
-    };
+    let fit = Fit::new(150, 1_000_000);
     let scaled = Scaler::default()
         .scale(&data, Sniffed::Gif, dims(300, 300), fit)
         .unwrap();
@@ -195,14 +177,8 @@ fn decoding_stops_at_the_allocation_ceiling() {
     // 2000×2000 RGB is 12 MB decoded; a ceiling of 4 MiB refuses it, whatever the file's size.
     let data = png(2000, 2000);
     assert!(data.len() < 100_000, "a small file that decodes large");
-    let tight = Scaler {
-        max_alloc: 4 * 1024 * 1024,
-        ..Scaler::default()
-    };
-    let fit = Fit {
-        max_side: 1000,
-        max_base64: 5_242_880,
-    };
+    let tight = Scaler::default().with_max_alloc(4 * 1024 * 1024);
+    let fit = Fit::new(1000, 5_242_880);
     assert_eq!(
         tight.scale(&data, Sniffed::Png, dims(2000, 2000), fit),
         Err(ScaleError::Limits)
@@ -223,10 +199,7 @@ fn a_header_over_the_decoded_side_is_refused_without_decoding() {
     bytes.extend_from_slice(&100_000u32.to_be_bytes());
     bytes.extend_from_slice(b"\x08\x02\x00\x00\x00\x00\x00\x00\x00");
     let data = b64(&bytes);
-    let fit = Fit {
-        max_side: 8000,
-        max_base64: 5_242_880,
-    };
+    let fit = Fit::new(8000, 5_242_880);
     assert_eq!(
         Scaler::default().scale(&data, Sniffed::Png, dims(100_000, 100_000), fit),
         Err(ScaleError::Limits)
@@ -242,10 +215,7 @@ fn a_header_over_the_decoded_side_is_refused_without_decoding() {
 
 #[test]
 fn no_pixels_is_never_scaled_and_an_image_within_the_fit_is_not_decoded() {
-    let fit = Fit {
-        max_side: 8000,
-        max_base64: 100,
-    };
+    let fit = Fit::new(8000, 100);
     assert!(!fit.needs(dims(0, 0), 1_000));
     assert!(!fit.needs(dims(0, 9000), 1_000));
     assert!(!fit.needs(dims(10, 10), 100));
@@ -403,10 +373,7 @@ fn counting_a_png_first_keeps_every_size_and_byte_the_encoder_gave() {
         (
             "noise",
             encoded(DynamicImage::ImageRgb8(noise(300, 260)), ImageFormat::Png),
-            Fit {
-                max_side: 8000,
-                max_base64: 200_000,
-            },
+            Fit::new(8000, 200_000),
         ),
         // A side over the cap, compressible: the first size fits.
         (
@@ -415,19 +382,13 @@ fn counting_a_png_first_keeps_every_size_and_byte_the_encoder_gave() {
                 DynamicImage::ImageRgba8(gradient(900, 300)),
                 ImageFormat::Png,
             ),
-            Fit {
-                max_side: 400,
-                max_base64: 1_000_000,
-            },
+            Fit::new(400, 1_000_000),
         ),
         // Both: a side over the cap and then too large at the cap.
         (
             "noise over a side",
             encoded(DynamicImage::ImageRgb8(noise(500, 120)), ImageFormat::Png),
-            Fit {
-                max_side: 400,
-                max_base64: 80_000,
-            },
+            Fit::new(400, 80_000),
         ),
         // 16-bit samples, written big-endian.
         (
@@ -442,10 +403,7 @@ fn counting_a_png_first_keeps_every_size_and_byte_the_encoder_gave() {
                 })),
                 ImageFormat::Png,
             ),
-            Fit {
-                max_side: 8000,
-                max_base64: 60_000,
-            },
+            Fit::new(8000, 60_000),
         ),
         // A GIF becomes a PNG.
         (
@@ -454,10 +412,7 @@ fn counting_a_png_first_keeps_every_size_and_byte_the_encoder_gave() {
                 DynamicImage::ImageRgba8(gradient(300, 200)),
                 ImageFormat::Gif,
             ),
-            Fit {
-                max_side: 100,
-                max_base64: 1_000_000,
-            },
+            Fit::new(100, 1_000_000),
         ),
     ];
     for (name, data, fit) in cases {
@@ -470,10 +425,7 @@ fn counting_a_png_first_keeps_every_size_and_byte_the_encoder_gave() {
     }
     // A JPEG's length is not counted: it is encoded at each size as before.
     let data = encoded(DynamicImage::ImageRgb8(noise(400, 300)), ImageFormat::Jpeg);
-    let fit = Fit {
-        max_side: 8000,
-        max_base64: 40_000,
-    };
+    let fit = Fit::new(8000, 40_000);
     let scaled = Scaler::default()
         .scale(&data, Sniffed::Jpeg, dims(400, 300), fit)
         .unwrap();

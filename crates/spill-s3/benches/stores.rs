@@ -56,12 +56,10 @@ fn bench_stores(c: &mut Criterion) {
         Ok(endpoint) => {
             let bucket = format!("mcpl-bench-{}", std::process::id());
             mcpl_testkit::create_bucket(&endpoint, &bucket);
-            let location = S3Location {
-                bucket,
-                prefix: "bench/".to_owned(),
-                endpoint: Some(endpoint),
-                region: Some("us-east-1".to_owned()),
-            };
+            let location = S3Location::new(bucket)
+                .with_prefix("bench/")
+                .with_endpoint(endpoint)
+                .with_region("us-east-1");
             let mut s3 = S3SpillStore::with_credentials(&location, "testing", "testing")
                 .expect("an object store");
             group.bench_function("s3", |b| b.iter(|| spill_once(&result, &mut s3)));

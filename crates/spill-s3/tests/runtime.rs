@@ -11,12 +11,10 @@ fn unreachable_store() -> S3SpillStore {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     drop(listener);
-    let location = S3Location {
-        bucket: "b".to_owned(),
-        prefix: "spills/".to_owned(),
-        endpoint: Some(format!("http://127.0.0.1:{port}")),
-        region: Some("us-east-1".to_owned()),
-    };
+    let location = S3Location::new("b")
+        .with_prefix("spills/")
+        .with_endpoint(format!("http://127.0.0.1:{port}"))
+        .with_region("us-east-1");
     S3SpillStore::with_credentials(&location, "testing", "testing").unwrap()
 }
 

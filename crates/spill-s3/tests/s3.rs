@@ -28,12 +28,10 @@ fn bucket(name: &str) -> Option<(String, String)> {
 }
 
 fn store(endpoint: &str, bucket: &str, conversation: &str) -> S3SpillStore {
-    let location = S3Location {
-        bucket: bucket.to_owned(),
-        prefix: "spills/".to_owned(),
-        endpoint: Some(endpoint.to_owned()),
-        region: Some("us-east-1".to_owned()),
-    };
+    let location = S3Location::new(bucket)
+        .with_prefix("spills/")
+        .with_endpoint(endpoint)
+        .with_region("us-east-1");
     S3SpillStore::with_credentials(&location, "testing", "testing")
         .unwrap()
         .with_conversation(conversation)
@@ -284,12 +282,9 @@ fn retention_removes_old_spills_only() {
     };
     let mut store = store(&endpoint, &bucket, "c1");
     spill(&result_with("some text"), &mut store).unwrap();
-    let other = S3Location {
-        bucket: bucket.clone(),
-        prefix: "elsewhere".to_owned(),
-        endpoint: Some(endpoint.clone()),
-        region: None,
-    };
+    let other = S3Location::new(bucket.clone())
+        .with_prefix("elsewhere")
+        .with_endpoint(endpoint.clone());
     let mut elsewhere = S3SpillStore::with_credentials(&other, "testing", "testing").unwrap();
     elsewhere.put("spill_kept.txt", b"kept").unwrap();
     assert_eq!(

@@ -32,10 +32,9 @@ fn cut_on(result: &Value, route: &PricedRoute, budget: u64) -> Result<Option<u64
 }
 
 fn without_images() -> PricedRoute {
-    PricedRoute {
-        images: None,
-        ..PricedRoute::ANTHROPIC
-    }
+    let mut route = PricedRoute::ANTHROPIC;
+    route.images = None;
+    route
 }
 
 // 31 tokens: o200k's count of the longest notice naming `SPILL_PATH`, and its separators.

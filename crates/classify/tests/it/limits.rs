@@ -21,10 +21,7 @@ fn an_image_over_five_mib_is_renderable_but_over_the_native_limit() {
     let summary = Summary::of(&classify(&block), &Limits::default());
     assert_eq!(summary.within_native_limit, Some(false));
     assert_eq!(summary.within_opaque_limit, Some(false));
-    let raised = Limits {
-        native_image_bytes: 8 * 1024 * 1024,
-        ..Limits::DEFAULT
-    };
+    let raised = Limits::DEFAULT.with_native_image_bytes(8 * 1024 * 1024);
     assert_eq!(
         Summary::of(&classify(&block), &raised).within_native_limit,
         Some(true)

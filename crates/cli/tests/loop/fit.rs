@@ -71,18 +71,9 @@ fn canned_server(result: Value) -> Loopback {
 }
 
 fn dialed(name: &str, server: &Loopback) -> ServerConfig {
-    ServerConfig {
-        launch: Launch {
-            name: name.to_owned(),
-            transport: Transport::Http(Dial {
-                url: url::Url::parse(&format!("{}/mcp", server.origin())).unwrap(),
-                headers: Vec::new(),
-                authorizer: None,
-            }),
-            ..Launch::default()
-        },
-        options: ServerOptions::default(),
-    }
+    let url = url::Url::parse(&format!("{}/mcp", server.origin())).unwrap();
+    let launch = Launch::new(name, Transport::Http(Dial::new(url)));
+    ServerConfig::new(launch, ServerOptions::default())
 }
 
 /// Every native image's base64 in an Anthropic body, in order.

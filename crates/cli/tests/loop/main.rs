@@ -22,17 +22,12 @@ const SECRETS: &[&str] = &[
 ];
 
 fn demo_server(name: &str, options: ServerOptions) -> ServerConfig {
-    ServerConfig {
-        launch: Launch {
-            name: name.to_owned(),
-            command: env!("CARGO_BIN_EXE_mcpl").to_owned(),
-            args: vec!["serve-demo".to_owned()],
-            env: Default::default(),
-            cwd: None,
-            ..Launch::default()
-        },
-        options,
-    }
+    let launch = Launch::stdio(
+        name,
+        env!("CARGO_BIN_EXE_mcpl"),
+        vec!["serve-demo".to_owned()],
+    );
+    ServerConfig::new(launch, options)
 }
 
 fn config(servers: Vec<ServerConfig>, spill: &tempdir::Dir) -> Config {
@@ -611,12 +606,11 @@ fn fetch_reference_reads_a_resource_link_through_its_server() {
         .unwrap()
         .id
         .clone();
-    let call = mcpl_encode::conversation::ToolCall {
-        id: "call_x".to_owned(),
-        name: "fetch_reference".to_owned(),
-        arguments: json!({"ref_id": id.as_str()}),
-        signature: None,
-    };
+    let call = mcpl_encode::conversation::ToolCall::new(
+        "call_x",
+        "fetch_reference",
+        json!({"ref_id": id.as_str()}),
+    );
     let output = host.call_tool(3, &call);
     assert!(!output.is_error, "{}", output.stored);
     // The model reads the payload's size and type, then the payload, but not the path.

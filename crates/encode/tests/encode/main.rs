@@ -45,36 +45,19 @@ fn conversation() -> (Vec<Message>, Vec<ToolSpec>) {
         Message::Assistant {
             text: "Let me look.".to_owned(),
             tool_calls: vec![
-                ToolCall {
-                    id: "call_chart".to_owned(),
-                    name: "demo__chart".to_owned(),
-                    arguments: json!({"month": "May"}),
-                    // Gemini's thoughtSignature; the other routes have nowhere to put it.
-                    signature: Some("c2lnLWNoYXJ0".to_owned()),
-                },
-                ToolCall {
-                    id: "call_notes".to_owned(),
-                    name: "demo__notes".to_owned(),
-                    arguments: json!({}),
-                    signature: None,
-                },
+                ToolCall::new("call_chart", "demo__chart", json!({"month": "May"}))
+                    .with_signature(Some("c2lnLWNoYXJ0".to_owned())),
+                ToolCall::new("call_notes", "demo__notes", json!({})),
             ],
         },
         Message::ToolResults(vec![
-            ToolOutput {
-                call_id: "call_chart".to_owned(),
-                name: "demo__chart".to_owned(),
-                stored: "The May chart:\n[image: image/png, 167B, ref img_1a2b_1]".to_owned(),
-                live: Some(vec![text("The May chart:"), image(&png)]),
-                is_error: false,
-            },
-            ToolOutput {
-                call_id: "call_notes".to_owned(),
-                name: "demo__notes".to_owned(),
-                stored: "notes are locked".to_owned(),
-                live: None,
-                is_error: true,
-            },
+            ToolOutput::new(
+                "call_chart",
+                "demo__chart",
+                "The May chart:\n[image: image/png, 167B, ref img_1a2b_1]",
+            )
+            .with_live(vec![text("The May chart:"), image(&png)]),
+            ToolOutput::new("call_notes", "demo__notes", "notes are locked").with_error(true),
         ]),
         Message::User(vec![text("deploy finished"), image(&png)]),
         Message::User(vec![
@@ -86,29 +69,25 @@ fn conversation() -> (Vec<Message>, Vec<ToolSpec>) {
         ]),
     ];
     let tools = vec![
-        ToolSpec {
-            name: "demo__chart".to_owned(),
-            description: "A month's chart.".to_owned(),
-            input_schema: json!({"type": "object", "properties": {"month": {"type": "string"}}}),
-        },
-        ToolSpec {
-            name: "demo__notes".to_owned(),
-            description: "The notes.".to_owned(),
-            input_schema: json!({"type": "object"}),
-        },
+        ToolSpec::new(
+            "demo__chart",
+            "A month's chart.",
+            json!({"type": "object", "properties": {"month": {"type": "string"}}}),
+        ),
+        ToolSpec::new("demo__notes", "The notes.", json!({"type": "object"})),
     ];
     (messages, tools)
 }
 
 fn body(encoder: Encoder) -> Value {
     let (messages, tools) = conversation();
-    encoder.request(&ModelRequest {
-        model: "a-model",
-        system: "Answer from the tools.",
-        messages: &messages,
-        tools: &tools,
-        max_tokens: 1024,
-    })
+    encoder.request(&ModelRequest::new(
+        "a-model",
+        "Answer from the tools.",
+        &messages,
+        &tools,
+        1024,
+    ))
 }
 
 #[test]
@@ -361,13 +340,7 @@ fn parts_a_route_cannot_take_become_text() {
     assert_eq!(chat[0]["type"], "image_url");
     assert_eq!(chat[1]["type"], "text");
     // Audio inside a tool result goes nowhere natively.
-    let output = ToolOutput {
-        call_id: "c".to_owned(),
-        name: "t".to_owned(),
-        stored: "x".to_owned(),
-        live: Some(vec![ogg, gif]),
-        is_error: false,
-    };
+    let output = ToolOutput::new("c", "t", "x").with_live(vec![ogg, gif]);
     for encoder in RouteId::ALL.map(Encoder::new) {
         let shown = encoder.tool_result(&output).to_string();
         assert!(
@@ -427,29 +400,24 @@ fn anthropic_sends_no_text_block_without_a_visible_character() {
             Message::User(vec![text("Look."), text(space)]),
             Message::Assistant {
                 text: space.to_owned(),
-                tool_calls: vec![ToolCall {
-                    id: "call_1".to_owned(),
-                    name: "demo__chart".to_owned(),
-                    arguments: json!({}),
-                    signature: None,
-                }],
+                tool_calls: vec![ToolCall::new("call_1", "demo__chart", json!({}))],
             },
-            Message::ToolResults(vec![ToolOutput {
-                call_id: "call_1".to_owned(),
-                name: "demo__chart".to_owned(),
-                stored: space.to_owned(),
-                live: Some(vec![text(space), image(&png()), text(space)]),
-                is_error: false,
-            }]),
+            Message::ToolResults(vec![
+                ToolOutput::new("call_1", "demo__chart", space.to_owned()).with_live(vec![
+                    text(space),
+                    image(&png()),
+                    text(space),
+                ]),
+            ]),
             Message::User(vec![text(space)]),
         ];
-        let body = Encoder::new(RouteId::Anthropic).request(&ModelRequest {
-            model: "a-model",
-            system: "",
-            messages: &messages,
-            tools: &[],
-            max_tokens: 1024,
-        });
+        let body = Encoder::new(RouteId::Anthropic).request(&ModelRequest::new(
+            "a-model",
+            "",
+            &messages,
+            &[],
+            1024,
+        ));
         let mut texts = Vec::new();
         for message in body["messages"].as_array().unwrap() {
             let content = message["content"].as_array().unwrap();

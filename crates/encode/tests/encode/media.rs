@@ -12,13 +12,7 @@ fn b64(name: &str) -> String {
 }
 
 fn output(live: Vec<Content>) -> ToolOutput {
-    ToolOutput {
-        call_id: "call_7".to_owned(),
-        name: "demo__report".to_owned(),
-        stored: "stored".to_owned(),
-        live: Some(live),
-        is_error: false,
-    }
+    ToolOutput::new("call_7", "demo__report", "stored").with_live(live)
 }
 
 fn pdf() -> Content {
@@ -143,17 +137,10 @@ fn documents_over_the_route_pages_go_as_their_placeholder_with_a_notice() {
         data: b64("document.pdf"),
     };
     let stored = "[document: application/pdf, ~2KB, ref doc_t_1]\n[document: application/pdf, ~2KB, ref doc_t_2]";
-    let messages = [Message::ToolResults(vec![ToolOutput {
-        stored: stored.to_owned(),
-        ..output(vec![doc(150), doc(60)])
-    }])];
-    let request = ModelRequest {
-        model: "m",
-        system: "",
-        messages: &messages,
-        tools: &[],
-        max_tokens: 16,
-    };
+    let mut both = output(vec![doc(150), doc(60)]);
+    both.stored = stored.to_owned();
+    let messages = [Message::ToolResults(vec![both])];
+    let request = ModelRequest::new("m", "", &messages, &[], 16);
     let body = Encoder::new(RouteId::Anthropic).request(&request);
     let content = &body["messages"][0]["content"][0]["content"];
     assert_eq!(
@@ -162,14 +149,12 @@ fn documents_over_the_route_pages_go_as_their_placeholder_with_a_notice() {
     );
     assert_eq!(content[1]["type"], "document");
     // Two of 60 pages pass one by one, but not together: the later one is left out.
-    let messages = [Message::ToolResults(vec![ToolOutput {
-        stored: stored.to_owned(),
-        ..output(vec![doc(60), doc(60)])
-    }])];
-    let body = Encoder::new(RouteId::OpenAiResponses).request(&ModelRequest {
-        messages: &messages,
-        ..request
-    });
+    let mut both = output(vec![doc(60), doc(60)]);
+    both.stored = stored.to_owned();
+    let messages = [Message::ToolResults(vec![both])];
+    let mut request = request;
+    request.messages = &messages;
+    let body = Encoder::new(RouteId::OpenAiResponses).request(&request);
     let items = &body["input"][0]["output"];
     assert_eq!(items[0]["type"], "input_file");
     assert_eq!(

@@ -51,23 +51,16 @@ fn image(data: &str) -> Content {
 }
 
 fn output(n: usize, live: Vec<Content>) -> ToolOutput {
-    ToolOutput {
-        call_id: format!("call_{n}"),
-        name: "shot".to_owned(),
-        stored: format!("[image: image/png, 1 KB, ref img_test_{n}]"),
-        live: Some(live),
-        is_error: false,
-    }
+    ToolOutput::new(
+        format!("call_{n}"),
+        "shot",
+        format!("[image: image/png, 1 KB, ref img_test_{n}]"),
+    )
+    .with_live(live)
 }
 
 fn request(encoder: Encoder, messages: &[Message]) -> Value {
-    encoder.request(&ModelRequest {
-        model: "a-model",
-        system: "",
-        messages,
-        tools: &[],
-        max_tokens: 64,
-    })
+    encoder.request(&ModelRequest::new("a-model", "", messages, &[], 64))
 }
 
 /// Every native image in a body, in document order: its type and size as its header says.

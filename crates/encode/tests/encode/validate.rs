@@ -108,10 +108,12 @@ fn schema() -> impl Strategy<Value = Value> {
 
 fn tool() -> impl Strategy<Value = ToolSpec> {
     (tool_name(), "\\PC{0,20}", 0usize..3000, schema()).prop_map(
-        |(name, description, extra, input_schema)| ToolSpec {
-            name,
-            description: format!("{description}{}", "d".repeat(extra)),
-            input_schema,
+        |(name, description, extra, input_schema)| {
+            ToolSpec::new(
+                name,
+                format!("{description}{}", "d".repeat(extra)),
+                input_schema,
+            )
         },
     )
 }
@@ -148,12 +150,7 @@ fn conversation() -> impl Strategy<Value = Vec<Message>> {
             let mut outputs = Vec::new();
             for (name, arguments, live, native, is_error) in calls {
                 id += 1;
-                tool_calls.push(ToolCall {
-                    id: format!("call_{id}"),
-                    name: name.clone(),
-                    arguments,
-                    signature: None,
-                });
+                tool_calls.push(ToolCall::new(format!("call_{id}"), name.clone(), arguments));
                 let stored: String = live
                     .iter()
                     .map(|part| match part {
@@ -162,13 +159,10 @@ fn conversation() -> impl Strategy<Value = Vec<Message>> {
                     })
                     .collect::<Vec<_>>()
                     .join("\n");
-                outputs.push(ToolOutput {
-                    call_id: format!("call_{id}"),
-                    name,
-                    stored,
-                    live: native.then_some(live),
-                    is_error,
-                });
+                let mut output = ToolOutput::new(format!("call_{id}"), name, stored);
+                output.live = native.then_some(live);
+                output.is_error = is_error;
+                outputs.push(output);
             }
             messages.push(Message::Assistant {
                 text: said,
@@ -214,13 +208,9 @@ const KEPT_BODIES: usize = 400;
 /// What the route's API would refuse in the body `messages` and `tools` encode to, one
 /// violation after another; empty when it takes it all. The body is kept for the SDK check.
 fn refused(route: RouteId, messages: &[Message], tools: &[ToolSpec]) -> String {
-    let body = Encoder::new(route).request(&ModelRequest {
-        model: "a-model",
-        system: "Answer.",
-        messages,
-        tools,
-        max_tokens: 1024,
-    });
+    let body = Encoder::new(route).request(&ModelRequest::new(
+        "a-model", "Answer.", messages, tools, 1024,
+    ));
     keep(route, &body);
     validate(route, &route.request_limits(), &body)
         .iter()
@@ -256,26 +246,14 @@ proptest! {
 fn a_body_the_api_would_refuse_is_repaired_before_it_is_sent() {
     // Definitions no host held to the route's rules: the request is checked as it is written.
     let tools = vec![
-        ToolSpec {
-            name: "ok".to_owned(),
-            description: String::new(),
-            input_schema: json!({"type": "object"}),
-        },
-        ToolSpec {
-            name: "1 bad".to_owned(),
-            description: String::new(),
-            input_schema: json!("x"),
-        },
+        ToolSpec::new("ok", "", json!({"type": "object"})),
+        ToolSpec::new("1 bad", "", json!("x")),
     ];
     let messages = vec![Message::User(vec![Content::Text("Go.".to_owned())])];
     for route in RouteId::ALL {
-        let (body, repaired) = Encoder::new(route).checked_request(&ModelRequest {
-            model: "a-model",
-            system: "Answer.",
-            messages: &messages,
-            tools: &tools,
-            max_tokens: 1024,
-        });
+        let (body, repaired) = Encoder::new(route).checked_request(&ModelRequest::new(
+            "a-model", "Answer.", &messages, &tools, 1024,
+        ));
         assert!(
             validate(route, &route.request_limits(), &body).is_empty(),
             "{}: {body}",
@@ -354,7 +332,7 @@ const MODELS: [(bool, bool, bool); 4] = [
 
 /// `route` held to what a model takes, as `mcpl-config`'s `narrow` holds it.
 fn narrowed(route: RouteId, (images, pdf, audio): (bool, bool, bool)) -> mcpl_budget::PricedRoute {
-    mcpl_budget::PricedRoute::of(route).narrowed(mcpl_budget::NativeMedia { images, pdf, audio })
+    mcpl_budget::PricedRoute::of(route).narrowed(mcpl_budget::NativeMedia::new(images, pdf, audio))
 }
 
 proptest! {
@@ -383,12 +361,7 @@ proptest! {
                     let fitted = fit_tool_result(&mut lanes, &ToolResult::from_value(&result), pricer, budget, None);
                     let mut output = mcpl_encode::conversation::ToolOutput::from_copies("call_1", "tool", &fitted.copies);
                     output.call_id = format!("call_{n}");
-                    tool_calls.push(ToolCall {
-                        id: format!("call_{n}"),
-                        name: "s__t".to_owned(),
-                        arguments: json!({}),
-                        signature: None,
-                    });
+                    tool_calls.push(ToolCall::new(format!("call_{n}"), "s__t", json!({})));
                     outputs.push(output);
                 }
                 let messages = vec![

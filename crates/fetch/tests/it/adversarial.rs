@@ -27,11 +27,7 @@ impl Setup {
         let mut fetcher = scratch.fetcher();
         fetcher.add_server(
             "server",
-            &FetchOptions {
-                origin: Some(server.origin().to_owned()),
-                token: Some(TOKEN.to_owned()),
-                ..options
-            },
+            &options.with_origin(server.origin()).with_token(TOKEN),
         );
         Setup {
             scratch,
@@ -61,10 +57,7 @@ impl Setup {
 }
 
 fn ceiling(max_bytes: u64) -> FetchOptions {
-    FetchOptions {
-        max_bytes,
-        ..FetchOptions::default()
-    }
+    FetchOptions::default().with_max_bytes(max_bytes)
 }
 
 #[test]

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use mcpl_fetch::FetchOptions;
 use mcpl_fetch::{EAGER_PER_RESULT, NoResources, Refusal};
 use mcpl_lanes::{
     ImageLedger, Projector, RefId, Registry, Route, ServerName, ToolResult, UriPolicy,
@@ -162,13 +161,7 @@ fn parallel_eager_fetches_never_spend_more_than_the_budget_left() {
     let scratch = Scratch::new();
     let origin = serving("audio/wav", WAV);
     let mut fetcher = scratch.fetcher();
-    fetcher.add_server(
-        "home",
-        &FetchOptions {
-            budget_bytes: 50,
-            ..dialed(&origin, "t")
-        },
-    );
+    fetcher.add_server("home", &dialed(&origin, "t").with_budget_bytes(50));
     let mut registry = Registry::new();
     let ids: Vec<RefId> = (0..3)
         .map(|n| {

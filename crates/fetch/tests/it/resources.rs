@@ -135,13 +135,7 @@ fn a_server_that_offers_no_resources_and_a_file_uri_are_refused_unread() {
 fn resource_contents_meet_the_ceiling_budget_and_digest() {
     let scratch = Scratch::new();
     let mut fetcher = scratch.fetcher();
-    fetcher.add_server(
-        "demo",
-        &FetchOptions {
-            max_bytes: 10,
-            ..FetchOptions::default()
-        },
-    );
+    fetcher.add_server("demo", &FetchOptions::default().with_max_bytes(10));
     let mut registry = Registry::new();
     let mut resources = resources();
 

@@ -80,11 +80,9 @@ pub(crate) fn serving(content_type: &str, body: &[u8]) -> Loopback {
 
 /// A server's fetch options: dialed to `server`'s origin, with `token`.
 pub(crate) fn dialed(server: &Loopback, token: &str) -> FetchOptions {
-    FetchOptions {
-        origin: Some(server.origin().to_owned()),
-        token: Some(token.to_owned()),
-        ..FetchOptions::default()
-    }
+    FetchOptions::default()
+        .with_origin(server.origin())
+        .with_token(token)
 }
 
 /// An MCPL resource block for `uri` with extra fields.
