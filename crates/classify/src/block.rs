@@ -45,6 +45,7 @@ pub enum ContradictionSource {
 
 /// Inline data withheld because the block also claims what only a reference may.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Contradiction<'a> {
     /// What kind of block it was.
     pub source: ContradictionSource,
@@ -54,6 +55,7 @@ pub struct Contradiction<'a> {
 
 /// An embedded resource with text contents.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EmbeddedText<'a> {
     /// The resource's uri (may be empty). Never shown to a model.
     pub uri: &'a str,
@@ -65,6 +67,7 @@ pub struct EmbeddedText<'a> {
 
 /// An embedded resource with a base64 blob.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EmbeddedBlob<'a> {
     /// The resource's uri (may be empty). Never shown to a model.
     pub uri: &'a str,
@@ -83,6 +86,7 @@ pub enum Unreadable {
 
 /// An embedded resource whose contents cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EmbeddedUnreadable<'a> {
     /// The resource's uri (may be empty). Never shown to a model.
     pub uri: &'a str,
@@ -92,6 +96,7 @@ pub struct EmbeddedUnreadable<'a> {
 
 /// A block that is none of the other kinds.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Invalid<'a> {
     /// Why.
     pub reason: InvalidReason<'a>,
@@ -102,6 +107,7 @@ pub struct Invalid<'a> {
 
 /// Why a block is invalid. Displays as the short reason the spec names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum InvalidReason<'a> {
     /// Not a JSON object, or no string `type`.
     NotAContentBlock,

@@ -12,6 +12,7 @@ pub const DIMENSION_READ_LIMIT: u64 = 64 * 1024;
 
 /// The limits a host applies to what it shows inline. A route may lower or raise them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limits {
     /// The largest decoded image, in bytes, sent to a model as a native image.
     pub native_image_bytes: u64,
@@ -51,6 +52,7 @@ impl Default for Limits {
 
 /// A media type as a server labelled it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ClaimedType<'a> {
     /// The label exactly as sent.
     pub raw: &'a str,
@@ -133,6 +135,7 @@ pub struct Dimensions {
 
 /// Why bytes that open as PNG, JPEG, GIF or WebP still cannot be sent as an image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ImageDefect {
     /// The header does not give the image's dimensions (it is cut short or corrupt).
     NoDimensions,
@@ -156,6 +159,7 @@ const PNG_END: &[u8] = b"\0\0\0\0IEND\xAE\x42\x60\x82";
 
 /// What classification learnt about a base64 payload and its label.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Media<'a> {
     /// The base64 text exactly as sent. Borrowed: classification never copies a payload.
     pub data: &'a str,

@@ -12,6 +12,7 @@ use base64::engine::general_purpose::STANDARD;
 
 /// Why a payload is not usable base64. The block stays classified; it is just not renderable.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Base64Finding {
     /// The character count is not a multiple of four (padding is required).
     Length {

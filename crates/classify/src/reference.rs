@@ -15,6 +15,7 @@ pub const SIZE_BYTES_MAX: u64 = (1 << 53) - 1;
 
 /// Which wire shape a reference arrived in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ReferenceForm {
     /// MCPL's flat `{"type": "resource", "uri": ...}`.
     Resource,
@@ -38,6 +39,7 @@ pub enum Disposition {
 
 /// An optional field that broke its rule and was dropped, the block staying valid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DroppedField {
     /// The field's name as it appears on the wire.
     pub field: &'static str,
@@ -47,6 +49,7 @@ pub struct DroppedField {
 
 /// The rule an optional reference field broke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FieldRule {
     /// The value had the wrong JSON type.
     WrongType,
@@ -72,6 +75,7 @@ impl FieldRule {
 
 /// A reference's testimony: every field is a claim by the server, never a fact.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Reference<'a> {
     /// The wire shape it came in.
     pub form: ReferenceForm,

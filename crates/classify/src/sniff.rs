@@ -6,6 +6,7 @@ pub const SNIFF_LEN: usize = 512;
 
 /// A media type recognised from a payload's leading bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Sniffed {
     /// PNG, APNG included (an APNG is a valid PNG to any reader that ignores its animation).
     Png,

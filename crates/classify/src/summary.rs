@@ -11,6 +11,7 @@ use crate::reference::{Disposition, ReferenceForm};
 /// One block's classification as plain data. Uris are never included, only whether one is
 /// marked `never`; a classification report is as safe to log as a model's view.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Summary {
     /// The kind's short name (`text`, `inline-image`, ...).
     pub kind: &'static str,

@@ -462,6 +462,7 @@ pub enum ContentView<'de> {
 /// same result parsed into a `Value`. A bare array is the content; a single content block, or any
 /// other value that is not an object, is content that is not an array.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ResultView<'de> {
     /// `content`, when present.
     pub content: Option<ContentView<'de>>,

@@ -1630,6 +1630,7 @@ fn describe_bytes(media: &Media<'_>) -> String {
         (Some(sniffed), Some(ImageDefect::NoDimensions)) => {
             format!("{} without readable dimensions", sniffed.mime())
         }
+        (Some(sniffed), Some(defect)) => format!("{} ({})", sniffed.mime(), defect.as_str()),
         (Some(sniffed), None) => sniffed.mime().to_owned(),
         (None, _) => match &media.claimed {
             Some(claimed) => format!(
