@@ -25,6 +25,7 @@ use crate::walk::{Scope, walk, walk_view};
 
 /// Whether a server's uris may appear in what a model sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum UriPolicy {
     /// No uri is shown (the default).
     #[default]
