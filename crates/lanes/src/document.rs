@@ -21,6 +21,7 @@ pub const PDF_STREAM_LIMIT: usize = 4 * 1024 * 1024;
 /// Why a PDF does not go natively. Its [`fmt::Display`] is the reason its marker gives, after
 /// "because".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PdfRefusal {
     /// Its base64 is empty or not sound.
     NotBase64,

@@ -23,6 +23,7 @@ pub type Attach<'f> = dyn FnMut(&Media<'_>, &str) -> String + 'f;
 
 /// Where a reference arrived, as its stub says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Provenance {
     /// In a tool result (both copies, and a script's view).
     ToolResult,
@@ -299,6 +300,7 @@ impl<'a> StoredText<'a> {
 
 /// What a push event, a channel message or a user-position injection shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MessageView<'a> {
     /// The user message's content, one part per block, in order.
     pub parts: Vec<Part<'a>>,

@@ -31,6 +31,7 @@ impl fmt::Display for RefId {
 
 /// What a server said about a referenced payload: testimony, never fact.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Claims {
     /// The uri. Host-private: no lane shows it by default.
     pub uri: String,
@@ -107,6 +108,7 @@ pub struct Fetched {
 
 /// One reference the host has seen.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Record {
     /// Its id.
     pub id: RefId,
@@ -120,6 +122,7 @@ pub struct Record {
 
 /// The answer for an id the registry does not hold: never issued, or evicted.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct UnknownReference(pub String);
 
 impl fmt::Display for UnknownReference {

@@ -88,6 +88,7 @@ impl FromStr for RouteId {
 /// A route name no route has.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown route {name}; routes: {}", route_names())]
+#[non_exhaustive]
 pub struct UnknownRoute {
     /// The name as given.
     pub name: String,
@@ -102,6 +103,7 @@ fn route_names() -> String {
 /// declaration rather than guessing; the budget and encode crates extend it with prices and
 /// encoders.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Route {
     /// The route this table is for.
     pub id: RouteId,
@@ -251,6 +253,7 @@ impl Route {
 /// - everywhere: an image with no pixels, or a side over [`RequestLimits::max_side`], never goes
 ///   natively.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RequestLimits {
     /// The longest side of a native image, in pixels.
     pub max_side: u32,
