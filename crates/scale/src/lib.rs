@@ -16,10 +16,10 @@
 //!
 //! // A 1×1 grey PNG, asked to fit a side of 1 px: it fits already, so nothing is decoded.
 //! let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg==";
-//! let fit = Fit { max_side: 1, max_base64: 1_000 };
+//! let fit = Fit::new(1, 1_000);
 //! assert!(!fit.needs(Dimensions { width: 1, height: 1 }, png.len()));
 //! // Over it, the image is scaled: here to fit 100 base64 characters, which it cannot.
-//! let tight = Fit { max_side: 1, max_base64: 10 };
+//! let tight = Fit::new(1, 10);
 //! assert!(Scaler::default().scale(png, Sniffed::Png, Dimensions { width: 1, height: 1 }, tight).is_err());
 //! ```
 
@@ -35,6 +35,7 @@ mod png_encode;
 
 /// What one image must fit to go natively.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Fit {
     /// The longest side, in pixels.
     pub max_side: u32,
@@ -76,6 +77,7 @@ impl Fit {
 
 /// Where an image goes, which decides whether the route takes it natively there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Place {
     /// In a tool result (directly, or moved by the encoder after it).
     ToolResult,
@@ -133,6 +135,7 @@ pub struct Scaled {
 
 /// Why an image was not scaled; the caller keeps it as it was.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ScaleError {
     /// The base64 is not valid.
     #[error("the image's base64 could not be decoded")]
@@ -153,6 +156,7 @@ pub enum ScaleError {
 
 /// The decoder's limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Scaler {
     /// The most bytes decoding one image may allocate.
     pub max_alloc: u64,
