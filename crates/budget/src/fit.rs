@@ -22,6 +22,7 @@ const LINE_WINDOW: usize = 240;
 
 /// What a cut left out of a result, as its omission notice counts it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Omitted {
     /// Tokens: o200k's count of what was priced, a quick estimate of the rest.
     pub tokens: u64,
@@ -76,6 +77,7 @@ type NoticeOf<'n> = &'n dyn Fn(Omitted) -> String;
 
 /// Why a result over its budget could not be cut to fit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CutError {
     /// Something the result shows cannot be priced on the route.
     #[error(transparent)]
@@ -93,6 +95,7 @@ pub enum CutError {
 
 /// A tool result fitted to its budget, or kept whole with the reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Fitted<'a> {
     /// The copies as they go: fitted when cut, else the originals.
     pub copies: ToolResultCopies<'a>,

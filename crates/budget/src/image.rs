@@ -4,6 +4,7 @@
 
 /// OpenAI's `detail` setting for an image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Detail {
     /// A 512 px version of the image.
     Low,
@@ -13,6 +14,7 @@ pub enum Detail {
 
 /// How one provider prices an image from its dimensions.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub enum ImageCalculator {
     /// Anthropic's current rule: resize to the largest aspect-preserving size whose 28-rounded
     /// sides are within `max_edge` and whose 28 x 28 patches number at most `max_tokens`, then
@@ -219,6 +221,7 @@ fn openai_patches(w: u64, h: u64, budget: Option<u64>) -> u64 {
 
 /// One row of a dated pricing table: the models a rule applies to, and where it comes from.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct PricedModels {
     /// Model names or families the row covers.
     pub models: &'static [&'static str],

@@ -22,6 +22,7 @@ const MAX_BYTES_PER_TOKEN: u64 = 64;
 
 /// Why a spill could not be read back, in the words the model reads.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReadBackError {
     /// The id does not have a spill id's shape.
     #[error("read_result: {0:?} is not a spill id (an id is spill_ and 28 letters)")]
@@ -62,6 +63,7 @@ pub enum ReadBackError {
 
 /// One part of a spill, read back.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ReadBack {
     /// The part as MCP content blocks: text, image blocks after their attachment lines, and the
     /// footer last.

@@ -9,6 +9,7 @@ use crate::text::TokenEstimator;
 /// Everything mcpl needs to know about one provider route: what it takes at each place (the
 /// lanes' [`Route`], with its per-image limit) and how it prices images.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct PricedRoute {
     /// What the route takes, as the lanes read it.
     pub lanes: Route,
@@ -28,6 +29,7 @@ pub struct PricedRoute {
 /// How a route prices one page of a PDF (dated 2026-12-01; `docs/budget.md` has the table and
 /// its sources).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PageRule {
     /// The page's extracted text, at most this many tokens, plus the page as an image, priced by
     /// the route's image calculator at [`PageRule::PAGE_WIDTH`] x [`PageRule::PAGE_HEIGHT`].
@@ -155,6 +157,7 @@ impl PricedRoute {
 
 /// What a model takes natively, for [`PricedRoute::narrowed`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct NativeMedia {
     /// Images.
     pub images: bool,
@@ -174,6 +177,7 @@ impl NativeMedia {
 
 /// Why something cannot be priced on a route.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Unpriceable {
     /// The route has no image calculator.
     #[error("route {route} cannot price images")]

@@ -13,6 +13,7 @@ use mcpl_lanes::{Attach, HiddenUris, Projector, ToolResult, ToolResultCopies, Ur
 
 /// Why a spill could not be written.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SpillError {
     /// The folder could not be made or used.
     #[error("spill folder {path}: {error}")]
@@ -71,6 +72,7 @@ impl SpillError {
 
 /// How an omission notice tells the model where the whole result is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum SpillNotice {
     /// `read the rest with read_result("spill_…")`: for models whose host offers `read_result`.
     ReadResult,
@@ -874,6 +876,7 @@ fn check_private(metadata: &fs::Metadata) -> std::io::Result<()> {
 
 /// A written spill: the whole result's text and its attachments.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Spill {
     /// The id `read_result` takes.
     pub id: SpillId,
@@ -907,6 +910,7 @@ impl Spill {
 
 /// One attachment as the manifest records it, for `read_result` to send it natively.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct ManifestAttachment {
     /// Its file's name in the store.
     pub name: String,
@@ -919,6 +923,7 @@ pub struct ManifestAttachment {
 /// What a spill holds, written last under [`SpillId::manifest_name`]: a spill whose manifest
 /// is missing is not there.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct Manifest {
     /// The conversation that made it.
     pub conversation: String,

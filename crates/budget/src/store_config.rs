@@ -6,6 +6,7 @@ use serde_json::Value;
 
 /// `spillStore`: where spills go.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum SpillStoreConfig {
     /// The local private folder, `spillDir`.
     #[default]

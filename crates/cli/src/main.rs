@@ -973,6 +973,10 @@ fn spill_store(
             &options.conversation,
             options.spill_notice,
         )),
+        _ => Some(Err(SpillError::Remote {
+            store: "spillStore".to_owned(),
+            message: "this mcpl opens no store of that kind".to_owned(),
+        })),
     }
 }
 
@@ -1034,6 +1038,15 @@ fn spill_gc_command(path: &std::path::Path) -> Result<(), Failure> {
             let place = format!("s3://{}/{}", location.bucket, location.prefix);
             let store = s3_store(location, "spill-gc", SpillNotice::Path).map_err(failed)?;
             (store, place)
+        }
+        _ => {
+            return Err(Failure {
+                status: 2,
+                message: format!(
+                    "{}: spillStore names a store this mcpl does not open",
+                    path.display()
+                ),
+            });
         }
     };
     let age = std::time::Duration::from_secs(hours.saturating_mul(3600));
