@@ -334,6 +334,7 @@ mod tests {
 
 /// One assistant turn.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct Turn {
     /// The turn's text.
     pub text: String,

@@ -9,6 +9,7 @@ use crate::conversation::{ToolCall, Turn, Usage};
 
 /// Why a provider's answer is not a turn; its words become the message of the host's provider error.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AnswerError {
     /// A Messages API answer without its `content` array.
     #[error("the answer has no content array")]

@@ -468,6 +468,7 @@ impl Moves<'_> {
 /// sends `low` for an image no side of which is over [`ImageDetail::LOW_DETAIL_SIDE`], which
 /// low detail shows whole, and `auto` otherwise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum ImageDetail {
     /// `low` for a small image, else `auto`.
     #[default]

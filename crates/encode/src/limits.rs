@@ -20,6 +20,7 @@ use crate::{
 
 /// Which request limit an image hit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LimitHit {
     /// The image has no pixels.
     NoPixels,
@@ -97,6 +98,7 @@ pub fn document_limit_notice(hit: LimitHit) -> String {
 /// notice after an image scaled to fit). Every limit is spelled with the largest numbers it can
 /// hold, so none of these texts is shorter than the one a request writes. A text part has none.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LimitTexts {
     /// Each text that may replace the part, one per limit.
     pub replacements: Vec<String>,

@@ -26,6 +26,7 @@ pub const WRAPPED: &str = "input";
 
 /// What a route takes of tool definitions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ToolRules {
     /// The most tools one request may offer.
     pub max_tools: Option<usize>,
@@ -55,6 +56,7 @@ impl ToolRules {
 
 /// Tool definitions held to a route's rules, and what that changed.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct Conformed {
     /// The tools offered, in the order given, within the rules.
     pub tools: Vec<ToolSpec>,

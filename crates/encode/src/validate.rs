@@ -30,6 +30,7 @@ use crate::tools::ToolRules;
 
 /// One thing the route's API would refuse: where it is (a JSON pointer) and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Violation {
     /// The JSON pointer of the block, tool or field.
     pub at: String,

@@ -18,6 +18,7 @@ pub fn cleared_notice(reference: &str) -> String {
 
 /// What making room did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Room {
     /// The estimated tokens freed.
     pub freed: u64,
