@@ -164,6 +164,7 @@ pub const NO_DIGEST_CLAIMED: &str = "no digest claimed";
 
 /// Why a reference was not fetched, in the words the model reads (the predecessor host's).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Refusal {
     /// The id was never issued, or its record was evicted.
     #[error("{}", markers::unknown_reference(.0))]
@@ -253,6 +254,7 @@ fn first_20(text: &str) -> String {
 
 /// The limit a stream passed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Limit {
     /// The per-fetch ceiling.
     Ceiling,
@@ -272,6 +274,7 @@ impl fmt::Display for Limit {
 /// A fetched payload: `fetch_reference`'s output,
 /// `{"path", "bytes", "mime_type", "digest_verified"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Saved {
     /// Where the host saved it.
     pub path: String,
@@ -300,6 +303,7 @@ impl Saved {
 
 /// What became of a claimed digest. A mismatch is a [`Refusal`], so it never appears here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DigestCheck {
     /// The digest was claimed and matched: serialises as `true`.
     Verified,
@@ -328,6 +332,7 @@ pub trait ResourceReader {
 /// Why `resources/read` gave no result. Its words go into [`Refusal::ResourceRead`],
 /// sanitised, since a server's error text is untrusted.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReadError {
     /// The host reads no resources at all.
     #[error("this host reads no resources")]
@@ -360,6 +365,7 @@ impl ResourceReader for NoResources {
 /// The fetcher's folder could not be made.
 #[derive(Debug, thiserror::Error)]
 #[error("{path}: {source}")]
+#[non_exhaustive]
 pub struct FolderError {
     /// The folder.
     pub path: String,
