@@ -42,6 +42,7 @@ const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 /// A server dialed over the network: its url, the headers the config adds to each request, and
 /// who gives its requests their `Authorization`.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct Dial {
     /// Where the server is.
     pub url: url::Url,

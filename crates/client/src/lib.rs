@@ -104,6 +104,7 @@ const KEEP_BUFFER_BYTES: usize = 1 << 20;
 
 /// How to start or reach one server.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct Launch {
     /// The server's name in the host's configuration.
     pub name: String,
@@ -154,6 +155,7 @@ impl Launch {
 
 /// How the host reaches a server.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub enum Transport {
     /// A child process's stdin and stdout, newline-delimited.
     #[default]
@@ -166,6 +168,7 @@ pub enum Transport {
 
 /// The protocol family, chosen by the transport (and the config for stdio), never by sniffing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Protocol {
     /// The `initialize` handshake offering [`PROTOCOL_VERSION`], with MCPL's capabilities.
     #[default]
@@ -177,6 +180,7 @@ pub enum Protocol {
 
 /// One root a server may ask for with `roots/list`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Root {
     /// Its uri (`file:///...`).
     pub uri: String,
@@ -215,6 +219,7 @@ pub fn interruption() -> &'static Arc<AtomicBool> {
 
 /// The bounds one connection keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limits {
     /// How long `initialize` may take.
     pub timeout: Duration,
@@ -310,6 +315,7 @@ impl std::fmt::Display for RpcError {
 /// [`CallError::Exited`]. No variant holds what the server wrote, except the stderr tail of a
 /// server that exited before answering `initialize`, which goes to the user, never to a model.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CallError {
     /// The server process could not be started.
     #[error("server {server} could not be started: {detail}")]
@@ -411,6 +417,7 @@ pub enum CallError {
 /// [`STDERR_TAIL_BYTES`] bytes, the newest kept. It displays as nothing when empty, and otherwise
 /// as `; its last stderr lines: <line> | <line>` (`…` first when older lines were dropped).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StderrTail {
     /// The lines, oldest first, each without its line ending.
     pub lines: Vec<String>,

@@ -16,6 +16,7 @@ pub const MAX_TOOLS: usize = 10_000;
 /// A server started: its connection, the tools it listed, and the error that ended its listing
 /// early, if one did (the tools listed before it are kept).
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Started {
     /// The connection.
     pub connection: Connection,
