@@ -6,6 +6,7 @@ const MAX_HEADER_BYTES: usize = 16 * 1024;
 
 /// The `Bearer` challenge of a `WWW-Authenticate` header: the parameters MCP reads.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Challenge {
     /// `resource_metadata`: where the protected resource metadata is (RFC 9728 §5.1).
     pub resource_metadata: Option<String>,

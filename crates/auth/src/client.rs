@@ -42,6 +42,7 @@ pub type ShowUrl = Arc<dyn Fn(&Url) -> std::io::Result<()> + Send + Sync>;
 
 /// How the person's step happens.
 #[derive(Clone)]
+#[non_exhaustive]
 pub enum RedirectMode {
     /// A loopback redirect on 127.0.0.1 (a free port): `show` is given the authorization url
     /// (the binary prints it, or opens a browser with `--open-browser`), and the response must
@@ -72,6 +73,7 @@ impl std::fmt::Debug for RedirectMode {
 
 /// Who mcpl is to the authorization server.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ClientIdentity {
     /// A client id got for the occasion: the client id metadata document url when the
     /// authorization server supports them and the config names one, else dynamic client
@@ -144,6 +146,7 @@ impl ClientIdentity {
 
 /// A client credentials client's authentication at the token endpoint.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ClientCredential {
     /// A client secret, sent as `client_secret_basic` (or `client_secret_post` when the
     /// authorization server lists only that).
@@ -159,6 +162,7 @@ pub enum ClientCredential {
 
 /// One server's authorization settings.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct AuthConfig {
     /// Who mcpl is to the authorization server.
     pub identity: ClientIdentity,

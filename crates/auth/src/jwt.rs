@@ -18,6 +18,7 @@ pub(crate) const ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-
 
 /// A JWS algorithm mcpl signs client assertions with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum JwtAlgorithm {
     /// ECDSA P-256 with SHA-256.
     Es256,

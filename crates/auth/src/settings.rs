@@ -32,6 +32,7 @@ pub enum OAuthSetting {
 /// The keys of an `oauth` object, each optional; strings may hold `${NAME}`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct OAuthSettings {
     /// A pre-registered client id.
     pub client_id: Option<String>,
@@ -66,6 +67,7 @@ pub struct OAuthSettings {
 /// `oauth.jwtBearer`: workload identity federation (SEP-1933).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct JwtBearerSettings {
     /// The client id, sent in the form.
     pub client_id: String,
@@ -76,6 +78,7 @@ pub struct JwtBearerSettings {
 /// `oauth.enterprise`: enterprise-managed authorization (SEP-990, cross-app access).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct EnterpriseSettings {
     /// The client id at the server's authorization server.
     pub client_id: String,
@@ -92,6 +95,7 @@ pub struct EnterpriseSettings {
 /// `oauth.clientCredentials`: a secret, or a private key for `private_key_jwt`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ClientCredentialsSettings {
     /// The client id.
     pub client_id: String,
@@ -106,6 +110,7 @@ pub struct ClientCredentialsSettings {
 /// `oauth.redirect`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum RedirectSetting {
     /// A loopback redirect on 127.0.0.1 that waits for the person.
     Loopback,
@@ -115,6 +120,7 @@ pub enum RedirectSetting {
 
 /// A server's OAuth settings, checked: what [`OAuthOptions::auth_config`] needs.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct OAuthOptions {
     /// Who mcpl is to the authorization server.
     pub identity: ClientIdentity,
@@ -175,6 +181,7 @@ impl OAuthOptions {
 /// A setting that cannot be used: its key under `oauth` (empty for `oauth` itself) and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}: {message}", self.key_path())]
+#[non_exhaustive]
 pub struct SettingsError {
     /// The key under `oauth` (`clientCredentials.privateKeyFile`), empty for `oauth` itself.
     pub key: String,

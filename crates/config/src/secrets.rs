@@ -101,19 +101,14 @@ mod tests {
     #[test]
     fn a_workload_identity_assertion_is_withheld_when_echoed() {
         let secrets = Secrets::new();
-        let oauth = OAuthOptions {
-            identity: mcpl_auth::ClientIdentity::JwtBearer {
-                client_id: "c".to_owned(),
-                assertion: "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ3b3JrbG9hZCJ9.c2lnbmF0dXJl".into(),
-            },
-            scopes: Vec::new(),
-            token_file: None,
-            offline_access: false,
-            client_metadata_url: None,
-            headless: true,
-            timeout: std::time::Duration::from_secs(1),
-            dpop: false,
+        let mut oauth = OAuthOptions::default();
+        oauth.identity = mcpl_auth::ClientIdentity::JwtBearer {
+            client_id: "c".to_owned(),
+            assertion: "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ3b3JrbG9hZCJ9.c2lnbmF0dXJl".into(),
         };
+        oauth.offline_access = false;
+        oauth.headless = true;
+        oauth.timeout = std::time::Duration::from_secs(1);
         register_oauth(&secrets, Some(&oauth));
         let shown =
             secrets.redact("echo: eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ3b3JrbG9hZCJ9.c2lnbmF0dXJl");
@@ -123,19 +118,14 @@ mod tests {
     #[test]
     fn an_oauth_client_secret_is_withheld_when_echoed() {
         let secrets = Secrets::new();
-        let oauth = OAuthOptions {
-            identity: mcpl_auth::ClientIdentity::ClientCredentials {
-                client_id: "c".to_owned(),
-                credential: mcpl_auth::ClientCredential::Secret("cS3cr3t9x2k7q4m8w1z".into()),
-            },
-            scopes: Vec::new(),
-            token_file: None,
-            offline_access: false,
-            client_metadata_url: None,
-            headless: true,
-            timeout: std::time::Duration::from_secs(1),
-            dpop: false,
+        let mut oauth = OAuthOptions::default();
+        oauth.identity = mcpl_auth::ClientIdentity::ClientCredentials {
+            client_id: "c".to_owned(),
+            credential: mcpl_auth::ClientCredential::Secret("cS3cr3t9x2k7q4m8w1z".into()),
         };
+        oauth.offline_access = false;
+        oauth.headless = true;
+        oauth.timeout = std::time::Duration::from_secs(1);
         register_oauth(&secrets, Some(&oauth));
         assert!(
             secrets
