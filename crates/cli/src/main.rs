@@ -549,6 +549,7 @@ fn narrow_to_model(options: &mut HostOptions, model: &str, config: &Config) {
             "mcpl: model {model}: {takes}{window} (mcpl.models over the {} route's default)",
             route.id().name()
         ),
+        _ => eprintln!("mcpl: model {model}: {takes}{window}"),
     }
 }
 
@@ -559,6 +560,7 @@ fn load_config(path: &std::path::Path) -> Result<Config, Failure> {
         status: match error {
             ConfigError::Read { .. } => 1,
             ConfigError::Key { .. } => 2,
+            _ => 1,
         },
         message: error.to_string(),
     })?;

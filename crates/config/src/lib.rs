@@ -108,6 +108,7 @@ impl Default for Config {
 /// What the configuration says of the route beyond its name (`mcpl.scaleImages`,
 /// `mcpl.imageBase64`, `mcpl.maxImages`, `mcpl.maxBodyBytes`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RouteSettings {
     /// Whether an image over a per-image limit or the many-images side is scaled to fit (on by
     /// default) rather than left out.
@@ -152,6 +153,7 @@ impl RouteSettings {
 
 /// One server and mcpl's options for it.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ServerConfig {
     /// How to start it.
     pub launch: Launch,
@@ -168,6 +170,7 @@ impl ServerConfig {
 
 /// mcpl's per-server options.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ServerOptions {
     /// The tool-result budget in estimated tokens.
     pub budget: u64,
@@ -218,6 +221,7 @@ impl Default for ServerOptions {
 
 /// Why a configuration cannot be used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The file could not be read.
     #[error("{path}: {source}")]

@@ -18,6 +18,7 @@ const TABLE: &str = include_str!("../data/models.json");
 /// What one model takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Capabilities {
     /// Images natively.
     pub images: bool,
@@ -36,6 +37,7 @@ pub struct Capabilities {
 /// A model's entry in `mcpl.models`: each key overrides what the table or the default says.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct ModelOverride {
     /// Images natively.
     pub images: Option<bool>,
@@ -51,6 +53,7 @@ pub struct ModelOverride {
 
 /// Where a model's capabilities came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Source {
     /// The vendored table, under this name.
     Table(String),
@@ -60,6 +63,7 @@ pub enum Source {
 
 /// A model's capabilities and where they came from; `configured` when `mcpl.models` changed any.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Resolved {
     /// What the model takes.
     pub capabilities: Capabilities,

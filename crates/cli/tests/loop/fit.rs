@@ -233,10 +233,8 @@ fn fitted_with_usage(reported: u64) -> mcpl_host::host_loop::CallReport {
     })
     .unwrap();
     let spill = tempdir::Dir::new(&format!("correction-{reported}"));
-    let options = ServerOptions {
-        budget: 2_000,
-        ..ServerOptions::default()
-    };
+    let mut options = ServerOptions::default();
+    options.budget = 2_000;
     let config = config(vec![demo_server("demo", options)], &spill);
     let mut host = Host::start(&config, HostOptions::new(&PricedRoute::ANTHROPIC, &config));
     let mut model =

@@ -302,10 +302,8 @@ fn a_crashing_server_fails_its_call_and_the_others_go_on() {
 #[test]
 fn a_hanging_call_times_out_and_the_server_serves_the_next() {
     let spill = tempdir::Dir::new("hang");
-    let options = ServerOptions {
-        timeout: Duration::from_millis(400),
-        ..ServerOptions::default()
-    };
+    let mut options = ServerOptions::default();
+    options.timeout = Duration::from_millis(400);
     let config = config(vec![demo_server("demo", options)], &spill);
     let (host, outcome, _) = play(
         &config,
@@ -326,10 +324,8 @@ fn a_hanging_call_times_out_and_the_server_serves_the_next() {
 #[test]
 fn garbage_is_skipped_and_the_server_serves_the_next() {
     let spill = tempdir::Dir::new("garbage");
-    let options = ServerOptions {
-        timeout: Duration::from_millis(400),
-        ..ServerOptions::default()
-    };
+    let mut options = ServerOptions::default();
+    options.timeout = Duration::from_millis(400);
     let config = config(vec![demo_server("demo", options)], &spill);
     let (host, outcome, _) = play(
         &config,
@@ -687,10 +683,8 @@ fn a_failed_call_registers_nothing_and_an_error_results_references_are_not_fetch
     use mcpl_loopback::{Answer, Loopback};
     let files = Loopback::start(|_| Answer::bytes("text/plain", b"log".to_vec())).unwrap();
     let spill = tempdir::Dir::new("failed");
-    let mut options = ServerOptions {
-        timeout: Duration::from_millis(300),
-        ..ServerOptions::default()
-    };
+    let mut options = ServerOptions::default();
+    options.timeout = Duration::from_millis(300);
     options.fetch.origin = Some(files.origin().to_owned());
     let config = config(vec![demo_server("demo", options)], &spill);
     let uri = format!("{}/503.txt", files.origin());
@@ -758,10 +752,8 @@ fn every_route_runs_the_same_conversation_without_a_secret() {
 #[test]
 fn a_200_round_session_in_a_small_window_clears_old_results_and_runs_to_its_end() {
     let spill = tempdir::Dir::new("long-session");
-    let options = ServerOptions {
-        budget: 1_500,
-        ..ServerOptions::default()
-    };
+    let mut options = ServerOptions::default();
+    options.budget = 1_500;
     let mut config = config(vec![demo_server("demo", options)], &spill);
     config.context_window = 16_000;
     // Path wording, so the test reads each cleared result's file by the path its notice names.
@@ -842,10 +834,8 @@ fn a_200_round_session_in_a_small_window_clears_old_results_and_runs_to_its_end(
 fn a_never_spilled_result_is_spilled_when_cleared() {
     let spill = tempdir::Dir::new("clear-spills");
     // A budget the over-budget tool's 300 KB fit, so nothing is cut or spilled when it lands.
-    let options = ServerOptions {
-        budget: 1_000_000,
-        ..ServerOptions::default()
-    };
+    let mut options = ServerOptions::default();
+    options.budget = 1_000_000;
     let mut config = config(vec![demo_server("demo", options)], &spill);
     config.context_window = 10_000_000;
     let call = || json!({"tool_calls": [{"server": "demo", "name": "over-budget"}]});
@@ -877,10 +867,8 @@ fn a_never_spilled_result_is_spilled_when_cleared() {
 fn no_request_body_passes_the_route_limit() {
     let spill = tempdir::Dir::new("body-limit");
     // Results of about 300 KB that fit their budget, so only the body limit holds them.
-    let options = ServerOptions {
-        budget: 1_000_000,
-        ..ServerOptions::default()
-    };
+    let mut options = ServerOptions::default();
+    options.budget = 1_000_000;
     let mut config = config(vec![demo_server("demo", options)], &spill);
     config.context_window = 10_000_000;
     config.route.body_bytes = Some(1_000_000);
