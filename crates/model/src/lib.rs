@@ -20,6 +20,7 @@ pub mod http;
 
 /// Why a model could not answer.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ModelError {
     /// The script file could not be read.
     #[error("model script {path}: {message}")]

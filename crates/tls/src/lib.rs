@@ -25,6 +25,7 @@ use rustls::pki_types::pem::PemObject as _;
 
 /// Why trusted roots could not be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TlsError {
     /// A roots file could not be read.
     #[error("{path}: {source}")]
