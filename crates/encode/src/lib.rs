@@ -110,29 +110,30 @@ pub use limits::{
 use crate::conversation::{Content, Message, ModelRequest, ToolOutput};
 
 /// The text that opens the content a route moves a tool result's images into.
-pub const MOVED_IMAGES_HEADER: &str = "Images from the tool results above:";
+pub(crate) const MOVED_IMAGES_HEADER: &str = "Images from the tool results above:";
 
 /// The text that opens that content when it carries documents or audio too.
-pub const MOVED_MEDIA_HEADER: &str = "Images, documents and audio from the tool results above:";
+pub(crate) const MOVED_MEDIA_HEADER: &str =
+    "Images, documents and audio from the tool results above:";
 
 /// The file name a native PDF goes under where a route's shape asks for one.
-pub const DOCUMENT_FILENAME: &str = "document.pdf";
+pub(crate) const DOCUMENT_FILENAME: &str = "document.pdf";
 
 /// The line a tool result's text carries where its `n`th document or audio (`kind`) was moved
 /// out.
-pub fn moved_media_pointer(kind: &str, n: usize) -> String {
+pub(crate) fn moved_media_pointer(kind: &str, n: usize) -> String {
     format!("[{kind} {n} of this result is shown after the tool results]")
 }
 
 /// The label before a moved document or audio, naming the call it came from.
-pub fn moved_media_label(kind: &str, n: usize, call_id: &str, tool: &str) -> String {
+pub(crate) fn moved_media_label(kind: &str, n: usize, call_id: &str, tool: &str) -> String {
     let mut label = format!("{kind} {n} of the result of call {call_id} ({tool}):");
     label[..1].make_ascii_uppercase();
     label
 }
 
 /// A PDF a route does not take at that place, described in text.
-pub fn document_not_sent(data: &str) -> String {
+pub(crate) fn document_not_sent(data: &str) -> String {
     format!(
         "[document: application/pdf, {}; not sent: this route does not take it here]",
         markers::size_label(decoded_len(data))
@@ -141,18 +142,18 @@ pub fn document_not_sent(data: &str) -> String {
 
 /// The line a tool result's text carries where one of its images was moved out: `n` counts the
 /// result's moved images from 1.
-pub fn moved_image_pointer(n: usize) -> String {
+pub(crate) fn moved_image_pointer(n: usize) -> String {
     format!("[image {n} of this result is shown after the tool results]")
 }
 
 /// The label before a moved image, naming the call it came from.
-pub fn moved_image_label(n: usize, call_id: &str, tool: &str) -> String {
+pub(crate) fn moved_image_label(n: usize, call_id: &str, tool: &str) -> String {
     format!("Image {n} of the result of call {call_id} ({tool}):")
 }
 
 /// An image the route does not take in that place (a type it does not list, or any image on a
 /// text-only route), described in text.
-pub fn image_not_sent(media_type: &str, data: &str) -> String {
+pub(crate) fn image_not_sent(media_type: &str, data: &str) -> String {
     format!(
         "[image: {media_type}, {}; not sent: this route does not take it here]",
         markers::size_label(decoded_len(data))
@@ -591,6 +592,45 @@ mod tests {
             let encoder = Encoder::from(id);
             assert_eq!(encoder.id(), id);
             assert_eq!(encoder.route().id(), id);
+        }
+    }
+
+    /// Where a route moves a tool result's images, the text it adds around each (the pointer,
+    /// the label naming the call, the header) is priced with the image: it must stay within the
+    /// route's declared overhead, even for a call id and a tool name of 64 characters.
+    #[test]
+    fn the_text_around_a_moved_image_stays_within_its_priced_overhead() {
+        use mcpl_budget::{Bound, MOVED_IMAGE_OVERHEAD, TokenEstimator};
+        let call_id = "call_".to_owned() + &"aZ9_".repeat(15);
+        let tool = "server-name__".to_owned() + &"tool-name_".repeat(6);
+        let (call_id, tool) = (&call_id[..64], &tool[..64]);
+        let around = [
+            MOVED_IMAGES_HEADER.to_owned(),
+            moved_image_pointer(99),
+            moved_image_label(99, call_id, tool),
+        ];
+        let tokens: u64 = around.iter().map(|text| Bound.count(text)).sum();
+        assert!(
+            tokens <= MOVED_IMAGE_OVERHEAD,
+            "{tokens} tokens around one image"
+        );
+        for encoder in [
+            Encoder::new(RouteId::OpenAiChat),
+            Encoder::new(RouteId::Gemini),
+        ] {
+            assert_eq!(
+                encoder.route().image_overhead,
+                MOVED_IMAGE_OVERHEAD,
+                "{}",
+                encoder.id().name()
+            );
+        }
+        for encoder in [
+            Encoder::new(RouteId::Anthropic),
+            Encoder::new(RouteId::OpenAiResponses),
+            Encoder::new(RouteId::TextOnly),
+        ] {
+            assert_eq!(encoder.route().image_overhead, 0, "{}", encoder.id().name());
         }
     }
 }

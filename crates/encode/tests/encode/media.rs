@@ -2,9 +2,12 @@
 
 use mcpl_classify::{Dimensions, Sniffed};
 use mcpl_encode::conversation::{Content, ToolOutput};
-use mcpl_encode::{Encoder, ImageDetail, MOVED_MEDIA_HEADER};
+use mcpl_encode::{Encoder, ImageDetail};
 use mcpl_lanes::RouteId;
 use serde_json::json;
+
+/// The text that opens the message a route moves a tool result's media into.
+const MOVED_MEDIA_HEADER: &str = "Images, documents and audio from the tool results above:";
 
 fn b64(name: &str) -> String {
     use base64::Engine as _;
