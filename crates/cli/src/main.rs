@@ -509,6 +509,23 @@ fn conversation_id(text: &str) -> Result<String, String> {
     }
 }
 
+/// What `capabilities` takes natively, in words: `images, PDFs`, or `text only`.
+fn describe(capabilities: mcpl_host::config::models::Capabilities) -> String {
+    let taken: Vec<&str> = [
+        (capabilities.images, "images"),
+        (capabilities.pdf, "PDFs"),
+        (capabilities.audio, "audio"),
+    ]
+    .into_iter()
+    .filter_map(|(yes, what)| yes.then_some(what))
+    .collect();
+    if taken.is_empty() {
+        "text only".to_owned()
+    } else {
+        taken.join(", ")
+    }
+}
+
 /// Holds the run to what the provider's model takes: its route narrowed to the images, PDFs
 /// and audio the model takes, its context window and output limit. A model the table does not
 /// know gets its route's conservative default, and a warning says so.
@@ -527,7 +544,7 @@ fn narrow_to_model(options: &mut HostOptions, model: &str, config: &Config) {
             .max_tokens
             .min(u32::try_from(max).unwrap_or(u32::MAX));
     }
-    let takes = models::describe(capabilities);
+    let takes = describe(capabilities);
     let window = capabilities
         .context_window
         .map_or_else(String::new, |w| format!(", a context window of {w} tokens"));

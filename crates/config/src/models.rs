@@ -190,23 +190,6 @@ pub fn narrow(route: &PricedRoute, capabilities: Capabilities) -> PricedRoute {
     ))
 }
 
-/// What `capabilities` takes natively, in words: `images, PDFs`, or `text only`.
-pub fn describe(capabilities: Capabilities) -> String {
-    let taken: Vec<&str> = [
-        (capabilities.images, "images"),
-        (capabilities.pdf, "PDFs"),
-        (capabilities.audio, "audio"),
-    ]
-    .into_iter()
-    .filter_map(|(yes, what)| yes.then_some(what))
-    .collect();
-    if taken.is_empty() {
-        "text only".to_owned()
-    } else {
-        taken.join(", ")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,7 +207,8 @@ mod tests {
         assert_eq!(dated.source, Source::Table("gpt-4o".to_owned()));
         let unknown = resolve(RouteId::OpenAiChat, "gpt-from-the-future", &none);
         assert_eq!(unknown.source, Source::Default);
-        assert_eq!(describe(unknown.capabilities), "text only");
+        let takes = unknown.capabilities;
+        assert!(!takes.images && !takes.pdf && !takes.audio);
         let mut overrides = BTreeMap::new();
         overrides.insert(
             "gpt-from-the-future".to_owned(),
