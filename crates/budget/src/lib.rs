@@ -61,7 +61,7 @@
 //! - [`fit_tool_result`] projects a tool result and, when its live copy is over budget, writes
 //!   the whole result through a [`SpillStore`] ([`LocalSpillStore`] by default) and cuts the
 //!   middle of both copies, leaving the [`omission_notice`] in its place.
-//! - [`read_back`] reads a spill of the store's conversation back by its [`SpillId`], a part
+//! - [`read_back()`] reads a spill of the store's conversation back by its [`SpillId`], a part
 //!   within a token budget at a time, for the host's `read_result` tool.
 //! - [`project_round`] is the window projection: what a round appends, as it will be sent.
 //!

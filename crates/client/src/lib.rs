@@ -2,7 +2,7 @@
 //! and within bounds, as no server can be trusted.
 //!
 //! A [`Connection`] owns one server process and three threads. The reader turns each stdout line
-//! into an [`Incoming`] (a response, a request the server makes of the host, a line over the
+//! into an `Incoming` (a response, a request the server makes of the host, a line over the
 //! message limit, or the end of the stream); the writer sends the host's lines to stdin, so no
 //! write can block a call past its timeout; the third sends stderr to `tracing` and keeps
 //! its last lines ([`StderrTail`]), so a server that exits before answering `initialize` says

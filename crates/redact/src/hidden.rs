@@ -42,8 +42,8 @@ pub enum UriPolicy {
 /// turned it off, every credential-shaped url in a server's string, claimed or not.
 ///
 /// Wherever a server's string reaches a model (text, a label, data), each hidden uri in it, in
-/// any spelling (see [`crate::redact`]'s view), and each of its long enough query, fragment and
-/// credential values, is replaced with [`WITHHELD_LINK`].
+/// any spelling (see the crate's [normalised view](crate)), and each of its long enough query,
+/// fragment and credential values, is replaced with [`WITHHELD_LINK`].
 #[derive(Debug)]
 pub struct HiddenUris {
     /// The canonical forms of the uris the result marks `never`.
@@ -615,7 +615,7 @@ pub fn floor_boundary(text: &str, index: usize) -> usize {
 
 /// The uris a session has hidden, at most [`HIDDEN_SET_CAPACITY`], oldest forgotten first, and
 /// the servers whose unclaimed credential-shaped urls are not withheld. The host's
-/// [`Registry`](crate::Registry) holds one for the life of the host, so every lane of every
+/// registry (`mcpl_lanes::Registry`) holds one for the life of the host, so every lane of every
 /// server uses the same.
 #[derive(Debug, Default)]
 pub struct HiddenSet {

@@ -204,7 +204,7 @@ fn push_folded(out: &mut String, segs: &mut Vec<Seg>, c: char, from: usize, len:
 }
 
 /// Whether the view drops a character: a control character, a format character that hides or
-/// reorders text, or any other Default_Ignorable_Code_Point ([`crate::unicode::is_dropped`]).
+/// reorders text, or any other Default_Ignorable_Code_Point (`unicode::is_dropped`).
 pub fn is_control_or_format(c: char) -> bool {
     crate::unicode::is_dropped(c)
 }

@@ -231,7 +231,7 @@ pub fn why_scaled(fit: Fit, dimensions: Dimensions) -> String {
 
 impl Scaler {
     /// The image scaled down, keeping its aspect ratio, to fit `fit`: first to the per-side cap,
-    /// then smaller until its base64 fits, at most [`ATTEMPTS`] times. A GIF's first frame is
+    /// then smaller until its base64 fits, at most eight times. A GIF's first frame is
     /// taken.
     pub fn scale(
         &self,
