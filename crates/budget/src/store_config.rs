@@ -18,6 +18,7 @@ pub enum SpillStoreConfig {
 /// An S3-compatible bucket and where in it spills go. Never a credential.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct S3Location {
     /// The bucket.
     pub bucket: String,

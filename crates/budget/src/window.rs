@@ -7,6 +7,7 @@ use crate::route::{Pricer, Unpriceable};
 /// What one round appends: its tool results as their live copies will be sent, and the text
 /// and messages injected with it.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Round<'r, 'a> {
     /// The round's tool results, fitted.
     pub tool_results: Vec<&'r ToolResultCopies<'a>>,

@@ -554,6 +554,7 @@ impl ServerRequests for RefuseAll {
 
 /// One call for [`Connection::request_all`].
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Call {
     /// The method.
     pub method: String,

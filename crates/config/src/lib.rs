@@ -63,6 +63,7 @@ pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Config {
     /// The servers, in the file's order (the order references' servers are tried in).
     pub servers: Vec<ServerConfig>,

@@ -93,6 +93,7 @@ impl Content {
 
 /// A tool call the model made.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ToolCall {
     /// The call's id, as the model gave it (or as the loop made it for a model that gives none).
     pub id: String,
@@ -246,6 +247,7 @@ impl ToolSpec {
 
 /// Everything one provider request holds, before a route encodes it.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct ModelRequest<'c> {
     /// The provider's model name.
     pub model: &'c str,
@@ -366,6 +368,7 @@ impl Turn {
 
 /// The token counts a provider reports with an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct Usage {
     /// The request's tokens, as the provider counted them (Anthropic counts the cached ones
     /// apart, in the two fields below; OpenAI and Gemini count them here too).

@@ -71,13 +71,7 @@
 //! use mcpl_lanes::RouteId;
 //!
 //! let messages = [Message::User(vec![Content::Text("hi".to_owned())])];
-//! let request = ModelRequest {
-//!     model: "gpt-5.4",
-//!     system: "Be brief.",
-//!     messages: &messages,
-//!     tools: &[],
-//!     max_tokens: 256,
-//! };
+//! let request = ModelRequest::new("gpt-5.4", "Be brief.", &messages, &[], 256);
 //! let body = Encoder::new(RouteId::OpenAiChat).request(&request);
 //! assert_eq!(body["messages"][0]["role"], "system");
 //! assert_eq!(body["messages"][1]["content"][0]["text"], "hi");

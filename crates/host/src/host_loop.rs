@@ -815,13 +815,13 @@ impl Host {
             let messages = place_injections(history, &report.injections);
             let system = system_prompt(&self.options.system, &report.injections);
             let tools = self.redacted_tools();
-            let (body, repaired) = encoder.checked_request(&ModelRequest {
-                model: &self.options.model,
-                system: &system,
-                messages: &messages,
-                tools: &tools,
-                max_tokens: self.options.max_tokens,
-            });
+            let (body, repaired) = encoder.checked_request(&ModelRequest::new(
+                &self.options.model,
+                &system,
+                &messages,
+                &tools,
+                self.options.max_tokens,
+            ));
             // Only the body sent says what was repaired in it: a pass that is over the limit
             // is built again, and its repairs with it.
             let Some(max) = encoder.limits().body_bytes else {
@@ -917,15 +917,14 @@ impl Host {
                     .collect()
             }))
             .collect();
-        let round = Round {
-            tool_results: copies.iter().collect(),
-            injected_text: report
-                .injections
-                .iter()
-                .flat_map(|(_, i)| i.system.iter().map(String::as_str))
-                .collect(),
-            messages: message_parts.iter().map(Vec::as_slice).collect(),
-        };
+        let mut round = Round::default();
+        round.tool_results = copies.iter().collect();
+        round.injected_text = report
+            .injections
+            .iter()
+            .flat_map(|(_, i)| i.system.iter().map(String::as_str))
+            .collect();
+        round.messages = message_parts.iter().map(Vec::as_slice).collect();
         let pricer = self.pricer();
         project_round(pricer, &round).unwrap_or_else(|error| {
             // A part the route cannot price counts as its stored text would.
@@ -1126,11 +1125,11 @@ impl Host {
                     .iter()
                     .filter_map(|&i| {
                         let (_, tool) = targets[i].as_ref()?;
-                        Some(Call {
-                            method: "tools/call".to_owned(),
-                            params: json!({"name": tool, "arguments": arguments_of(wrapped, &calls[i])}),
-                            timeout: server.config.options.timeout,
-                        })
+                        Some(Call::new(
+                            "tools/call",
+                            json!({"name": tool, "arguments": arguments_of(wrapped, &calls[i])}),
+                            server.config.options.timeout,
+                        ))
                     })
                     .collect();
                 let in_flight = server.config.options.max_concurrent_calls;

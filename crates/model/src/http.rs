@@ -81,6 +81,7 @@ pub fn model_from_env(route: RouteId, model: &str) -> Option<Result<Box<dyn Mode
 
 /// How often and how long a backend retries a 429 or 5xx answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Retry {
     /// The most retries after the first attempt.
     pub retries: u32,

@@ -21,12 +21,9 @@
 //! use mcpl_budget::{S3Location, SpillNotice, SpillStore};
 //! use mcpl_spill_s3::S3SpillStore;
 //!
-//! let location = S3Location {
-//!     bucket: "spills".to_owned(),
-//!     prefix: "mcpl/".to_owned(),
-//!     endpoint: Some("http://127.0.0.1:9000".to_owned()),
-//!     region: None,
-//! };
+//! let location = S3Location::new("spills")
+//!     .with_prefix("mcpl/")
+//!     .with_endpoint("http://127.0.0.1:9000");
 //! let mut store = S3SpillStore::new(&location)?
 //!     .with_conversation("conversation-1")
 //!     .with_notice(SpillNotice::ReadResult);

@@ -157,12 +157,9 @@ fn spill_store(
 
 #[cfg(feature = "s3")]
 fn s3_store(url: &str, bucket: &str) -> Result<Box<dyn SpillStore + Send>, String> {
-    let location = mcpl_budget::S3Location {
-        bucket: bucket.to_owned(),
-        prefix: "rmcp-host/".to_owned(),
-        endpoint: Some(url.to_owned()),
-        region: None,
-    };
+    let location = mcpl_budget::S3Location::new(bucket)
+        .with_prefix("rmcp-host/")
+        .with_endpoint(url);
     // Credentials and region from the AWS environment (or the shared credentials file).
     let store = mcpl_spill_s3::S3SpillStore::new(&location)
         .map_err(|e| e.to_string())?

@@ -31,18 +31,12 @@ fn demo_server(name: &str, options: ServerOptions) -> ServerConfig {
 }
 
 fn config(servers: Vec<ServerConfig>, spill: &tempdir::Dir) -> Config {
-    Config {
-        servers,
-        fetch_dir: Some(spill.path().join("refs")),
-        spill_dir: Some(spill.path().to_owned()),
-        context_window: 1_000_000,
-        route: Default::default(),
-        spill_store: mcpl_host::config::SpillStoreConfig::Local,
-        spill_notice: mcpl_budget::SpillNotice::ReadResult,
-        spill_ttl_hours: None,
-        tls_roots: Vec::new(),
-        models: Default::default(),
-    }
+    let mut config = Config::default();
+    config.servers = servers;
+    config.fetch_dir = Some(spill.path().join("refs"));
+    config.spill_dir = Some(spill.path().to_owned());
+    config.context_window = 1_000_000;
+    config
 }
 
 /// Runs a script (a list of steps, each a list of `(server, tool)`; an empty server calls the

@@ -114,11 +114,7 @@ fn received(recorded: &mpsc::Receiver<Recorded>) -> usize {
 }
 
 /// No retries: an error status is the answer.
-const NO_RETRY: Retry = Retry {
-    retries: 0,
-    backoff: Duration::ZERO,
-    max_wait: Duration::ZERO,
-};
+const NO_RETRY: Retry = Retry::new(0, Duration::ZERO, Duration::ZERO);
 
 /// A round with parallel tool calls and a result carrying an image, as the loop sends it.
 fn conversation() -> (Vec<Message>, Vec<ToolSpec>) {
@@ -128,12 +124,11 @@ fn conversation() -> (Vec<Message>, Vec<ToolSpec>) {
         Message::User(vec![Content::Text("Chart for May?".to_owned())]),
         Message::Assistant {
             text: String::new(),
-            tool_calls: vec![ToolCall {
-                id: "call_1".to_owned(),
-                name: "demo__chart".to_owned(),
-                arguments: json!({"month": "May"}),
-                signature: None,
-            }],
+            tool_calls: vec![ToolCall::new(
+                "call_1",
+                "demo__chart",
+                json!({"month": "May"}),
+            )],
         },
         Message::ToolResults(vec![ToolOutput {
             call_id: "call_1".to_owned(),
@@ -163,13 +158,13 @@ fn conversation() -> (Vec<Message>, Vec<ToolSpec>) {
 
 fn body(encoder: Encoder, model: &str) -> Value {
     let (messages, tools) = conversation();
-    encoder.request(&ModelRequest {
+    encoder.request(&ModelRequest::new(
         model,
-        system: "Be brief.",
-        messages: &messages,
-        tools: &tools,
-        max_tokens: 512,
-    })
+        "Be brief.",
+        &messages,
+        &tools,
+        512,
+    ))
 }
 
 #[test]
@@ -337,15 +332,7 @@ fn usage_is_read_from_anthropic_and_chat_answers() {
     let turn = AnthropicHttp::new(&base, KEY, "claude-test")
         .complete(&json!({}))
         .unwrap();
-    assert_eq!(
-        turn.usage,
-        Some(Usage {
-            input_tokens: 812,
-            output_tokens: 9,
-            cache_read_tokens: 4096,
-            cache_write_tokens: 2048,
-        })
-    );
+    assert_eq!(turn.usage, Some(Usage::new(812, 9).with_cache(4096, 2048)));
     let (base, _recorded) = serve_once(
         200,
         r#"{"choices": [{"message": {"role": "assistant", "content": "ok"}}],
@@ -355,15 +342,7 @@ fn usage_is_read_from_anthropic_and_chat_answers() {
     let turn = OpenAiChatHttp::new(&base, KEY, "gpt-test")
         .complete(&json!({}))
         .unwrap();
-    assert_eq!(
-        turn.usage,
-        Some(Usage {
-            input_tokens: 40,
-            output_tokens: 3,
-            cache_read_tokens: 32,
-            cache_write_tokens: 0,
-        })
-    );
+    assert_eq!(turn.usage, Some(Usage::new(40, 3).with_cache(32, 0)));
 }
 
 #[test]
@@ -398,15 +377,7 @@ fn openai_responses_posts_the_responses_body_and_reads_items() {
     assert_eq!(turn.tool_calls[0].id, "call_8");
     assert_eq!(turn.tool_calls[0].name, "demo__chart");
     assert_eq!(turn.tool_calls[0].arguments, json!({"month": "June"}));
-    assert_eq!(
-        turn.usage,
-        Some(Usage {
-            input_tokens: 120,
-            output_tokens: 17,
-            cache_read_tokens: 64,
-            cache_write_tokens: 0,
-        })
-    );
+    assert_eq!(turn.usage, Some(Usage::new(120, 17).with_cache(64, 0)));
 }
 
 #[test]
@@ -437,13 +408,13 @@ fn gemini_keeps_the_thought_signature_and_sends_it_back_with_the_call_id() {
     let encoder = Encoder::new(RouteId::Gemini);
     let (mut messages, tools) = conversation();
     let request = |messages: &[Message]| {
-        encoder.request(&ModelRequest {
-            model: "gemini-test",
-            system: "Be brief.",
+        encoder.request(&ModelRequest::new(
+            "gemini-test",
+            "Be brief.",
             messages,
-            tools: &tools,
-            max_tokens: 512,
-        })
+            &tools,
+            512,
+        ))
     };
     let sent = request(&messages);
     let turn = model.complete(&sent).unwrap();
@@ -471,15 +442,7 @@ fn gemini_keeps_the_thought_signature_and_sends_it_back_with_the_call_id() {
     assert_eq!(turn.text, "");
     assert_eq!(turn.tool_calls[0].id, "fc-7");
     assert_eq!(turn.tool_calls[0].signature.as_deref(), Some(SIGNATURE));
-    assert_eq!(
-        turn.usage,
-        Some(Usage {
-            input_tokens: 300,
-            output_tokens: 42,
-            cache_read_tokens: 256,
-            cache_write_tokens: 0,
-        })
-    );
+    assert_eq!(turn.usage, Some(Usage::new(300, 42).with_cache(256, 0)));
 
     // The next request carries the call back with its signature, byte for byte, and the
     // response matched to it by id.
@@ -560,11 +523,11 @@ fn a_429_is_retried_after_the_retry_after_it_names() {
     ]);
     let started = Instant::now();
     let turn = AnthropicHttp::new(&base, KEY, "claude-test")
-        .with_retry(Retry {
-            retries: 3,
-            backoff: Duration::from_millis(50),
-            max_wait: Duration::from_secs(5),
-        })
+        .with_retry(Retry::new(
+            3,
+            Duration::from_millis(50),
+            Duration::from_secs(5),
+        ))
         .complete(&json!({}))
         .unwrap();
     let took = started.elapsed();
@@ -589,11 +552,7 @@ fn a_retry_after_http_date_is_the_wait_until_then() {
         )
     };
     let ok = r#"{"content": [{"type": "text", "text": "ok"}]}"#;
-    let retry = Retry {
-        retries: 1,
-        backoff: Duration::from_millis(10),
-        max_wait: Duration::from_secs(5),
-    };
+    let retry = Retry::new(1, Duration::from_millis(10), Duration::from_secs(5));
     // An hour from now is beyond the total wait: not retried, where the backoff would be.
     let later = std::time::SystemTime::now() + Duration::from_secs(3600);
     let (base, recorded) = serve(vec![quota(later), (200, Vec::new(), ok.to_owned())]);
@@ -628,11 +587,11 @@ fn retries_are_bounded_in_count_and_in_total_wait() {
     let (base, recorded) = serve(vec![busy(), busy(), busy(), busy(), busy()]);
     let (_, message) = provider_error(
         OpenAiResponsesHttp::new(&base, KEY, "gpt-test")
-            .with_retry(Retry {
-                retries: 2,
-                backoff: Duration::from_millis(10),
-                max_wait: Duration::from_secs(5),
-            })
+            .with_retry(Retry::new(
+                2,
+                Duration::from_millis(10),
+                Duration::from_secs(5),
+            ))
             .complete(&json!({}))
             .unwrap_err(),
     );
@@ -699,18 +658,9 @@ fn session_reporting(input_tokens: u64) -> mcpl_host::host_loop::Host {
         "mcpl-http-correction-{}-{input_tokens}",
         std::process::id()
     ));
-    let config = Config {
-        servers: Vec::new(),
-        spill_dir: Some(dir.join("spill")),
-        fetch_dir: Some(dir.join("refs")),
-        context_window: 200_000,
-        route: Default::default(),
-        spill_store: mcpl_host::config::SpillStoreConfig::Local,
-        spill_notice: mcpl_budget::SpillNotice::ReadResult,
-        spill_ttl_hours: None,
-        tls_roots: Vec::new(),
-        models: Default::default(),
-    };
+    let mut config = Config::default();
+    config.spill_dir = Some(dir.join("spill"));
+    config.fetch_dir = Some(dir.join("refs"));
     let options = HostOptions::new(&mcpl_budget::PricedRoute::ANTHROPIC, &config);
     let mut host = Host::start(&config, options);
     let mut model = AnthropicHttp::new(&base, KEY, "claude-test").with_retry(NO_RETRY);

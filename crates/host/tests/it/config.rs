@@ -368,12 +368,11 @@ fn spills_go_to_the_local_folder_with_read_result_notices_unless_the_config_says
     assert_eq!(config.spill_ttl_hours, Some(24));
     assert_eq!(
         config.spill_store,
-        SpillStoreConfig::S3(S3Location {
-            bucket: "b".to_owned(),
-            prefix: "p/".to_owned(),
-            endpoint: Some("http://127.0.0.1:9".to_owned()),
-            region: None,
-        })
+        SpillStoreConfig::S3(
+            S3Location::new("b")
+                .with_prefix("p/")
+                .with_endpoint("http://127.0.0.1:9")
+        )
     );
 }
 
