@@ -201,6 +201,7 @@ pub enum Unpriceable {
 
 /// Prices what a route sends: text by an estimator, images by the route's calculator.
 #[derive(Clone, Copy)]
+#[non_exhaustive]
 pub struct Pricer<'r> {
     /// The text estimator.
     pub text: &'r dyn TokenEstimator,

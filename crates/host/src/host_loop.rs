@@ -952,10 +952,7 @@ impl Host {
     }
 
     fn pricer(&self) -> Pricer<'static> {
-        Pricer {
-            text: &Bound,
-            route: self.options.route,
-        }
+        Pricer::new(&Bound, self.options.route)
     }
 
     /// A call as the loop makes it. A call by a tool's own name (`read_graph`) is renamed to

@@ -574,6 +574,7 @@ enum BlobAs<'m, 'a> {
 /// Everything a lane needs besides the content: the host's registries, the route, the server
 /// the content came from, and the server's uri policy.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Projector<'h> {
     /// The host's reference registry; every reference shown is registered with `server`.
     pub registry: &'h mut Registry,
