@@ -135,6 +135,7 @@ impl ToolCall {
 
 /// One tool result as the conversation holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ToolOutput {
     /// The id of the call it answers.
     pub call_id: String,
@@ -220,6 +221,7 @@ pub enum Message {
 
 /// A tool offered to the model.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ToolSpec {
     /// The model-facing name.
     pub name: String,

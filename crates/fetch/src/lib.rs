@@ -87,6 +87,7 @@ pub const DEFAULT_EAGER_MAX_BYTES: u64 = 256 * 1024;
 
 /// The fetcher's options for one server.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FetchOptions {
     /// The origin the server's connection is dialed to; references elsewhere are refused.
     pub origin: Option<String>,

@@ -436,19 +436,16 @@ impl Host {
             }
             self.tool_index
                 .insert(model_name.clone(), (index, tool_name.to_owned()));
-            self.tools.push(ToolSpec {
-                name: model_name,
-                description: tool
-                    .get("description")
+            self.tools.push(ToolSpec::new(
+                model_name,
+                tool.get("description")
                     .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                input_schema: tool
-                    .get("inputSchema")
+                    .unwrap_or_default(),
+                tool.get("inputSchema")
                     .filter(|s| s.is_object())
                     .cloned()
                     .unwrap_or_else(|| json!({"type": "object"})),
-            });
+            ));
         }
         server.connection = Some(started.connection);
         server
@@ -467,10 +464,12 @@ impl Host {
         self.tools
             .iter()
             .filter(|tool| hidden.redact(&tool.name) == tool.name)
-            .map(|tool| ToolSpec {
-                name: tool.name.clone(),
-                description: hidden.redact(&tool.description).into_owned(),
-                input_schema: hidden.redact_value(&tool.input_schema),
+            .map(|tool| {
+                ToolSpec::new(
+                    tool.name.clone(),
+                    hidden.redact(&tool.description).into_owned(),
+                    hidden.redact_value(&tool.input_schema),
+                )
             })
             .collect()
     }
@@ -1508,13 +1507,7 @@ fn failed_report(
         tool: tool.to_owned(),
         call: call.clone(),
         estimated_tokens: estimate(&text),
-        output: ToolOutput {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            stored: text,
-            live: None,
-            is_error: true,
-        },
+        output: ToolOutput::new(&call.id, &call.name, text).with_error(true),
         spill: None,
         unsaved: None,
         saved: None,
@@ -1547,13 +1540,7 @@ fn host_report(
         server: None,
         tool: call.name.clone(),
         call: call.clone(),
-        output: ToolOutput {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            stored: text,
-            live: None,
-            is_error,
-        },
+        output: ToolOutput::new(&call.id, &call.name, text).with_error(is_error),
         estimated_tokens: tokens,
         spill: None,
         unsaved: None,
@@ -1564,16 +1551,15 @@ fn host_report(
 
 /// A tool output's copies as the window projection prices them.
 fn copies_of(output: &ToolOutput) -> ToolResultCopies<'_> {
-    ToolResultCopies {
-        stored: output.stored.clone().into(),
-        part_ends: Vec::new(),
-        live: match &output.live {
+    ToolResultCopies::new(
+        output.stored.clone().into(),
+        Vec::new(),
+        match &output.live {
             Some(parts) => LiveCopy::Native(parts.iter().map(Content::as_part).collect()),
             None => LiveCopy::Stored,
         },
-        is_error: output.is_error,
-        spills_as_stored: false,
-    }
+        output.is_error,
+    )
 }
 
 /// Drops the live copies of the latest tool results; true when there were any.

@@ -106,6 +106,7 @@ pub enum LiveCopy<'a> {
 
 /// Both copies of a tool result.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ToolResultCopies<'a> {
     /// The text kept in history and recompiled every later turn. The same result always gives
     /// the same text while the image ledger holds its images. A result whose stored copy is one

@@ -210,10 +210,10 @@ impl Session {
 
 /// The `fetch_reference` tool as the model sees it.
 pub(crate) fn fetch_reference_spec() -> ToolSpec {
-    ToolSpec {
-        name: FETCH_REFERENCE.to_owned(),
-        description: FETCH_REFERENCE_DESCRIPTION.to_owned(),
-        input_schema: json!({
+    ToolSpec::new(
+        FETCH_REFERENCE,
+        FETCH_REFERENCE_DESCRIPTION,
+        json!({
             "type": "object",
             "properties": {
                 "ref_id": {"type": "string", "description": "the id in the reference's stub"},
@@ -222,15 +222,15 @@ pub(crate) fn fetch_reference_spec() -> ToolSpec {
             },
             "required": ["ref_id"],
         }),
-    }
+    )
 }
 
 /// The `read_result` tool as the model sees it.
 pub(crate) fn read_result_spec() -> ToolSpec {
-    ToolSpec {
-        name: READ_RESULT.to_owned(),
-        description: READ_RESULT_DESCRIPTION.to_owned(),
-        input_schema: json!({
+    ToolSpec::new(
+        READ_RESULT,
+        READ_RESULT_DESCRIPTION,
+        json!({
             "type": "object",
             "properties": {
                 "id": {"type": "string", "description": "the spill_… id in the omission notice"},
@@ -241,7 +241,7 @@ pub(crate) fn read_result_spec() -> ToolSpec {
             },
             "required": ["id"],
         }),
-    }
+    )
 }
 
 /// A fetched payload as an MCP tool result: a first text with its verified size and type (no

@@ -160,11 +160,10 @@ impl Shown {
     /// The result answering the call `call_id` to the tool the model knows as `name`, as a
     /// conversation's history keeps it.
     pub fn answering(&self, call_id: &str, name: &str) -> ToolOutput {
-        ToolOutput {
-            call_id: call_id.to_owned(),
-            name: name.to_owned(),
-            ..self.output.clone()
-        }
+        let mut output = self.output.clone();
+        call_id.clone_into(&mut output.call_id);
+        name.clone_into(&mut output.name);
+        output
     }
 }
 

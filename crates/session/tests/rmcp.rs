@@ -357,12 +357,10 @@ fn s3_store(name: &str) -> Option<S3SpillStore> {
     let endpoint = mcpl_testkit::s3_endpoint()?;
     let bucket = format!("mcpl-session-{name}-{}", std::process::id());
     mcpl_testkit::create_bucket(&endpoint, &bucket);
-    let location = S3Location {
-        bucket,
-        prefix: "spills/".to_owned(),
-        endpoint: Some(endpoint),
-        region: Some("us-east-1".to_owned()),
-    };
+    let location = S3Location::new(bucket)
+        .with_prefix("spills/")
+        .with_endpoint(endpoint)
+        .with_region("us-east-1");
     let store = S3SpillStore::with_credentials(&location, "testing", "testing")
         .unwrap()
         .with_notice(SpillNotice::ReadResult);

@@ -23,10 +23,7 @@ impl Scratch {
 
     fn fetcher(&self, server: &str, origin: &Loopback) -> Fetcher {
         let mut fetcher = Fetcher::new(self.0.path().join("refs")).unwrap();
-        let options = FetchOptions {
-            origin: Some(origin.origin().to_owned()),
-            ..FetchOptions::default()
-        };
+        let options = FetchOptions::default().with_origin(origin.origin());
         fetcher.add_server(server, &options);
         fetcher
     }

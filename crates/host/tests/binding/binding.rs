@@ -120,20 +120,8 @@ fn two_servers(order: [&str; 2], relay: FetchOptions, home: FetchOptions) -> Two
     let relay_server = serving("audio/wav", WAV);
     let home_server = serving("audio/wav", WAV);
     let mut fetcher = scratch.fetcher();
-    fetcher.add_server(
-        "relay",
-        &FetchOptions {
-            origin: Some(relay_server.origin().to_owned()),
-            ..relay
-        },
-    );
-    fetcher.add_server(
-        "home",
-        &FetchOptions {
-            origin: Some(home_server.origin().to_owned()),
-            ..home
-        },
-    );
+    fetcher.add_server("relay", &relay.with_origin(relay_server.origin()));
+    fetcher.add_server("home", &home.with_origin(home_server.origin()));
     let mut registry = Registry::with_seed(5);
     let block = wav(&format!("{}/payload", home_server.origin()));
     let id = register(&mut registry, &block, order[0]);
@@ -156,10 +144,7 @@ fn two_servers(order: [&str; 2], relay: FetchOptions, home: FetchOptions) -> Two
 }
 
 fn token(token: &str) -> FetchOptions {
-    FetchOptions {
-        token: Some(token.to_owned()),
-        ..FetchOptions::default()
-    }
+    FetchOptions::default().with_token(token)
 }
 
 #[test]
@@ -184,10 +169,7 @@ fn a_uri_two_servers_delivered_is_fetched_through_the_one_on_its_origin_in_eithe
 
 #[test]
 fn the_dialed_servers_eager_limit_applies_not_the_first_deliverers() {
-    let limit = |eager_max_bytes| FetchOptions {
-        eager_max_bytes,
-        ..FetchOptions::default()
-    };
+    let limit = |eager_max_bytes| FetchOptions::default().with_eager_max_bytes(eager_max_bytes);
     for order in [["relay", "home"], ["home", "relay"]] {
         // The relay would allow 19 bytes eagerly, the server on the origin would not.
         let t = two_servers(order, limit(1024), limit(10));
@@ -338,13 +320,7 @@ fn a_fetch_is_charged_to_the_dialed_servers_budget_which_never_renews() {
     let (relay, home) = (serving("audio/wav", WAV), serving("audio/wav", WAV));
     let mut fetcher = scratch.fetcher();
     fetcher.add_server("relay", &dialed(&relay, "relay-token"));
-    fetcher.add_server(
-        "home",
-        &FetchOptions {
-            budget_bytes: 30,
-            ..dialed(&home, "home-token")
-        },
-    );
+    fetcher.add_server("home", &dialed(&home, "home-token").with_budget_bytes(30));
     let mut registry = Registry::new();
     let first = wav(&format!("{}/one", home.origin()));
     let id = register(&mut registry, &first, "relay");
@@ -376,13 +352,7 @@ fn a_fetch_is_charged_to_the_dialed_servers_budget_which_never_renews() {
     scratch.assert_holds(&[&format!("{id}.wav")]);
 
     // Replacing a server's options keeps what it spent: budgets never renew.
-    fetcher.add_server(
-        "home",
-        &FetchOptions {
-            budget_bytes: 19,
-            ..dialed(&home, "home-token")
-        },
-    );
+    fetcher.add_server("home", &dialed(&home, "home-token").with_budget_bytes(19));
     let refused = fetcher
         .fetch(&mut registry, second.as_str(), None, &mut NoResources)
         .unwrap_err();

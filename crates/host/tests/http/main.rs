@@ -130,11 +130,13 @@ fn conversation() -> (Vec<Message>, Vec<ToolSpec>) {
                 json!({"month": "May"}),
             )],
         },
-        Message::ToolResults(vec![ToolOutput {
-            call_id: "call_1".to_owned(),
-            name: "demo__chart".to_owned(),
-            stored: "May:\n[image: image/png, 167B, ref img_1_1]".to_owned(),
-            live: Some(vec![
+        Message::ToolResults(vec![
+            ToolOutput::new(
+                "call_1",
+                "demo__chart",
+                "May:\n[image: image/png, 167B, ref img_1_1]",
+            )
+            .with_live(vec![
                 Content::Text("May:".to_owned()),
                 Content::Image {
                     sniffed: mcpl_classify::Sniffed::Png,
@@ -145,14 +147,13 @@ fn conversation() -> (Vec<Message>, Vec<ToolSpec>) {
                     data: png,
                 },
             ]),
-            is_error: false,
-        }]),
+        ]),
     ];
-    let tools = vec![ToolSpec {
-        name: "demo__chart".to_owned(),
-        description: "A month's chart.".to_owned(),
-        input_schema: json!({"type": "object"}),
-    }];
+    let tools = vec![ToolSpec::new(
+        "demo__chart",
+        "A month's chart.",
+        json!({"type": "object"}),
+    )];
     (messages, tools)
 }
 
@@ -450,13 +451,11 @@ fn gemini_keeps_the_thought_signature_and_sends_it_back_with_the_call_id() {
         text: turn.text.clone(),
         tool_calls: turn.tool_calls.clone(),
     });
-    messages.push(Message::ToolResults(vec![ToolOutput {
-        call_id: "fc-7".to_owned(),
-        name: "demo__chart".to_owned(),
-        stored: "June: up".to_owned(),
-        live: None,
-        is_error: false,
-    }]));
+    messages.push(Message::ToolResults(vec![ToolOutput::new(
+        "fc-7",
+        "demo__chart",
+        "June: up",
+    )]));
     let turn = model.complete(&request(&messages)).unwrap();
     let seen = recorded.recv().unwrap();
     let text = String::from_utf8(seen.body.clone()).unwrap();
