@@ -1364,16 +1364,7 @@ impl Host {
         let budget = self.held_budget(configured, &mut diagnostics);
         let mut held = 0;
         for text in &mut found.system {
-            if self.pricer().text.count_within(text, budget).is_some() {
-                continue;
-            }
-            let kept = self.lanes.session.hold_text(text, budget, "the whole");
-            *text = match (kept.text, kept.spill) {
-                (Ok(cut), _) => cut,
-                (Err(_), Ok(spill)) => format!("[left out: {}]", spill.reference()),
-                (Err(_), Err(_)) => "[left out: over its budget]".to_owned(),
-            };
-            held += 1;
+            held += usize::from(self.lanes.session.hold_system_text(text, budget));
         }
         let mut user = std::mem::take(&mut found.user);
         for injection in &mut user {

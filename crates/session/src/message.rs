@@ -76,17 +76,26 @@ impl Session {
     pub fn system_injection(&mut self, server: &str, content: &Value) -> String {
         let name = ServerName::new(server);
         let text = self.projector(&name).injection_system(content);
-        let mut diagnostics = Vec::new();
-        let budget = self.held_budget(self.policy(server).message_budget, &mut diagnostics);
-        if self.pricer().text.count_within(&text, budget).is_some() {
-            return text;
+        let mut text = text;
+        let budget = self.held_budget(self.policy(server).message_budget, &mut Vec::new());
+        self.hold_system_text(&mut text, budget);
+        text
+    }
+
+    /// Holds a `system` injection's text to `budget`: over it, the text is spilled whole and
+    /// cut head and tail, or, when not even the notice fits, one line says it was left out.
+    /// True when it was over.
+    pub fn hold_system_text(&mut self, text: &mut String, budget: u64) -> bool {
+        if self.pricer().text.count_within(text, budget).is_some() {
+            return false;
         }
-        let held = self.hold_text(&text, budget, "the whole");
-        match (held.text, held.spill) {
+        let held = self.hold_text(text, budget, "the whole");
+        *text = match (held.text, held.spill) {
             (Ok(cut), _) => cut,
             (Err(_), Ok(spill)) => format!("[left out: {}]", spill.reference()),
             (Err(_), Err(_)) => "[left out: over its budget]".to_owned(),
-        }
+        };
+        true
     }
 
     /// Scales a message's images, projects it on its lane and holds it to the message budget.
