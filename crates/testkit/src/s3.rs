@@ -35,16 +35,28 @@ pub const S3_TEST_ENV: [(&str, &str); 3] = [
 
 /// Sends one request and returns the status code and body.
 pub fn s3_request(endpoint: &str, method: &str, target: &str, body: &[u8]) -> (u16, String) {
+    try_s3_request(endpoint, method, target, body).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Sends one request and returns the status code and body, or what failed. `cargo xtask e2e`
+/// includes this file for it (the xtask builds on the standard library alone).
+pub fn try_s3_request(
+    endpoint: &str,
+    method: &str,
+    target: &str,
+    body: &[u8],
+) -> Result<(u16, String), String> {
     let host = endpoint.trim_start_matches("http://").trim_end_matches('/');
-    let mut stream = TcpStream::connect(host).unwrap_or_else(|e| panic!("{endpoint}: {e}"));
+    let failed = |e: std::io::Error| format!("{endpoint}: {e}");
+    let mut stream = TcpStream::connect(host).map_err(failed)?;
     let head = format!(
         "{method} {target} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(body).unwrap();
+    stream.write_all(head.as_bytes()).map_err(failed)?;
+    stream.write_all(body).map_err(failed)?;
     let mut answer = Vec::new();
-    stream.read_to_end(&mut answer).unwrap();
+    stream.read_to_end(&mut answer).map_err(failed)?;
     let answer = String::from_utf8_lossy(&answer).into_owned();
     let status = answer
         .split(' ')
@@ -54,7 +66,16 @@ pub fn s3_request(endpoint: &str, method: &str, target: &str, body: &[u8]) -> (u
     let body = answer
         .split_once("\r\n\r\n")
         .map_or(String::new(), |(_, b)| b.to_owned());
-    (status, body)
+    Ok((status, body))
+}
+
+/// The keys a ListObjectsV2 answer names, in order (a chunked body is read as text: the keys
+/// are found by their tags).
+pub fn keys_of(body: &str) -> Vec<String> {
+    body.split("<Key>")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("</Key>").map(|(key, _)| key.to_owned()))
+        .collect()
 }
 
 /// Makes a bucket (path style).
@@ -72,11 +93,7 @@ pub fn list_keys(endpoint: &str, bucket: &str, prefix: &str) -> Vec<String> {
         let target = format!("/{bucket}?list-type=2&prefix={prefix}&start-after={after}");
         let (status, body) = s3_request(endpoint, "GET", &target, b"");
         assert_eq!(status, 200, "listing {bucket}: {body}");
-        let page: Vec<String> = body
-            .split("<Key>")
-            .skip(1)
-            .filter_map(|rest| rest.split_once("</Key>").map(|(key, _)| key.to_owned()))
-            .collect();
+        let page = keys_of(&body);
         let truncated = body.contains("<IsTruncated>true</IsTruncated>");
         match page.last() {
             Some(last) if truncated => after.clone_from(last),

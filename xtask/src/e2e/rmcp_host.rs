@@ -4,8 +4,6 @@
 //! with a small budget so the long echo is cut and spilled, on moto's S3 server when
 //! `MCPL_S3_ENDPOINT` names one (as `.ci/run` exports), and read back with `read_result`.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
@@ -15,6 +13,12 @@ use super::{
     png_image, text_of,
 };
 use crate::json::Json;
+
+/// mcpl-testkit's plain-HTTP S3 requests, shared by path: the xtask builds on the standard
+/// library alone, so it does not depend on the crate. Its panicking helpers are the tests'.
+#[allow(dead_code)]
+#[path = "../../../crates/testkit/src/s3.rs"]
+mod s3;
 
 /// The budget the host is run with: the image and the links fit, the echo of 200 lines does not.
 const BUDGET: u64 = 500;
@@ -236,7 +240,7 @@ pub(super) fn play_rmcp_host(
 /// Makes `bucket` on the S3 server (path style; moto takes unsigned requests). One that is
 /// there already from an earlier run is fine.
 fn create_bucket(endpoint: &str, bucket: &str) -> Result<(), String> {
-    let (status, body) = s3_request(endpoint, "PUT", &format!("/{bucket}"))?;
+    let (status, body) = s3::try_s3_request(endpoint, "PUT", &format!("/{bucket}"), b"")?;
     if status == 200 || body.contains("BucketAlreadyOwnedByYou") {
         Ok(())
     } else {
@@ -248,48 +252,16 @@ fn create_bucket(endpoint: &str, bucket: &str) -> Result<(), String> {
 
 /// The keys under `prefix` in `bucket` (the first thousand).
 fn list_keys(endpoint: &str, bucket: &str, prefix: &str) -> Result<Vec<String>, String> {
-    let (status, body) = s3_request(
+    let (status, body) = s3::try_s3_request(
         endpoint,
         "GET",
         &format!("/{bucket}?list-type=2&prefix={prefix}"),
+        b"",
     )?;
     if status != 200 {
         return Err(format!("listing {bucket}: {status} {body}"));
     }
-    Ok(keys_of(&body))
-}
-
-/// The keys a ListObjectsV2 answer names, in order (a chunked body is read as text: the keys
-/// are found by their tags).
-fn keys_of(body: &str) -> Vec<String> {
-    body.split("<Key>")
-        .skip(1)
-        .filter_map(|rest| rest.split_once("</Key>").map(|(key, _)| key.to_owned()))
-        .collect()
-}
-
-/// One request to the S3 server on loopback: its status and body.
-fn s3_request(endpoint: &str, method: &str, target: &str) -> Result<(u16, String), String> {
-    let host = endpoint.trim_start_matches("http://").trim_end_matches('/');
-    let failed = |e: std::io::Error| format!("{endpoint}: {e}");
-    let mut stream = TcpStream::connect(host).map_err(failed)?;
-    write!(
-        stream,
-        "{method} {target} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    )
-    .map_err(failed)?;
-    let mut answer = Vec::new();
-    stream.read_to_end(&mut answer).map_err(failed)?;
-    let answer = String::from_utf8_lossy(&answer);
-    let status = answer
-        .split(' ')
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or(0);
-    let body = answer
-        .split_once("\r\n\r\n")
-        .map_or(String::new(), |(_, body)| body.to_owned());
-    Ok((status, body))
+    Ok(s3::keys_of(&body))
 }
 
 #[cfg(test)]
@@ -301,9 +273,9 @@ mod tests {
         let body = "<ListBucketResult><Contents><Key>rmcp-host/spill_a.json</Key></Contents>\r\n3f\r\n\
                     <Contents><Key>rmcp-host/spill_a.txt</Key></Contents></ListBucketResult>";
         assert_eq!(
-            keys_of(body),
+            s3::keys_of(body),
             ["rmcp-host/spill_a.json", "rmcp-host/spill_a.txt"]
         );
-        assert!(keys_of("<ListBucketResult/>").is_empty());
+        assert!(s3::keys_of("<ListBucketResult/>").is_empty());
     }
 }
