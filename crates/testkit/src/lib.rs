@@ -34,7 +34,8 @@ mod workloads;
 pub use tls::{test_ca, tls_fixtures, tls_front};
 
 pub use s3::{
-    S3_ENDPOINT_VARIABLE, S3_TEST_ENV, create_bucket, list_keys, s3_endpoint, s3_request,
+    S3_ENDPOINT_VARIABLE, S3_TEST_ENV, create_bucket, keys_of, list_keys, s3_endpoint, s3_request,
+    try_s3_request,
 };
 pub use workloads::{Workload, w1_mixed_10mb, w2_100k_blocks, w3_one_big_image, workloads};
 

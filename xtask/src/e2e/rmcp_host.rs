@@ -16,7 +16,7 @@ use crate::json::Json;
 
 /// mcpl-testkit's plain-HTTP S3 requests, shared by path: the xtask builds on the standard
 /// library alone, so it does not depend on the crate. Its panicking helpers are the tests'.
-#[allow(dead_code)]
+#[allow(dead_code, unreachable_pub)]
 #[path = "../../../crates/testkit/src/s3.rs"]
 mod s3;
 
