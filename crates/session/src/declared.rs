@@ -15,19 +15,12 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use mcpl_budget::{Bound, TokenEstimator};
+use mcpl_budget::{Bound, DEFAULT_TOOL_BUDGET_CEILING, TokenEstimator};
 use serde_json::Value;
 
 use crate::{READ_RESULT_MIN_TOKENS, Session, Shown};
 use mcpl_encode::conversation::Content;
 
-/// The most bytes of a server's `instructions` the model reads, unless the config says
-/// otherwise (`mcpl.instructionsBytes`). Claude Code keeps 2 KB too.
-pub const DEFAULT_INSTRUCTIONS_BYTES: usize = 2048;
-/// The most estimated tokens a tool's own budget may be, unless the config says otherwise
-/// (`mcpl.maxToolBudget`): four times [`crate::DEFAULT_BUDGET`], a quarter of a 200,000-token
-/// window.
-pub const DEFAULT_BUDGET_CEILING: u64 = 50_000;
 /// The most estimated tokens one character can cost. A character is at most 4 bytes of UTF-8,
 /// and [`Bound`] never prices a text above its bytes, so `chars × 4` tokens hold any text of
 /// `chars` characters.
@@ -62,7 +55,7 @@ pub(crate) struct Declarations {
     tools: HashMap<String, HashMap<String, Declared>>,
     /// By server, then by tool: the budget the config gives it.
     configured: HashMap<String, HashMap<String, u64>>,
-    /// The most a tool's own budget may be; [`DEFAULT_BUDGET_CEILING`] when unset.
+    /// The most a tool's own budget may be; [`DEFAULT_TOOL_BUDGET_CEILING`] when unset.
     ceiling: Option<u64>,
 }
 
@@ -365,7 +358,9 @@ impl Session {
 
     /// The most estimated tokens a tool's own budget may be.
     pub fn budget_ceiling(&self) -> u64 {
-        self.declarations.ceiling.unwrap_or(DEFAULT_BUDGET_CEILING)
+        self.declarations
+            .ceiling
+            .unwrap_or(DEFAULT_TOOL_BUDGET_CEILING)
     }
 
     /// Gives the tool `tool` of `server` a budget of its own, in estimated tokens, over what

@@ -58,18 +58,15 @@ use mcpl_lanes::{ImageLedger, Projector, Registry, ServerName, ToolResult};
 use mcpl_scale::{Fit, Scaler};
 use serde_json::Value;
 
-pub use declared::{
-    Audience, DEFAULT_BUDGET_CEILING, DEFAULT_INSTRUCTIONS_BYTES, MAX_RESULT_SIZE_KEY,
-    TOKENS_PER_CHAR, chars_to_tokens,
-};
+pub use declared::{Audience, MAX_RESULT_SIZE_KEY, TOKENS_PER_CHAR, chars_to_tokens};
 pub use host_tools::{
     FETCH_REFERENCE, FETCH_REFERENCE_DESCRIPTION, FETCHED_READ_LIMIT, READ_RESULT,
     READ_RESULT_DESCRIPTION, READ_RESULT_MIN_TOKENS,
 };
 // What a host sets a session up with, so a host needs this crate alone for it.
 pub use mcpl_budget::{
-    DEFAULT_BUDGET, DEFAULT_MESSAGE_BUDGET, LocalSpillStore, PricedRoute, Spill, SpillError,
-    SpillNotice, SpillStore,
+    DEFAULT_BUDGET, DEFAULT_MESSAGE_BUDGET, DEFAULT_TOOL_BUDGET_CEILING, LocalSpillStore,
+    PricedRoute, Spill, SpillError, SpillNotice, SpillStore,
 };
 pub use mcpl_encode::Encoder;
 pub use mcpl_encode::conversation::{ToolOutput, ToolSpec};

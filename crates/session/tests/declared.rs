@@ -4,7 +4,8 @@
 use std::time::{Duration, Instant};
 
 use mcpl_session::{
-    DEFAULT_BUDGET_CEILING, READ_RESULT_MIN_TOKENS, RouteId, ServerPolicy, Session, chars_to_tokens,
+    DEFAULT_TOOL_BUDGET_CEILING, READ_RESULT_MIN_TOKENS, RouteId, ServerPolicy, Session,
+    chars_to_tokens,
 };
 use serde_json::{Value, json};
 
@@ -217,7 +218,10 @@ fn a_declared_size_replaces_the_servers_budget_up_to_the_ceiling() {
         ],
     );
     assert_eq!(session.tool_budget("s", "big"), chars_to_tokens(5_000));
-    assert_eq!(session.tool_budget("s", "huge"), DEFAULT_BUDGET_CEILING);
+    assert_eq!(
+        session.tool_budget("s", "huge"),
+        DEFAULT_TOOL_BUDGET_CEILING
+    );
     assert_eq!(session.tool_budget("s", "tiny"), READ_RESULT_MIN_TOKENS);
     assert_eq!(session.tool_budget("s", "odd"), 1_000);
     assert_eq!(session.tool_budget("s", "plain"), 1_000);
