@@ -7,9 +7,7 @@ use serde_json::{Value, json};
 use crate::tools::text;
 
 /// The server's `instructions` in its `initialize` result.
-pub(crate) const INSTRUCTIONS: &str = "The demo server's tools each emit one kind of content. \
-    Call `weather-schema` for the weather as data; `sized-log` returns a long log whole, so \
-    read it in one call.";
+pub(crate) const INSTRUCTIONS: &str = "Call weather-schema for the weather as data. sized-log returns its long log whole: read it in one call.";
 
 /// The lines of log `sized-log` returns: about 70,000 characters, over the demo's budget of
 /// 12,500 estimated tokens and under the size the tool declares.

@@ -377,24 +377,30 @@ impl Session {
     /// size the server declared for it ([`chars_to_tokens`]), each held to the ceiling and
     /// to at least [`READ_RESULT_MIN_TOKENS`]; else the server's budget.
     pub fn tool_budget(&self, server: &str, tool: &str) -> u64 {
+        self.own_budget(server, tool)
+            .map_or_else(|| self.policy(server).budget, |(tokens, _)| tokens)
+    }
+
+    /// The tool's own budget, held to the ceiling and the floor, and where it comes from.
+    fn own_budget(&self, server: &str, tool: &str) -> Option<(u64, String)> {
         let configured = self
             .declarations
             .configured
             .get(server)
             .and_then(|tools| tools.get(tool))
-            .copied();
+            .map(|tokens| (*tokens, "the config's toolBudgets".to_owned()));
         let declared = || {
-            self.declarations
-                .declared(server, tool)?
-                .max_chars
-                .map(chars_to_tokens)
+            let chars = self.declarations.declared(server, tool)?.max_chars?;
+            Some((
+                chars_to_tokens(chars),
+                format!("the server's {MAX_RESULT_SIZE_KEY} of {chars}"),
+            ))
         };
-        match configured.or_else(declared) {
-            Some(tokens) => tokens
-                .min(self.budget_ceiling())
-                .max(READ_RESULT_MIN_TOKENS),
-            None => self.policy(server).budget,
-        }
+        let (tokens, from) = configured.or_else(declared)?;
+        let held = tokens
+            .min(self.budget_ceiling())
+            .max(READ_RESULT_MIN_TOKENS);
+        Some((held, from))
     }
 
     /// A result of `tool` on `server` as the model gets it, within `budget`, after what the
@@ -411,6 +417,12 @@ impl Session {
     ) -> Shown {
         let split = split(result);
         let mut diagnostics = Vec::new();
+        if let Some((tokens, from)) = self.own_budget(server, tool) {
+            diagnostics.push(format!(
+                "the tool's own budget: {tokens} estimated tokens, from {from} (at most {})",
+                self.budget_ceiling()
+            ));
+        }
         let mut lines = Vec::new();
         if let Some(line) =
             self.declarations

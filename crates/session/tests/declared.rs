@@ -252,6 +252,13 @@ fn a_declared_size_lets_a_result_of_that_many_characters_through_whole() {
     let shown = session.declared_result("s", "log", &result, budget);
     assert_eq!(shown.output.stored, text, "cut to {} tokens", shown.tokens);
     assert!(shown.tokens <= budget);
+    assert!(
+        shown.diagnostics[0].starts_with(
+            "the tool's own budget: 24000 estimated tokens, from the server's anthropic/maxResultSizeChars of 6000"
+        ),
+        "{:?}",
+        shown.diagnostics
+    );
 }
 
 #[test]
