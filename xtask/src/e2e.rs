@@ -374,7 +374,7 @@ fn conversations(files: &Files) -> Vec<Conversation> {
                         shows("Error: Operation failed"),
                         TextOnly,
                         shows("[mcpl: 1 content block was shown to the user, not to you]"),
-                        Expect::ForUser("[a image block]".to_owned()),
+                        Expect::ForUser("[image block]".to_owned()),
                     ],
                 ),
                 call(

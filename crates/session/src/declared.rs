@@ -476,7 +476,7 @@ impl Session {
                 _ => {
                     let kind = block.get("type").and_then(Value::as_str).unwrap_or("?");
                     let kind = self.server_text(server, &clip(kind, 40));
-                    format!("[a {kind} block]")
+                    format!("[{kind} block]")
                 }
             })
             .collect();

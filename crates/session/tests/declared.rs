@@ -198,7 +198,7 @@ fn what_the_user_is_shown_is_redacted_and_bounded() {
     assert!(!shown.for_user[0].contains(secret), "{}", shown.for_user[0]);
     assert!(shown.for_user[1].len() < 5_000);
     assert!(shown.for_user[1].ends_with("left out]"));
-    assert_eq!(shown.for_user[2], "[a image block]");
+    assert_eq!(shown.for_user[2], "[image block]");
     assert_eq!(shown.for_user.len(), 17);
     assert_eq!(shown.for_user[16], "[and 27 more blocks for the user]");
 }
