@@ -55,7 +55,7 @@ pub struct HostOptions {
     pub route: &'static PricedRoute,
     /// The provider's model name, as requests carry it.
     pub model: String,
-    /// The host's own system prompt.
+    /// The host's own system prompt; [`Host::start`] adds each server's instructions after it.
     pub system: String,
     /// The most tokens the model may answer with each round.
     pub max_tokens: u32,
