@@ -111,11 +111,15 @@ enum Expect {
     },
     /// The live copy's text holds this.
     Shows(String),
+    /// The live copy's text does not hold this.
+    Lacks(String),
     /// The live copy is text only.
     TextOnly,
     /// `mcpl run` priced the live copy within the budget, and its text is no longer than the
     /// budget at four characters a token.
     WithinBudget,
+    /// `mcpl run` printed this for the user (`for you:`), a block the model is not given.
+    ForUser(String),
 }
 
 /// One scripted call and what its result must look like.
@@ -365,8 +369,27 @@ fn conversations(files: &Files) -> Vec<Conversation> {
                 ),
                 call(
                     "everything__get-annotated-message",
-                    "get-annotated-message (error, with image)",
-                    vec![shows("Error: Operation failed"), png_image()],
+                    "get-annotated-message (error, with an image for the user alone)",
+                    vec![
+                        shows("Error: Operation failed"),
+                        TextOnly,
+                        shows("[mcpl: 1 content block was shown to the user, not to you]"),
+                        Expect::ForUser("[image block]".to_owned()),
+                    ],
+                ),
+                call(
+                    "everything__get-annotated-message",
+                    "get-annotated-message (success, for the user alone)",
+                    vec![
+                        TextOnly,
+                        shows("[mcpl: 1 content block was shown to the user, not to you]"),
+                        Expect::ForUser("Operation completed successfully".to_owned()),
+                    ],
+                ),
+                call(
+                    "everything__get-annotated-message",
+                    "get-annotated-message (debug, for the model alone)",
+                    vec![TextOnly, shows("Debug: Cache hit ratio 0.95")],
                 ),
                 call(
                     "everything__get-resource-reference",
@@ -386,7 +409,11 @@ fn conversations(files: &Files) -> Vec<Conversation> {
                 call(
                     "everything__get-structured-content",
                     "get-structured-content (Chicago)",
-                    vec![TextOnly, shows("\"temperature\":")],
+                    vec![
+                        TextOnly,
+                        shows("\"temperature\":"),
+                        Expect::Lacks("[mcpl: structuredContent".to_owned()),
+                    ],
                 ),
                 call(
                     "everything__gzip-file-as-resource",
@@ -606,7 +633,31 @@ fn play(
         format!("{name}: the assistant turns call the scripted tools in order"),
         expect_eq(used.clone(), expected.clone()),
     );
+    if name == "everything" {
+        // server-everything's instructions, fenced, the same bytes in every request.
+        let system = |body: &Json| {
+            let mut text = String::new();
+            if let Some(system) = body.get("system") {
+                system.visit_strings(&[], &mut |piece| text.push_str(piece));
+            }
+            text
+        };
+        let first = system(&bodies[0]);
+        checks.check(
+            format!(
+                "{name}: the server's instructions are fenced in every request's system prompt"
+            ),
+            if !first.contains("<server-instructions server=\"everything\">") {
+                Err(cut(&first))
+            } else if bodies.iter().any(|body| system(body) != first) {
+                Err("the system prompt changed between requests".to_owned())
+            } else {
+                Ok(())
+            },
+        );
+    }
     let tokens = estimated_tokens(&stderr);
+    let printed = for_user(&stderr);
     checks.check(
         format!("{name}: mcpl run reports each call's estimated tokens on stderr"),
         expect_eq(
@@ -636,6 +687,18 @@ fn play(
             .filter_map(|body| tool_result(body, id))
             .collect();
         for expect in &call.expect {
+            if let Expect::ForUser(wanted) = expect {
+                let shown = printed.get(index).cloned().unwrap_or_default();
+                checks.check(
+                    format!("{what}: printed for the user: {}", cut(wanted)),
+                    if shown.contains(wanted) {
+                        Ok(())
+                    } else {
+                        Err(format!("printed {shown:?}"))
+                    },
+                );
+                continue;
+            }
             check_live(
                 checks,
                 &what,
@@ -928,6 +991,14 @@ fn check_live(checks: &mut Checks, what: &str, expect: &Expect, live: &Json, tok
             format!("{what}: shows {}", cut(wanted)),
             contains(&text, wanted),
         ),
+        Expect::Lacks(unwanted) => checks.check(
+            format!("{what}: does not show {}", cut(unwanted)),
+            if text.contains(unwanted.as_str()) {
+                Err(cut(&text))
+            } else {
+                Ok(())
+            },
+        ),
         Expect::TextOnly => checks.check(
             format!("{what}: live copy is text only"),
             if images(live).is_empty() {
@@ -951,6 +1022,7 @@ fn check_live(checks: &mut Checks, what: &str, expect: &Expect, live: &Json, tok
                 if chars as u64 <= BUDGET * 4 { Ok(()) } else { Err(format!("{chars} characters")) },
             );
         }
+        Expect::ForUser(_) => {}
     }
 }
 
@@ -1070,10 +1142,34 @@ fn estimated_tokens(stderr: &str) -> Vec<(String, u64)> {
             let rest = line.strip_prefix("mcpl: round ")?;
             let (_, rest) = rest.split_once(' ')?;
             let (tool, rest) = rest.split_once(": ")?;
+            if tool.contains(' ') {
+                return None;
+            }
             let (tokens, _) = rest.split_once(" estimated tokens")?;
             Some((tool.to_owned(), tokens.parse().ok()?))
         })
         .collect()
+}
+
+/// What `mcpl run` printed for the user after each call's line (`mcpl: round <n> <tool> for
+/// you: <text>`), one list per call, in order.
+fn for_user(stderr: &str) -> Vec<Vec<String>> {
+    let mut calls: Vec<Vec<String>> = Vec::new();
+    for line in stderr.lines() {
+        let Some(rest) = line.strip_prefix("mcpl: round ") else {
+            continue;
+        };
+        match rest.split_once(" for you: ") {
+            Some((_, text)) => {
+                if let Some(last) = calls.last_mut() {
+                    last.push(text.to_owned());
+                }
+            }
+            None if rest.contains(" estimated tokens") => calls.push(Vec::new()),
+            None => {}
+        }
+    }
+    calls
 }
 
 /// A template from `e2e/` with each `${NAME}` replaced by its value as JSON string text,
@@ -1182,6 +1278,16 @@ mod tests {
         assert!(has_uri("data:x", "data:"));
         assert!(!has_uri("metadata: none", "data:"));
         assert!(has_uri("(demo://x)", "demo://"));
+    }
+
+    #[test]
+    fn what_is_printed_for_the_user_goes_with_its_call() {
+        let stderr = "mcpl: round 1 a__b: 3 estimated tokens\nmcpl: round 1 a__b for you: hi: 2 estimated tokens\nmcpl: round 1 a__c: 4 estimated tokens\n";
+        assert_eq!(
+            for_user(stderr),
+            [vec!["hi: 2 estimated tokens".to_owned()], vec![]]
+        );
+        assert_eq!(estimated_tokens(stderr).len(), 2);
     }
 
     #[test]

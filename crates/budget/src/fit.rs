@@ -16,6 +16,11 @@ pub const DEFAULT_BUDGET: u64 = 12_500;
 /// result.
 pub const DEFAULT_MESSAGE_BUDGET: u64 = 4_000;
 
+/// The most estimated tokens a tool's own budget (a size its server declares, or the config's
+/// for the tool) may be unless the config says otherwise: four times [`DEFAULT_BUDGET`], a
+/// quarter of a 200,000-token window (decision 0134).
+pub const DEFAULT_TOOL_BUDGET_CEILING: u64 = 50_000;
+
 /// How far back (or forward) from a cut a line break is looked for, in bytes: a cut moves to a
 /// line boundary only when one is this close.
 const LINE_WINDOW: usize = 240;

@@ -106,8 +106,8 @@ pub mod window;
 
 pub use bound::{Bound, LONG_WORD, LONG_WORD_END, Pieces, Priced};
 pub use fit::{
-    CutError, DEFAULT_BUDGET, DEFAULT_MESSAGE_BUDGET, Fitted, Omitted, cut, cut_with,
-    fit_tool_result, omission_notice, read_back_notice,
+    CutError, DEFAULT_BUDGET, DEFAULT_MESSAGE_BUDGET, DEFAULT_TOOL_BUDGET_CEILING, Fitted, Omitted,
+    cut, cut_with, fit_tool_result, omission_notice, read_back_notice,
 };
 pub use image::{
     ANTHROPIC_TABLE, Detail, GEMINI_TABLE, ImageCalculator, OPENAI_TABLE, PricedModels,

@@ -433,6 +433,13 @@ pub fn render_text(run: &DemoRun) -> String {
             let _ = writeln!(out, "server {}: {error}", server.config.launch.name);
         }
     }
+    if let Some(fenced) = instructions(host) {
+        let _ = writeln!(
+            out,
+            "instructions: every request's system prompt carries the server's, fenced as its words:"
+        );
+        excerpt(&mut out, fenced, &[]);
+    }
     for call in &host.calls {
         let planned = run
             .fetches
@@ -559,9 +566,21 @@ fn render_call(
             excerpt(out, &call.output.stored, &keep);
         }
     }
+    if !call.for_user.is_empty() {
+        let _ = writeln!(out, "the user is shown (the model is not):");
+        for text in &call.for_user {
+            excerpt(out, text, &[]);
+        }
+    }
     for line in &call.diagnostics {
         let _ = writeln!(out, "note: {line}");
     }
+}
+
+/// The servers' instructions as the system prompt carries them, after the host's own words.
+fn instructions(host: &Host) -> Option<&str> {
+    let system = &host.options.system;
+    system.find("<server-instructions").map(|at| &system[at..])
 }
 
 /// At most this many lines of a long text are shown, head and tail, besides the lines kept.
@@ -736,6 +755,7 @@ pub fn render_json(run: &DemoRun) -> Value {
                 "is_error": call.output.is_error,
                 "spill": call.spill.as_ref().map(|s| json!({"path": s.path, "attachments": s.attachments})),
                 "diagnostics": call.diagnostics,
+                "for_user": call.for_user,
                 "omission_notice": omission_notice(call),
                 "expected": planned.map(|p| json!({
                     "reference": p.name,
@@ -786,6 +806,7 @@ pub fn render_json(run: &DemoRun) -> Value {
         "budget": demo_budget(host),
         "files": {"path": run.folder, "at_exit": run.at_exit.name()},
         "servers": host.servers.iter().map(|s| json!({"name": s.config.launch.name, "error": s.error, "tools": s.tools.len()})).collect::<Vec<_>>(),
+        "instructions": instructions(host),
         "calls": calls,
         "messages": messages,
         "answers": answers,

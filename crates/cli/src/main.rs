@@ -708,6 +708,15 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
                 .map(|why| format!(", cut but not spilled: {}", one_line(why)))
                 .unwrap_or_default()
         );
+        // The blocks the server meant for the user alone: shown here, never to the model.
+        for text in &call.for_user {
+            eprintln!(
+                "mcpl: round {} {} for you: {}",
+                call.round,
+                call.call.name,
+                log_secrets().redact(text)
+            );
+        }
     }
     if let Some(usage) = host.usage {
         eprintln!("mcpl: {}", usage_line(&usage));

@@ -639,7 +639,7 @@ pub struct Connection {
     agreed: Option<String>,
     tool_headers: headers::ToolHeaders,
     /// The server's `initialize` result (for a stateless server, its `server/discover` result
-    /// in the same shape: `protocolVersion`, `capabilities`, `serverInfo`).
+    /// in the same shape: `protocolVersion`, `capabilities`, `serverInfo`, `instructions`).
     pub initialized: Value,
 }
 
@@ -816,6 +816,7 @@ impl Connection {
             "protocolVersion": STATELESS_PROTOCOL_VERSION,
             "capabilities": result.get("capabilities").cloned().unwrap_or_else(|| json!({})),
             "serverInfo": result.get("serverInfo").cloned().unwrap_or(Value::Null),
+            "instructions": result.get("instructions").cloned().unwrap_or(Value::Null),
         });
         Ok(true)
     }
@@ -832,6 +833,12 @@ impl Connection {
             .get("protocolVersion")
             .and_then(Value::as_str)
             .unwrap_or_default()
+    }
+
+    /// The `instructions` the server gave in its `initialize` result (or `server/discover`),
+    /// as it sent them; `None` when it gave none, or something that is not a string.
+    pub fn instructions(&self) -> Option<&str> {
+        self.initialized.get("instructions").and_then(Value::as_str)
     }
 
     /// The capabilities the server declared.

@@ -7,13 +7,14 @@
 //!                           "mcpl": {"budget": 8000, "messageBudget": 2000, "uris": "credential-free",
 //!                                    "timeoutMs": 30000, "maxMessageBytes": 67108864,
 //!                                    "maxConcurrentCalls": 4, "withholdCredentialUrls": true,
+//!                                    "toolBudgets": {"read_log": 30000}, "instructionsBytes": 2048,
 //!                                    "fetch": {"origin": "https://files.example",
 //!                                              "token": "...", "maxBytes": 1048576}}}},
 //!  "mcpl": {"spillDir": "/var/tmp/mcpl/spill", "fetchDir": "/var/tmp/mcpl/refs",
 //!           "contextWindow": 200000, "scaleImages": true, "imageBase64": 10485760,
 //!           "maxImages": 600, "maxBodyBytes": 32000000, "spillNotice": "read_result",
 //!           "spillTtlHours": 24, "models": {"my-model": {"images": true, "contextWindow": 32000}},
-//!           "tlsRoots": ["/etc/mcpl/private-ca.pem"],
+//!           "tlsRoots": ["/etc/mcpl/private-ca.pem"], "maxToolBudget": 50000,
 //!           "spillStore": {"type": "s3", "bucket": "b", "prefix": "mcpl/", "endpoint": "..."}}}
 //! ```
 //!
@@ -38,7 +39,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mcpl_budget::{DEFAULT_BUDGET, SpillNotice};
+use mcpl_budget::{DEFAULT_BUDGET, DEFAULT_TOOL_BUDGET_CEILING, SpillNotice};
 pub use mcpl_budget::{S3Location, SpillStoreConfig};
 use mcpl_lanes::UriPolicy;
 use serde::Deserialize;
@@ -60,6 +61,9 @@ pub const DEFAULT_MAX_CONCURRENT_CALLS: usize = 4;
 pub use mcpl_budget::DEFAULT_MESSAGE_BUDGET;
 /// The context window the loop checks each round against unless the config says otherwise.
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
+/// The most bytes of a server's `instructions` the model reads unless the server's config says
+/// otherwise (`mcpl.instructionsBytes`): 2 KB, as Claude Code keeps (decision 0134).
+pub const DEFAULT_INSTRUCTIONS_BYTES: usize = 2048;
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,6 +90,9 @@ pub struct Config {
     pub tls_roots: Vec<PathBuf>,
     /// What each model named here takes, over the model table (`models`).
     pub models: BTreeMap<String, models::ModelOverride>,
+    /// The most estimated tokens a tool's own budget may be (`maxToolBudget`): a size its
+    /// server declares, or a server's `toolBudgets`, is held to it.
+    pub max_tool_budget: u64,
 }
 
 impl Default for Config {
@@ -102,6 +109,7 @@ impl Default for Config {
             spill_ttl_hours: None,
             tls_roots: Vec::new(),
             models: BTreeMap::new(),
+            max_tool_budget: DEFAULT_TOOL_BUDGET_CEILING,
         }
     }
 }
@@ -195,6 +203,12 @@ pub struct ServerOptions {
     pub fetch: FetchOptions,
     /// A dialed server's OAuth (`mcpl.oauth`; on by default with no fixed token), checked.
     pub oauth: Option<mcpl_auth::OAuthOptions>,
+    /// Budgets of the server's tools, by the tool's own name, in estimated tokens
+    /// (`mcpl.toolBudgets`): each replaces `budget` for that tool, up to `maxToolBudget`.
+    pub tool_budgets: BTreeMap<String, u64>,
+    /// The most bytes of the server's `instructions` the model reads (`mcpl.instructionsBytes`,
+    /// 0 for none).
+    pub instructions_bytes: usize,
 }
 
 impl ServerOptions {
@@ -216,6 +230,8 @@ impl Default for ServerOptions {
             max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
             fetch: FetchOptions::default(),
             oauth: None,
+            tool_budgets: BTreeMap::new(),
+            instructions_bytes: DEFAULT_INSTRUCTIONS_BYTES,
         }
     }
 }
@@ -269,6 +285,7 @@ struct RawHost {
     tls_roots: Vec<PathBuf>,
     #[serde(default)]
     models: BTreeMap<String, models::ModelOverride>,
+    max_tool_budget: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -340,6 +357,9 @@ struct RawOptions {
     fetch: RawFetch,
     #[serde(default)]
     oauth: mcpl_auth::OAuthSetting,
+    #[serde(default)]
+    tool_budgets: BTreeMap<String, u64>,
+    instructions_bytes: Option<usize>,
 }
 
 /// `mcpl.inheritEnv`: `false` (the minimal list), `true` (everything) or variable names.
@@ -538,6 +558,11 @@ impl Config {
                         .unwrap_or(DEFAULT_MAX_CONCURRENT_CALLS),
                     fetch,
                     oauth,
+                    tool_budgets: server.mcpl.tool_budgets,
+                    instructions_bytes: server
+                        .mcpl
+                        .instructions_bytes
+                        .unwrap_or(DEFAULT_INSTRUCTIONS_BYTES),
                 },
             });
         }
@@ -561,6 +586,10 @@ impl Config {
             spill_ttl_hours: raw.mcpl.spill_ttl_hours,
             tls_roots: raw.mcpl.tls_roots,
             models: raw.mcpl.models,
+            max_tool_budget: raw
+                .mcpl
+                .max_tool_budget
+                .unwrap_or(DEFAULT_TOOL_BUDGET_CEILING),
         })
     }
 }
@@ -745,5 +774,40 @@ mod tests {
     fn the_default_is_a_file_with_no_server() {
         let empty = Config::from_slice("mcpl.json", br#"{"mcpServers": {}}"#).unwrap();
         assert_eq!(Config::default(), empty);
+    }
+
+    #[test]
+    fn tool_budgets_instructions_and_the_ceiling_are_read() {
+        let config = Config::from_slice(
+            "mcpl.json",
+            br#"{"mcpServers": {"s": {"command": "x", "mcpl": {"toolBudgets": {"read_log": 30000},
+                 "instructionsBytes": 0}}}, "mcpl": {"maxToolBudget": 40000}}"#,
+        )
+        .unwrap();
+        assert_eq!(config.max_tool_budget, 40_000);
+        let options = &config.servers[0].options;
+        assert_eq!(options.tool_budgets.get("read_log"), Some(&30_000));
+        assert_eq!(options.instructions_bytes, 0);
+        let default =
+            Config::from_slice("mcpl.json", br#"{"mcpServers": {"s": {"command": "x"}}}"#).unwrap();
+        assert_eq!(
+            default.max_tool_budget,
+            mcpl_budget::DEFAULT_TOOL_BUDGET_CEILING
+        );
+        assert_eq!(
+            default.servers[0].options.instructions_bytes,
+            super::DEFAULT_INSTRUCTIONS_BYTES
+        );
+        let error = Config::from_slice(
+            "mcpl.json",
+            br#"{"mcpServers": {"s": {"command": "x", "mcpl": {"toolBudgets": {"t": "big"}}}}}"#,
+        )
+        .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("mcpServers.s.mcpl.toolBudgets.t"),
+            "{error}"
+        );
     }
 }

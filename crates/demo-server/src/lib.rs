@@ -40,6 +40,7 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+mod declared;
 mod hostile;
 mod hostile_remote;
 mod media;
@@ -229,7 +230,10 @@ impl<W: Write> Server<W> {
         let result = match method {
             "initialize" => self.initialize(params),
             "ping" => json!({}),
-            "tools/list" => json!({"tools": Tool::ALL.map(Tool::listing)}),
+            "tools/list" => {
+                let tools = Tool::ALL.map(Tool::listing).into_iter();
+                json!({"tools": tools.chain(declared::listing()).collect::<Vec<_>>()})
+            }
             "tools/call" => return self.call_tool(id, params),
             "resources/list" => {
                 let listing: Vec<Value> = resources::all().iter().map(|r| r.listing()).collect();
@@ -279,6 +283,7 @@ impl<W: Write> Server<W> {
         json!({
             "protocolVersion": version,
             "serverInfo": {"name": self.options.name, "version": env!("CARGO_PKG_VERSION")},
+            "instructions": declared::INSTRUCTIONS,
             "capabilities": {
                 "tools": {},
                 "resources": {},
@@ -296,6 +301,11 @@ impl<W: Write> Server<W> {
             .get("name")
             .and_then(Value::as_str)
             .unwrap_or_default();
+        if let Some(result) = declared::call(name) {
+            self.log(&format!("tools/call {name}"));
+            self.answer(id, result)?;
+            return Ok(None);
+        }
         let Some(tool) = Tool::named(name) else {
             let message = format!("unknown tool: {name}");
             self.error(id, INVALID_PARAMS, &message, Some(json!({"name": name})))?;

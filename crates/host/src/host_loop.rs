@@ -55,7 +55,7 @@ pub struct HostOptions {
     pub route: &'static PricedRoute,
     /// The provider's model name, as requests carry it.
     pub model: String,
-    /// The host's own system prompt.
+    /// The host's own system prompt; [`Host::start`] adds each server's instructions after it.
     pub system: String,
     /// The most tokens the model may answer with each round.
     pub max_tokens: u32,
@@ -128,7 +128,11 @@ impl HostOptions {
                 .with_uri_policy(server.options.uri_policy)
                 .with_credential_urls_withheld(server.options.withhold_credential_urls);
             session.set_server(&server.launch.name, policy);
+            for (tool, tokens) in &server.options.tool_budgets {
+                session.set_tool_budget(&server.launch.name, tool, *tokens);
+            }
         }
+        session.set_budget_ceiling(config.max_tool_budget);
         session.set_spill_store(
             LocalSpillStore::new(&self.spill_dir)
                 .map(|store| {
@@ -209,6 +213,8 @@ pub struct CallReport {
     pub saved: Option<String>,
     /// What happened on the way, one line each.
     pub diagnostics: Vec<String>,
+    /// The result's blocks for the user alone, as the user is shown them (the model is not).
+    pub for_user: Vec<String>,
 }
 
 /// One request the loop sent.
@@ -385,11 +391,8 @@ impl Host {
         for name in &conformed.left_out {
             host.tool_index.remove(name);
         }
-        (host.tools, host.wrapped, host.warnings) = (
-            conformed.tools,
-            conformed.wrapped.into_iter().collect(),
-            conformed.notes,
-        );
+        (host.tools, host.wrapped) = (conformed.tools, conformed.wrapped.into_iter().collect());
+        host.warnings.extend(conformed.notes);
         host
     }
 
@@ -424,6 +427,19 @@ impl Host {
         };
         server.tools = started.tools;
         server.error = started.listing_error.map(|error| error.to_string());
+        let declared = self.lanes.session.declare_tools(name, &server.tools);
+        self.warnings.extend(declared);
+        if let Some(text) = started.connection.instructions()
+            && let Some(fenced) = self.lanes.session.server_instructions(
+                name,
+                text,
+                config.options.instructions_bytes,
+            )
+        {
+            // After the host's own words, the same bytes every request: the prompt stays cached.
+            self.options.system.push_str("\n\n");
+            self.options.system.push_str(&fenced);
+        }
         let index = self.servers.len();
         for tool in &server.tools {
             let Some(tool_name) = tool.get("name").and_then(Value::as_str) else {
@@ -1237,7 +1253,6 @@ impl Host {
     ) -> CallReport {
         let server = &mut self.servers[index];
         let name = server.config.launch.name.clone();
-        let options = server.config.options.clone();
         let result = match result {
             Ok(result) => result,
             Err(error) => {
@@ -1256,11 +1271,14 @@ impl Host {
             }
         };
         let mut diagnostics = Vec::new();
-        let budget = self.held_budget(options.budget, &mut diagnostics);
+        let budget = self.held_budget(
+            self.lanes.session.tool_budget(&name, tool),
+            &mut diagnostics,
+        );
         let shown = self
             .lanes
             .session
-            .tool_result_within(&name, &result, budget);
+            .declared_result(&name, tool, &result, budget);
         let mut report = shown_report(round, call, tool, shown);
         report.server = Some(name);
         // The budget's line first, then the scaling's and the fitting's.
@@ -1480,6 +1498,7 @@ fn shown_report(round: usize, call: &ToolCall, tool: &str, shown: Shown) -> Call
         unsaved: shown.unsaved,
         saved: shown.saved.map(|saved| saved.path),
         diagnostics: shown.diagnostics,
+        for_user: shown.for_user,
     }
 }
 
@@ -1503,6 +1522,7 @@ fn failed_report(
         unsaved: None,
         saved: None,
         diagnostics: Vec::new(),
+        for_user: Vec::new(),
     }
 }
 
@@ -1537,6 +1557,7 @@ fn host_report(
         unsaved: None,
         saved: None,
         diagnostics: Vec::new(),
+        for_user: Vec::new(),
     }
 }
 

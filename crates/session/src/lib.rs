@@ -45,6 +45,7 @@
 //! (the spill store's writes, the fetcher's reads), safe to use and drop inside any tokio
 //! runtime. A host on tokio calls it from `spawn_blocking` when a store or fetch may be slow.
 
+mod declared;
 mod host_tools;
 mod message;
 #[cfg(feature = "rmcp")]
@@ -57,14 +58,15 @@ use mcpl_lanes::{ImageLedger, Projector, Registry, ServerName, ToolResult};
 use mcpl_scale::{Fit, Scaler};
 use serde_json::Value;
 
+pub use declared::{Audience, MAX_RESULT_SIZE_KEY, TOKENS_PER_CHAR, chars_to_tokens};
 pub use host_tools::{
     FETCH_REFERENCE, FETCH_REFERENCE_DESCRIPTION, FETCHED_READ_LIMIT, READ_RESULT,
     READ_RESULT_DESCRIPTION, READ_RESULT_MIN_TOKENS,
 };
 // What a host sets a session up with, so a host needs this crate alone for it.
 pub use mcpl_budget::{
-    DEFAULT_BUDGET, DEFAULT_MESSAGE_BUDGET, LocalSpillStore, PricedRoute, Spill, SpillError,
-    SpillNotice, SpillStore,
+    DEFAULT_BUDGET, DEFAULT_MESSAGE_BUDGET, DEFAULT_TOOL_BUDGET_CEILING, LocalSpillStore,
+    PricedRoute, Spill, SpillError, SpillNotice, SpillStore,
 };
 pub use mcpl_encode::Encoder;
 pub use mcpl_encode::conversation::{ToolOutput, ToolSpec};
@@ -149,6 +151,9 @@ pub struct Shown {
     pub saved: Option<Saved>,
     /// What happened on the way, one line each, for the host's log.
     pub diagnostics: Vec<String>,
+    /// The blocks meant for the user alone, as the user is shown them, redacted and bounded
+    /// (`annotations.audience` of `["user"]`; see [`Session::declared_result`]).
+    pub for_user: Vec<String>,
 }
 
 impl Shown {
@@ -182,6 +187,8 @@ pub struct Session {
     /// The budget of the server each spill came from: a `read_result` part is never given more.
     spill_budgets: HashMap<String, u64>,
     fetcher: Result<Fetcher, String>,
+    /// What the servers declared of their tools, and the tools' own budgets.
+    declarations: declared::Declarations,
 }
 
 impl std::fmt::Debug for Session {
@@ -227,6 +234,7 @@ impl Session {
             spill: Err(NO_SPILL_STORE.to_owned()),
             spill_budgets: HashMap::new(),
             fetcher: Err(NO_FETCHER.to_owned()),
+            declarations: declared::Declarations::default(),
         }
     }
 
@@ -509,6 +517,7 @@ impl Session {
             unsaved: fitted.unsaved,
             saved: None,
             diagnostics: fitted.diagnostics,
+            for_user: Vec::new(),
         }
     }
 

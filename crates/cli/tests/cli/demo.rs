@@ -93,6 +93,10 @@ fn the_readable_demo_shows_every_tool_and_the_servers_messages() {
         "error",
         "push-events",
         "host-answers",
+        "weather-schema",
+        "weather-mismatch",
+        "audience",
+        "sized-log",
         "fetch_reference",
     ] {
         assert!(
@@ -743,4 +747,51 @@ fn the_json_demo_keeps_its_keys_and_adds_the_budget_and_the_notice() {
         "{notice}"
     );
     assert_eq!(call(&demo, "text")["omission_notice"], Value::Null);
+}
+
+#[test]
+fn the_demo_shows_what_the_server_declares_on_every_route() {
+    for rendered in rendered() {
+        let route = rendered.route;
+        let text = &rendered.text;
+        assert!(
+            text.contains("instructions: every request's system prompt carries the server's"),
+            "{route}"
+        );
+        assert!(
+            text.contains("  | <server-instructions server=\"demo\">"),
+            "{route}"
+        );
+        assert!(
+            text.contains("the user is shown (the model is not):\n  | Shown to you, the user"),
+            "{route}"
+        );
+        let json = &rendered.json;
+        assert!(
+            json["instructions"].as_str().unwrap().contains("sized-log"),
+            "{route}"
+        );
+        let mismatch = call(json, "weather-mismatch")["stored"].as_str().unwrap();
+        assert!(
+            mismatch.ends_with("/temperatureC: \"warm\" is not of type \"number\"]"),
+            "{route}: {mismatch}"
+        );
+        let audience = call(json, "audience");
+        assert!(
+            !audience["stored"]
+                .as_str()
+                .unwrap()
+                .contains("Shown to you")
+        );
+        assert_eq!(
+            audience["for_user"][0],
+            "Shown to you, the user: the build log is in build/log.txt."
+        );
+        let sized = call(json, "sized-log");
+        assert_eq!(sized["spill"], Value::Null, "{route}");
+        assert!(
+            sized["estimated_tokens"].as_u64().unwrap() > DEFAULT_BUDGET,
+            "{route}"
+        );
+    }
 }

@@ -387,6 +387,27 @@ fn a_tool_named_by_its_own_name_is_the_one_server_offering_it() {
 }
 
 #[test]
+fn a_block_for_the_user_alone_is_printed_and_never_sent() {
+    let scratch = Scratch::new("audience");
+    let config = servers(&scratch, &["demo"], &[]);
+    let script = calls(&scratch, &[(Some("demo"), "audience")]);
+    let transcript = scratch.0.join("transcript.jsonl");
+    let output = run_quietly(&config, Some(&script), &transcript);
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "\nmcpl: round 1 demo__audience for you: Shown to you, the user: the build log is in build/log.txt.\n"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("For the model only"), "{stderr}");
+    let sent = std::fs::read_to_string(&transcript).unwrap();
+    assert!(!sent.contains("Shown to you, the user"));
+    assert!(sent.contains("For the model only"));
+}
+
+#[test]
 fn a_tool_several_servers_offer_is_an_error_result_naming_the_candidates() {
     let scratch = Scratch::new("ambiguous");
     let config = servers(&scratch, &["alpha", "beta", "gamma"], &[]);

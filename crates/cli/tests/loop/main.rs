@@ -11,6 +11,7 @@ use mcpl_host::model::Scripted;
 use mcpl_lanes::RouteId;
 use serde_json::{Value, json};
 
+mod declared;
 mod fit;
 
 /// The tokens the demo server's texts carry that must never reach a model.

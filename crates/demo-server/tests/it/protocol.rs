@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use crate::client::{Server, decode};
 
-const TOOL_NAMES: [&str; 28] = [
+const TOOL_NAMES: [&str; 32] = [
     "text",
     "png",
     "jpeg",
@@ -33,6 +33,10 @@ const TOOL_NAMES: [&str; 28] = [
     "hang",
     "garbage",
     "slow",
+    "weather-schema",
+    "weather-mismatch",
+    "audience",
+    "sized-log",
 ];
 
 #[test]
@@ -43,6 +47,12 @@ fn initialize_echoes_the_version_and_offers_mcpl() {
     assert_eq!(result["protocolVersion"], "2024-11-05");
     assert_eq!(result["serverInfo"]["name"], "mcpl-demo");
     assert_eq!(result["serverInfo"]["version"], env!("CARGO_PKG_VERSION"));
+    assert!(
+        result["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("sized-log")
+    );
     assert_eq!(
         result["capabilities"],
         json!({
@@ -89,6 +99,35 @@ fn tools_list_describes_every_tool() {
     }
     let slow = tools.iter().find(|t| t["name"] == "slow").unwrap();
     assert_eq!(slow["inputSchema"]["properties"]["ms"]["type"], "integer");
+    let sized = tools.iter().find(|t| t["name"] == "sized-log").unwrap();
+    assert_eq!(sized["_meta"]["anthropic/maxResultSizeChars"], 100_000);
+    let mismatch = tools
+        .iter()
+        .find(|t| t["name"] == "weather-mismatch")
+        .unwrap();
+    assert_eq!(
+        mismatch["outputSchema"]["properties"]["temperatureC"]["type"],
+        "number"
+    );
+}
+
+#[test]
+fn the_declaring_tools_answer_as_they_say() {
+    let mut server = Server::start();
+    let mismatch = server.call("weather-mismatch", json!({}));
+    assert_eq!(mismatch["structuredContent"]["temperatureC"], "warm");
+    let audience = server.call("audience", json!({}));
+    assert_eq!(
+        audience["content"][1]["annotations"]["audience"],
+        json!(["user"])
+    );
+    assert_eq!(
+        audience["content"][2]["annotations"]["audience"],
+        json!(["assistant"])
+    );
+    let log = server.call("sized-log", json!({}));
+    let chars = log["content"][0]["text"].as_str().unwrap().chars().count();
+    assert!((60_000..100_000).contains(&chars), "{chars}");
 }
 
 #[test]
