@@ -46,6 +46,7 @@ mod media;
 mod push;
 mod remote;
 mod resources;
+mod skills;
 mod tools;
 mod wire;
 
@@ -247,6 +248,7 @@ impl<W: Write> Server<W> {
                 };
                 match resources::find(uri) {
                     Some(resource) => json!({"contents": [resource.contents()]}),
+                    None if let Some(file) = skills::read(uri) => json!({"contents": [file]}),
                     None => {
                         let message = format!("resource not found: {uri}");
                         self.error(id, RESOURCE_NOT_FOUND, &message, Some(json!({"uri": uri})))?;
@@ -254,6 +256,7 @@ impl<W: Write> Server<W> {
                     }
                 }
             }
+            "skills/list" => skills::list(),
             "context/beforeInference" => before_inference(self.options.files_origin.as_deref()),
             _ => {
                 self.log(&format!("unknown method {method}"));
@@ -282,6 +285,7 @@ impl<W: Write> Server<W> {
             "capabilities": {
                 "tools": {},
                 "resources": {},
+                "extensions": {"io.modelcontextprotocol/skills": {}},
                 "experimental": {"mcpl": {
                     "pushEvents": {},
                     "channels": {},
