@@ -7,6 +7,7 @@
 //! like any result, so an image file is shown natively where its bytes say it is an image.
 
 use base64::Engine;
+use mcpl_classify::sniff;
 use mcpl_fetch::ResourceReader;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -225,18 +226,8 @@ impl Session {
                     skill.file_list()
                 )}));
             }
-        } else if let Ok(text) = std::str::from_utf8(&bytes)
-            && !mime_type
-                .as_deref()
-                .is_some_and(|m| !m.starts_with("text/"))
-        {
-            content.push(json!({"type": "text", "text": text}));
         } else {
-            // Binary: an embedded resource, which the lanes classify by its magic bytes.
-            let blob = base64::engine::general_purpose::STANDARD.encode(&bytes);
-            let mime_type = mime_type.unwrap_or_else(|| "application/octet-stream".to_owned());
-            content.push(json!({"type": "resource", "resource": {
-                "uri": file.uri, "mimeType": mime_type, "blob": blob}}));
+            content.push(file_block(&file.uri, &bytes, mime_type));
         }
         Ok((skill.server.clone(), json!({"content": content})))
     }
@@ -418,6 +409,27 @@ fn read_contents(answer: &Value, uri: &str) -> Result<(Vec<u8>, Option<String>),
         .decode(blob)
         .map_err(|_| format!("the server's blob for {uri} is not base64"))?;
     Ok((bytes, mime_type))
+}
+
+/// A skill file other than SKILL.md as a content block. Its bytes decide: an image by its
+/// magic bytes is an image block (whatever the server labelled it), which the lanes check
+/// again; text without magic bytes is text; anything else is an embedded resource.
+fn file_block(uri: &str, bytes: &[u8], mime_type: Option<String>) -> Value {
+    let sniffed = sniff(bytes);
+    let base64 = || base64::engine::general_purpose::STANDARD.encode(bytes);
+    if let Some(image) = sniffed.filter(|kind| kind.is_renderable_image()) {
+        return json!({"type": "image", "data": base64(), "mimeType": image.mime()});
+    }
+    if sniffed.is_none()
+        && let Ok(text) = std::str::from_utf8(bytes)
+    {
+        return json!({"type": "text", "text": text});
+    }
+    let mime_type = sniffed
+        .map(|kind| kind.mime().to_owned())
+        .or(mime_type)
+        .unwrap_or_else(|| "application/octet-stream".to_owned());
+    json!({"type": "resource", "resource": {"uri": uri, "mimeType": mime_type, "blob": base64()}})
 }
 
 /// Whether `name` follows the Agent Skills naming rules: 1 to 64 lowercase letters, digits and

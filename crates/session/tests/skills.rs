@@ -176,13 +176,14 @@ fn an_image_file_goes_natively_as_its_bytes_say() {
 
 #[test]
 fn a_digest_mismatch_is_an_error_and_the_content_is_not_used() {
-    let tampered = SKILL_MD.replace("Skill body", "Evil body");
+    // As long as the listed file, so only the digest tells them apart.
+    let tampered = SKILL_MD.replace("Skill body", "Evil! body");
     let mut server = honest().text(&format!("{ROOT}SKILL.md"), &tampered);
     let (mut session, _) = session_with(&[entry()]);
     let (error, content) = load(&mut session, &mut server, json!({"name": "pdf-processing"}));
     assert!(error);
     assert!(content.contains("sha256 digest differs"), "{content}");
-    assert!(!content.contains("Evil body"), "{content}");
+    assert!(!content.contains("Evil! body"), "{content}");
     assert_eq!(server.reads.len(), 1, "no other file is read");
 }
 
@@ -316,10 +317,11 @@ fn the_index_is_bounded_and_a_second_skill_of_one_name_is_left_out() {
                    "resources": [file(&uri, b"x")]})
         })
         .collect();
-    let (mut session, left_out) = session_with(&entries);
+    let (session, left_out) = session_with(&entries);
     assert_eq!(left_out.len(), 1, "{left_out:?}");
     assert!(left_out[0].contains(&format!("more than {MAX_SKILLS} skills")));
-    let again = session.add_skills("other", &entries[..1]);
+    let (mut small, _) = session_with(&entries[..1]);
+    let again = small.add_skills("other", &entries[..1]);
     assert!(
         again[0].contains("another server offers one of that name"),
         "{again:?}"
