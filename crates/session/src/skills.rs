@@ -280,10 +280,11 @@ impl Skill {
             ));
         }
         let mut files: Vec<SkillFile> = Vec::with_capacity(resources.len());
+        let mut paths = std::collections::HashSet::with_capacity(resources.len());
         for resource in resources {
             let file = SkillFile::from_listing(root, resource)
                 .map_err(|why| format!("skill {name}: {why}"))?;
-            if files.iter().any(|f| f.path == file.path) {
+            if !paths.insert(file.path.clone()) {
                 return Err(format!("skill {name} lists {} twice", file.path));
             }
             files.push(file);

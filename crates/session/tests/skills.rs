@@ -286,6 +286,8 @@ fn a_hostile_listing_leaves_its_skills_out() {
     wrong_name["frontmatter"]["name"] = json!("other-name");
     let mut no_skill_md = entry();
     no_skill_md["resources"].as_array_mut().unwrap().remove(0);
+    let mut twice = entry();
+    twice["resources"][2] = twice["resources"][1].clone();
     let mut shouting = entry();
     shouting["frontmatter"]["name"] = json!("PDF");
     let entries = [
@@ -296,6 +298,7 @@ fn a_hostile_listing_leaves_its_skills_out() {
         wrong_name,
         no_skill_md,
         shouting,
+        twice,
         json!("not an entry"),
     ];
     let (session, left_out) = session_with(&entries);
@@ -303,6 +306,7 @@ fn a_hostile_listing_leaves_its_skills_out() {
     assert!(left_out[0].contains(&format!("at most {MAX_SKILL_FILES}")));
     assert!(left_out[1].contains("not inside the skill"));
     assert!(left_out[2].contains("not inside the skill"));
+    assert!(left_out[7].contains("lists references/FORMS.md twice"), "{}", left_out[7]);
     assert!(session.skill_tool().is_none());
 }
 
