@@ -480,7 +480,8 @@ impl Host {
             .collect()
     }
 
-    /// The tools offered to the model: every server's, `fetch_reference` and `read_result`.
+    /// The tools offered to the model: every server's and the host's (`fetch_reference`,
+    /// `read_result`, and `load_skill` when a server offers skills).
     pub fn tools(&self) -> &[ToolSpec] {
         &self.tools
     }
@@ -1168,8 +1169,8 @@ impl Host {
         raw
     }
 
-    /// One call, alone: to its server (or the error that it is not available), to
-    /// `fetch_reference`, or the error that no server offers it.
+    /// One call, alone: to its server (or the error that it is not available), to a host tool,
+    /// or the error that no server offers it.
     fn one_call(&mut self, round: usize, call: &ToolCall) -> CallReport {
         if call.name == FETCH_REFERENCE || call.name == LOAD_SKILL {
             self.fetch_reference(round, call)
