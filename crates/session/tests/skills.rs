@@ -306,7 +306,11 @@ fn a_hostile_listing_leaves_its_skills_out() {
     assert!(left_out[0].contains(&format!("at most {MAX_SKILL_FILES}")));
     assert!(left_out[1].contains("not inside the skill"));
     assert!(left_out[2].contains("not inside the skill"));
-    assert!(left_out[7].contains("lists references/FORMS.md twice"), "{}", left_out[7]);
+    assert!(
+        left_out[7].contains("lists references/FORMS.md twice"),
+        "{}",
+        left_out[7]
+    );
     assert!(session.skill_tool().is_none());
 }
 
