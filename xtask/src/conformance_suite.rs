@@ -52,14 +52,20 @@ const AUTH_COMMON: [&str; 15] = [
 ];
 
 /// 0.2's other auth extension scenarios: DPoP (with and without the servers' nonces),
-/// enterprise-managed authorization (cross-app access) and workload identity.
-const EXTENSIONS_0_2: [&str; 6] = [
+/// enterprise-managed authorization (cross-app access) and workload identity; and the skills
+/// extension's (SEP-2640): no file read before a skill is loaded, and a SKILL.md whose digest,
+/// size or frontmatter differs from its listing refused.
+const EXTENSIONS_0_2: [&str; 10] = [
     "auth/client-credentials-basic",
     "auth/client-credentials-jwt",
     "auth/dpop",
     "auth/dpop-nonce",
     "auth/enterprise-managed-authorization",
     "auth/wif-jwt-bearer",
+    "sep-2640-client-no-prefetch",
+    "sep-2640-client-verify-digest",
+    "sep-2640-client-verify-size",
+    "sep-2640-client-verify-frontmatter",
 ];
 
 /// 0.1's: client credentials and cross-app access (its name for enterprise-managed

@@ -23,7 +23,9 @@ use mcpl_demo_server::{Options as DemoOptions, Remote};
 use mcpl_encode::Encoder;
 use mcpl_encode::conversation::{Content, ToolCall, ToolOutput, model_tool_name};
 use mcpl_host::config::{Config, ConfigError};
-use mcpl_host::host_loop::{CallReport, FETCH_REFERENCE, Host, HostOptions, LoopError, Outcome};
+use mcpl_host::host_loop::{
+    CallReport, FETCH_REFERENCE, Host, HostOptions, LOAD_SKILL, LoopError, Outcome,
+};
 use mcpl_host::model::{Model, ModelError, Turn};
 
 /// The demo server's name in the host.
@@ -35,6 +37,13 @@ const MISBEHAVING: &[&str] = &["crash", "hang", "garbage", "slow"];
 /// The tools the demo calls last, in this order: the push events arrive during the first and
 /// the second reports what the host answered.
 const LAST: &[&str] = &["push-events", "host-answers"];
+
+/// What the demo's model loads last with `load_skill`, once its index lists the skill: a
+/// skill's SKILL.md, then its image file.
+const SKILL_LOADS: &[(&str, Option<&str>)] = &[
+    ("chart-reading", None),
+    ("chart-reading", Some("examples/chart.png")),
+];
 
 /// Everything `mcpl demo` ran and saw.
 #[derive(Debug)]
@@ -325,6 +334,7 @@ struct DemoModel {
     steps: std::vec::IntoIter<String>,
     fetches: std::slice::Iter<'static, PlannedFetch>,
     fetched: Vec<(String, &'static PlannedFetch)>,
+    skill_loads: std::slice::Iter<'static, (&'static str, Option<&'static str>)>,
     calls: u64,
 }
 
@@ -334,6 +344,7 @@ impl DemoModel {
             steps: steps.into_iter(),
             fetches: PLANNED_FETCHES.iter(),
             fetched: Vec::new(),
+            skill_loads: SKILL_LOADS.iter(),
             calls: 0,
         }
     }
@@ -371,6 +382,14 @@ impl Model for DemoModel {
                 }
                 return Ok(turn);
             }
+        }
+        // A skill the index in load_skill's description lists, loaded on demand.
+        if let Some((name, file)) = self.skill_loads.next()
+            && text.contains(&format!("- {name}: "))
+        {
+            let arguments =
+                file.map_or(json!({"name": name}), |f| json!({"name": name, "file": f}));
+            return Ok(self.call(LOAD_SKILL.to_owned(), arguments));
         }
         Ok(Turn::new(
             format!("I called {}.", counted(self.calls, "tool", "tools")),
@@ -439,6 +458,13 @@ pub fn render_text(run: &DemoRun) -> String {
             "instructions: every request's system prompt carries the server's, fenced as its words:"
         );
         excerpt(&mut out, fenced, &[]);
+    }
+    if let Some(tool) = host.tools().iter().find(|t| t.name == LOAD_SKILL) {
+        let _ = writeln!(
+            out,
+            "skills: the model is offered {LOAD_SKILL}, whose description indexes the server's skills:"
+        );
+        excerpt(&mut out, &tool.description, &[]);
     }
     for call in &host.calls {
         let planned = run

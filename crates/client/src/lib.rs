@@ -46,7 +46,10 @@ pub use answers::elicit_without_person;
 pub use auth::{Authorizer, BearerToken, Recorded};
 pub use environment::{DEFAULT_INHERITED_ENV, InheritEnv};
 pub use http::{DEFAULT_RETRY, Dial, cleartext_credential_warning};
-pub use start::{Locked, MAX_TOOL_PAGES, MAX_TOOLS, Started, start_all};
+pub use start::{
+    Locked, MAX_LISTED_SKILLS, MAX_SKILL_PAGES, MAX_TOOL_PAGES, MAX_TOOLS, SKILLS_EXTENSION,
+    Started, start_all,
+};
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -757,9 +760,13 @@ impl Connection {
     }
 
     /// The capabilities the host declares: elicitation (answered without a person, see
-    /// [`elicit_without_person`]), and roots when the server has some configured.
+    /// [`elicit_without_person`]), the skills extension ([`SKILLS_EXTENSION`]), and roots when
+    /// the server has some configured.
     fn capabilities_offered(&self) -> Value {
-        let mut capabilities = json!({"elicitation": {"form": {}}});
+        let mut capabilities = json!({
+            "elicitation": {"form": {}},
+            "extensions": {SKILLS_EXTENSION: {}},
+        });
         if !self.roots.is_empty() {
             capabilities["roots"] = json!({});
         }
@@ -849,6 +856,17 @@ impl Connection {
     /// Whether the server offers `resources/read`.
     pub fn offers_resources(&self) -> bool {
         self.capabilities().get("resources").is_some()
+    }
+
+    /// Whether the server declares the skills extension ([`SKILLS_EXTENSION`]) and resources,
+    /// which the extension reads its files with.
+    pub fn offers_skills(&self) -> bool {
+        self.offers_resources()
+            && self
+                .capabilities()
+                .pointer("/extensions")
+                .and_then(|e| e.get(SKILLS_EXTENSION))
+                .is_some_and(|e| !e.is_null() && e != &Value::Bool(false))
     }
 
     /// Whether the server offers MCPL's `context/beforeInference` hook.

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use mcpl_client::{
     Authorizer, CallError, Connection, Dial, Launch, Limits, Protocol, RefuseAll, Transport,
+    start_all,
 };
 use mcpl_loopback::{Answer, Loopback, Request};
 use serde_json::{Value, json};
@@ -427,8 +428,8 @@ fn a_stateless_server_gets_meta_on_every_request_and_input_rounds_are_answered()
     assert_eq!(meta["io.modelcontextprotocol/clientInfo"]["name"], "mcpl");
     assert_eq!(
         meta["io.modelcontextprotocol/clientCapabilities"],
-        json!({"elicitation": {"form": {}}}),
-        "no roots capability without roots"
+        json!({"elicitation": {"form": {}}, "extensions": {"io.modelcontextprotocol/skills": {}}}),
+        "the skills extension declared, and no roots capability without roots"
     );
     assert!(
         server
@@ -585,4 +586,80 @@ fn a_server_that_keeps_asking_for_input_fails_the_call_in_words() {
         .filter(|r| body(r)["method"] == "tools/call")
         .count();
     assert_eq!(calls, 1 + mcpl_client::MAX_INPUT_ROUNDS);
+}
+
+/// A stateless server declaring `capabilities`, whose `skills/list` pages are `skill-1`,
+/// `skill-2`, then `skill-1` again (a repeated cursor).
+fn skills_server(capabilities: Value) -> Loopback {
+    Loopback::start(move |request| {
+        let message = body(request);
+        match message["method"].as_str() {
+            Some("server/discover") => result(
+                &message,
+                json!({"supportedVersions": ["2026-07-28"], "capabilities": capabilities,
+                       "serverInfo": {"name": "s", "version": "1"}, "resultType": "complete"}),
+            ),
+            Some("tools/list") => result(&message, json!({"tools": []})),
+            Some("skills/list") => {
+                let page = message["params"]["cursor"].as_str().unwrap_or("skill-0");
+                let next = if page == "skill-0" {
+                    "skill-1"
+                } else {
+                    "skill-2"
+                };
+                let next = if page == "skill-2" { "skill-1" } else { next };
+                result(
+                    &message,
+                    json!({"skills": [{"uri": format!("skill://{page}/SKILL.md")}],
+                           "nextCursor": next}),
+                )
+            }
+            _ => result(&message, json!({})),
+        }
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_server_that_declares_skills_has_them_listed_page_by_page_at_start() {
+    let skills = json!({"resources": {}, "extensions": {"io.modelcontextprotocol/skills": {}}});
+    let server = skills_server(skills);
+    let launches = [(launch(&format!("{}/mcp", server.origin()), None), limits())];
+    let started = start_all(&launches, &Mutex::new(RefuseAll));
+    let started = started.into_iter().next().unwrap().unwrap();
+    assert!(started.connection.offers_skills());
+    let uris: Vec<&str> = started
+        .skills
+        .iter()
+        .map(|s| s["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        uris,
+        [
+            "skill://skill-0/SKILL.md",
+            "skill://skill-1/SKILL.md",
+            "skill://skill-2/SKILL.md"
+        ],
+        "the listing stops where a cursor repeats"
+    );
+
+    // Without the extension, or without resources to read the files with, no listing.
+    for capabilities in [
+        json!({"resources": {}}),
+        json!({"extensions": {"io.modelcontextprotocol/skills": {}}}),
+        json!({"resources": {}, "extensions": {"io.modelcontextprotocol/skills": false}}),
+    ] {
+        let server = skills_server(capabilities.clone());
+        let launches = [(launch(&format!("{}/mcp", server.origin()), None), limits())];
+        let started = start_all(&launches, &Mutex::new(RefuseAll));
+        let started = started.into_iter().next().unwrap().unwrap();
+        assert!(started.skills.is_empty(), "{capabilities}");
+        assert!(
+            !server
+                .requests()
+                .iter()
+                .any(|r| body(r)["method"] == "skills/list"),
+            "{capabilities}"
+        );
+    }
 }

@@ -47,6 +47,7 @@ mod media;
 mod push;
 mod remote;
 mod resources;
+mod skills;
 mod tools;
 mod wire;
 
@@ -251,6 +252,7 @@ impl<W: Write> Server<W> {
                 };
                 match resources::find(uri) {
                     Some(resource) => json!({"contents": [resource.contents()]}),
+                    None if let Some(file) = skills::read(uri) => json!({"contents": [file]}),
                     None => {
                         let message = format!("resource not found: {uri}");
                         self.error(id, RESOURCE_NOT_FOUND, &message, Some(json!({"uri": uri})))?;
@@ -258,6 +260,7 @@ impl<W: Write> Server<W> {
                     }
                 }
             }
+            "skills/list" => skills::list(),
             "context/beforeInference" => before_inference(self.options.files_origin.as_deref()),
             _ => {
                 self.log(&format!("unknown method {method}"));
@@ -287,6 +290,7 @@ impl<W: Write> Server<W> {
             "capabilities": {
                 "tools": {},
                 "resources": {},
+                "extensions": {"io.modelcontextprotocol/skills": {}},
                 "experimental": {"mcpl": {
                     "pushEvents": {},
                     "channels": {},

@@ -39,7 +39,7 @@ use mcpl_fetch::{Fetcher, ResourceReader};
 use mcpl_session::{ServerPolicy, Session, Shown};
 
 pub use mcpl_session::{
-    FETCH_REFERENCE, FETCH_REFERENCE_DESCRIPTION, READ_RESULT, READ_RESULT_DESCRIPTION,
+    FETCH_REFERENCE, FETCH_REFERENCE_DESCRIPTION, LOAD_SKILL, READ_RESULT, READ_RESULT_DESCRIPTION,
 };
 
 /// How long a server may take to answer `context/beforeInference` before the round goes on
@@ -385,7 +385,10 @@ impl Host {
             let server = host.add_server(server, started);
             host.servers.push(server);
         }
-        // The tools as the route takes them; its own two come first, so they stay.
+        // The tools as the route takes them; its own come first, so they stay.
+        let at = host.lanes.session.host_tools().len();
+        let skill_tool = host.lanes.session.skill_tool();
+        host.tools.splice(at..at, skill_tool);
         let tools = std::mem::take(&mut host.tools);
         let conformed = mcpl_encode::tools::conform(host.options.route.id(), tools);
         for name in &conformed.left_out {
@@ -426,6 +429,9 @@ impl Host {
             }
         };
         server.tools = started.tools;
+        for line in self.lanes.session.add_skills(name, &started.skills) {
+            tracing::warn!("{line}");
+        }
         server.error = started.listing_error.map(|error| error.to_string());
         let declared = self.lanes.session.declare_tools(name, &server.tools);
         self.warnings.extend(declared);
@@ -490,7 +496,8 @@ impl Host {
             .collect()
     }
 
-    /// The tools offered to the model: every server's, `fetch_reference` and `read_result`.
+    /// The tools offered to the model: every server's and the host's (`fetch_reference`,
+    /// `read_result`, and `load_skill` when a server offers skills).
     pub fn tools(&self) -> &[ToolSpec] {
         &self.tools
     }
@@ -976,8 +983,7 @@ impl Host {
     /// running (which gets that server's error), or a name no tool has or several share (which
     /// gets an error result naming the tools the model may mean).
     pub fn route(&self, mut call: ToolCall) -> ToolCall {
-        if call.name == FETCH_REFERENCE
-            || call.name == READ_RESULT
+        if self.is_host_tool(&call.name)
             || self.tool_index.contains_key(&call.name)
             || self.stopped_server(&call.name).is_some()
         {
@@ -1005,7 +1011,7 @@ impl Host {
     /// arguments that are not an object, or arguments its tool's input schema refuses. A call
     /// with a mistake is not made.
     fn mistake(&mut self, call: &ToolCall) -> Option<String> {
-        let host_tool = call.name == FETCH_REFERENCE || call.name == READ_RESULT;
+        let host_tool = self.is_host_tool(&call.name);
         if !host_tool
             && !self.tool_index.contains_key(&call.name)
             && self.stopped_server(&call.name).is_none()
@@ -1032,6 +1038,12 @@ impl Host {
         }
         self.schemas
             .mismatch(&tool.name, &tool.input_schema, &call.arguments)
+    }
+
+    /// Whether `name` is a host tool's: `fetch_reference` (which says when there is no
+    /// fetcher), `read_result`, or `load_skill` when a server offers skills.
+    fn is_host_tool(&self, name: &str) -> bool {
+        name == FETCH_REFERENCE || self.lanes.session.is_host_tool(name)
     }
 
     /// The configured server that is not running whose tools' model-facing names `name` is under.
@@ -1173,10 +1185,10 @@ impl Host {
         raw
     }
 
-    /// One call, alone: to its server (or the error that it is not available), to
-    /// `fetch_reference`, or the error that no server offers it.
+    /// One call, alone: to its server (or the error that it is not available), to a host tool,
+    /// or the error that no server offers it.
     fn one_call(&mut self, round: usize, call: &ToolCall) -> CallReport {
-        if call.name == FETCH_REFERENCE {
+        if call.name == FETCH_REFERENCE || call.name == LOAD_SKILL {
             self.fetch_reference(round, call)
         } else if call.name == READ_RESULT {
             self.read_result(round, call)
@@ -1422,7 +1434,8 @@ impl Host {
     }
 
     /// `fetch_reference`: the payload fetched and shown through the lanes within budget; where
-    /// it was saved goes to the report (and `mcpl run`'s stderr), not to the model.
+    /// it was saved goes to the report (and `mcpl run`'s stderr), not to the model. Or
+    /// `load_skill`, which reads a skill's file through the same resource reader.
     fn fetch_reference(&mut self, round: usize, call: &ToolCall) -> CallReport {
         // The servers may send requests while a resource is read; they are answered as always
         // and shown once the session is back.
@@ -1431,9 +1444,13 @@ impl Host {
             servers: &mut self.servers,
             host: &mut deferring,
         };
-        let shown = session.fetch_reference(&call.arguments, &mut resources, u64::MAX);
+        let shown = if call.name == LOAD_SKILL {
+            session.load_skill(&call.arguments, &mut resources, u64::MAX)
+        } else {
+            session.fetch_reference(&call.arguments, &mut resources, u64::MAX)
+        };
         self.lanes.project_deferred();
-        shown_report(round, call, FETCH_REFERENCE, shown)
+        shown_report(round, call, &call.name, shown)
     }
 }
 

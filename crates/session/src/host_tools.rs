@@ -11,7 +11,7 @@ use mcpl_fetch::{ResourceReader, Saved};
 use mcpl_lanes::{ServerName, ToolResult};
 use serde_json::{Value, json};
 
-use crate::{DEFAULT_BUDGET, Session, Shown, ToolSpec};
+use crate::{DEFAULT_BUDGET, LOAD_SKILL, Session, Shown, ToolSpec};
 
 /// The host tool that fetches a reference.
 pub const FETCH_REFERENCE: &str = "fetch_reference";
@@ -45,7 +45,8 @@ const READ_AGAIN: usize = 6;
 
 impl Session {
     /// The host tools to offer the model beside the servers' tools: `read_result` always (it
-    /// says when no store is set), `fetch_reference` when a fetcher is set.
+    /// says when no store is set), `fetch_reference` when a fetcher is set. `load_skill` is
+    /// [`Session::skill_tool`], offered once the servers' skills are added.
     pub fn host_tools(&self) -> Vec<ToolSpec> {
         let mut tools = Vec::with_capacity(2);
         if self.fetcher.is_ok() {
@@ -57,7 +58,9 @@ impl Session {
 
     /// Whether `name` is a host tool this session answers.
     pub fn is_host_tool(&self, name: &str) -> bool {
-        name == READ_RESULT || (name == FETCH_REFERENCE && self.fetcher.is_ok())
+        name == READ_RESULT
+            || (name == FETCH_REFERENCE && self.fetcher.is_ok())
+            || (name == LOAD_SKILL && self.has_skills())
     }
 
     /// Answers a call to a host tool, or `None` when `name` is none of this session's. `reader`
@@ -74,6 +77,7 @@ impl Session {
             FETCH_REFERENCE if self.fetcher.is_ok() => {
                 Some(self.fetch_reference(arguments, reader, u64::MAX))
             }
+            LOAD_SKILL if self.has_skills() => Some(self.load_skill(arguments, reader, u64::MAX)),
             _ => None,
         }
     }
@@ -201,7 +205,7 @@ impl Session {
     }
 
     /// A host tool's refusal, as an error result the model reads.
-    fn refusal(&mut self, text: String) -> Shown {
+    pub(crate) fn refusal(&mut self, text: String) -> Shown {
         let result = json!({"content": [{"type": "text", "text": text}], "isError": true});
         let parsed = ToolResult::from_value(&result);
         self.fit(&ServerName::new(FETCH_REFERENCE), &parsed, u64::MAX, false)

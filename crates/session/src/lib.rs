@@ -35,7 +35,8 @@
 //!
 //! Messages take one method each: [`Session::push_event`], [`Session::channel_message`],
 //! [`Session::injection`] and [`Session::system_injection`]. The host tools are
-//! [`Session::host_tools`] and [`Session::call_host_tool`].
+//! [`Session::host_tools`] and [`Session::call_host_tool`]; the skills servers list
+//! ([`Session::add_skills`]) are loaded on demand by [`Session::skill_tool`], `load_skill`.
 //!
 //! A host on rmcp, the official Rust MCP SDK, takes the `rmcp` feature: its module `rmcp`
 //! reads tool results whole, past what rmcp's types drop, and converts rmcp's typed results
@@ -50,6 +51,7 @@ mod host_tools;
 mod message;
 #[cfg(feature = "rmcp")]
 pub mod rmcp;
+mod skills;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -73,6 +75,9 @@ pub use mcpl_encode::conversation::{ToolOutput, ToolSpec};
 pub use mcpl_fetch::{FetchOptions, Fetcher, NoResources, ResourceReader, Saved};
 pub use mcpl_lanes::{RouteId, UriPolicy};
 pub use message::{HeldText, ShownMessage};
+pub use skills::{
+    LOAD_SKILL, MAX_SKILL_FILE_BYTES, MAX_SKILL_FILES, MAX_SKILLS, SKILL_INDEX_CHARS,
+};
 
 /// How the session treats one server's content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,6 +194,8 @@ pub struct Session {
     fetcher: Result<Fetcher, String>,
     /// What the servers declared of their tools, and the tools' own budgets.
     declarations: declared::Declarations,
+    /// The skills the servers listed, loaded on demand by `load_skill`.
+    skills: skills::Skills,
 }
 
 impl std::fmt::Debug for Session {
@@ -235,6 +242,7 @@ impl Session {
             spill_budgets: HashMap::new(),
             fetcher: Err(NO_FETCHER.to_owned()),
             declarations: declared::Declarations::default(),
+            skills: skills::Skills::default(),
         }
     }
 

@@ -795,3 +795,47 @@ fn the_demo_shows_what_the_server_declares_on_every_route() {
         );
     }
 }
+
+#[test]
+fn the_demo_shows_the_skills_index_and_loads_a_skill_on_demand() {
+    let output = mcpl(&["demo"], b"");
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        text.contains("skills: the model is offered load_skill, whose description indexes"),
+        "{text}"
+    );
+    assert!(text.contains("  | - chart-reading: Read a chart image and say what its trend is."));
+    assert!(text.contains("  | - csv-report: Summarise the demo's report.csv by region."));
+    let loads: Vec<&str> = text.split("\n== load_skill (round ").skip(1).collect();
+    assert_eq!(loads.len(), 2, "{text}");
+    assert!(loads[0].contains("Name the axes"), "{}", loads[0]);
+    assert!(loads[0].contains("examples/chart.png ("), "{}", loads[0]);
+    assert!(
+        loads[1].contains("image: image/png, 16x12 px"),
+        "{}",
+        loads[1]
+    );
+    for load in &loads {
+        assert!(
+            !load.lines().next().unwrap().contains("error result"),
+            "{load}"
+        );
+    }
+
+    let demo = demo_json("anthropic");
+    let loads: Vec<&Value> = demo["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["tool"] == "load_skill")
+        .collect();
+    assert_eq!(loads.len(), 2);
+    assert_eq!(loads[1]["arguments"]["file"], "examples/chart.png");
+    assert_eq!(loads[1]["is_error"], false);
+    assert!(
+        loads[1]["live"].to_string().contains("\"type\":\"image\""),
+        "{}",
+        loads[1]["live"]
+    );
+}

@@ -40,6 +40,26 @@ const TOOL_NAMES: [&str; 32] = [
 ];
 
 #[test]
+fn skills_are_listed_and_their_files_read_as_resources() {
+    let mut server = Server::start_with(&[]);
+    let answer = server.request("skills/list", json!({}));
+    let skills = answer["result"]["skills"].as_array().unwrap();
+    let names: Vec<&Value> = skills.iter().map(|s| &s["frontmatter"]["name"]).collect();
+    assert_eq!(names, ["chart-reading", "csv-report"]);
+    for skill in skills {
+        for file in skill["resources"].as_array().unwrap() {
+            let read = server.request("resources/read", json!({"uri": file["uri"]}));
+            assert_eq!(read["result"]["contents"][0]["uri"], file["uri"]);
+        }
+    }
+    let image = server.request(
+        "resources/read",
+        json!({"uri": "skill://mcpl-demo/chart-reading/examples/chart.png"}),
+    );
+    assert_eq!(image["result"]["contents"][0]["mimeType"], "image/png");
+}
+
+#[test]
 fn initialize_echoes_the_version_and_offers_mcpl() {
     let mut server = Server::start_with(&[]);
     let answer = server.request("initialize", json!({"protocolVersion": "2024-11-05"}));
@@ -58,6 +78,7 @@ fn initialize_echoes_the_version_and_offers_mcpl() {
         json!({
             "tools": {},
             "resources": {},
+            "extensions": {"io.modelcontextprotocol/skills": {}},
             "experimental": {"mcpl": {
                 "pushEvents": {},
                 "channels": {},
