@@ -42,6 +42,7 @@
 
 mod hostile;
 mod hostile_remote;
+mod long;
 mod media;
 mod push;
 mod remote;
@@ -131,6 +132,7 @@ pub fn serve(input: impl BufRead, output: impl Write, options: Options) -> io::R
         host_answers: Vec::new(),
         pushes: 0,
         channel_batches: 0,
+        long: long::Long::default(),
     };
     match server.run(input) {
         Err(error) if error.kind() == ErrorKind::BrokenPipe => Ok(Ending::OutputClosed),
@@ -148,6 +150,8 @@ struct Server<W: Write> {
     pushes: u64,
     /// `channels/incoming` requests sent so far; their ids are `channel-<n>`.
     channel_batches: u64,
+    /// The long tools' tasks.
+    long: long::Long,
 }
 
 impl<W: Write> Server<W> {
@@ -227,9 +231,23 @@ impl<W: Write> Server<W> {
 
     fn request(&mut self, id: Value, method: &str, params: &Value) -> io::Result<Option<Ending>> {
         let result = match method {
-            "initialize" => self.initialize(params),
+            "initialize" => {
+                self.long.note_client(params);
+                self.initialize(params)
+            }
             "ping" => json!({}),
-            "tools/list" => json!({"tools": Tool::ALL.map(Tool::listing)}),
+            "tools/list" => {
+                let tools: Vec<Value> = Tool::ALL
+                    .map(Tool::listing)
+                    .into_iter()
+                    .chain(long::listing())
+                    .collect();
+                json!({"tools": tools})
+            }
+            "tasks/get" | "tasks/cancel" | "tasks/update" | "tasks/result" => {
+                self.task_request(id, method, params)?;
+                return Ok(None);
+            }
             "tools/call" => return self.call_tool(id, params),
             "resources/list" => {
                 let listing: Vec<Value> = resources::all().iter().map(|r| r.listing()).collect();
@@ -282,6 +300,7 @@ impl<W: Write> Server<W> {
             "capabilities": {
                 "tools": {},
                 "resources": {},
+                "extensions": {"io.modelcontextprotocol/tasks": {}},
                 "experimental": {"mcpl": {
                     "pushEvents": {},
                     "channels": {},
@@ -296,6 +315,11 @@ impl<W: Write> Server<W> {
             .get("name")
             .and_then(Value::as_str)
             .unwrap_or_default();
+        if let Some(tool) = long::LongTool::named(name) {
+            self.log(&format!("tools/call {name}"));
+            self.long_call(id, tool, params)?;
+            return Ok(None);
+        }
         let Some(tool) = Tool::named(name) else {
             let message = format!("unknown tool: {name}");
             self.error(id, INVALID_PARAMS, &message, Some(json!({"name": name})))?;
