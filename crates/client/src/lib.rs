@@ -1250,7 +1250,7 @@ impl Connection {
                             id: start.id,
                             status: start.status,
                             message: start.message,
-                            interval: start.interval,
+                            interval: start.interval.unwrap_or(tasks::DEFAULT_POLL_INTERVAL),
                             rounds: 0,
                         };
                         self.show_task(&o.call, &task);
@@ -1315,7 +1315,8 @@ impl Connection {
             self.show_task(&o.call, task);
         }
         let task = o.task.as_mut().expect("the task is there");
-        task.interval = fields.interval;
+        // A poll's answer may suggest another interval; without one the last stands.
+        task.interval = fields.interval.unwrap_or(task.interval);
         let (task_id, status) = (task.id.clone(), task.status.clone());
         match status.as_str() {
             "working" => Step::Wait(self.sleep(o)),

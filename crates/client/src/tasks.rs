@@ -177,7 +177,8 @@ pub(crate) struct TaskStart {
     pub id: String,
     pub status: String,
     pub message: Option<String>,
-    pub interval: Duration,
+    /// The poll interval it suggests, within bounds; `None` when it suggests none.
+    pub interval: Option<Duration>,
 }
 
 /// The task in a `tools/call` result, when the result is one: `Err` for a task whose id is
@@ -220,7 +221,7 @@ pub(crate) fn task_fields(task: &Value) -> Result<TaskStart, String> {
         id,
         status,
         message,
-        interval: poll_interval(suggested),
+        interval: suggested.map(|ms| poll_interval(Some(ms))),
     })
 }
 
@@ -297,12 +298,12 @@ mod tests {
         let start = task_of(&v2).unwrap().unwrap();
         assert_eq!(
             (start.id.as_str(), start.interval),
-            ("t-1", Duration::from_millis(200))
+            ("t-1", Some(Duration::from_millis(200)))
         );
         let v1 = json!({"task": {"taskId": "t-2", "status": "working", "pollInterval": 1}});
         assert_eq!(
             task_of(&v1).unwrap().unwrap().interval,
-            MIN_POLL_INTERVAL,
+            Some(MIN_POLL_INTERVAL),
             "a suggestion under the floor is raised to it"
         );
         assert!(task_of(&json!({"content": [], "resultType": "complete"})).is_none());

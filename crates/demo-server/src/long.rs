@@ -21,8 +21,8 @@ const POLL_INTERVAL_MS: u64 = 100;
 /// The most tasks one session keeps; older ones are forgotten.
 const MAX_TASKS: usize = 64;
 /// `progress`'s steps and wait between them when not told, and the most it takes.
-const PROGRESS_STEPS: u64 = 5;
-const PROGRESS_EVERY_MS: u64 = 100;
+const PROGRESS_STEPS: u64 = 2;
+const PROGRESS_EVERY_MS: u64 = 300;
 const PROGRESS_MAX_STEPS: u64 = 100_000;
 const PROGRESS_MAX_EVERY_MS: u64 = 2_000;
 
@@ -61,7 +61,7 @@ impl LongTool {
                 json!({"type": "object"}),
             ),
             LongTool::Progress => (
-                "Sends notifications/progress, `steps` of them `everyMs` apart (5 and 100 unless told), then answers.",
+                "Sends notifications/progress, `steps` of them `everyMs` apart (2 and 300 unless told), then answers.",
                 json!({"type": "object", "properties": {
                     "steps": {"type": "integer", "minimum": 1},
                     "everyMs": {"type": "integer", "minimum": 0},
