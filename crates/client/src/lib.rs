@@ -691,7 +691,9 @@ struct TaskState {
     rounds: usize,
 }
 
-/// What an answer leaves a call waiting for: more, or its result.
+/// What an answer leaves a call waiting for: more, or its result. It lives a moment on the
+/// stack, so its size does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Step {
     Wait(Outstanding),
     Done(usize, Result<Value, CallError>),
