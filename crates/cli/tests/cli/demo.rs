@@ -113,7 +113,10 @@ fn the_readable_demo_shows_every_tool_and_the_servers_messages() {
     // What a long call's server said while it ran: a task's statuses, progress.
     assert!(text.contains("note: task demo/task (task-1): working \"step 1 of 3\""));
     assert!(text.contains("note: progress demo/progress: 2/2 \"step 2 of 2\""));
-    assert!(!text.contains("== task-forever"), "the demo does not wait on it");
+    assert!(
+        !text.contains("== task-forever"),
+        "the demo does not wait on it"
+    );
     assert!(text.contains("push evt-1 from demo:"));
     assert!(text.contains("channel m3 from demo:"));
     assert!(text.contains("system prompt gains: "));
