@@ -32,6 +32,11 @@
 //!
 //! Results are kept as raw JSON (`serde_json::Value`) so classification can take them block by
 //! block: one odd block never loses the others (decision 0009).
+//!
+//! A long call is followed: a `tools/call` answered with a task (the tasks extension) is polled
+//! until it ends, and progress notifications restart its idle time within its total time
+//! ([`Call::with_total`]). What the server says meanwhile reaches an [`Observer`] as [`Notice`]s
+//! (decisions 0129 and 0130).
 
 mod answers;
 mod auth;
