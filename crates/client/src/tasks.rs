@@ -200,8 +200,16 @@ pub(crate) fn task_of(result: &Value) -> Option<Result<TaskStart, String>> {
 /// A task's id, status, message and suggested poll interval, checked.
 pub(crate) fn task_fields(task: &Value) -> Result<TaskStart, String> {
     let id = match task.get("taskId").and_then(Value::as_str) {
-        Some(id) if !id.is_empty() && id.chars().count() <= MAX_TASK_ID_CHARS => id.to_owned(),
-        Some(_) => return Err("a task id that is empty or too long".to_owned()),
+        Some(id)
+            if !id.is_empty()
+                && id.chars().count() <= MAX_TASK_ID_CHARS
+                && !id.chars().any(char::is_control) =>
+        {
+            id.to_owned()
+        }
+        Some(_) => {
+            return Err("a task id that is empty, too long or holds control characters".to_owned());
+        }
         None => return Err("a task without a taskId".to_owned()),
     };
     let status = task
@@ -308,6 +316,12 @@ mod tests {
         );
         assert!(task_of(&json!({"content": [], "resultType": "complete"})).is_none());
         assert!(task_of(&json!({"resultType": "task"})).unwrap().is_err());
+        assert!(
+            task_of(&json!({"resultType": "task", "taskId": "a\nb"}))
+                .unwrap()
+                .is_err(),
+            "an id that would break a line"
+        );
         let long = "x".repeat(MAX_TASK_ID_CHARS + 1);
         assert!(
             task_of(&json!({"resultType": "task", "taskId": long}))
