@@ -424,6 +424,11 @@ fn conversations(files: &Files) -> Vec<Conversation> {
                         Shows(markers::resource_other_type("application/gzip")),
                     ],
                 ),
+                call(
+                    "everything__trigger-long-running-operation",
+                    "trigger-long-running-operation (progress, 3 steps)",
+                    vec![TextOnly, shows("Long running operation completed")],
+                ),
             ],
         },
         Conversation {
@@ -593,6 +598,13 @@ fn play(
         .enumerate()
         .map(|(i, line)| Json::parse(line).map_err(|e| format!("line {}: {e}", i + 1)))
         .collect();
+    // Progress and task lines (`{"notice": ...}`) sit between the request bodies.
+    let parsed = parsed.map(|lines| {
+        lines
+            .into_iter()
+            .filter(|line| line.get("notice").is_none())
+            .collect::<Vec<_>>()
+    });
     let bodies = match parsed {
         Ok(bodies) => bodies,
         Err(error) => {
@@ -653,6 +665,18 @@ fn play(
                 Err("the system prompt changed between requests".to_owned())
             } else {
                 Ok(())
+            },
+        );
+    }
+    if expected.contains(&"everything__trigger-long-running-operation") {
+        // The server's progress, shown as it came: the last step is always shown.
+        let line = "mcpl: progress everything/trigger-long-running-operation: 3/3";
+        checks.check(
+            format!("{name}: mcpl run shows the server's progress on stderr"),
+            if stderr.lines().any(|l| l == line) {
+                Ok(())
+            } else {
+                Err(format!("no line {line:?} in {stderr:?}"))
             },
         );
     }

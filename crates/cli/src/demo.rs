@@ -32,7 +32,7 @@ use mcpl_host::model::{Model, ModelError, Turn};
 pub const DEMO_SERVER: &str = "demo";
 
 /// The demo server's tools that misbehave on purpose; the demo does not call them.
-const MISBEHAVING: &[&str] = &["crash", "hang", "garbage", "slow"];
+const MISBEHAVING: &[&str] = &["crash", "hang", "garbage", "slow", "task-forever"];
 
 /// The tools the demo calls last, in this order: the push events arrive during the first and
 /// the second reports what the host answered.

@@ -682,42 +682,28 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
         })?),
         None => None,
     };
+    // Each call's line is printed as the call lands, and what its server says while it runs
+    // (progress, a task's status) as it comes.
+    host.watch(
+        Arc::new(|notice| eprintln!("mcpl: {}", log_secrets().redact(&notice.to_string()))),
+        Box::new(|call| {
+            eprintln!("mcpl: {}", call_line(call));
+            // The blocks the server meant for the user alone: shown here, never to the model.
+            for text in &call.for_user {
+                eprintln!(
+                    "mcpl: round {} {} for you: {}",
+                    call.round,
+                    call.call.name,
+                    log_secrets().redact(text)
+                );
+            }
+        }),
+    );
     let outcome = host.run(
         model.as_mut(),
         &args.prompt,
         transcript.as_mut().map(|f| f as &mut dyn Write),
     );
-    for call in &host.calls {
-        eprintln!(
-            "mcpl: round {} {}: {} estimated tokens{}{}{}{}",
-            call.round,
-            call.call.name,
-            call.estimated_tokens,
-            if call.output.is_error { ", error" } else { "" },
-            call.spill
-                .as_ref()
-                .map(|s| format!(", spilled to {}", s.path))
-                .unwrap_or_default(),
-            call.saved
-                .as_deref()
-                .map(|path| format!(", saved to {path}"))
-                .unwrap_or_default(),
-            // The result was cut, and its whole could not be kept: say so, and why.
-            call.unsaved
-                .as_deref()
-                .map(|why| format!(", cut but not spilled: {}", one_line(why)))
-                .unwrap_or_default()
-        );
-        // The blocks the server meant for the user alone: shown here, never to the model.
-        for text in &call.for_user {
-            eprintln!(
-                "mcpl: round {} {} for you: {}",
-                call.round,
-                call.call.name,
-                log_secrets().redact(text)
-            );
-        }
-    }
     if let Some(usage) = host.usage {
         eprintln!("mcpl: {}", usage_line(&usage));
     }
@@ -756,6 +742,30 @@ fn run_command(args: &RunArgs) -> Result<(), Failure> {
             status: 1,
             message: format!("cannot write the output: {error}"),
         })
+}
+
+/// One call's line: `round <n> <tool>: <tokens> estimated tokens`, and what became of it.
+fn call_line(call: &mcpl_host::host_loop::CallReport) -> String {
+    format!(
+        "round {} {}: {} estimated tokens{}{}{}{}",
+        call.round,
+        call.call.name,
+        call.estimated_tokens,
+        if call.output.is_error { ", error" } else { "" },
+        call.spill
+            .as_ref()
+            .map(|s| format!(", spilled to {}", s.path))
+            .unwrap_or_default(),
+        call.saved
+            .as_deref()
+            .map(|path| format!(", saved to {path}"))
+            .unwrap_or_default(),
+        // The result was cut, and its whole could not be kept: say so, and why.
+        call.unsaved
+            .as_deref()
+            .map(|why| format!(", cut but not spilled: {}", one_line(why)))
+            .unwrap_or_default()
+    )
 }
 
 /// What the provider reported over the run: `usage: <n> input tokens (<r> read from the

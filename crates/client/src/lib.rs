@@ -32,6 +32,11 @@
 //!
 //! Results are kept as raw JSON (`serde_json::Value`) so classification can take them block by
 //! block: one odd block never loses the others (decision 0009).
+//!
+//! A long call is followed: a `tools/call` answered with a task (the tasks extension) is polled
+//! until it ends, and progress notifications restart its idle time within its total time
+//! ([`Call::with_total`]). What the server says meanwhile reaches an [`Observer`] as [`Notice`]s
+//! (decisions 0129 and 0130).
 
 mod answers;
 mod auth;
@@ -40,6 +45,7 @@ mod headers;
 mod http;
 mod sse;
 mod start;
+mod tasks;
 mod ws;
 
 pub use answers::elicit_without_person;
@@ -49,6 +55,10 @@ pub use http::{DEFAULT_RETRY, Dial, cleartext_credential_warning};
 pub use start::{
     Locked, MAX_LISTED_SKILLS, MAX_SKILL_PAGES, MAX_TOOL_PAGES, MAX_TOOLS, SKILLS_EXTENSION,
     Started, start_all,
+};
+pub use tasks::{
+    DEFAULT_POLL_INTERVAL, MAX_HELD_NOTICES, MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, Notice, Notices,
+    Observer, PROGRESS_GAP, TASKS_EXTENSION,
 };
 
 use std::borrow::Cow;
@@ -102,6 +112,11 @@ const HEAD_BYTES: usize = 1024;
 /// The searcher for `"id"` in a line: one built once, as building it costs more than a search.
 static ID_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"id\""));
+/// The searcher for the one notification a call waits for: progress.
+static PROGRESS_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"notifications/progress"));
+/// How long a `tasks/cancel` sent on giving up may wait for room and for its answer.
+const TASK_CANCEL_WAIT: Duration = Duration::from_secs(2);
 /// A line buffer grown past this is given back once its line is handled.
 const KEEP_BUFFER_BYTES: usize = 1 << 20;
 
@@ -403,6 +418,27 @@ pub enum CallError {
         /// The method called.
         method: String,
     },
+    /// The call took longer than its total time (`Call::total`), progress or task polls
+    /// included; the server was told to stop (`tasks/cancel` for a task).
+    #[error("server {server} did not finish {method} within {} ms in all; it was cancelled", .after.as_millis())]
+    Deadline {
+        /// The server.
+        server: String,
+        /// The method called.
+        method: String,
+        /// The total time.
+        after: Duration,
+    },
+    /// A task the call was answered with ended without a result, or could not be followed.
+    #[error("server {server}'s task for {method} gave no result: {detail}")]
+    Task {
+        /// The server.
+        server: String,
+        /// The method called.
+        method: String,
+        /// Why, in words.
+        detail: String,
+    },
     /// The server speaks a protocol revision mcpl does not implement.
     #[error(
         "server {server} answered initialize with protocol version {answered}; mcpl speaks {PROTOCOL_VERSION} (and accepts {})",
@@ -530,6 +566,8 @@ enum Incoming {
         id: Value,
         detail: String,
     },
+    /// A `notifications/progress`, checked.
+    Progress(tasks::Progress),
     /// A line longer than the limit; the rest of it is dropped. What its first bytes say of it.
     TooLong {
         id: Option<Value>,
@@ -563,8 +601,12 @@ pub struct Call {
     pub method: String,
     /// Its params.
     pub params: Value,
-    /// How long it may wait for its answer, from when it is sent.
+    /// How long it may wait for its answer, from when it is sent, or from the server's last
+    /// progress or task status.
     pub timeout: Duration,
+    /// How long it may take in all, progress or not (tasks polled included); `None` is
+    /// `timeout`.
+    pub total: Option<Duration>,
 }
 
 impl Call {
@@ -574,6 +616,16 @@ impl Call {
             method: method.into(),
             params,
             timeout,
+            total: None,
+        }
+    }
+
+    /// The call, taking at most `total` in all: progress notifications and a task's polls
+    /// keep it waiting past `timeout`, never past `total`.
+    pub fn with_total(self, total: Duration) -> Call {
+        Call {
+            total: Some(total),
+            ..self
         }
     }
 }
@@ -583,10 +635,76 @@ struct Outstanding {
     /// Its place in the caller's list.
     index: usize,
     call: Call,
+    /// The id of its request in flight (`Null` while a task waits for its next poll).
     id: Value,
+    /// When the wait ends: the answer's (or a poll's) time, never past `total`.
     deadline: Instant,
     /// How many times it was sent again with input its server asked for.
     rounds: usize,
+    /// The progress token sent with it: its first request's id.
+    token: Value,
+    /// When it gives up, progress or not.
+    total: Instant,
+    /// What it waits for now.
+    phase: Phase,
+    /// The task its server answered with, once it did.
+    task: Option<TaskState>,
+    /// The last progress its server reported.
+    progress: Option<f64>,
+    /// When a progress notice was last shown.
+    shown: Option<Instant>,
+}
+
+impl Outstanding {
+    fn new(index: usize, call: Call, id: Value, deadline: Instant) -> Outstanding {
+        let total = Instant::now() + call.total.unwrap_or(call.timeout);
+        Outstanding {
+            index,
+            call,
+            token: id.clone(),
+            id,
+            deadline: deadline.min(total),
+            rounds: 0,
+            total,
+            phase: Phase::Call,
+            task: None,
+            progress: None,
+            shown: None,
+        }
+    }
+}
+
+/// What an outstanding call waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// The answer to its own request (or a round with input).
+    Call,
+    /// The time to poll its task.
+    Sleep,
+    /// The answer to `tasks/get`.
+    Get,
+    /// The answer to `tasks/update` (input the task asked for).
+    Update,
+    /// The answer to `tasks/result` (a task that completed without its result inline).
+    Fetch,
+}
+
+/// A task a call was answered with.
+struct TaskState {
+    id: String,
+    status: String,
+    message: Option<String>,
+    interval: Duration,
+    /// How many times input it asked for was sent.
+    rounds: usize,
+}
+
+/// What an answer leaves a call waiting for: more, or its result. It lives a moment on the
+/// stack, so its size does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Step {
+    Wait(Outstanding),
+    Done(usize, Result<Value, CallError>),
 }
 
 /// Why a line could not be queued for the server.
@@ -622,6 +740,20 @@ enum Peer {
     Ws(ws::WsPeer),
 }
 
+/// The [`Observer`] a connection tells of notices, when it has one.
+#[derive(Clone, Default)]
+struct Watcher(Option<Observer>);
+
+impl std::fmt::Debug for Watcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Watcher(Some)"
+        } else {
+            "Watcher(None)"
+        })
+    }
+}
+
 /// A running server and the host's end of its transport.
 #[derive(Debug)]
 pub struct Connection {
@@ -641,6 +773,8 @@ pub struct Connection {
     /// The revision agreed (or being tried), sent as `MCP-Protocol-Version`.
     agreed: Option<String>,
     tool_headers: headers::ToolHeaders,
+    /// Who is told of progress and task status while a call runs.
+    observer: Watcher,
     /// The server's `initialize` result (for a stateless server, its `server/discover` result
     /// in the same shape: `protocolVersion`, `capabilities`, `serverInfo`, `instructions`).
     pub initialized: Value,
@@ -710,6 +844,7 @@ impl Connection {
             stateless: false,
             agreed: None,
             tool_headers: headers::ToolHeaders::default(),
+            observer: Watcher(None),
             initialized: Value::Null,
         };
         if launch.protocol == Protocol::Modern && connection.discover(limits.timeout, host)? {
@@ -765,7 +900,7 @@ impl Connection {
     fn capabilities_offered(&self) -> Value {
         let mut capabilities = json!({
             "elicitation": {"form": {}},
-            "extensions": {SKILLS_EXTENSION: {}},
+            "extensions": {SKILLS_EXTENSION: {}, TASKS_EXTENSION: {}},
         });
         if !self.roots.is_empty() {
             capabilities["roots"] = json!({});
@@ -891,6 +1026,17 @@ impl Connection {
         self.dropped_answers
     }
 
+    /// Tells `observer` of each call's progress and task status from now on.
+    pub fn set_observer(&mut self, observer: Observer) {
+        self.observer = Watcher(Some(observer));
+    }
+
+    fn observe(&self, notice: &Notice) {
+        if let Some(observer) = &self.observer.0 {
+            observer(notice);
+        }
+    }
+
     /// Sends a notification; a server that has gone, or does not read, is not an error here.
     pub fn notify(&mut self, method: &str, params: Value) {
         let message = json!({"jsonrpc": "2.0", "method": method, "params": params});
@@ -908,11 +1054,7 @@ impl Connection {
         timeout: Duration,
         host: &mut dyn ServerRequests,
     ) -> Result<Value, CallError> {
-        let call = Call {
-            method: method.to_owned(),
-            params,
-            timeout,
-        };
+        let call = Call::new(method, params, timeout);
         let mut results = self.request_all(vec![call], 1, host);
         results
             .pop()
@@ -946,14 +1088,10 @@ impl Connection {
                     }));
                     continue;
                 }
-                match self.send(&call) {
-                    Ok((id, deadline)) => outstanding.push(Outstanding {
-                        index,
-                        call,
-                        id,
-                        deadline,
-                        rounds: 0,
-                    }),
+                match self.send(&call, None) {
+                    Ok((id, deadline)) => {
+                        outstanding.push(Outstanding::new(index, call, id, deadline));
+                    }
                     Err(error) => results[index] = Some(Err(error)),
                 }
             }
@@ -965,13 +1103,27 @@ impl Connection {
                 outstanding.into_iter().partition(|o| o.deadline <= now);
             outstanding = open;
             for o in expired {
+                if o.phase == Phase::Sleep && o.total > now {
+                    match self.poll(o) {
+                        Step::Wait(o) => outstanding.push(o),
+                        Step::Done(index, result) => results[index] = Some(result),
+                    }
+                    continue;
+                }
                 let reason = format!("timed out after {} ms", o.call.timeout.as_millis());
-                self.cancel(&o, &reason);
-                results[o.index] = Some(Err(self.timed_out(&o.call)));
+                self.give_up(&o, &reason);
+                results[o.index] = Some(Err(match o.call.total {
+                    Some(after) if o.total <= now => CallError::Deadline {
+                        server: self.name.clone(),
+                        method: o.call.method.clone(),
+                        after,
+                    },
+                    _ => self.timed_out(&o.call),
+                }));
             }
             if interruption().load(Ordering::Relaxed) {
                 for o in std::mem::take(&mut outstanding) {
-                    self.cancel(&o, "the run was interrupted");
+                    self.give_up(&o, "the run was interrupted");
                     results[o.index] = Some(Err(CallError::Interrupted {
                         server: self.name.clone(),
                         method: o.call.method.clone(),
@@ -996,32 +1148,9 @@ impl Connection {
                     match outstanding.iter().position(|o| o.id == id) {
                         Some(at) => {
                             let o = outstanding.swap_remove(at);
-                            match outcome {
-                                Ok(result)
-                                    if is_input_required(&result)
-                                        && o.rounds < MAX_INPUT_ROUNDS =>
-                                {
-                                    let call = self.with_input(&o.call, &result, host);
-                                    match self.send(&call) {
-                                        Ok((id, deadline)) => outstanding.push(Outstanding {
-                                            index: o.index,
-                                            call,
-                                            id,
-                                            deadline,
-                                            rounds: o.rounds + 1,
-                                        }),
-                                        Err(error) => results[o.index] = Some(Err(error)),
-                                    }
-                                }
-                                Ok(result) if is_input_required(&result) => {
-                                    results[o.index] = Some(Err(CallError::InputRounds {
-                                        server: self.name.clone(),
-                                        method: o.call.method.clone(),
-                                    }));
-                                }
-                                outcome => {
-                                    results[o.index] = Some(self.finish(&o.call, outcome));
-                                }
+                            match self.answered(o, outcome, host) {
+                                Step::Wait(o) => outstanding.push(o),
+                                Step::Done(index, result) => results[index] = Some(result),
                             }
                         }
                         None => self.handle(Incoming::Response { id, outcome }, host),
@@ -1069,6 +1198,14 @@ impl Connection {
                         }));
                     }
                 }
+                Incoming::Progress(progress) => {
+                    match outstanding.iter_mut().find(|o| o.token == progress.token) {
+                        Some(o) => self.progressed(o, progress),
+                        None => {
+                            tracing::trace!(server = %self.name, "progress for no waiting call; skipped")
+                        }
+                    }
+                }
                 Incoming::Closed => {
                     let detail = self.exit_detail("it closed its output".to_owned());
                     for o in outstanding.drain(..) {
@@ -1085,6 +1222,267 @@ impl Connection {
                 result.unwrap_or_else(|| Err(self.exited_error("(a call)", "no result".to_owned())))
             })
             .collect()
+    }
+
+    /// Stops waiting for a call: its request in flight is cancelled, and its task, when it has
+    /// one, with `tasks/cancel` (whose answer nobody waits for).
+    fn give_up(&mut self, o: &Outstanding, reason: &str) {
+        if o.phase == Phase::Call {
+            self.cancel(o, reason);
+        }
+        if let Some(task) = &o.task {
+            let call = Call::new(
+                "tasks/cancel",
+                json!({"taskId": task.id}),
+                o.call.timeout.min(TASK_CANCEL_WAIT),
+            );
+            if let Err(error) = self.send(&call, None) {
+                tracing::debug!(server = %self.name, %error, "tasks/cancel not sent");
+            }
+        }
+    }
+
+    /// What one answer to a call's request in flight leaves it waiting for.
+    fn answered(
+        &mut self,
+        mut o: Outstanding,
+        outcome: Result<Value, RpcError>,
+        host: &mut dyn ServerRequests,
+    ) -> Step {
+        match (o.phase, outcome) {
+            (Phase::Call, Ok(result))
+                if is_input_required(&result) && o.rounds < MAX_INPUT_ROUNDS =>
+            {
+                let call = self.with_input(&o.call, &result, host);
+                match self.send(&call, Some(&o.token)) {
+                    Ok((id, deadline)) => {
+                        (o.call, o.id, o.deadline) = (call, id, deadline.min(o.total));
+                        o.rounds += 1;
+                        Step::Wait(o)
+                    }
+                    Err(error) => Step::Done(o.index, Err(error)),
+                }
+            }
+            (Phase::Call, Ok(result)) if is_input_required(&result) => Step::Done(
+                o.index,
+                Err(CallError::InputRounds {
+                    server: self.name.clone(),
+                    method: o.call.method.clone(),
+                }),
+            ),
+            (Phase::Call, Ok(result)) if o.call.method == "tools/call" => {
+                match tasks::task_of(&result) {
+                    None => Step::Done(o.index, self.finish(&o.call, Ok(result))),
+                    Some(Err(why)) => Step::Done(o.index, Err(self.task_error(&o.call, why))),
+                    Some(Ok(start)) => {
+                        let task = TaskState {
+                            id: start.id,
+                            status: start.status,
+                            message: start.message,
+                            interval: start.interval.unwrap_or(tasks::DEFAULT_POLL_INTERVAL),
+                            rounds: 0,
+                        };
+                        self.show_task(&o.call, &task);
+                        o.task = Some(task);
+                        Step::Wait(self.sleep(o))
+                    }
+                }
+            }
+            (Phase::Call | Phase::Sleep, outcome) => {
+                Step::Done(o.index, self.finish(&o.call, outcome))
+            }
+            (Phase::Get, outcome) => self.task_answered(o, outcome, host),
+            (Phase::Update, Ok(_)) => Step::Wait(self.sleep(o)),
+            (Phase::Fetch, Ok(result)) => Step::Done(o.index, Ok(result)),
+            (phase, Err(error)) => {
+                self.give_up(&o, "the task could not be followed");
+                let method = if phase == Phase::Update {
+                    "tasks/update"
+                } else {
+                    "tasks/result"
+                };
+                Step::Done(o.index, Err(self.rpc_error(method, error)))
+            }
+        }
+    }
+
+    /// What a `tasks/get` answer leaves a call waiting for.
+    fn task_answered(
+        &mut self,
+        mut o: Outstanding,
+        outcome: Result<Value, RpcError>,
+        host: &mut dyn ServerRequests,
+    ) -> Step {
+        let detail = match outcome {
+            Ok(detail) => detail,
+            Err(error) => {
+                self.give_up(&o, "the task could not be followed");
+                return Step::Done(o.index, Err(self.rpc_error("tasks/get", error)));
+            }
+        };
+        let Some(task) = o.task.as_mut() else {
+            return Step::Done(o.index, Err(self.task_error(&o.call, "no task".to_owned())));
+        };
+        let fields = match tasks::task_fields(&detail) {
+            Ok(fields) if fields.id == task.id => fields,
+            Ok(_) => {
+                self.give_up(&o, "tasks/get answered for another task");
+                let why = "tasks/get answered for another task".to_owned();
+                return Step::Done(o.index, Err(self.task_error(&o.call, why)));
+            }
+            Err(why) => {
+                self.give_up(&o, "tasks/get answered without the task");
+                let why = format!("tasks/get answered with {why}");
+                return Step::Done(o.index, Err(self.task_error(&o.call, why)));
+            }
+        };
+        if (&fields.status, &fields.message) != (&task.status, &task.message) {
+            (task.status, task.message) = (fields.status, fields.message);
+            // A new status is news from the server: the call's idle time starts again.
+            o.deadline = (Instant::now() + o.call.timeout).min(o.total);
+            let task = o.task.as_ref().expect("the task was just updated");
+            self.show_task(&o.call, task);
+        }
+        let task = o.task.as_mut().expect("the task is there");
+        // A poll's answer may suggest another interval; without one the last stands.
+        task.interval = fields.interval.unwrap_or(task.interval);
+        let (task_id, status) = (task.id.clone(), task.status.clone());
+        match status.as_str() {
+            "working" => Step::Wait(self.sleep(o)),
+            "input_required" if task.rounds < MAX_INPUT_ROUNDS => {
+                task.rounds += 1;
+                let responses = self.input_responses(&detail, host);
+                let params = json!({"taskId": task_id, "inputResponses": responses});
+                self.task_request(o, "tasks/update", params, Phase::Update)
+            }
+            "input_required" => {
+                self.give_up(&o, "the task kept asking for input");
+                Step::Done(
+                    o.index,
+                    Err(CallError::InputRounds {
+                        server: self.name.clone(),
+                        method: o.call.method.clone(),
+                    }),
+                )
+            }
+            "completed" => match detail.get("result").filter(|r| r.is_object()) {
+                Some(result) => Step::Done(o.index, self.finish(&o.call, Ok(result.clone()))),
+                None => {
+                    self.task_request(o, "tasks/result", json!({"taskId": task_id}), Phase::Fetch)
+                }
+            },
+            "failed" => {
+                let error = match detail.get("error").filter(|e| e.is_object()) {
+                    Some(error) => self.rpc_error(&o.call.method, RpcError::from_json(error)),
+                    None => self.task_error(&o.call, "the task failed".to_owned()),
+                };
+                Step::Done(o.index, Err(error))
+            }
+            "cancelled" => {
+                let why = "the server cancelled the task".to_owned();
+                Step::Done(o.index, Err(self.task_error(&o.call, why)))
+            }
+            _ => {
+                self.give_up(&o, "the task's status is unknown");
+                let why = format!("tasks/get answered with an unknown status {status:?}");
+                Step::Done(o.index, Err(self.task_error(&o.call, why)))
+            }
+        }
+    }
+
+    /// A call whose task waits for its next poll.
+    fn sleep(&self, mut o: Outstanding) -> Outstanding {
+        let interval = o
+            .task
+            .as_ref()
+            .map_or(tasks::DEFAULT_POLL_INTERVAL, |t| t.interval);
+        o.phase = Phase::Sleep;
+        o.id = Value::Null;
+        o.deadline = (Instant::now() + interval).min(o.total);
+        o
+    }
+
+    /// Polls a call's task with `tasks/get`.
+    fn poll(&mut self, o: Outstanding) -> Step {
+        let task_id = o.task.as_ref().map(|t| t.id.clone()).unwrap_or_default();
+        self.task_request(o, "tasks/get", json!({"taskId": task_id}), Phase::Get)
+    }
+
+    /// Sends one request about a call's task and waits for its answer.
+    fn task_request(
+        &mut self,
+        mut o: Outstanding,
+        method: &str,
+        params: Value,
+        phase: Phase,
+    ) -> Step {
+        let call = Call::new(method, params, o.call.timeout);
+        match self.send(&call, None) {
+            Ok((id, deadline)) => {
+                (o.id, o.deadline, o.phase) = (id, deadline.min(o.total), phase);
+                Step::Wait(o)
+            }
+            Err(error) => {
+                self.give_up(&o, "the task could not be followed");
+                Step::Done(o.index, Err(error))
+            }
+        }
+    }
+
+    /// Takes one progress notification for a call: shown at most every [`PROGRESS_GAP`] (the
+    /// last always), and the call's idle time starts again. Progress that does not advance is
+    /// neither shown nor waited for, as the protocol says progress must increase.
+    fn progressed(&self, o: &mut Outstanding, progress: tasks::Progress) {
+        if o.progress.is_some_and(|last| progress.progress <= last) {
+            return;
+        }
+        let now = Instant::now();
+        o.progress = Some(progress.progress);
+        if o.phase != Phase::Sleep {
+            o.deadline = (now + o.call.timeout).min(o.total);
+        }
+        let last = progress
+            .total
+            .is_some_and(|total| progress.progress >= total);
+        if last
+            || o.shown
+                .is_none_or(|at| now.duration_since(at) >= PROGRESS_GAP)
+        {
+            o.shown = Some(now);
+            self.observe(&Notice::Progress {
+                server: self.name.clone(),
+                tool: tasks::tool_name(&o.call.params),
+                progress: progress.progress,
+                total: progress.total,
+                message: progress.message,
+            });
+        }
+    }
+
+    fn show_task(&self, call: &Call, task: &TaskState) {
+        self.observe(&Notice::Task {
+            server: self.name.clone(),
+            tool: tasks::tool_name(&call.params),
+            task_id: task.id.clone(),
+            status: task.status.clone(),
+            message: task.message.clone(),
+        });
+    }
+
+    fn task_error(&self, call: &Call, detail: String) -> CallError {
+        CallError::Task {
+            server: self.name.clone(),
+            method: call.method.clone(),
+            detail,
+        }
+    }
+
+    fn rpc_error(&self, method: &str, error: RpcError) -> CallError {
+        CallError::Rpc {
+            server: self.name.clone(),
+            method: method.to_owned(),
+            error: Box::new(error),
+        }
     }
 
     /// Tells the server a call it will not be waited for any more is cancelled
@@ -1122,6 +1520,30 @@ impl Connection {
     /// requests): `inputResponses` keyed as the `inputRequests` were, and `requestState`
     /// exactly as the server sent it, or not at all when it sent none.
     fn with_input(&mut self, call: &Call, result: &Value, host: &mut dyn ServerRequests) -> Call {
+        let responses = self.input_responses(result, host);
+        let mut params = match &call.params {
+            Value::Object(params) => params.clone(),
+            _ => serde_json::Map::new(),
+        };
+        params.remove("requestState");
+        params.insert("inputResponses".to_owned(), Value::Object(responses));
+        if let Some(state) = result.get("requestState") {
+            params.insert("requestState".to_owned(), state.clone());
+        }
+        Call {
+            method: call.method.clone(),
+            params: Value::Object(params),
+            ..call.clone()
+        }
+    }
+
+    /// The answers to the `inputRequests` in a result (or a task waiting for input), keyed as
+    /// they were; a request the host cannot answer is left out.
+    fn input_responses(
+        &mut self,
+        result: &Value,
+        host: &mut dyn ServerRequests,
+    ) -> serde_json::Map<String, Value> {
         let mut responses = serde_json::Map::new();
         if let Some(requests) = result.get("inputRequests").and_then(Value::as_object) {
             for (key, request) in requests {
@@ -1140,20 +1562,7 @@ impl Connection {
                 }
             }
         }
-        let mut params = match &call.params {
-            Value::Object(params) => params.clone(),
-            _ => serde_json::Map::new(),
-        };
-        params.remove("requestState");
-        params.insert("inputResponses".to_owned(), Value::Object(responses));
-        if let Some(state) = result.get("requestState") {
-            params.insert("requestState".to_owned(), state.clone());
-        }
-        Call {
-            method: call.method.clone(),
-            params: Value::Object(params),
-            timeout: call.timeout,
-        }
+        responses
     }
 
     /// The answer to one of the server's requests: the standard ones here, the rest by `host`.
@@ -1168,8 +1577,8 @@ impl Connection {
     }
 
     /// Queues one call's request, waiting for room until its deadline; returns its id and
-    /// deadline.
-    fn send(&mut self, call: &Call) -> Result<(Value, Instant), CallError> {
+    /// deadline. A `tools/call` carries a progress token in `_meta`: `token`, or its own id.
+    fn send(&mut self, call: &Call, token: Option<&Value>) -> Result<(Value, Instant), CallError> {
         if let Some(detail) = &self.exited {
             return Err(self.exited_error(&call.method, detail.clone()));
         }
@@ -1179,6 +1588,15 @@ impl Connection {
         let mut params = call.params.clone();
         if self.stateless {
             self.add_meta(&mut params);
+        }
+        if call.method == "tools/call" {
+            if !params.is_object() {
+                params = json!({});
+            }
+            if !params["_meta"].is_object() {
+                params["_meta"] = json!({});
+            }
+            params["_meta"]["progressToken"] = token.cloned().unwrap_or_else(|| json!(id));
         }
         let mut headers = headers::standard(&call.method, &params);
         if call.method == "tools/call" {
@@ -1269,6 +1687,9 @@ impl Connection {
             }
             Incoming::TooLong { .. } => {
                 tracing::warn!(server = %self.name, limit = self.limit, "a message over the limit that no call waits for; dropped");
+            }
+            Incoming::Progress(_) => {
+                tracing::trace!(server = %self.name, "progress while no call waits; skipped");
             }
             Incoming::Closed => {
                 self.exit_detail("it closed its output".to_owned());
@@ -1566,7 +1987,7 @@ fn parse_line(server: &str, line: &[u8]) -> Option<Incoming> {
     }
     // A line with no `"id"` anywhere is a notification or a response without an id: neither is
     // waited for, so it is skipped without being parsed (a flood of them costs a scan each).
-    if ID_KEY.find(line).is_none() {
+    if ID_KEY.find(line).is_none() && PROGRESS_KEY.find(line).is_none() {
         tracing::trace!(
             server,
             bytes = line.len(),
@@ -1574,11 +1995,13 @@ fn parse_line(server: &str, line: &[u8]) -> Option<Incoming> {
         );
         return None;
     }
-    // Notifications are only logged: read their method without building the rest.
+    // Notifications other than progress are only logged: read their method without building
+    // the rest.
     if let Ok(Envelope {
         method: Some(method),
         id: None,
     }) = serde_json::from_slice::<Envelope<'_>>(line)
+        && method != "notifications/progress"
     {
         tracing::debug!(server, %method, "notification");
         return None;
@@ -1618,6 +2041,16 @@ fn parse_line(server: &str, line: &[u8]) -> Option<Incoming> {
             method,
             params: object.remove("params").unwrap_or(Value::Null),
         }),
+        (Some(method), None) if method == "notifications/progress" => {
+            let progress = tasks::progress_of(object.get("params").unwrap_or(&Value::Null));
+            if progress.is_none() {
+                tracing::debug!(
+                    server,
+                    "a progress notification without token or progress; skipped"
+                );
+            }
+            progress.map(Incoming::Progress)
+        }
         (Some(method), None) => {
             tracing::debug!(server, %method, "notification");
             None

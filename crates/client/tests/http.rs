@@ -428,8 +428,8 @@ fn a_stateless_server_gets_meta_on_every_request_and_input_rounds_are_answered()
     assert_eq!(meta["io.modelcontextprotocol/clientInfo"]["name"], "mcpl");
     assert_eq!(
         meta["io.modelcontextprotocol/clientCapabilities"],
-        json!({"elicitation": {"form": {}}, "extensions": {"io.modelcontextprotocol/skills": {}}}),
-        "the skills extension declared, and no roots capability without roots"
+        json!({"elicitation": {"form": {}}, "extensions": {"io.modelcontextprotocol/skills": {}, "io.modelcontextprotocol/tasks": {}}}),
+        "no roots capability without roots; the skills and tasks extensions declared"
     );
     assert!(
         server

@@ -55,6 +55,9 @@ pub use mcpl_fetch::{
 
 /// How long a call waits for its answer unless a server's options say otherwise.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a call may take in all, progress and task polls included, unless a server's
+/// options say otherwise: ten minutes.
+pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(600);
 /// How many of one model turn's calls may be outstanding at once on one server unless its
 /// options say otherwise.
 pub const DEFAULT_MAX_CONCURRENT_CALLS: usize = 4;
@@ -191,8 +194,10 @@ pub struct ServerOptions {
     /// Whether credential-shaped urls no block claims are withheld from this server's strings
     /// (`mcpl.withholdCredentialUrls`, on by default; see `docs/redaction.md`).
     pub withhold_credential_urls: bool,
-    /// How long one call waits.
+    /// How long one call waits for its answer, or for the server's next progress or task status.
     pub timeout: Duration,
+    /// How long one call may take in all, progress or not (`mcpl.totalTimeoutMs`).
+    pub total_timeout: Duration,
     /// The longest message the server may send, in bytes: a longer one fails the call it
     /// answers, and is never held past this.
     pub max_message_bytes: usize,
@@ -226,6 +231,7 @@ impl Default for ServerOptions {
             uri_policy: UriPolicy::Hidden,
             withhold_credential_urls: true,
             timeout: DEFAULT_TIMEOUT,
+            total_timeout: DEFAULT_TOTAL_TIMEOUT,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             max_concurrent_calls: DEFAULT_MAX_CONCURRENT_CALLS,
             fetch: FetchOptions::default(),
@@ -346,6 +352,7 @@ struct RawOptions {
     uris: Option<RawUris>,
     withhold_credential_urls: Option<bool>,
     timeout_ms: Option<u64>,
+    total_timeout_ms: Option<u64>,
     max_message_bytes: Option<usize>,
     max_concurrent_calls: Option<usize>,
     token: Option<String>,
@@ -548,6 +555,10 @@ impl Config {
                         .mcpl
                         .timeout_ms
                         .map_or(DEFAULT_TIMEOUT, Duration::from_millis),
+                    total_timeout: server
+                        .mcpl
+                        .total_timeout_ms
+                        .map_or(DEFAULT_TOTAL_TIMEOUT, Duration::from_millis),
                     max_message_bytes: server
                         .mcpl
                         .max_message_bytes

@@ -43,6 +43,7 @@
 mod declared;
 mod hostile;
 mod hostile_remote;
+mod long;
 mod media;
 mod push;
 mod remote;
@@ -133,6 +134,7 @@ pub fn serve(input: impl BufRead, output: impl Write, options: Options) -> io::R
         host_answers: Vec::new(),
         pushes: 0,
         channel_batches: 0,
+        long: long::Long::default(),
     };
     match server.run(input) {
         Err(error) if error.kind() == ErrorKind::BrokenPipe => Ok(Ending::OutputClosed),
@@ -150,6 +152,8 @@ struct Server<W: Write> {
     pushes: u64,
     /// `channels/incoming` requests sent so far; their ids are `channel-<n>`.
     channel_batches: u64,
+    /// The long tools' tasks.
+    long: long::Long,
 }
 
 impl<W: Write> Server<W> {
@@ -229,11 +233,23 @@ impl<W: Write> Server<W> {
 
     fn request(&mut self, id: Value, method: &str, params: &Value) -> io::Result<Option<Ending>> {
         let result = match method {
-            "initialize" => self.initialize(params),
+            "initialize" => {
+                self.long.note_client(params);
+                self.initialize(params)
+            }
             "ping" => json!({}),
             "tools/list" => {
-                let tools = Tool::ALL.map(Tool::listing).into_iter();
-                json!({"tools": tools.chain(declared::listing()).collect::<Vec<_>>()})
+                let tools: Vec<Value> = Tool::ALL
+                    .map(Tool::listing)
+                    .into_iter()
+                    .chain(declared::listing())
+                    .chain(long::listing())
+                    .collect();
+                json!({"tools": tools})
+            }
+            "tasks/get" | "tasks/cancel" | "tasks/update" | "tasks/result" => {
+                self.task_request(id, method, params)?;
+                return Ok(None);
             }
             "tools/call" => return self.call_tool(id, params),
             "resources/list" => {
@@ -290,7 +306,7 @@ impl<W: Write> Server<W> {
             "capabilities": {
                 "tools": {},
                 "resources": {},
-                "extensions": {"io.modelcontextprotocol/skills": {}},
+                "extensions": {"io.modelcontextprotocol/skills": {}, "io.modelcontextprotocol/tasks": {}},
                 "experimental": {"mcpl": {
                     "pushEvents": {},
                     "channels": {},
@@ -308,6 +324,11 @@ impl<W: Write> Server<W> {
         if let Some(result) = declared::call(name) {
             self.log(&format!("tools/call {name}"));
             self.answer(id, result)?;
+            return Ok(None);
+        }
+        if let Some(tool) = long::LongTool::named(name) {
+            self.log(&format!("tools/call {name}"));
+            self.long_call(id, tool, params)?;
             return Ok(None);
         }
         let Some(tool) = Tool::named(name) else {

@@ -332,6 +332,24 @@ pub struct Host {
     /// reported any (a scripted model never does).
     pub usage: Option<Usage>,
     history_tokens: u64,
+    /// What servers said of calls while they ran (progress, task status), until recorded.
+    notices: mcpl_client::Notices,
+    /// The notice lines recorded since the transcript last took them.
+    notice_lines: Vec<String>,
+    /// Who is shown each call's report as it lands.
+    on_call: CallWatch,
+}
+
+/// What a host runs for each call's report as it lands (`mcpl run` prints a line).
+pub type CallWatcher = Box<dyn FnMut(&CallReport) + Send + Sync>;
+
+#[derive(Default)]
+struct CallWatch(Option<CallWatcher>);
+
+impl std::fmt::Debug for CallWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CallWatch")
+    }
 }
 
 impl Host {
@@ -366,6 +384,9 @@ impl Host {
             rounds: Vec::new(),
             usage: None,
             history_tokens: 0,
+            notices: mcpl_client::Notices::default(),
+            notice_lines: Vec::new(),
+            on_call: CallWatch::default(),
         };
         // Every server starts at once, each within its own timeout: a slow one delays nobody.
         let launches: Vec<_> = config
@@ -397,6 +418,13 @@ impl Host {
         (host.tools, host.wrapped) = (conformed.tools, conformed.wrapped.into_iter().collect());
         host.warnings.extend(conformed.notes);
         host
+    }
+
+    /// Shows `notice` each server's progress and task status as it comes, and `call` each call's
+    /// report as it lands. Both run on the host's threads; a notice's text is the server's.
+    pub fn watch(&mut self, notice: mcpl_client::Observer, call: CallWatcher) {
+        self.notices.watch(notice);
+        self.on_call = CallWatch(Some(call));
     }
 
     /// Spills go to `store` from now on (an object store, say), or, when it could not be set
@@ -469,7 +497,9 @@ impl Host {
                     .unwrap_or_else(|| json!({"type": "object"})),
             ));
         }
-        server.connection = Some(started.connection);
+        let mut connection = started.connection;
+        connection.set_observer(self.notices.observer());
+        server.connection = Some(connection);
         server
     }
 
@@ -566,6 +596,12 @@ impl Host {
                 });
             }
             let outputs = self.call_tools(round, &calls);
+            if let Some(out) = transcript.as_mut() {
+                for line in std::mem::take(&mut self.notice_lines) {
+                    write_line(&mut **out, &json!({"notice": line}))
+                        .map_err(LoopError::Transcript)?;
+                }
+            }
             history.push(Message::ToolResults(outputs));
             model.results(
                 &self.calls[self.calls.len() - calls.len()..]
@@ -1090,7 +1126,20 @@ impl Host {
     }
 
     /// Keeps a call's report and counts the errors in a row; returns its output.
-    fn record(&mut self, report: CallReport) -> ToolOutput {
+    fn record(&mut self, mut report: CallReport) -> ToolOutput {
+        if let Some(server) = report.server.clone() {
+            // What the server said while the call ran is its text: redacted as its content is.
+            let name = ServerName::new(server.as_str());
+            let mut projector = self.lanes.projector(&name);
+            for notice in self.notices.take(&server, &report.tool) {
+                let line = projector.server_text(&notice.to_string());
+                report.diagnostics.push(line.clone());
+                self.notice_lines.push(line);
+            }
+        }
+        if let Some(watcher) = &mut self.on_call.0 {
+            watcher(&report);
+        }
         self.history_tokens += estimate(&report.output.stored);
         if report.output.is_error {
             self.consecutive_errors += 1;
@@ -1149,11 +1198,14 @@ impl Host {
                     .iter()
                     .filter_map(|&i| {
                         let (_, tool) = targets[i].as_ref()?;
-                        Some(Call::new(
-                            "tools/call",
-                            json!({"name": tool, "arguments": arguments_of(wrapped, &calls[i])}),
-                            server.config.options.timeout,
-                        ))
+                        Some(
+                            Call::new(
+                                "tools/call",
+                                json!({"name": tool, "arguments": arguments_of(wrapped, &calls[i])}),
+                                server.config.options.timeout,
+                            )
+                            .with_total(server.config.options.total_timeout),
+                        )
                     })
                     .collect();
                 let in_flight = server.config.options.max_concurrent_calls;
@@ -1239,7 +1291,10 @@ impl Host {
     ) -> CallReport {
         let server = &mut self.servers[index];
         let name = server.config.launch.name.clone();
-        let timeout = server.config.options.timeout;
+        let (timeout, total) = (
+            server.config.options.timeout,
+            server.config.options.total_timeout,
+        );
         let Some(connection) = &mut server.connection else {
             let why = server
                 .error
@@ -1249,7 +1304,17 @@ impl Host {
             return failed_report(round, call, &name, tool, text);
         };
         let params = json!({"name": tool, "arguments": arguments_of(&self.wrapped, call)});
-        let result = connection.request("tools/call", params, timeout, &mut self.lanes);
+        let one = Call::new("tools/call", params, timeout).with_total(total);
+        let result = connection
+            .request_all(vec![one], 1, &mut self.lanes)
+            .pop()
+            .unwrap_or_else(|| {
+                Err(CallError::Timeout {
+                    server: name.clone(),
+                    method: "tools/call".to_owned(),
+                    after: timeout,
+                })
+            });
         self.finish_server_call(round, call, index, tool, result)
     }
 

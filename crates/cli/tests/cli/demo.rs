@@ -97,6 +97,8 @@ fn the_readable_demo_shows_every_tool_and_the_servers_messages() {
         "weather-mismatch",
         "audience",
         "sized-log",
+        "task",
+        "progress",
         "fetch_reference",
     ] {
         assert!(
@@ -111,6 +113,13 @@ fn the_readable_demo_shows_every_tool_and_the_servers_messages() {
     assert!(
         !text.contains("iVBORw0KGgo"),
         "no base64 in the readable demo"
+    );
+    // What a long call's server said while it ran: a task's statuses, progress.
+    assert!(text.contains("note: task demo/task (task-1): working \"step 1 of 3\""));
+    assert!(text.contains("note: progress demo/progress: 2/2 \"step 2 of 2\""));
+    assert!(
+        !text.contains("== task-forever"),
+        "the demo does not wait on it"
     );
     assert!(text.contains("push evt-1 from demo:"));
     assert!(text.contains("channel m3 from demo:"));

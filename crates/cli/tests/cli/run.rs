@@ -1481,3 +1481,81 @@ fn ctrl_c_cancels_the_calls_in_flight_at_their_servers_and_ends_the_run_with_130
     assert_eq!(cancelled.len(), 1, "{cancelled:?}");
     assert_eq!(cancelled[0]["params"]["reason"], "the run was interrupted");
 }
+
+#[test]
+fn progress_and_task_status_are_shown_as_they_come_and_each_call_as_it_lands() {
+    let scratch = Scratch::new("long-calls");
+    let config = scratch.write(
+        "config.json",
+        &json!({
+            "mcpServers": {"demo": {"command": env!("CARGO_BIN_EXE_mcpl"), "args": ["serve-demo"],
+                "mcpl": {"totalTimeoutMs": 800}}},
+            "mcpl": {"spillDir": scratch.0.join("spill")}
+        }),
+    );
+    let script = scratch.write(
+        "script.json",
+        &json!({
+            "steps": [
+                {"tool_calls": [{"server": "demo", "name": "progress"}]},
+                {"tool_calls": [{"server": "demo", "name": "task"}]},
+                {"tool_calls": [{"server": "demo", "name": "task-forever"}]}
+            ],
+            "final": "done"
+        }),
+    );
+    let transcript = scratch.0.join("transcript.jsonl");
+    let output = run(&config, &script, &transcript, &["--prompt", "Go."]);
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.starts_with("mcpl: "))
+        .map(|line| line.split(" estimated tokens").next().unwrap())
+        .collect();
+    // Each call's line comes right after what its server said while it ran, before the next
+    // call's: the lines are printed as they come, not when the run ends.
+    assert_eq!(
+        lines[..8],
+        [
+            r#"mcpl: progress demo/progress: 1/2 "step 1 of 2""#,
+            r#"mcpl: progress demo/progress: 2/2 "step 2 of 2""#,
+            "mcpl: round 1 demo__progress: 11",
+            r#"mcpl: task demo/task (task-1): working "queued""#,
+            r#"mcpl: task demo/task (task-1): working "step 1 of 3""#,
+            r#"mcpl: task demo/task (task-1): working "step 2 of 3""#,
+            "mcpl: task demo/task (task-1): completed",
+            "mcpl: round 2 demo__task: 15",
+        ],
+        "{stderr}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("mcpl: round 3 demo__task-forever")),
+        "{stderr}"
+    );
+    let all = bodies(&transcript);
+    let notices: Vec<&str> = all.iter().filter_map(|b| b["notice"].as_str()).collect();
+    assert_eq!(notices[0], r#"progress demo/progress: 1/2 "step 1 of 2""#);
+    assert!(
+        notices.contains(&"task demo/task (task-1): completed"),
+        "{notices:?}"
+    );
+    let last = all
+        .iter()
+        .rev()
+        .find(|b| b.get("messages").is_some())
+        .unwrap();
+    let task = tool_result(last, "call_2").unwrap().to_string();
+    assert!(
+        task.contains("42 rows exported"),
+        "the task's result reaches the model: {task}"
+    );
+    // The task that never finishes is given up at the total deadline, in words the model reads.
+    let forever = tool_result(last, "call_3").unwrap().to_string();
+    assert!(
+        forever.contains("did not finish tools/call within 800 ms in all; it was cancelled"),
+        "{forever}"
+    );
+}

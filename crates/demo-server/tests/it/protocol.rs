@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use crate::client::{Server, decode};
 
-const TOOL_NAMES: [&str; 32] = [
+const TOOL_NAMES: [&str; 35] = [
     "text",
     "png",
     "jpeg",
@@ -37,6 +37,9 @@ const TOOL_NAMES: [&str; 32] = [
     "weather-mismatch",
     "audience",
     "sized-log",
+    "task",
+    "task-forever",
+    "progress",
 ];
 
 #[test]
@@ -78,7 +81,7 @@ fn initialize_echoes_the_version_and_offers_mcpl() {
         json!({
             "tools": {},
             "resources": {},
-            "extensions": {"io.modelcontextprotocol/skills": {}},
+            "extensions": {"io.modelcontextprotocol/skills": {}, "io.modelcontextprotocol/tasks": {}},
             "experimental": {"mcpl": {
                 "pushEvents": {},
                 "channels": {},
@@ -273,4 +276,82 @@ fn closing_stdin_ends_the_server_with_status_0() {
     server.call("text", json!({}));
     let status = server.close();
     assert_eq!(status.code(), Some(0));
+}
+
+/// A session whose client declared the tasks extension.
+fn with_tasks() -> Server {
+    let mut server = Server::start_with(&[]);
+    let init = server.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25",
+            "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}),
+    );
+    assert!(init.get("result").is_some(), "{init}");
+    server
+}
+
+#[test]
+fn task_answers_with_a_task_done_after_three_polls() {
+    let mut server = with_tasks();
+    let task = server.call("task", json!({}));
+    assert_eq!(task["resultType"], "task");
+    assert_eq!(task["taskId"], "task-1");
+    assert_eq!(task["pollIntervalMs"], 100);
+    let get = |server: &mut Server| {
+        server.request("tasks/get", json!({"taskId": "task-1"}))["result"].clone()
+    };
+    assert_eq!(get(&mut server)["statusMessage"], "step 1 of 3");
+    assert_eq!(get(&mut server)["status"], "working");
+    let done = get(&mut server);
+    assert_eq!(done["status"], "completed");
+    assert!(
+        done["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("42 rows")
+    );
+    let unknown = server.request("tasks/get", json!({"taskId": "nope"}));
+    assert_eq!(unknown["error"]["code"], -32602);
+}
+
+#[test]
+fn task_forever_works_until_cancelled_and_tasks_need_the_extension() {
+    let mut server = with_tasks();
+    server.call("task-forever", json!({}));
+    let get = server.request("tasks/get", json!({"taskId": "task-1"}));
+    assert_eq!(get["result"]["status"], "working");
+    let cancel = server.request("tasks/cancel", json!({"taskId": "task-1"}));
+    assert_eq!(cancel["result"], json!({"resultType": "complete"}));
+    let get = server.request("tasks/get", json!({"taskId": "task-1"}));
+    assert_eq!(get["result"]["status"], "cancelled");
+    // Without the extension, the tool answers at once.
+    let mut plain = Server::start();
+    let result = plain.call("task-forever", json!({}));
+    assert!(
+        result.get("taskId").is_none() && result["content"].is_array(),
+        "{result}"
+    );
+}
+
+#[test]
+fn progress_sends_notifications_for_a_token_then_answers() {
+    let mut server = Server::start();
+    let id = server.send_request(
+        "tools/call",
+        json!({"name": "progress", "arguments": {"steps": 3, "everyMs": 0},
+            "_meta": {"progressToken": "p-1"}}),
+    );
+    for step in 1..=3 {
+        let note = server.next();
+        assert_eq!(note["method"], "notifications/progress");
+        assert_eq!(note["params"]["progressToken"], "p-1");
+        assert_eq!(note["params"]["progress"], step);
+        assert_eq!(note["params"]["total"], 3);
+    }
+    let answer = server.next();
+    assert_eq!(answer["id"], id);
+    assert_eq!(
+        answer["result"]["content"][0]["text"],
+        "Done after 3 steps, 0 ms apart."
+    );
 }
