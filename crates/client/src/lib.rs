@@ -99,6 +99,11 @@ const HEAD_BYTES: usize = 1024;
 /// The searcher for `"id"` in a line: one built once, as building it costs more than a search.
 static ID_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"id\""));
+/// The searcher for the one notification the host acts on (see [`Incoming::ToolsChanged`]).
+static TOOLS_CHANGED_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(TOOLS_LIST_CHANGED.as_bytes()));
+/// The notification a server sends when its tools change.
+pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
 /// A line buffer grown past this is given back once its line is handled.
 const KEEP_BUFFER_BYTES: usize = 1 << 20;
 
@@ -532,6 +537,9 @@ enum Incoming {
         id: Option<Value>,
         is_request: bool,
     },
+    /// `notifications/tools/list_changed`: the server's tools changed. The connection keeps
+    /// one flag for any number of them (see [`Connection::take_tools_changed`]).
+    ToolsChanged,
     Closed,
 }
 
@@ -638,6 +646,8 @@ pub struct Connection {
     /// The revision agreed (or being tried), sent as `MCP-Protocol-Version`.
     agreed: Option<String>,
     tool_headers: headers::ToolHeaders,
+    /// Whether the server said its tools changed since [`Connection::take_tools_changed`].
+    tools_changed: bool,
     /// The server's `initialize` result (for a stateless server, its `server/discover` result
     /// in the same shape: `protocolVersion`, `capabilities`, `serverInfo`).
     pub initialized: Value,
@@ -707,6 +717,7 @@ impl Connection {
             stateless: false,
             agreed: None,
             tool_headers: headers::ToolHeaders::default(),
+            tools_changed: false,
             initialized: Value::Null,
         };
         if launch.protocol == Protocol::Modern && connection.discover(limits.timeout, host)? {
@@ -864,6 +875,12 @@ impl Connection {
     /// How many answers to the server's requests were dropped because it did not read them.
     pub fn dropped_answers(&self) -> u64 {
         self.dropped_answers
+    }
+
+    /// Whether the server sent `notifications/tools/list_changed` since the last call, and
+    /// clears that. A flood of them is one `true`: the host lists the tools again once.
+    pub fn take_tools_changed(&mut self) -> bool {
+        std::mem::take(&mut self.tools_changed)
     }
 
     /// Sends a notification; a server that has gone, or does not read, is not an error here.
@@ -1245,6 +1262,7 @@ impl Connection {
             Incoming::TooLong { .. } => {
                 tracing::warn!(server = %self.name, limit = self.limit, "a message over the limit that no call waits for; dropped");
             }
+            Incoming::ToolsChanged => self.tools_changed = true,
             Incoming::Closed => {
                 self.exit_detail("it closed its output".to_owned());
             }
@@ -1542,6 +1560,15 @@ fn parse_line(server: &str, line: &[u8]) -> Option<Incoming> {
     // A line with no `"id"` anywhere is a notification or a response without an id: neither is
     // waited for, so it is skipped without being parsed (a flood of them costs a scan each).
     if ID_KEY.find(line).is_none() {
+        if TOOLS_CHANGED_KEY.find(line).is_some()
+            && let Ok(Envelope {
+                method: Some(method),
+                id: None,
+            }) = serde_json::from_slice::<Envelope<'_>>(line)
+            && method == TOOLS_LIST_CHANGED
+        {
+            return Some(Incoming::ToolsChanged);
+        }
         tracing::trace!(
             server,
             bytes = line.len(),
@@ -1555,6 +1582,9 @@ fn parse_line(server: &str, line: &[u8]) -> Option<Incoming> {
         id: None,
     }) = serde_json::from_slice::<Envelope<'_>>(line)
     {
+        if method == TOOLS_LIST_CHANGED {
+            return Some(Incoming::ToolsChanged);
+        }
         tracing::debug!(server, %method, "notification");
         return None;
     }
@@ -1872,9 +1902,22 @@ mod tests {
     }
 
     #[test]
-    fn what_no_call_waits_for_is_skipped() {
+    fn a_changed_tool_list_is_told_whatever_its_params() {
         for line in [
             &br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#[..],
+            br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"id":1}}}"#,
+        ] {
+            assert!(matches!(parse(line), Some(Incoming::ToolsChanged)));
+        }
+        // Another notification naming it in its params is not it.
+        let other = br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"notifications/tools/list_changed"}}"#;
+        assert!(parse(other).is_none());
+    }
+
+    #[test]
+    fn what_no_call_waits_for_is_skipped() {
+        for line in [
+            &br#"{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}"#[..],
             br#"{"jsonrpc":"2.0","result":{}}"#,
             br#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
             b"Starting server... {",

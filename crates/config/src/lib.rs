@@ -13,7 +13,7 @@
 //!           "contextWindow": 200000, "scaleImages": true, "imageBase64": 10485760,
 //!           "maxImages": 600, "maxBodyBytes": 32000000, "spillNotice": "read_result",
 //!           "spillTtlHours": 24, "models": {"my-model": {"images": true, "contextWindow": 32000}},
-//!           "tlsRoots": ["/etc/mcpl/private-ca.pem"],
+//!           "tlsRoots": ["/etc/mcpl/private-ca.pem"], "deferToolsAbovePercent": 10,
 //!           "spillStore": {"type": "s3", "bucket": "b", "prefix": "mcpl/", "endpoint": "..."}}}
 //! ```
 //!
@@ -60,6 +60,9 @@ pub const DEFAULT_MAX_CONCURRENT_CALLS: usize = 4;
 pub use mcpl_budget::DEFAULT_MESSAGE_BUDGET;
 /// The context window the loop checks each round against unless the config says otherwise.
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
+/// The share of the context window, in percent, the servers' tool definitions may take before
+/// they are deferred behind `search_tools` (`deferToolsAbovePercent`).
+pub const DEFAULT_DEFER_TOOLS_PERCENT: u64 = 10;
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,6 +89,10 @@ pub struct Config {
     pub tls_roots: Vec<PathBuf>,
     /// What each model named here takes, over the model table (`models`).
     pub models: BTreeMap<String, models::ModelOverride>,
+    /// The share of the context window, in percent, the servers' tool definitions may take
+    /// before they are deferred behind `search_tools` (`deferToolsAbovePercent`); 100 never
+    /// defers.
+    pub defer_tools_percent: u64,
 }
 
 impl Default for Config {
@@ -96,6 +103,7 @@ impl Default for Config {
             spill_dir: None,
             fetch_dir: None,
             context_window: DEFAULT_CONTEXT_WINDOW,
+            defer_tools_percent: DEFAULT_DEFER_TOOLS_PERCENT,
             route: RouteSettings::default(),
             spill_store: SpillStoreConfig::Local,
             spill_notice: SpillNotice::ReadResult,
@@ -258,6 +266,7 @@ struct RawHost {
     spill_dir: Option<PathBuf>,
     fetch_dir: Option<PathBuf>,
     context_window: Option<u64>,
+    defer_tools_above_percent: Option<u64>,
     scale_images: Option<bool>,
     image_base64: Option<u64>,
     max_images: Option<usize>,
@@ -438,6 +447,12 @@ impl Config {
         };
         let raw: RawConfig =
             deserialize(bytes).map_err(|(key, message)| key_error(key, message))?;
+        if raw.mcpl.defer_tools_above_percent.is_some_and(|p| p > 100) {
+            return Err(key_error(
+                "mcpl.deferToolsAbovePercent".to_owned(),
+                "must be at most 100".to_owned(),
+            ));
+        }
         let mut servers = Vec::with_capacity(raw.mcp_servers.len());
         for (name, value) in &raw.mcp_servers {
             let server: RawServer = serde_path_to_error::deserialize(value).map_err(|e| {
@@ -546,6 +561,10 @@ impl Config {
             spill_dir: raw.mcpl.spill_dir,
             fetch_dir: raw.mcpl.fetch_dir,
             context_window: raw.mcpl.context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW),
+            defer_tools_percent: raw
+                .mcpl
+                .defer_tools_above_percent
+                .unwrap_or(DEFAULT_DEFER_TOOLS_PERCENT),
             route: RouteSettings {
                 scale_images: raw.mcpl.scale_images.unwrap_or(true),
                 image_base64: raw.mcpl.image_base64,

@@ -47,6 +47,7 @@ mod push;
 mod remote;
 mod resources;
 mod tools;
+mod toolset;
 mod wire;
 
 use std::io::{self, BufRead, BufWriter, ErrorKind, Write};
@@ -63,6 +64,7 @@ pub use crate::hostile_remote::{
 use crate::push::Outgoing;
 pub use crate::remote::{BRIEF_PATH, MCP_PATH, Remote};
 use crate::tools::{Effect, Tool};
+pub use crate::toolset::{ADDED_TOOL, CHANGE_TOOLS, LOOK, LOOK_ANSWER};
 
 /// The protocol version answered to a client that names none.
 const DEFAULT_PROTOCOL_VERSION: &str = "2025-06-18";
@@ -131,6 +133,7 @@ pub fn serve(input: impl BufRead, output: impl Write, options: Options) -> io::R
         host_answers: Vec::new(),
         pushes: 0,
         channel_batches: 0,
+        tool_list: toolset::ToolList::default(),
     };
     match server.run(input) {
         Err(error) if error.kind() == ErrorKind::BrokenPipe => Ok(Ending::OutputClosed),
@@ -148,6 +151,8 @@ struct Server<W: Write> {
     pushes: u64,
     /// `channels/incoming` requests sent so far; their ids are `channel-<n>`.
     channel_batches: u64,
+    /// What `change-tools` did to the tool list.
+    tool_list: toolset::ToolList,
 }
 
 impl<W: Write> Server<W> {
@@ -229,7 +234,11 @@ impl<W: Write> Server<W> {
         let result = match method {
             "initialize" => self.initialize(params),
             "ping" => json!({}),
-            "tools/list" => json!({"tools": Tool::ALL.map(Tool::listing)}),
+            "tools/list" => {
+                let mut tools = Tool::ALL.map(Tool::listing).to_vec();
+                tools.extend(self.tool_list.listing());
+                json!({"tools": tools})
+            }
             "tools/call" => return self.call_tool(id, params),
             "resources/list" => {
                 let listing: Vec<Value> = resources::all().iter().map(|r| r.listing()).collect();
@@ -296,12 +305,19 @@ impl<W: Write> Server<W> {
             .get("name")
             .and_then(Value::as_str)
             .unwrap_or_default();
+        let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+        if let Some((lines, result)) = self.tool_list.call(name, &arguments) {
+            for line in lines {
+                self.output.write_all(line.as_bytes())?;
+                self.output.write_all(b"\n")?;
+            }
+            return self.answer(id, result).map(|()| None);
+        }
         let Some(tool) = Tool::named(name) else {
             let message = format!("unknown tool: {name}");
             self.error(id, INVALID_PARAMS, &message, Some(json!({"name": name})))?;
             return Ok(None);
         };
-        let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
         self.log(&format!("tools/call {name}"));
         match tool.call(&arguments, self.options.files_origin.as_deref()) {
             Effect::Answer(result) => self.answer(id, result)?,

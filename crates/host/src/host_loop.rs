@@ -36,7 +36,8 @@ use mcpl_encode::conversation::{
 };
 use mcpl_encode::{Encoder, window};
 use mcpl_fetch::{Fetcher, ResourceReader};
-use mcpl_session::{ServerPolicy, Session, Shown};
+use mcpl_session::toolset::{self, Deferral};
+use mcpl_session::{SEARCH_TOOLS, ServerPolicy, Session, Shown};
 
 pub use mcpl_session::{
     FETCH_REFERENCE, FETCH_REFERENCE_DESCRIPTION, READ_RESULT, READ_RESULT_DESCRIPTION,
@@ -61,6 +62,8 @@ pub struct HostOptions {
     pub max_tokens: u32,
     /// The model's context window in estimated tokens.
     pub context_window: u64,
+    /// The share of the window, in percent, tool definitions may take before they are deferred.
+    pub defer_tools_percent: u64,
     /// Where spill files go.
     pub spill_dir: PathBuf,
     /// How an omission notice names a spill.
@@ -91,6 +94,7 @@ impl HostOptions {
                 .to_owned(),
             max_tokens: 4096,
             context_window: config.context_window,
+            defer_tools_percent: config.defer_tools_percent,
             spill_dir: config
                 .spill_dir
                 .clone()
@@ -318,6 +322,10 @@ pub struct Host {
     pub warnings: Vec<String>,
     /// The tool calls that failed since the last one that did not.
     consecutive_errors: usize,
+    /// Deferred tools: when on, the model finds the servers' tools with `search_tools`.
+    deferral: Deferral,
+    /// The tools the last listing again took away, with their server.
+    vanished: BTreeMap<String, String>,
     /// Every tool call, in order.
     pub calls: Vec<CallReport>,
     /// Every round, in order.
@@ -356,6 +364,8 @@ impl Host {
             wrapped: std::collections::HashSet::new(),
             warnings: Vec::new(),
             consecutive_errors: 0,
+            deferral: Deferral::default(),
+            vanished: BTreeMap::new(),
             calls: Vec::new(),
             rounds: Vec::new(),
             usage: None,
@@ -378,19 +388,74 @@ impl Host {
         for (server, started) in config.servers.iter().zip(started) {
             let server = host.add_server(server, started);
             host.servers.push(server);
+            host.index_tools(host.servers.len() - 1);
         }
-        // The tools as the route takes them; its own two come first, so they stay.
-        let tools = std::mem::take(&mut host.tools);
-        let conformed = mcpl_encode::tools::conform(host.options.route.id(), tools);
+        host.deferral = Deferral::new(
+            host.options.defer_tools_percent,
+            host.options.context_window,
+        );
+        host.offer(&[]);
+        host
+    }
+
+    /// Offers the tools gathered in `self.tools` as the route takes them (its own two come
+    /// first, so they stay), merged with `old` so unchanged tools keep their place, and decides
+    /// again whether they are deferred.
+    fn offer(&mut self, old: &[ToolSpec]) {
+        let tools = std::mem::take(&mut self.tools);
+        let conformed = mcpl_encode::tools::conform(self.options.route.id(), tools);
         for name in &conformed.left_out {
-            host.tool_index.remove(name);
+            self.tool_index.remove(name);
         }
-        (host.tools, host.wrapped, host.warnings) = (
-            conformed.tools,
+        (self.tools, self.wrapped, self.warnings) = (
+            toolset::merge_stable(old, conformed.tools),
             conformed.wrapped.into_iter().collect(),
             conformed.notes,
         );
-        host
+        let deferrable: Vec<ToolSpec> = (self.tools.iter())
+            .filter(|tool| self.tool_index.contains_key(&tool.name))
+            .cloned()
+            .collect();
+        (self.deferral).decide(toolset::tools_price(self.options.encoder(), &deferrable));
+    }
+
+    /// Lists again the tools of each server that said they changed (once a round, however
+    /// often it said so); the new set is offered from this round's request.
+    fn relist(&mut self, diagnostics: &mut Vec<String>) {
+        let mut changed = false;
+        let Host { servers, lanes, .. } = self;
+        for server in servers.iter_mut() {
+            let Some(connection) = server.connection.as_mut() else {
+                continue;
+            };
+            if connection.take_tools_changed() {
+                let (tools, error) = connection.list_tools(server.config.options.timeout, lanes);
+                match error {
+                    None => (server.tools, changed) = (tools, true),
+                    Some(error) => {
+                        diagnostics.push(format!("tools kept as listed before: {error}"))
+                    }
+                }
+            }
+        }
+        if !changed {
+            return;
+        }
+        let (old, before) = (
+            std::mem::take(&mut self.tools),
+            std::mem::take(&mut self.tool_index),
+        );
+        self.tools = self.lanes.session.host_tools();
+        for index in 0..self.servers.len() {
+            self.index_tools(index);
+        }
+        self.schemas = Schemas::default();
+        self.offer(&old);
+        self.vanished = (before.into_iter())
+            .filter(|(name, _)| !self.tool_index.contains_key(name))
+            .map(|(name, (index, _))| (name, self.servers[index].config.launch.name.clone()))
+            .collect();
+        diagnostics.push(format!("tools listed again: {} offered", self.tools.len()));
     }
 
     /// Spills go to `store` from now on (an object store, say), or, when it could not be set
@@ -424,7 +489,14 @@ impl Host {
         };
         server.tools = started.tools;
         server.error = started.listing_error.map(|error| error.to_string());
-        let index = self.servers.len();
+        server.connection = Some(started.connection);
+        server
+    }
+
+    /// Adds the tools of the server at `index` (as it listed them) to the offer.
+    fn index_tools(&mut self, index: usize) {
+        let server = &self.servers[index];
+        let name = &server.config.launch.name;
         for tool in &server.tools {
             let Some(tool_name) = tool.get("name").and_then(Value::as_str) else {
                 continue;
@@ -447,8 +519,6 @@ impl Host {
                     .unwrap_or_else(|| json!({"type": "object"})),
             ));
         }
-        server.connection = Some(started.connection);
-        server
     }
 
     /// The tools as the model is shown them: each description and every string of each input
@@ -461,17 +531,20 @@ impl Host {
             self.lanes.session.registry_mut().hidden_mut(),
             true,
         );
-        self.tools
-            .iter()
-            .filter(|tool| hidden.redact(&tool.name) == tool.name)
-            .map(|tool| {
-                ToolSpec::new(
-                    tool.name.clone(),
-                    hidden.redact(&tool.description).into_owned(),
-                    hidden.redact_value(&tool.input_schema),
-                )
-            })
-            .collect()
+        let index = &self.tool_index;
+        (self
+            .deferral
+            .offered(&self.tools, |name| index.contains_key(name)))
+        .into_iter()
+        .filter(|tool| hidden.redact(&tool.name) == tool.name)
+        .map(|tool| {
+            ToolSpec::new(
+                tool.name.clone(),
+                hidden.redact(&tool.description).into_owned(),
+                hidden.redact_value(&tool.input_schema),
+            )
+        })
+        .collect()
     }
 
     /// The tools offered to the model: every server's, `fetch_reference` and `read_result`.
@@ -577,6 +650,8 @@ impl Host {
                 connection.pump(&mut self.lanes);
             }
         }
+        let mut diagnostics = Vec::new();
+        self.relist(&mut diagnostics);
         let mut injections = Vec::new();
         for server in &mut self.servers {
             let Some(connection) = &mut server.connection else {
@@ -604,7 +679,6 @@ impl Host {
         for (name, found) in &mut injections {
             self.fit_injections(name, found);
         }
-        let mut diagnostics = Vec::new();
         for (server, count) in self.lanes.take_dropped() {
             // Before the queued messages: `settle` finds those at the end of history.
             let note = unseen_events(&server, count);
@@ -938,16 +1012,18 @@ impl Host {
 
     /// The system prompt's and the tool definitions' estimated tokens.
     fn fixed_tokens(&self) -> u64 {
+        let index = &self.tool_index;
         estimate(&self.options.system)
-            + self
-                .tools
-                .iter()
-                .map(|tool| {
-                    estimate(&tool.name)
-                        + estimate(&tool.description)
-                        + estimate(&tool.input_schema.to_string())
-                })
-                .sum::<u64>()
+            + (self
+                .deferral
+                .offered(&self.tools, |name| index.contains_key(name)))
+            .iter()
+            .map(|tool| {
+                estimate(&tool.name)
+                    + estimate(&tool.description)
+                    + estimate(&tool.input_schema.to_string())
+            })
+            .sum::<u64>()
     }
 
     fn pricer(&self) -> Pricer<'static> {
@@ -960,8 +1036,7 @@ impl Host {
     /// running (which gets that server's error), or a name no tool has or several share (which
     /// gets an error result naming the tools the model may mean).
     pub fn route(&self, mut call: ToolCall) -> ToolCall {
-        if call.name == FETCH_REFERENCE
-            || call.name == READ_RESULT
+        if self.is_host_tool(&call.name)
             || self.tool_index.contains_key(&call.name)
             || self.stopped_server(&call.name).is_some()
         {
@@ -989,11 +1064,14 @@ impl Host {
     /// arguments that are not an object, or arguments its tool's input schema refuses. A call
     /// with a mistake is not made.
     fn mistake(&mut self, call: &ToolCall) -> Option<String> {
-        let host_tool = call.name == FETCH_REFERENCE || call.name == READ_RESULT;
+        let host_tool = self.is_host_tool(&call.name);
         if !host_tool
             && !self.tool_index.contains_key(&call.name)
             && self.stopped_server(&call.name).is_none()
         {
+            if let Some(server) = self.vanished.get(&call.name) {
+                return Some(toolset::vanished(&call.name, server));
+            }
             let candidates = self.own_name_candidates(&call.name);
             if candidates.len() > 1 {
                 return Some(mistakes::ambiguous_tool(&call.name, &candidates));
@@ -1016,6 +1094,13 @@ impl Host {
         }
         self.schemas
             .mismatch(&tool.name, &tool.input_schema, &call.arguments)
+    }
+
+    /// Whether `name` is a host tool offered now: `search_tools` only while tools are deferred.
+    fn is_host_tool(&self, name: &str) -> bool {
+        name == FETCH_REFERENCE
+            || name == READ_RESULT
+            || (name == SEARCH_TOOLS && self.deferral.is_active())
     }
 
     /// The configured server that is not running whose tools' model-facing names `name` is under.
@@ -1042,7 +1127,23 @@ impl Host {
                     .flatten()
             })
             .collect();
-        let mut raw = self.call_servers(calls, &targets);
+        // Neighbouring calls of tools that say they only read overlap; any other call runs
+        // alone, after the calls before it and before the calls after it.
+        let parallel: Vec<bool> = (targets.iter())
+            .map(|t| {
+                t.as_ref()
+                    .is_some_and(|(i, tool)| toolset::is_read_only(&self.servers[*i].tools, tool))
+            })
+            .collect();
+        let mut raw: Vec<Option<Result<Value, CallError>>> = calls.iter().map(|_| None).collect();
+        for phase in toolset::phases(&parallel) {
+            let only: Vec<Option<(usize, String)>> = (targets.iter().enumerate())
+                .map(|(i, target)| target.clone().filter(|_| phase.contains(&i)))
+                .collect();
+            for (i, result) in self.call_servers(calls, &only).into_iter().enumerate() {
+                raw[i] = raw[i].take().or(result);
+            }
+        }
         let mut outputs = Vec::with_capacity(calls.len());
         for ((call, mistake), (target, result)) in calls
             .iter()
@@ -1164,6 +1265,18 @@ impl Host {
             self.fetch_reference(round, call)
         } else if call.name == READ_RESULT {
             self.read_result(round, call)
+        } else if call.name == SEARCH_TOOLS && self.deferral.is_active() {
+            let index = &self.tool_index;
+            let deferrable = |name: &str| index.contains_key(name);
+            let (text, is_error) =
+                match self
+                    .deferral
+                    .search(&self.tools, deferrable, &call.arguments)
+                {
+                    Ok(text) => (text, false),
+                    Err(text) => (text, true),
+                };
+            host_report(round, call, text.clone(), is_error, estimate(&text))
         } else if let Some((index, tool)) = self.tool_index.get(&call.name).cloned() {
             self.call_server_tool(round, call, index, &tool)
         } else if let Some(server) = self.stopped_server(&call.name) {

@@ -49,6 +49,7 @@ mod host_tools;
 mod message;
 #[cfg(feature = "rmcp")]
 pub mod rmcp;
+pub mod toolset;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -71,6 +72,7 @@ pub use mcpl_encode::conversation::{ToolOutput, ToolSpec};
 pub use mcpl_fetch::{FetchOptions, Fetcher, NoResources, ResourceReader, Saved};
 pub use mcpl_lanes::{RouteId, UriPolicy};
 pub use message::{HeldText, ShownMessage};
+pub use toolset::{SEARCH_TOOLS, SEARCH_TOOLS_DESCRIPTION};
 
 /// How the session treats one server's content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
