@@ -65,9 +65,12 @@ impl ToolList {
                 self.changed = true;
                 let times = arguments.get("times").and_then(Value::as_u64).unwrap_or(1);
                 let times = times.clamp(1, MOST_NOTICES);
-                let answer = format!(
-                    "added {ADDED_TOOL}; sent notifications/tools/list_changed {times} times"
-                );
+                let said = match times {
+                    1 => "once".to_owned(),
+                    n => format!("{n} times"),
+                };
+                let answer =
+                    format!("added {ADDED_TOOL}; sent notifications/tools/list_changed {said}");
                 Some((vec![LIST_CHANGED; times as usize], text(answer)))
             }
             ADDED_TOOL if self.changed => Some((

@@ -1136,7 +1136,9 @@ impl Host {
             })
             .collect();
         let mut raw: Vec<Option<Result<Value, CallError>>> = calls.iter().map(|_| None).collect();
+        let mut overlap = vec![0; calls.len()];
         for phase in toolset::phases(&parallel) {
+            phase.clone().for_each(|i| overlap[i] = phase.len() - 1);
             let only: Vec<Option<(usize, String)>> = (targets.iter().enumerate())
                 .map(|(i, target)| target.clone().filter(|_| phase.contains(&i)))
                 .collect();
@@ -1150,13 +1152,17 @@ impl Host {
             .zip(mistakes)
             .zip(targets.iter().zip(raw.iter_mut()))
         {
-            let report = match (mistake, target, result.take()) {
+            let mut report = match (mistake, target, result.take()) {
                 (Some(text), _, _) => self.mistaken(round, call, text),
                 (None, Some((index, tool)), Some(result)) => {
                     self.finish_server_call(round, call, *index, tool, result)
                 }
                 _ => self.one_call(round, call),
             };
+            if overlap[outputs.len()] > 0 {
+                let note = toolset::overlap_note(overlap[outputs.len()]);
+                report.diagnostics.push(note);
+            }
             outputs.push(self.record(report));
         }
         outputs

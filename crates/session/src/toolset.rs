@@ -58,6 +58,13 @@ pub fn phases(parallel: &[bool]) -> Vec<Range<usize>> {
     phases
 }
 
+/// The note on a call that ran at the same time as `others` calls of tools that say they
+/// only read.
+pub fn overlap_note(others: usize) -> String {
+    let calls = if others == 1 { "call" } else { "calls" };
+    format!("ran at the same time as {others} other {calls} of tools that say they only read")
+}
+
 /// Whether the tool called `name` in a server's `listings` says it only reads:
 /// `annotations.readOnlyHint` is `true`. A hint, never trusted for more than overlapping with
 /// other such calls.
