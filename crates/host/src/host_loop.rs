@@ -1111,9 +1111,10 @@ impl Host {
         })
     }
 
-    /// One model turn's tool calls. The servers' calls go out first, at once: each server's on
-    /// a thread of its own, up to its `max_concurrent_calls` outstanding at a time, with the
-    /// servers' requests meanwhile answered as always and shown once all have returned. Then
+    /// One model turn's tool calls. The servers' calls go out first, in phases (decision 0132):
+    /// neighbouring calls of read-only-hinted tools together, each server's on a thread of its
+    /// own, up to its `max_concurrent_calls` outstanding at a time; any other call alone. The
+    /// servers' requests are meanwhile answered as always and shown once all have returned. Then
     /// each call, in the model's order, passes classify, lanes and budget, or goes to its host
     /// tool. The outputs keep the model's order.
     pub fn call_tools(&mut self, round: usize, calls: &[ToolCall]) -> Vec<ToolOutput> {
