@@ -3,7 +3,7 @@
 //! run at once (decision 0132), and deferred tools behind the `search_tools` host tool when the
 //! definitions would take too much of the context window (decision 0131).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ops::Range;
 
 use mcpl_budget::{Bound, TokenEstimator};
@@ -27,15 +27,25 @@ const QUERY_CHARS: usize = 200;
 const DESCRIPTION_CHARS: usize = 200;
 /// The most words of a query matched.
 const QUERY_WORDS: usize = 16;
+/// The most characters of a tool's description a search reads.
+const SEARCHED_CHARS: usize = 4096;
 
 /// `old` merged with `new`, the server's tools as listed again: a tool whose definition did
 /// not change keeps its place, a tool no longer listed drops out, and a new or changed tool
 /// goes to the end in `new`'s order. The tools before the first change keep their bytes, so a
 /// provider's prompt cache still holds them.
 pub fn merge_stable(old: &[ToolSpec], new: Vec<ToolSpec>) -> Vec<ToolSpec> {
-    let kept: Vec<&ToolSpec> = old.iter().filter(|tool| new.contains(tool)).collect();
-    let mut merged: Vec<ToolSpec> = kept.iter().map(|&tool| tool.clone()).collect();
-    merged.extend(new.into_iter().filter(|tool| !kept.contains(&tool)));
+    let listed: HashMap<&str, &ToolSpec> = new.iter().map(|t| (t.name.as_str(), t)).collect();
+    let kept: HashSet<&str> = (old.iter())
+        .filter(|tool| listed.get(tool.name.as_str()) == Some(tool))
+        .map(|tool| tool.name.as_str())
+        .collect();
+    let mut merged: Vec<ToolSpec> = (old.iter())
+        .filter(|tool| kept.contains(tool.name.as_str()))
+        .cloned()
+        .collect();
+    let kept: HashSet<String> = kept.into_iter().map(str::to_owned).collect();
+    merged.extend(new.into_iter().filter(|tool| !kept.contains(&tool.name)));
     merged
 }
 
@@ -189,7 +199,8 @@ impl Deferral {
             .filter(|(_, tool)| deferrable(&tool.name))
             .filter_map(|(at, tool)| {
                 let name: BTreeSet<String> = words(&tool.name).collect();
-                let description: BTreeSet<String> = words(&tool.description).collect();
+                let searched: String = tool.description.chars().take(SEARCHED_CHARS).collect();
+                let description: BTreeSet<String> = words(&searched).collect();
                 let score: usize = wanted
                     .iter()
                     .map(|w| {
@@ -259,6 +270,19 @@ mod tests {
             .map(|t| format!("{}={}", t.name, t.description))
             .collect();
         assert_eq!(names, ["a=1", "c=3", "d=4", "b=changed"]);
+    }
+
+    #[test]
+    fn a_merge_of_the_most_tools_a_server_may_list_moves_only_the_changed_one() {
+        let many: Vec<ToolSpec> = (0..10_000).map(|i| tool(&format!("t{i}"), "d")).collect();
+        let mut again = many.clone();
+        again.reverse();
+        again[0].description = "changed".into();
+        let merged = merge_stable(&many, again);
+        assert_eq!(merged.len(), 10_000);
+        assert_eq!(merged[0].name, "t0");
+        assert_eq!(merged[9_999].name, "t9999");
+        assert_eq!(merged[9_999].description, "changed");
     }
 
     #[test]
