@@ -525,26 +525,32 @@ impl Host {
     /// schema redacted with what the session hides now (a uri hidden since the listing, a
     /// token, a signed url); a tool whose name would change is not offered.
     fn redacted_tools(&mut self) -> Vec<ToolSpec> {
+        let offered = self.offered();
         let hidden = HiddenUris::in_session(
             &[],
             UriPolicy::Hidden,
             self.lanes.session.registry_mut().hidden_mut(),
             true,
         );
+        offered
+            .into_iter()
+            .filter(|tool| hidden.redact(&tool.name) == tool.name)
+            .map(|tool| {
+                ToolSpec::new(
+                    tool.name.clone(),
+                    hidden.redact(&tool.description).into_owned(),
+                    hidden.redact_value(&tool.input_schema),
+                )
+            })
+            .collect()
+    }
+
+    /// The tools offered now: every tool, or while they are deferred the host's, `search_tools`
+    /// and the ones its searches loaded.
+    fn offered(&self) -> Vec<ToolSpec> {
         let index = &self.tool_index;
-        (self
-            .deferral
-            .offered(&self.tools, |name| index.contains_key(name)))
-        .into_iter()
-        .filter(|tool| hidden.redact(&tool.name) == tool.name)
-        .map(|tool| {
-            ToolSpec::new(
-                tool.name.clone(),
-                hidden.redact(&tool.description).into_owned(),
-                hidden.redact_value(&tool.input_schema),
-            )
-        })
-        .collect()
+        self.deferral
+            .offered(&self.tools, |name| index.contains_key(name))
     }
 
     /// The tools offered to the model: every server's, `fetch_reference` and `read_result`.
@@ -1012,18 +1018,14 @@ impl Host {
 
     /// The system prompt's and the tool definitions' estimated tokens.
     fn fixed_tokens(&self) -> u64 {
-        let index = &self.tool_index;
         estimate(&self.options.system)
-            + (self
-                .deferral
-                .offered(&self.tools, |name| index.contains_key(name)))
-            .iter()
-            .map(|tool| {
-                estimate(&tool.name)
-                    + estimate(&tool.description)
-                    + estimate(&tool.input_schema.to_string())
-            })
-            .sum::<u64>()
+            + (self.offered().iter())
+                .map(|tool| {
+                    estimate(&tool.name)
+                        + estimate(&tool.description)
+                        + estimate(&tool.input_schema.to_string())
+                })
+                .sum::<u64>()
     }
 
     fn pricer(&self) -> Pricer<'static> {
@@ -1275,14 +1277,8 @@ impl Host {
         } else if call.name == SEARCH_TOOLS && self.deferral.is_active() {
             let index = &self.tool_index;
             let deferrable = |name: &str| index.contains_key(name);
-            let (text, is_error) =
-                match self
-                    .deferral
-                    .search(&self.tools, deferrable, &call.arguments)
-                {
-                    Ok(text) => (text, false),
-                    Err(text) => (text, true),
-                };
+            let found = (self.deferral).search(&self.tools, deferrable, &call.arguments);
+            let (is_error, text) = (found.is_err(), found.unwrap_or_else(|why| why));
             host_report(round, call, text.clone(), is_error, estimate(&text))
         } else if let Some((index, tool)) = self.tool_index.get(&call.name).cloned() {
             self.call_server_tool(round, call, index, &tool)
