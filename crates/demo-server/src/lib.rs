@@ -8,7 +8,9 @@
 //! result. `push-events` sends the host `push/event` and `channels/incoming` requests of its
 //! own, `host-answers` reports what the host answered them, `context/beforeInference` answers
 //! with an injection at each position, and `crash`, `hang`, `garbage` and `slow` misbehave so
-//! a host's failure handling can be tested. `tools/list` describes every tool.
+//! a host's failure handling can be tested. `change-tools` adds `added-tool` to the list and
+//! says so with `notifications/tools/list_changed`; `text` and `look` are annotated
+//! `readOnlyHint`. `tools/list` describes every tool.
 //!
 //! [`Remote`] serves it dialed rather than spawned: over Streamable HTTP and over MCPL's
 //! WebSocket on one loopback origin, which also serves the demo's reference files.
