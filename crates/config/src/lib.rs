@@ -447,10 +447,15 @@ impl Config {
         };
         let raw: RawConfig =
             deserialize(bytes).map_err(|(key, message)| key_error(key, message))?;
-        if raw.mcpl.defer_tools_above_percent.is_some_and(|p| p > 100) {
+        // At 0 no searched tool could be loaded: the share is what loaded tools may take.
+        if raw
+            .mcpl
+            .defer_tools_above_percent
+            .is_some_and(|p| !(1..=100).contains(&p))
+        {
             return Err(key_error(
                 "mcpl.deferToolsAbovePercent".to_owned(),
-                "must be at most 100".to_owned(),
+                "must be from 1 to 100".to_owned(),
             ));
         }
         let mut servers = Vec::with_capacity(raw.mcp_servers.len());

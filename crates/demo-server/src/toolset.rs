@@ -65,24 +65,31 @@ impl ToolList {
                 self.changed = true;
                 let times = arguments.get("times").and_then(Value::as_u64).unwrap_or(1);
                 let times = times.clamp(1, MOST_NOTICES);
-                let said = match times {
-                    1 => "once".to_owned(),
-                    n => format!("{n} times"),
-                };
-                let answer =
-                    format!("added {ADDED_TOOL}; sent notifications/tools/list_changed {said}");
+                let answer = format!(
+                    "added {ADDED_TOOL}; sent notifications/tools/list_changed {}",
+                    times_said(times)
+                );
                 Some((vec![LIST_CHANGED; times as usize], text(answer)))
             }
             ADDED_TOOL if self.changed => Some((
                 Vec::new(),
                 text(format!(
-                    "{ADDED_TOOL} answered; tools/list was answered {} times",
-                    self.listings
+                    "{ADDED_TOOL} answered; tools/list was answered {}",
+                    times_said(self.listings)
                 )),
             )),
             LOOK => Some((Vec::new(), text(LOOK_ANSWER.to_owned()))),
             _ => None,
         }
+    }
+}
+
+/// `once`, or `n times`.
+fn times_said(n: u64) -> String {
+    if n == 1 {
+        "once".to_owned()
+    } else {
+        format!("{n} times")
     }
 }
 

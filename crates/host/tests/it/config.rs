@@ -51,11 +51,13 @@ fn the_share_tools_may_take_is_a_percent() {
         Config::from_slice("mcpl.json", text.as_bytes())
     };
     assert_eq!(read("100").unwrap().defer_tools_percent, 100);
-    assert_eq!(read("0").unwrap().defer_tools_percent, 0);
-    assert_eq!(
-        read("101").unwrap_err().to_string(),
-        "mcpl.json: mcpl.deferToolsAbovePercent: must be at most 100"
-    );
+    assert_eq!(read("1").unwrap().defer_tools_percent, 1);
+    for wrong in ["0", "101"] {
+        assert_eq!(
+            read(wrong).unwrap_err().to_string(),
+            "mcpl.json: mcpl.deferToolsAbovePercent: must be from 1 to 100"
+        );
+    }
 }
 
 #[test]
