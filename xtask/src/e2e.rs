@@ -591,6 +591,16 @@ fn play(
         },
     );
     check_report(checks, name, &report, &expected);
+    if name == "everything" {
+        // Its first turn's six tools all say `readOnlyHint: true`: they run at once (decision
+        // 0132), and each call's notes on the report page say so.
+        let page = std::fs::read_to_string(&report).unwrap_or_default();
+        let note = "ran at the same time as 5 other calls of tools that say they only read";
+        checks.check(
+            format!("{name}: the first turn's six read-only calls ran at the same time"),
+            expect_eq(page.matches(note).count(), 6),
+        );
+    }
 
     let text = std::fs::read_to_string(&transcript).unwrap_or_default();
     let parsed: Result<Vec<Json>, String> = text

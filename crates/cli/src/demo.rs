@@ -4,7 +4,9 @@
 //! The demo server is embedded in the `mcpl` binary (`mcpl serve-demo`, hidden), so the demo
 //! needs nothing but the binary and runs offline. The scripted model calls every tool that
 //! answers (the ones that crash, hang or write garbage are for the failure tests), one per
-//! round so each result's live copy is its own request, then `push-events` and
+//! round so each result's live copy is its own request (but `look`, called twice in one round
+//! to show read-only calls running at once, and `added-tool`, called in the round after
+//! `change-tools` added it), then `push-events` and
 //! `host-answers`, then reads the stubs it was shown and calls `fetch_reference` on two of
 //! them by their names, as a model would: one the fetcher saves, one it refuses, on purpose.
 //!
@@ -19,7 +21,7 @@ use mcpl_classify::Payload;
 use mcpl_lanes::{RouteId, markers};
 use serde_json::{Value, json};
 
-use mcpl_demo_server::{Options as DemoOptions, Remote};
+use mcpl_demo_server::{CHANGE_TOOLS, LOOK, Options as DemoOptions, Remote};
 use mcpl_encode::Encoder;
 use mcpl_encode::conversation::{Content, ToolCall, ToolOutput, model_tool_name};
 use mcpl_host::config::{Config, ConfigError};
@@ -234,8 +236,8 @@ pub fn run_demo(
     })
 }
 
-/// The tools the demo calls, in order.
-fn demo_steps(host: &Host) -> Vec<String> {
+/// The demo's turns, in order: each the tools called in it.
+fn demo_steps(host: &Host) -> Vec<Vec<String>> {
     let Some(server) = host.servers.first() else {
         return Vec::new();
     };
@@ -244,15 +246,31 @@ fn demo_steps(host: &Host) -> Vec<String> {
         .iter()
         .filter_map(|tool| tool.get("name").and_then(Value::as_str))
         .collect();
-    let mut steps: Vec<String> = names
+    let turn = |names: &[&str]| -> Vec<String> {
+        names
+            .iter()
+            .map(|name| model_tool_name(DEMO_SERVER, name))
+            .collect()
+    };
+    let mut steps = Vec::new();
+    for name in names
         .iter()
         .filter(|name| !MISBEHAVING.contains(name) && !LAST.contains(name))
-        .map(|name| model_tool_name(DEMO_SERVER, name))
-        .collect();
+    {
+        match *name {
+            // Two read-only calls in one turn: they run at the same time.
+            mcpl_demo_server::LOOK => steps.push(turn(&[LOOK, LOOK])),
+            // The tool list changes: the tool it adds is offered from the next request on.
+            mcpl_demo_server::CHANGE_TOOLS => {
+                steps.extend([turn(&[CHANGE_TOOLS]), turn(&[mcpl_demo_server::ADDED_TOOL])]);
+            }
+            name => steps.push(turn(&[name])),
+        }
+    }
     steps.extend(
         LAST.iter()
             .filter(|name| names.contains(name))
-            .map(|name| model_tool_name(DEMO_SERVER, name)),
+            .map(|name| turn(&[name])),
     );
     steps
 }
@@ -327,11 +345,11 @@ impl PlannedFetch {
     }
 }
 
-/// The demo's model: one tool per turn, then `fetch_reference` on the stubs it was shown, by
+/// The demo's model: its turns' tools (one per turn but `look`'s), then `fetch_reference` on the stubs it was shown, by
 /// their names, then a final answer.
 #[derive(Debug)]
 struct DemoModel {
-    steps: std::vec::IntoIter<String>,
+    steps: std::vec::IntoIter<Vec<String>>,
     fetches: std::slice::Iter<'static, PlannedFetch>,
     fetched: Vec<(String, &'static PlannedFetch)>,
     skill_loads: std::slice::Iter<'static, (&'static str, Option<&'static str>)>,
@@ -339,7 +357,7 @@ struct DemoModel {
 }
 
 impl DemoModel {
-    fn new(steps: Vec<String>) -> DemoModel {
+    fn new(steps: Vec<Vec<String>>) -> DemoModel {
         DemoModel {
             steps: steps.into_iter(),
             fetches: PLANNED_FETCHES.iter(),
@@ -350,15 +368,19 @@ impl DemoModel {
     }
 
     fn call(&mut self, name: String, arguments: Value) -> Turn {
-        self.calls += 1;
-        Turn::new(
-            "",
-            vec![ToolCall::new(
-                format!("call_{}", self.calls),
-                name,
-                arguments,
-            )],
-        )
+        self.calls_in_turn(vec![name], arguments)
+    }
+
+    /// One turn calling each of `names` with `arguments`.
+    fn calls_in_turn(&mut self, names: Vec<String>, arguments: Value) -> Turn {
+        let calls = names
+            .into_iter()
+            .map(|name| {
+                self.calls += 1;
+                ToolCall::new(format!("call_{}", self.calls), name, arguments.clone())
+            })
+            .collect();
+        Turn::new("", calls)
     }
 }
 
@@ -368,8 +390,8 @@ impl Model for DemoModel {
     }
 
     fn complete(&mut self, body: &Value) -> Result<Turn, ModelError> {
-        if let Some(tool) = self.steps.next() {
-            return Ok(self.call(tool, json!({})));
+        if let Some(tools) = self.steps.next() {
+            return Ok(self.calls_in_turn(tools, json!({})));
         }
         // Read the request as a model would: the id in the stub that names the file.
         let text = body.to_string();

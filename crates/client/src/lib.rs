@@ -117,6 +117,11 @@ static PROGRESS_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"notifications/progress"));
 /// How long a `tasks/cancel` sent on giving up may wait for room and for its answer.
 const TASK_CANCEL_WAIT: Duration = Duration::from_secs(2);
+/// The searcher for the one notification the host acts on (see [`Incoming::ToolsChanged`]).
+static TOOLS_CHANGED_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(TOOLS_LIST_CHANGED.as_bytes()));
+/// The notification a server sends when its tools change.
+pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
 /// A line buffer grown past this is given back once its line is handled.
 const KEEP_BUFFER_BYTES: usize = 1 << 20;
 
@@ -573,6 +578,9 @@ enum Incoming {
         id: Option<Value>,
         is_request: bool,
     },
+    /// `notifications/tools/list_changed`: the server's tools changed. The connection keeps
+    /// one flag for any number of them (see [`Connection::take_tools_changed`]).
+    ToolsChanged,
     Closed,
 }
 
@@ -775,6 +783,8 @@ pub struct Connection {
     tool_headers: headers::ToolHeaders,
     /// Who is told of progress and task status while a call runs.
     observer: Watcher,
+    /// Whether the server said its tools changed since [`Connection::take_tools_changed`].
+    tools_changed: bool,
     /// The server's `initialize` result (for a stateless server, its `server/discover` result
     /// in the same shape: `protocolVersion`, `capabilities`, `serverInfo`, `instructions`).
     pub initialized: Value,
@@ -845,6 +855,7 @@ impl Connection {
             agreed: None,
             tool_headers: headers::ToolHeaders::default(),
             observer: Watcher(None),
+            tools_changed: false,
             initialized: Value::Null,
         };
         if launch.protocol == Protocol::Modern && connection.discover(limits.timeout, host)? {
@@ -1035,6 +1046,12 @@ impl Connection {
         if let Some(observer) = &self.observer.0 {
             observer(notice);
         }
+    }
+
+    /// Whether the server sent `notifications/tools/list_changed` since the last call, and
+    /// clears that. A flood of them is one `true`: the host lists the tools again once.
+    pub fn take_tools_changed(&mut self) -> bool {
+        std::mem::take(&mut self.tools_changed)
     }
 
     /// Sends a notification; a server that has gone, or does not read, is not an error here.
@@ -1691,6 +1708,7 @@ impl Connection {
             Incoming::Progress(_) => {
                 tracing::trace!(server = %self.name, "progress while no call waits; skipped");
             }
+            Incoming::ToolsChanged => self.tools_changed = true,
             Incoming::Closed => {
                 self.exit_detail("it closed its output".to_owned());
             }
@@ -1988,6 +2006,15 @@ fn parse_line(server: &str, line: &[u8]) -> Option<Incoming> {
     // A line with no `"id"` anywhere is a notification or a response without an id: neither is
     // waited for, so it is skipped without being parsed (a flood of them costs a scan each).
     if ID_KEY.find(line).is_none() && PROGRESS_KEY.find(line).is_none() {
+        if TOOLS_CHANGED_KEY.find(line).is_some()
+            && let Ok(Envelope {
+                method: Some(method),
+                id: None,
+            }) = serde_json::from_slice::<Envelope<'_>>(line)
+            && method == TOOLS_LIST_CHANGED
+        {
+            return Some(Incoming::ToolsChanged);
+        }
         tracing::trace!(
             server,
             bytes = line.len(),
@@ -2003,6 +2030,9 @@ fn parse_line(server: &str, line: &[u8]) -> Option<Incoming> {
     }) = serde_json::from_slice::<Envelope<'_>>(line)
         && method != "notifications/progress"
     {
+        if method == TOOLS_LIST_CHANGED {
+            return Some(Incoming::ToolsChanged);
+        }
         tracing::debug!(server, %method, "notification");
         return None;
     }
@@ -2330,9 +2360,22 @@ mod tests {
     }
 
     #[test]
-    fn what_no_call_waits_for_is_skipped() {
+    fn a_changed_tool_list_is_told_whatever_its_params() {
         for line in [
             &br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#[..],
+            br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"id":1}}}"#,
+        ] {
+            assert!(matches!(parse(line), Some(Incoming::ToolsChanged)));
+        }
+        // Another notification naming it in its params is not it.
+        let other = br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"notifications/tools/list_changed"}}"#;
+        assert!(parse(other).is_none());
+    }
+
+    #[test]
+    fn what_no_call_waits_for_is_skipped() {
+        for line in [
+            &br#"{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}"#[..],
             br#"{"jsonrpc":"2.0","result":{}}"#,
             br#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
             b"Starting server... {",

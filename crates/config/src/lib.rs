@@ -15,6 +15,7 @@
 //!           "maxImages": 600, "maxBodyBytes": 32000000, "spillNotice": "read_result",
 //!           "spillTtlHours": 24, "models": {"my-model": {"images": true, "contextWindow": 32000}},
 //!           "tlsRoots": ["/etc/mcpl/private-ca.pem"], "maxToolBudget": 50000,
+//!           "deferToolsAbovePercent": 10,
 //!           "spillStore": {"type": "s3", "bucket": "b", "prefix": "mcpl/", "endpoint": "..."}}}
 //! ```
 //!
@@ -67,6 +68,9 @@ pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
 /// The most bytes of a server's `instructions` the model reads unless the server's config says
 /// otherwise (`mcpl.instructionsBytes`): 2 KB, as Claude Code keeps (decision 0134).
 pub const DEFAULT_INSTRUCTIONS_BYTES: usize = 2048;
+/// The share of the context window, in percent, the servers' tool definitions may take before
+/// they are deferred behind `search_tools` (`deferToolsAbovePercent`).
+pub const DEFAULT_DEFER_TOOLS_PERCENT: u64 = 10;
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,6 +100,10 @@ pub struct Config {
     /// The most estimated tokens a tool's own budget may be (`maxToolBudget`): a size its
     /// server declares, or a server's `toolBudgets`, is held to it.
     pub max_tool_budget: u64,
+    /// The share of the context window, in percent, the servers' tool definitions may take
+    /// before they are deferred behind `search_tools` (`deferToolsAbovePercent`); 100 never
+    /// defers.
+    pub defer_tools_percent: u64,
 }
 
 impl Default for Config {
@@ -106,6 +114,7 @@ impl Default for Config {
             spill_dir: None,
             fetch_dir: None,
             context_window: DEFAULT_CONTEXT_WINDOW,
+            defer_tools_percent: DEFAULT_DEFER_TOOLS_PERCENT,
             route: RouteSettings::default(),
             spill_store: SpillStoreConfig::Local,
             spill_notice: SpillNotice::ReadResult,
@@ -280,6 +289,7 @@ struct RawHost {
     spill_dir: Option<PathBuf>,
     fetch_dir: Option<PathBuf>,
     context_window: Option<u64>,
+    defer_tools_above_percent: Option<u64>,
     scale_images: Option<bool>,
     image_base64: Option<u64>,
     max_images: Option<usize>,
@@ -465,6 +475,17 @@ impl Config {
         };
         let raw: RawConfig =
             deserialize(bytes).map_err(|(key, message)| key_error(key, message))?;
+        // At 0 no searched tool could be loaded: the share is what loaded tools may take.
+        if raw
+            .mcpl
+            .defer_tools_above_percent
+            .is_some_and(|p| !(1..=100).contains(&p))
+        {
+            return Err(key_error(
+                "mcpl.deferToolsAbovePercent".to_owned(),
+                "must be from 1 to 100".to_owned(),
+            ));
+        }
         let mut servers = Vec::with_capacity(raw.mcp_servers.len());
         for (name, value) in &raw.mcp_servers {
             let server: RawServer = serde_path_to_error::deserialize(value).map_err(|e| {
@@ -582,6 +603,10 @@ impl Config {
             spill_dir: raw.mcpl.spill_dir,
             fetch_dir: raw.mcpl.fetch_dir,
             context_window: raw.mcpl.context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW),
+            defer_tools_percent: raw
+                .mcpl
+                .defer_tools_above_percent
+                .unwrap_or(DEFAULT_DEFER_TOOLS_PERCENT),
             route: RouteSettings {
                 scale_images: raw.mcpl.scale_images.unwrap_or(true),
                 image_base64: raw.mcpl.image_base64,

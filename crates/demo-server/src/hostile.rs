@@ -245,6 +245,12 @@ impl<W: Write + Send + 'static> Hostile<W> {
                 if self.mode == Misbehaviour::SameCursor {
                     listing["nextCursor"] = json!("again");
                 }
+                // The gatherer's calls only read, it says, unless told it writes.
+                if self.mode == Misbehaviour::Gather
+                    && std::env::var_os("MCPL_GATHER_WRITES").is_none()
+                {
+                    listing["tools"][0]["annotations"] = json!({"readOnlyHint": true});
+                }
                 self.answer(&id, listing)
             }
             "tools/call" => self.act(&id),

@@ -8,7 +8,9 @@
 //! result. `push-events` sends the host `push/event` and `channels/incoming` requests of its
 //! own, `host-answers` reports what the host answered them, `context/beforeInference` answers
 //! with an injection at each position, and `crash`, `hang`, `garbage` and `slow` misbehave so
-//! a host's failure handling can be tested. `tools/list` describes every tool.
+//! a host's failure handling can be tested. `change-tools` adds `added-tool` to the list and
+//! says so with `notifications/tools/list_changed`; `text` and `look` are annotated
+//! `readOnlyHint`. `tools/list` describes every tool.
 //!
 //! [`Remote`] serves it dialed rather than spawned: over Streamable HTTP and over MCPL's
 //! WebSocket on one loopback origin, which also serves the demo's reference files.
@@ -50,6 +52,7 @@ mod remote;
 mod resources;
 mod skills;
 mod tools;
+mod toolset;
 mod wire;
 
 use std::io::{self, BufRead, BufWriter, ErrorKind, Write};
@@ -66,6 +69,7 @@ pub use crate::hostile_remote::{
 use crate::push::Outgoing;
 pub use crate::remote::{BRIEF_PATH, MCP_PATH, Remote};
 use crate::tools::{Effect, Tool};
+pub use crate::toolset::{ADDED_TOOL, CHANGE_TOOLS, LOOK, LOOK_ANSWER};
 
 /// The protocol version answered to a client that names none.
 const DEFAULT_PROTOCOL_VERSION: &str = "2025-06-18";
@@ -135,6 +139,7 @@ pub fn serve(input: impl BufRead, output: impl Write, options: Options) -> io::R
         pushes: 0,
         channel_batches: 0,
         long: long::Long::default(),
+        tool_list: toolset::ToolList::default(),
     };
     match server.run(input) {
         Err(error) if error.kind() == ErrorKind::BrokenPipe => Ok(Ending::OutputClosed),
@@ -154,6 +159,8 @@ struct Server<W: Write> {
     channel_batches: u64,
     /// The long tools' tasks.
     long: long::Long,
+    /// What `change-tools` did to the tool list.
+    tool_list: toolset::ToolList,
 }
 
 impl<W: Write> Server<W> {
@@ -239,12 +246,10 @@ impl<W: Write> Server<W> {
             }
             "ping" => json!({}),
             "tools/list" => {
-                let tools: Vec<Value> = Tool::ALL
-                    .map(Tool::listing)
-                    .into_iter()
-                    .chain(declared::listing())
-                    .chain(long::listing())
-                    .collect();
+                let mut tools = Tool::ALL.map(Tool::listing).to_vec();
+                tools.extend(declared::listing());
+                tools.extend(long::listing());
+                tools.extend(self.tool_list.listing());
                 json!({"tools": tools})
             }
             "tasks/get" | "tasks/cancel" | "tasks/update" | "tasks/result" => {
@@ -331,12 +336,19 @@ impl<W: Write> Server<W> {
             self.long_call(id, tool, params)?;
             return Ok(None);
         }
+        let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+        if let Some((lines, result)) = self.tool_list.call(name, &arguments) {
+            for line in lines {
+                self.output.write_all(line.as_bytes())?;
+                self.output.write_all(b"\n")?;
+            }
+            return self.answer(id, result).map(|()| None);
+        }
         let Some(tool) = Tool::named(name) else {
             let message = format!("unknown tool: {name}");
             self.error(id, INVALID_PARAMS, &message, Some(json!({"name": name})))?;
             return Ok(None);
         };
-        let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
         self.log(&format!("tools/call {name}"));
         match tool.call(&arguments, self.options.files_origin.as_deref()) {
             Effect::Answer(result) => self.answer(id, result)?,

@@ -284,11 +284,15 @@ impl Tool {
 
     /// Its entry in `tools/list`.
     pub(crate) fn listing(self) -> Value {
-        json!({
+        let mut listing = json!({
             "name": self.name(),
             "description": self.description(),
             "inputSchema": self.input_schema(),
-        })
+        });
+        if self == Tool::Text {
+            listing["annotations"] = json!({"readOnlyHint": true});
+        }
+        listing
     }
 
     /// What calling it with `arguments` does.

@@ -36,7 +36,8 @@ use mcpl_encode::conversation::{
 };
 use mcpl_encode::{Encoder, window};
 use mcpl_fetch::{Fetcher, ResourceReader};
-use mcpl_session::{ServerPolicy, Session, Shown};
+use mcpl_session::toolset::{self, Deferral};
+use mcpl_session::{SEARCH_TOOLS, ServerPolicy, Session, Shown};
 
 pub use mcpl_session::{
     FETCH_REFERENCE, FETCH_REFERENCE_DESCRIPTION, LOAD_SKILL, READ_RESULT, READ_RESULT_DESCRIPTION,
@@ -61,6 +62,8 @@ pub struct HostOptions {
     pub max_tokens: u32,
     /// The model's context window in estimated tokens.
     pub context_window: u64,
+    /// The share of the window, in percent, tool definitions may take before they are deferred.
+    pub defer_tools_percent: u64,
     /// Where spill files go.
     pub spill_dir: PathBuf,
     /// How an omission notice names a spill.
@@ -91,6 +94,7 @@ impl HostOptions {
                 .to_owned(),
             max_tokens: 4096,
             context_window: config.context_window,
+            defer_tools_percent: config.defer_tools_percent,
             spill_dir: config
                 .spill_dir
                 .clone()
@@ -324,6 +328,10 @@ pub struct Host {
     pub warnings: Vec<String>,
     /// The tool calls that failed since the last one that did not.
     consecutive_errors: usize,
+    /// Deferred tools: when on, the model finds the servers' tools with `search_tools`.
+    deferral: Deferral,
+    /// The tools the last listing again took away, with their server.
+    vanished: BTreeMap<String, String>,
     /// Every tool call, in order.
     pub calls: Vec<CallReport>,
     /// Every round, in order.
@@ -380,6 +388,8 @@ impl Host {
             wrapped: std::collections::HashSet::new(),
             warnings: Vec::new(),
             consecutive_errors: 0,
+            deferral: Deferral::default(),
+            vanished: BTreeMap::new(),
             calls: Vec::new(),
             rounds: Vec::new(),
             usage: None,
@@ -405,19 +415,83 @@ impl Host {
         for (server, started) in config.servers.iter().zip(started) {
             let server = host.add_server(server, started);
             host.servers.push(server);
+            host.index_tools(host.servers.len() - 1);
         }
-        // The tools as the route takes them; its own come first, so they stay.
-        let at = host.lanes.session.host_tools().len();
-        let skill_tool = host.lanes.session.skill_tool();
-        host.tools.splice(at..at, skill_tool);
-        let tools = std::mem::take(&mut host.tools);
-        let conformed = mcpl_encode::tools::conform(host.options.route.id(), tools);
-        for name in &conformed.left_out {
-            host.tool_index.remove(name);
-        }
-        (host.tools, host.wrapped) = (conformed.tools, conformed.wrapped.into_iter().collect());
-        host.warnings.extend(conformed.notes);
+        host.deferral = Deferral::new(
+            host.options.defer_tools_percent,
+            host.options.context_window,
+        );
+        host.offer(&[]);
         host
+    }
+
+    /// Offers the tools gathered in `self.tools` as the route takes them (its own come
+    /// first, so they stay), merged with `old` so unchanged tools keep their place, and decides
+    /// again whether they are deferred.
+    fn offer(&mut self, old: &[ToolSpec]) {
+        // `load_skill`, when a server offers skills, goes right after the host's own tools.
+        let at = self.lanes.session.host_tools().len().min(self.tools.len());
+        let skill_tool = self.lanes.session.skill_tool();
+        self.tools.splice(at..at, skill_tool);
+        let tools = std::mem::take(&mut self.tools);
+        let conformed = mcpl_encode::tools::conform(self.options.route.id(), tools);
+        for name in &conformed.left_out {
+            self.tool_index.remove(name);
+        }
+        (self.tools, self.wrapped) = (
+            toolset::merge_stable(old, conformed.tools),
+            conformed.wrapped.into_iter().collect(),
+        );
+        self.warnings.extend(conformed.notes);
+        let deferrable: Vec<ToolSpec> = (self.tools.iter())
+            .filter(|tool| self.tool_index.contains_key(&tool.name))
+            .cloned()
+            .collect();
+        (self.deferral).decide(toolset::tools_price(self.options.encoder(), &deferrable));
+    }
+
+    /// Lists again the tools of each server that said they changed (once a round, however
+    /// often it said so); the new set is offered from this round's request.
+    fn relist(&mut self, diagnostics: &mut Vec<String>) {
+        let mut changed = false;
+        let Host { servers, lanes, .. } = self;
+        for server in servers.iter_mut() {
+            let Some(connection) = server.connection.as_mut() else {
+                continue;
+            };
+            if connection.take_tools_changed() {
+                let (tools, error) = connection.list_tools(server.config.options.timeout, lanes);
+                match error {
+                    None => {
+                        // Their output schemas and own budgets are read again too.
+                        let name = &server.config.launch.name;
+                        diagnostics.extend(lanes.session.declare_tools(name, &tools));
+                        (server.tools, changed) = (tools, true);
+                    }
+                    Some(error) => {
+                        diagnostics.push(format!("tools kept as listed before: {error}"))
+                    }
+                }
+            }
+        }
+        if !changed {
+            return;
+        }
+        let (old, before) = (
+            std::mem::take(&mut self.tools),
+            std::mem::take(&mut self.tool_index),
+        );
+        self.tools = self.lanes.session.host_tools();
+        for index in 0..self.servers.len() {
+            self.index_tools(index);
+        }
+        self.schemas = Schemas::default();
+        self.offer(&old);
+        self.vanished = (before.into_iter())
+            .filter(|(name, _)| !self.tool_index.contains_key(name))
+            .map(|(name, (index, _))| (name, self.servers[index].config.launch.name.clone()))
+            .collect();
+        diagnostics.push(format!("tools listed again: {} offered", self.tools.len()));
     }
 
     /// Shows `notice` each server's progress and task status as it comes, and `call` each call's
@@ -474,7 +548,16 @@ impl Host {
             self.options.system.push_str("\n\n");
             self.options.system.push_str(&fenced);
         }
-        let index = self.servers.len();
+        let mut connection = started.connection;
+        connection.set_observer(self.notices.observer());
+        server.connection = Some(connection);
+        server
+    }
+
+    /// Adds the tools of the server at `index` (as it listed them) to the offer.
+    fn index_tools(&mut self, index: usize) {
+        let server = &self.servers[index];
+        let name = &server.config.launch.name;
         for tool in &server.tools {
             let Some(tool_name) = tool.get("name").and_then(Value::as_str) else {
                 continue;
@@ -497,24 +580,21 @@ impl Host {
                     .unwrap_or_else(|| json!({"type": "object"})),
             ));
         }
-        let mut connection = started.connection;
-        connection.set_observer(self.notices.observer());
-        server.connection = Some(connection);
-        server
     }
 
     /// The tools as the model is shown them: each description and every string of each input
     /// schema redacted with what the session hides now (a uri hidden since the listing, a
     /// token, a signed url); a tool whose name would change is not offered.
     fn redacted_tools(&mut self) -> Vec<ToolSpec> {
+        let offered = self.offered();
         let hidden = HiddenUris::in_session(
             &[],
             UriPolicy::Hidden,
             self.lanes.session.registry_mut().hidden_mut(),
             true,
         );
-        self.tools
-            .iter()
+        offered
+            .into_iter()
             .filter(|tool| hidden.redact(&tool.name) == tool.name)
             .map(|tool| {
                 ToolSpec::new(
@@ -524,6 +604,14 @@ impl Host {
                 )
             })
             .collect()
+    }
+
+    /// The tools offered now: every tool, or while they are deferred the host's, `search_tools`
+    /// and the ones its searches loaded.
+    fn offered(&self) -> Vec<ToolSpec> {
+        let index = &self.tool_index;
+        self.deferral
+            .offered(&self.tools, |name| index.contains_key(name))
     }
 
     /// The tools offered to the model: every server's and the host's (`fetch_reference`,
@@ -636,6 +724,8 @@ impl Host {
                 connection.pump(&mut self.lanes);
             }
         }
+        let mut diagnostics = Vec::new();
+        self.relist(&mut diagnostics);
         let mut injections = Vec::new();
         for server in &mut self.servers {
             let Some(connection) = &mut server.connection else {
@@ -663,7 +753,6 @@ impl Host {
         for (name, found) in &mut injections {
             self.fit_injections(name, found);
         }
-        let mut diagnostics = Vec::new();
         for (server, count) in self.lanes.take_dropped() {
             // Before the queued messages: `settle` finds those at the end of history.
             let note = unseen_events(&server, count);
@@ -998,9 +1087,7 @@ impl Host {
     /// The system prompt's and the tool definitions' estimated tokens.
     fn fixed_tokens(&self) -> u64 {
         estimate(&self.options.system)
-            + self
-                .tools
-                .iter()
+            + (self.offered().iter())
                 .map(|tool| {
                     estimate(&tool.name)
                         + estimate(&tool.description)
@@ -1052,6 +1139,9 @@ impl Host {
             && !self.tool_index.contains_key(&call.name)
             && self.stopped_server(&call.name).is_none()
         {
+            if let Some(server) = self.vanished.get(&call.name) {
+                return Some(toolset::vanished(&call.name, server));
+            }
             let candidates = self.own_name_candidates(&call.name);
             if candidates.len() > 1 {
                 return Some(mistakes::ambiguous_tool(&call.name, &candidates));
@@ -1076,10 +1166,13 @@ impl Host {
             .mismatch(&tool.name, &tool.input_schema, &call.arguments)
     }
 
-    /// Whether `name` is a host tool's: `fetch_reference` (which says when there is no
-    /// fetcher), `read_result`, or `load_skill` when a server offers skills.
+    /// Whether `name` is a host tool offered now: `fetch_reference` (which says when there is
+    /// no fetcher), `read_result`, `load_skill` when a server offers skills, and `search_tools`
+    /// only while tools are deferred.
     fn is_host_tool(&self, name: &str) -> bool {
-        name == FETCH_REFERENCE || self.lanes.session.is_host_tool(name)
+        name == FETCH_REFERENCE
+            || self.lanes.session.is_host_tool(name)
+            || (name == SEARCH_TOOLS && self.deferral.is_active())
     }
 
     /// The configured server that is not running whose tools' model-facing names `name` is under.
@@ -1090,9 +1183,10 @@ impl Host {
         })
     }
 
-    /// One model turn's tool calls. The servers' calls go out first, at once: each server's on
-    /// a thread of its own, up to its `max_concurrent_calls` outstanding at a time, with the
-    /// servers' requests meanwhile answered as always and shown once all have returned. Then
+    /// One model turn's tool calls. The servers' calls go out first, in phases (decision 0132):
+    /// neighbouring calls of read-only-hinted tools together, each server's on a thread of its
+    /// own, up to its `max_concurrent_calls` outstanding at a time; any other call alone. The
+    /// servers' requests are meanwhile answered as always and shown once all have returned. Then
     /// each call, in the model's order, passes classify, lanes and budget, or goes to its host
     /// tool. The outputs keep the model's order.
     pub fn call_tools(&mut self, round: usize, calls: &[ToolCall]) -> Vec<ToolOutput> {
@@ -1106,20 +1200,42 @@ impl Host {
                     .flatten()
             })
             .collect();
-        let mut raw = self.call_servers(calls, &targets);
+        // Neighbouring calls of tools that say they only read overlap; any other call runs
+        // alone, after the calls before it and before the calls after it.
+        let parallel: Vec<bool> = (targets.iter())
+            .map(|t| {
+                t.as_ref()
+                    .is_some_and(|(i, tool)| toolset::is_read_only(&self.servers[*i].tools, tool))
+            })
+            .collect();
+        let mut raw: Vec<Option<Result<Value, CallError>>> = calls.iter().map(|_| None).collect();
+        let mut overlap = vec![0; calls.len()];
+        for phase in toolset::phases(&parallel) {
+            phase.clone().for_each(|i| overlap[i] = phase.len() - 1);
+            let only: Vec<Option<(usize, String)>> = (targets.iter().enumerate())
+                .map(|(i, target)| target.clone().filter(|_| phase.contains(&i)))
+                .collect();
+            for (i, result) in self.call_servers(calls, &only).into_iter().enumerate() {
+                raw[i] = raw[i].take().or(result);
+            }
+        }
         let mut outputs = Vec::with_capacity(calls.len());
         for ((call, mistake), (target, result)) in calls
             .iter()
             .zip(mistakes)
             .zip(targets.iter().zip(raw.iter_mut()))
         {
-            let report = match (mistake, target, result.take()) {
+            let mut report = match (mistake, target, result.take()) {
                 (Some(text), _, _) => self.mistaken(round, call, text),
                 (None, Some((index, tool)), Some(result)) => {
                     self.finish_server_call(round, call, *index, tool, result)
                 }
                 _ => self.one_call(round, call),
             };
+            if overlap[outputs.len()] > 0 {
+                let note = toolset::overlap_note(overlap[outputs.len()]);
+                report.diagnostics.push(note);
+            }
             outputs.push(self.record(report));
         }
         outputs
@@ -1244,6 +1360,12 @@ impl Host {
             self.fetch_reference(round, call)
         } else if call.name == READ_RESULT {
             self.read_result(round, call)
+        } else if call.name == SEARCH_TOOLS && self.deferral.is_active() {
+            let index = &self.tool_index;
+            let deferrable = |name: &str| index.contains_key(name);
+            let found = (self.deferral).search(&self.tools, deferrable, &call.arguments);
+            let (is_error, text) = (found.is_err(), found.unwrap_or_else(|why| why));
+            host_report(round, call, text.clone(), is_error, estimate(&text))
         } else if let Some((index, tool)) = self.tool_index.get(&call.name).cloned() {
             self.call_server_tool(round, call, index, &tool)
         } else if let Some(server) = self.stopped_server(&call.name) {

@@ -52,6 +52,7 @@ mod message;
 #[cfg(feature = "rmcp")]
 pub mod rmcp;
 mod skills;
+pub mod toolset;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -78,6 +79,7 @@ pub use message::{HeldText, ShownMessage};
 pub use skills::{
     LOAD_SKILL, MAX_SKILL_FILE_BYTES, MAX_SKILL_FILES, MAX_SKILLS, SKILL_INDEX_CHARS,
 };
+pub use toolset::{SEARCH_TOOLS, SEARCH_TOOLS_DESCRIPTION};
 
 /// How the session treats one server's content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

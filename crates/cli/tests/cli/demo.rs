@@ -99,6 +99,9 @@ fn the_readable_demo_shows_every_tool_and_the_servers_messages() {
         "sized-log",
         "task",
         "progress",
+        "change-tools",
+        "added-tool",
+        "look",
         "fetch_reference",
     ] {
         assert!(
@@ -125,6 +128,13 @@ fn the_readable_demo_shows_every_tool_and_the_servers_messages() {
     assert!(text.contains("channel m3 from demo:"));
     assert!(text.contains("system prompt gains: "));
     assert!(text.contains("final answer after "));
+    // The tool list changed once and was listed again once; the two looks ran at once.
+    assert!(text.contains("added-tool answered; tools/list was answered 2 times"));
+    assert_eq!(
+        text.matches("note: ran at the same time as 1 other call of tools that say they only read")
+            .count(),
+        2
+    );
     for hidden in HIDDEN {
         assert!(!text.contains(hidden), "the output shows {hidden}");
     }

@@ -247,3 +247,4 @@ mod report;
 mod run;
 #[cfg(feature = "tls")]
 mod tls;
+mod toolset;

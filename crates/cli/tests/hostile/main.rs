@@ -566,6 +566,32 @@ fn calls_to_different_servers_run_at_once_and_keep_their_order() {
 }
 
 #[test]
+fn calls_not_hinted_read_only_run_one_at_a_time() {
+    // The gatherer answers when two calls wait; its `act` says it writes now, so the host sends
+    // one call, waits for it, and only then the next: the first is left waiting alone (and
+    // the second finds it still held).
+    let scratch = Scratch::new("gather-writes");
+    let mut one = gatherer(2, None);
+    one["env"] = json!({"MCPL_GATHER_WRITES": "1"});
+    one["mcpl"] = json!({"timeoutMs": 500});
+    let config = json!({
+        "mcpServers": {"one": one},
+        "mcpl": {"spillDir": scratch.path("spill")},
+    });
+    let script = json!({"steps": [{"tool_calls": [
+        {"server": "one", "name": "act"},
+        {"server": "one", "name": "act"},
+    ]}], "final": "done"});
+    let run = run_config(&scratch, "gather-writes", &config, &script);
+    assert!(run.success, "{}", tail(&run.stderr));
+    let waited = "tool call failed: server one did not answer tools/call within 500 ms";
+    assert_eq!(
+        tool_results(&run.bodies[1]),
+        [waited.to_owned(), gathered(2, 1)]
+    );
+}
+
+#[test]
 fn calls_to_one_server_run_at_once_up_to_its_limit() {
     let scratch = Scratch::new("gather-calls");
     let mut config = json!({

@@ -518,6 +518,9 @@ fn a_round_over_the_window_clears_what_servers_sent_and_only_the_hosts_own_part_
     let spill = tempdir::Dir::new("window");
     let mut config = config(vec![demo_server("demo", ServerOptions::default())], &spill);
     config.context_window = 9_000;
+    // The demo's tools take more than a tenth of this window: they are all offered here, so
+    // the projection counts them (deferred tools are decision 0131's, tested in cli/toolset.rs).
+    config.defer_tools_percent = 100;
     let (host, outcome, bodies) = play(
         &config,
         &PricedRoute::ANTHROPIC,

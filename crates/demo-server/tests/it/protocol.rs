@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use crate::client::{Server, decode};
 
-const TOOL_NAMES: [&str; 35] = [
+const TOOL_NAMES: [&str; 37] = [
     "text",
     "png",
     "jpeg",
@@ -40,6 +40,8 @@ const TOOL_NAMES: [&str; 35] = [
     "task",
     "task-forever",
     "progress",
+    "change-tools",
+    "look",
 ];
 
 #[test]
@@ -152,6 +154,32 @@ fn the_declaring_tools_answer_as_they_say() {
     let log = server.call("sized-log", json!({}));
     let chars = log["content"][0]["text"].as_str().unwrap().chars().count();
     assert!((60_000..100_000).contains(&chars), "{chars}");
+}
+
+#[test]
+fn change_tools_says_the_list_changed_and_the_next_listing_adds_a_tool() {
+    let mut server = Server::start();
+    let id = server.send_request(
+        "tools/call",
+        json!({"name": "change-tools", "arguments": {"times": 2}}),
+    );
+    for _ in 0..2 {
+        assert_eq!(server.next()["method"], "notifications/tools/list_changed");
+    }
+    assert_eq!(server.next()["id"], id);
+    let answer = server.request("tools/list", json!({}));
+    let tools = answer["result"]["tools"].as_array().unwrap();
+    assert_eq!(tools.last().unwrap()["name"], "added-tool");
+    let read_only: Vec<&Value> = (tools.iter())
+        .filter(|t| t["annotations"]["readOnlyHint"] == true)
+        .map(|t| &t["name"])
+        .collect();
+    assert_eq!(read_only, [&json!("text"), &json!("look")]);
+    let result = server.call("added-tool", json!({}));
+    assert_eq!(
+        result["content"][0]["text"],
+        "added-tool answered; tools/list was answered once"
+    );
 }
 
 #[test]

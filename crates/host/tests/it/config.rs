@@ -40,6 +40,24 @@ fn a_config_users_know_reads_with_defaults() {
     assert_eq!(a.fetch.origin.as_deref(), Some("https://f.example"));
     assert_eq!(a.fetch.max_bytes, DEFAULT_FETCH_MAX_BYTES);
     assert_eq!(config.context_window, DEFAULT_CONTEXT_WINDOW);
+    assert_eq!(config.defer_tools_percent, DEFAULT_DEFER_TOOLS_PERCENT);
+}
+
+#[test]
+fn the_share_tools_may_take_is_a_percent() {
+    let read = |value: &str| {
+        let text =
+            format!(r#"{{"mcpServers": {{}}, "mcpl": {{"deferToolsAbovePercent": {value}}}}}"#);
+        Config::from_slice("mcpl.json", text.as_bytes())
+    };
+    assert_eq!(read("100").unwrap().defer_tools_percent, 100);
+    assert_eq!(read("1").unwrap().defer_tools_percent, 1);
+    for wrong in ["0", "101"] {
+        assert_eq!(
+            read(wrong).unwrap_err().to_string(),
+            "mcpl.json: mcpl.deferToolsAbovePercent: must be from 1 to 100"
+        );
+    }
 }
 
 #[test]
