@@ -85,7 +85,8 @@ impl Host {
 
     /// Projects a tool result on every lane. The message and injection lanes take its content.
     pub(crate) fn all_lanes(&mut self, result: &Value, policy: UriPolicy) -> AllLanes {
-        let parsed = ToolResult::from_value(result);
+        let read = mcpl_lanes::ResultView::of_value(result);
+        let parsed = ToolResult::from_view(&read);
         let content = parsed.content.cloned().unwrap_or(Value::Null);
         let anthropic = self.on(&Route::ANTHROPIC, policy).tool_result(&parsed);
         let text_only = self.on(&Route::TEXT_ONLY, policy).tool_result(&parsed);
