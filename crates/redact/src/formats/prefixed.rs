@@ -92,14 +92,26 @@ pub(crate) fn scan(text: &str, found: &mut Vec<Found>) {
     let b = text.as_bytes();
     let mut at = 0;
     while at < b.len() {
-        let starts_word = STARTS_A_PREFIX[usize::from(b[at])]
-            && starts_a_pair(b, at)
-            && (at == 0 || !b[at - 1].is_ascii_alphanumeric());
-        let prefix = starts_word
-            .then(|| PREFIXES.iter().find(|p| b[at..].starts_with(p.as_bytes())))
+        // Only a word's start can start a token: the rest of a word is passed over in one
+        // tight loop, and a word's start is looked at only when its first two bytes start a
+        // prefix.
+        if !b[at].is_ascii_alphanumeric() {
+            at += 1;
+            continue;
+        }
+        let starts_word = at == 0 || !b[at - 1].is_ascii_alphanumeric();
+        let prefix = (starts_word && STARTS_A_PREFIX[usize::from(b[at])] && starts_a_pair(b, at))
+            .then(|| {
+                PREFIXES
+                    .iter()
+                    .find(|p| p.as_bytes()[1] == b[at + 1] && b[at..].starts_with(p.as_bytes()))
+            })
             .flatten();
         let Some(prefix) = prefix else {
             at += 1;
+            while b.get(at).is_some_and(u8::is_ascii_alphanumeric) {
+                at += 1;
+            }
             continue;
         };
         let body = at + prefix.len();
