@@ -315,7 +315,7 @@ mod run_tests {
                         state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
                         // Mostly base64, so runs of every length come up.
                         let pick = (state >> 33) as usize;
-                        if pick % 8 == 0 {
+                        if pick.is_multiple_of(8) {
                             alphabet[pick % alphabet.len()]
                         } else {
                             b'a' + (pick % 26) as u8
