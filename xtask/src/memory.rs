@@ -236,6 +236,6 @@ mod tests {
         let blocks = small_blocks(30_000);
         assert!((30_000..30_200).contains(&blocks.len()), "{}", blocks.len());
         let blocks: serde_json::Value = serde_json::from_slice(&blocks).unwrap();
-        assert!(blocks["content"].as_array().unwrap().len() > 400);
+        assert!(blocks["content"].as_array().unwrap().len() > 300);
     }
 }
