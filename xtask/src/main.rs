@@ -192,8 +192,8 @@ fn is_baseline(name: &str) -> bool {
         "plain",
         "price",
     ]
-        .iter()
-        .any(|baseline| name == *baseline || name.starts_with(&format!("{baseline} ")))
+    .iter()
+    .any(|baseline| name == *baseline || name.starts_with(&format!("{baseline} ")))
 }
 
 fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
