@@ -119,7 +119,14 @@ fn ci(root: &Path) -> Result<(), String> {
 }
 
 fn bench(root: &Path, filter: &[String]) -> Result<(), String> {
-    let mut args = vec!["bench", "--workspace", "--"];
+    // The session bench's `rmcp_adapter` needs mcpl-session's `rmcp` feature.
+    let mut args = vec![
+        "bench",
+        "--workspace",
+        "--features",
+        "mcpl-session/rmcp",
+        "--",
+    ];
     args.extend(filter.iter().map(String::as_str));
     cargo(root, &args)?;
     let criterion = root.join("target").join("criterion");
@@ -178,9 +185,15 @@ fn ratios(median: f64, baselines: &[(String, f64)]) -> String {
 
 /// Whether a bench is a baseline of its group by its name.
 fn is_baseline(name: &str) -> bool {
-    ["serde_json_parse", "rmcp_parse", "plain", "price"]
-        .iter()
-        .any(|baseline| name == *baseline || name.starts_with(&format!("{baseline} ")))
+    [
+        "serde_json_parse",
+        "rmcp_parse",
+        "rmcp_parse_message",
+        "plain",
+        "price",
+    ]
+    .iter()
+    .any(|baseline| name == *baseline || name.starts_with(&format!("{baseline} ")))
 }
 
 fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {

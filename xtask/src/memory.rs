@@ -1,10 +1,11 @@
 //! `cargo xtask memory`: the peak resident memory of `mcpl project` (release build) on each
-//! input the memory target names (issue 18): the three standard workloads (written to files by
-//! mcpl-testkit's `write_workloads` example), a result of a million tiny text blocks, and a
-//! 200 MB text. One line per input: its size, the peak (`VmHWM` from `/proc/<pid>/status`, read
+//! input the memory target names (issues 18 and 31): the three standard workloads (written to
+//! files by mcpl-testkit's `write_workloads` example), a result of a million tiny text blocks,
+//! and four 200 MB texts: long lines, short lines, one line of many escapes, and many small
+//! text blocks. One line per input: its size, the peak (`VmHWM` from `/proc/<pid>/status`, read
 //! every 5 ms while the run lasts, so this recipe needs Linux), peak ÷ input, and whether the
-//! target, twice the input plus 20 MiB, holds. A measurement, not a test: it fails only when a
-//! run fails.
+//! target, twice the input plus 20 MiB, holds. It fails when a run fails or an input is over
+//! its target.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -46,7 +47,26 @@ pub(crate) fn memory(root: &Path) -> Result<(), String> {
         "tiny-1m-blocks",
         &tiny_blocks(TINY_BLOCKS),
     )?);
-    files.push(write_input(&inputs, "text-200mb", &big_text(TEXT_BYTES))?);
+    files.push(write_input(
+        &inputs,
+        "text-long-lines",
+        &big_text(TEXT_BYTES, &long_line()),
+    )?);
+    files.push(write_input(
+        &inputs,
+        "text-short-lines",
+        &big_text(TEXT_BYTES, "a short line\\n"),
+    )?);
+    files.push(write_input(
+        &inputs,
+        "text-escapes",
+        &big_text(TEXT_BYTES, r#"\"q\" \\ \t\u00e9\ud83d\ude00 "#),
+    )?);
+    files.push(write_input(
+        &inputs,
+        "text-small-blocks",
+        &small_blocks(TEXT_BYTES),
+    )?);
     let mcpl = root.join("target").join("release").join("mcpl");
     println!("peak resident memory of mcpl project (target: at most 2 x input + 20 MiB)");
     println!(
@@ -54,6 +74,7 @@ pub(crate) fn memory(root: &Path) -> Result<(), String> {
         "input", "input MiB", "peak MiB", "x input", "seconds"
     );
     let mut result = Ok(());
+    let mut over = Vec::new();
     for file in &files {
         let size = std::fs::metadata(file)
             .map_err(|e| format!("{}: {e}", file.display()))?
@@ -68,21 +89,25 @@ pub(crate) fn memory(root: &Path) -> Result<(), String> {
         let name = file
             .file_stem()
             .map_or(String::new(), |s| s.to_string_lossy().into_owned());
+        let within = peak <= 2 * size + HEADROOM;
         println!(
             "{name:<18} {:>10.1} {:>10.1} {:>8.2} {:>8.1}  {}",
             mib(size),
             mib(peak),
             peak as f64 / size as f64,
             took.as_secs_f64(),
-            if peak <= 2 * size + HEADROOM {
-                "within"
-            } else {
-                "over"
-            }
+            if within { "within" } else { "over" }
         );
+        if !within {
+            over.push(name);
+        }
     }
     let _ = std::fs::remove_dir_all(&scratch);
-    result
+    result?;
+    match over.is_empty() {
+        true => Ok(()),
+        false => Err(format!("over the memory target: {}", over.join(", "))),
+    }
 }
 
 fn mib(bytes: u64) -> f64 {
@@ -110,18 +135,43 @@ fn tiny_blocks(count: usize) -> Vec<u8> {
     json.into_bytes()
 }
 
-/// One result of a single text block of about `bytes` bytes: numbered lines of prose.
-fn big_text(bytes: usize) -> Vec<u8> {
-    let mut json = String::with_capacity(bytes + 64);
+/// One result of a single text block of about `bytes` bytes: `line` (JSON string text, escapes
+/// written as such) again and again, each time after its number.
+fn big_text(bytes: usize, line: &str) -> Vec<u8> {
+    let mut json = String::with_capacity(bytes + line.len() + 64);
     json.push_str(r#"{"content": [{"type": "text", "text": ""#);
-    let mut line = 0u64;
+    let mut number = 0u64;
     while json.len() < bytes {
-        line += 1;
-        json.push_str(&format!(
-            "line {line}: the quick brown fox jumps over the lazy dog\\n"
-        ));
+        number += 1;
+        json.push_str(&number.to_string());
+        json.push_str(line);
     }
     json.push_str(r#""}]}"#);
+    json.into_bytes()
+}
+
+/// A line of about 10,000 characters of prose, with its line break escaped.
+fn long_line() -> String {
+    let mut line = ": the quick brown fox jumps over the lazy dog".repeat(220);
+    line.push_str("\\n");
+    line
+}
+
+/// One result of about `bytes` bytes of small text blocks, a short sentence each.
+fn small_blocks(bytes: usize) -> Vec<u8> {
+    let mut json = String::with_capacity(bytes + 64);
+    json.push_str(r#"{"content": ["#);
+    let mut i = 0u64;
+    while json.len() < bytes {
+        if i > 0 {
+            json.push(',');
+        }
+        json.push_str(&format!(
+            r#"{{"type": "text", "text": "block {i}: the quick brown fox jumps over the lazy dog"}}"#
+        ));
+        i += 1;
+    }
+    json.push_str("]}");
     json.into_bytes()
 }
 
@@ -160,7 +210,7 @@ fn measure(mcpl: &Path, file: &Path, spill: &Path) -> Result<(u64, Duration), St
 
 #[cfg(test)]
 mod tests {
-    use super::{big_text, tiny_blocks};
+    use super::{big_text, long_line, small_blocks, tiny_blocks};
 
     #[test]
     fn the_made_inputs_are_results_of_the_asked_size() {
@@ -168,14 +218,24 @@ mod tests {
         let blocks = tiny["content"].as_array().unwrap();
         assert_eq!(blocks.len(), 1001);
         assert_eq!(blocks[1000]["text"], "b0");
-        let text = big_text(10_000);
-        assert!((10_000..10_100).contains(&text.len()), "{}", text.len());
-        let text: serde_json::Value = serde_json::from_slice(&text).unwrap();
-        assert!(
-            text["content"][0]["text"]
-                .as_str()
-                .unwrap()
-                .starts_with("line 1: the")
-        );
+        for line in [
+            long_line().as_str(),
+            "a short line\\n",
+            r#"\"q\" \\ \t\u00e9\ud83d\ude00 "#,
+        ] {
+            let text = big_text(30_000, line);
+            assert!((30_000..45_000).contains(&text.len()), "{}", text.len());
+            let text: serde_json::Value = serde_json::from_slice(&text).unwrap();
+            assert!(
+                text["content"][0]["text"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("1")
+            );
+        }
+        let blocks = small_blocks(30_000);
+        assert!((30_000..30_200).contains(&blocks.len()), "{}", blocks.len());
+        let blocks: serde_json::Value = serde_json::from_slice(&blocks).unwrap();
+        assert!(blocks["content"].as_array().unwrap().len() > 300);
     }
 }

@@ -88,7 +88,8 @@ fn bench_fit(c: &mut Criterion) {
             &server,
             UriPolicy::Hidden,
         );
-        let copies = projector.tool_result(&ToolResult::from_value(&result));
+        let read = mcpl_lanes::ResultView::of_value(&result);
+        let copies = projector.tool_result(&ToolResult::from_view(&read));
         let mut group = c.benchmark_group(format!("fit/{name}"));
         group.throughput(throughput);
         group.bench_function("price", |b| {
@@ -151,7 +152,8 @@ fn bench_pipeline(c: &mut Criterion) {
                 b.iter(|| {
                     let (value, _) =
                         mcpl_classify::parse_json_lenient(bytes).expect("a workload parses");
-                    pipeline_fit(&ToolResult::from_value(&value), &route)
+                    let read = mcpl_lanes::ResultView::of_value(&value);
+                    pipeline_fit(&ToolResult::from_view(&read), &route)
                 })
             },
         );

@@ -99,9 +99,9 @@ fn bench_spill(c: &mut Criterion) {
                     UriPolicy::Hidden,
                 );
                 let mut store = LocalSpillStore::new(&folder).expect("a spill folder");
-                let spill =
-                    write_spill(&mut projector, &ToolResult::from_value(&result), &mut store)
-                        .expect("the spill is written");
+                let read = mcpl_lanes::ResultView::of_value(&result);
+                let spill = write_spill(&mut projector, &ToolResult::from_view(&read), &mut store)
+                    .expect("the spill is written");
                 taken += started.elapsed();
                 assert_eq!(spill.attachments.len(), ATTACHMENTS);
             }
@@ -126,7 +126,8 @@ fn bench_small_spill(c: &mut Criterion) {
         {"type": "text", "text": text},
         {"type": "image", "mimeType": "image/png", "data": png},
     ]});
-    let parsed = ToolResult::from_value(&result);
+    let read = mcpl_lanes::ResultView::of_value(&result);
+    let parsed = ToolResult::from_view(&read);
     let route = Route::ANTHROPIC;
     let server = ServerName::new("bench");
     let root =

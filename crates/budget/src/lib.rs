@@ -10,7 +10,7 @@
 //!
 //! ```
 //! use mcpl_budget::{Bound, PricedRoute, Pricer, fit_tool_result};
-//! use mcpl_lanes::{ImageLedger, LiveCopy, Part, Projector, Registry, ServerName, ToolResult, UriPolicy};
+//! use mcpl_lanes::{ImageLedger, LiveCopy, Part, Projector, Registry, ServerName, ResultView, ToolResult, UriPolicy};
 //! use serde_json::{Value, json};
 //!
 //! let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg==";
@@ -29,7 +29,8 @@
 //!     UriPolicy::Hidden,
 //! );
 //! let pricer = Pricer::new(&Bound, &route);
-//! let fitted = fit_tool_result(&mut lanes, &ToolResult::from_value(&result), pricer, 1_000, None);
+//! let read = ResultView::of_value(&result);
+//! let fitted = fit_tool_result(&mut lanes, &ToolResult::from_view(&read), pricer, 1_000, None);
 //! assert!(fitted.price.is_some_and(|tokens| tokens <= 1_000));
 //!
 //! let content: Vec<Value> = match &fitted.copies.live {
@@ -69,7 +70,7 @@
 //!
 //! ```
 //! use mcpl_budget::{Bound, PricedRoute, Pricer, fit_tool_result};
-//! use mcpl_lanes::{ImageLedger, Projector, Registry, ServerName, ToolResult, UriPolicy};
+//! use mcpl_lanes::{ImageLedger, Projector, Registry, ServerName, ResultView, ToolResult, UriPolicy};
 //! use serde_json::json;
 //!
 //! let (mut registry, mut ledger) = (Registry::new(), ImageLedger::new());
@@ -86,7 +87,8 @@
 //! let dir = std::env::temp_dir().join(format!("mcpl-doc-{}", std::process::id()));
 //! let mut store = mcpl_budget::LocalSpillStore::new(&dir).unwrap();
 //! let pricer = Pricer::new(&Bound, &route);
-//! let fitted = fit_tool_result(&mut lanes, &ToolResult::from_value(&result), pricer, 500, Some(&mut store));
+//! let read = ResultView::of_value(&result);
+//! let fitted = fit_tool_result(&mut lanes, &ToolResult::from_view(&read), pricer, 500, Some(&mut store));
 //! assert!(fitted.cut && fitted.price.unwrap() <= 500);
 //! assert!(fitted.copies.stored.contains("tokens omitted ("));
 //! # std::fs::remove_dir_all(dir).unwrap();

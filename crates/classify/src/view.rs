@@ -454,8 +454,9 @@ impl<'de> BlockView<'de> {
 pub enum ContentView<'de> {
     /// An array: its elements.
     Blocks(Vec<BlockView<'de>>),
-    /// Anything else, which a lane shows as data.
-    Data(Value),
+    /// Anything else, which a lane shows as data: read from bytes, or borrowed from the
+    /// `Value` the result was read from ([`ResultView::of_value`]).
+    Data(Cow<'de, Value>),
 }
 
 /// A `CallToolResult` read from bytes in one pass: what a lane needs of it, as it would read the
@@ -466,8 +467,9 @@ pub enum ContentView<'de> {
 pub struct ResultView<'de> {
     /// `content`, when present.
     pub content: Option<ContentView<'de>>,
-    /// `structuredContent`, when the key is present (`null` included).
-    pub structured: Option<Value>,
+    /// `structuredContent`, when the key is present (`null` included): read from bytes, or
+    /// borrowed from the `Value` the result was read from.
+    pub structured: Option<Cow<'de, Value>>,
     /// `isError: true`.
     pub is_error: bool,
 }
@@ -488,12 +490,112 @@ impl<'de> ResultView<'de> {
             Some(view) => Ok(view),
             // A single content block: the whole object is the content, read as data.
             None => Ok(ResultView {
-                content: Some(ContentView::Data(serde_json::from_slice(bytes)?)),
+                content: Some(ContentView::Data(Cow::Owned(serde_json::from_slice(
+                    bytes,
+                )?))),
                 structured: None,
                 is_error: false,
             }),
         }
     }
+}
+
+impl<'de> ResultView<'de> {
+    /// Reads a result already parsed into a `Value`, as [`ResultView::parse`] reads its bytes:
+    /// the same view, its strings and data borrowed from the `Value` (decision 0128). Only the
+    /// values a block keeps as JSON other than a string (an annotation's object, say, or an
+    /// element that is no object) are copied.
+    pub fn of_value(value: &'de Value) -> ResultView<'de> {
+        let data = |value| ResultView {
+            content: Some(ContentView::Data(Cow::Borrowed(value))),
+            structured: None,
+            is_error: false,
+        };
+        match value {
+            Value::Object(object) => {
+                let block = object
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| BLOCK_TYPES.contains(&t));
+                if block {
+                    return data(value);
+                }
+                ResultView {
+                    content: object.get("content").map(ContentView::of_value),
+                    structured: object.get("structuredContent").map(Cow::Borrowed),
+                    is_error: object.get("isError") == Some(&Value::Bool(true)),
+                }
+            }
+            Value::Array(_) => ResultView {
+                content: Some(ContentView::of_value(value)),
+                structured: None,
+                is_error: false,
+            },
+            other => data(other),
+        }
+    }
+}
+
+impl<'de> ContentView<'de> {
+    /// `content` as read from a `Value`: an array's elements, anything else data.
+    fn of_value(value: &'de Value) -> ContentView<'de> {
+        match value {
+            Value::Array(items) => {
+                ContentView::Blocks(items.iter().map(BlockView::of_value).collect())
+            }
+            other => ContentView::Data(Cow::Borrowed(other)),
+        }
+    }
+}
+
+impl<'de> BlockView<'de> {
+    /// An element of a content array as read from a `Value`: what the bytes of the same
+    /// element give.
+    pub fn of_value(value: &'de Value) -> BlockView<'de> {
+        match value {
+            Value::Object(object) => {
+                let mut values: Values<'de> = [const { None }; NESTED + 1];
+                let present = fields_of_value(object, &mut values);
+                BlockView::of_object(present, &mut values)
+            }
+            other => BlockView::Other(Box::new(other.clone())),
+        }
+    }
+}
+
+/// [`read_fields`] on an object of a `Value`: its strings borrowed.
+fn fields_of_value<'de>(
+    object: &'de serde_json::Map<String, Value>,
+    values: &mut Values<'de>,
+) -> u16 {
+    let mut present = 0u16;
+    let mut nested: Vec<(Cow<'de, str>, Value)> = Vec::new();
+    for (key, value) in object {
+        let Some(at) = field_at(key) else {
+            if value.is_object() || value.is_array() {
+                nested.push((Cow::Borrowed(key.as_str()), value.clone()));
+            }
+            continue;
+        };
+        let entry = match value {
+            Value::String(s) => Entry::Slot(Slot::Str(Cow::Borrowed(s.as_str()))),
+            Value::Object(inner) if at == RESOURCE => {
+                let mut inner_values: Values<'de> = [const { None }; NESTED + 1];
+                let inner_present = fields_of_value(inner, &mut inner_values);
+                Entry::Object(ObjectView::hold(inner_present, &mut inner_values))
+            }
+            other => Entry::Slot(Slot::Json(Box::new(other.clone()))),
+        };
+        if let Some(place) = values.get_mut(at) {
+            *place = Some(entry);
+            present |= 1 << at;
+        }
+    }
+    if !nested.is_empty() {
+        values[NESTED] = Some(Entry::Nested(nested.into_boxed_slice()));
+        present |= 1 << NESTED;
+    }
+    present
 }
 
 /// Input as a lenient reader takes it: every lone UTF-16 surrogate escape rewritten to U+FFFD
@@ -559,7 +661,9 @@ impl<'de> Visitor<'de> for ResultVisitor {
         while let Some(key) = map.next_key::<Key<'de>>()? {
             match key.name() {
                 "content" => view.content = Some(map.next_value::<ContentView<'de>>()?),
-                "structuredContent" => view.structured = Some(map.next_value::<Value>()?),
+                "structuredContent" => {
+                    view.structured = Some(Cow::Owned(map.next_value::<Value>()?));
+                }
                 "isError" => view.is_error = map.next_value::<Value>()? == Value::Bool(true),
                 "type" => {
                     let kind = map.next_value::<Slot<'de>>()?;
@@ -588,7 +692,7 @@ impl<'de> Visitor<'de> for ResultVisitor {
 /// A scalar document or `content`: data.
 fn data_result<'de>(value: Value) -> Option<ResultView<'de>> {
     Some(ResultView {
-        content: Some(ContentView::Data(value)),
+        content: Some(ContentView::Data(Cow::Owned(value))),
         structured: None,
         is_error: false,
     })
@@ -1031,9 +1135,9 @@ impl<'de> Deserialize<'de> for ContentView<'de> {
                 BlocksVisitor.visit_seq(seq).map(ContentView::Blocks)
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                map_value(map).map(ContentView::Data)
+                map_value(map).map(|value| ContentView::Data(Cow::Owned(value)))
             }
-            scalars_as!(ContentView::Data);
+            scalars_as!(|value| ContentView::Data(Cow::Owned(value)));
         }
         deserializer.deserialize_any(ContentVisitor)
     }

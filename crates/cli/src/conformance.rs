@@ -316,7 +316,8 @@ impl Lanes {
             &self.server,
             UriPolicy::Hidden,
         );
-        let copies = projector.tool_result(&ToolResult::from_value(&result));
+        let read = mcpl_lanes::ResultView::of_value(&result);
+        let copies = projector.tool_result(&ToolResult::from_view(&read));
         let live = match &copies.live {
             LiveCopy::Stored => copies.stored.clone().into_owned(),
             LiveCopy::Native(parts) => parts_json(parts),

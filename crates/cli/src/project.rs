@@ -377,8 +377,9 @@ fn lane_output(
                 }
             };
             let result = scaled.as_ref().unwrap_or(result);
+            let read = mcpl_lanes::ResultView::of_value(result);
             return Ok(tool_result_output(
-                &ToolResult::from_value(result),
+                &ToolResult::from_view(&read),
                 request,
                 projector,
                 pricer,

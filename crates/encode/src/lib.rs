@@ -11,7 +11,7 @@
 //! use mcpl_encode::conversation::ToolOutput;
 //! use mcpl_encode::Encoder;
 //! use mcpl_lanes::{
-//!     ImageLedger, Projector, Registry, RouteId, ServerName, ToolResult, UriPolicy,
+//!     ImageLedger, Projector, Registry, RouteId, ServerName, ResultView, ToolResult, UriPolicy,
 //! };
 //! use serde_json::json;
 //!
@@ -32,7 +32,8 @@
 //!     UriPolicy::Hidden,
 //! );
 //! let pricer = Pricer::new(&Bound, route);
-//! let fitted = fit_tool_result(&mut lanes, &ToolResult::from_value(&result), pricer, 1_000, None);
+//! let read = ResultView::of_value(&result);
+//! let fitted = fit_tool_result(&mut lanes, &ToolResult::from_view(&read), pricer, 1_000, None);
 //! assert!(fitted.price.is_some_and(|tokens| tokens <= 1_000));
 //!
 //! let output = ToolOutput::from_copies("toolu_1", "chart", &fitted.copies);

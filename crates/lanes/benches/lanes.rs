@@ -63,8 +63,8 @@ fn bench_tool_result(c: &mut Criterion) {
                             &server,
                             UriPolicy::Hidden,
                         );
-                        let copies =
-                            lanes.tool_result(&ToolResult::from_value(std::hint::black_box(input)));
+                        let read = mcpl_lanes::ResultView::of_value(std::hint::black_box(input));
+                        let copies = lanes.tool_result(&ToolResult::from_view(&read));
                         copies.stored.len()
                     })
                 },

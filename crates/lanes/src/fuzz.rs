@@ -21,7 +21,7 @@ pub fn every_lane_on_json_bytes(bytes: &[u8]) {
 
 /// Checks that a tool result read straight from bytes ([`ToolResult::from_view`]) gives, on
 /// every route, the same copies and the same spill text as the same bytes parsed into a
-/// `Value` ([`ToolResult::from_value`]), twice in a row on one host (so the session's memory
+/// `Value` ([`ResultView::of_value`](mcpl_classify::ResultView::of_value)), twice in a row on one host (so the session's memory
 /// plays its part too).
 pub fn view_matches_value(bytes: &[u8]) {
     let Ok((value, _)) = mcpl_classify::parse_json_lenient(bytes) else {
@@ -53,7 +53,8 @@ pub fn view_matches_value(bytes: &[u8]) {
                 server: &server,
                 uri_policy: UriPolicy::Hidden,
             };
-            let parsed = ToolResult::from_value(&value);
+            let read = crate::ResultView::of_value(&value);
+            let parsed = ToolResult::from_view(&read);
             let copies = lanes.tool_result(&parsed);
             // A spill made from the copies, before a second pass changes the session, is the
             // second pass's text, where that pass registers nothing anew: the ledger and the
@@ -101,7 +102,8 @@ pub fn every_lane(result: &Value) {
             server: &server,
             uri_policy: UriPolicy::Hidden,
         };
-        let parsed = ToolResult::from_value(result);
+        let read = crate::ResultView::of_value(result);
+        let parsed = ToolResult::from_view(&read);
         let copies = lanes.tool_result(&parsed);
         let again = lanes.tool_result(&parsed);
         assert_eq!(copies.stored, again.stored, "the stored copy is stable");

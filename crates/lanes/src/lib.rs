@@ -9,7 +9,7 @@
 //! JSON, handling too what this sketch leaves out.
 //!
 //! ```
-//! use mcpl_lanes::{ImageLedger, LiveCopy, Part, Projector, Registry, Route, ServerName, ToolResult, UriPolicy};
+//! use mcpl_lanes::{ImageLedger, LiveCopy, Part, Projector, Registry, Route, ServerName, ResultView, ToolResult, UriPolicy};
 //! use serde_json::{Value, json};
 //!
 //! let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg==";
@@ -28,7 +28,8 @@
 //!     UriPolicy::Hidden,
 //! );
 //! // With a budget: mcpl_budget::fit_tool_result(&mut lanes, &result, pricer, 1_000, spill).copies
-//! let copies = lanes.tool_result(&ToolResult::from_value(&result));
+//! let read = ResultView::of_value(&result);
+//! let copies = lanes.tool_result(&ToolResult::from_view(&read));
 //!
 //! // With mcpl-encode: Encoder::Anthropic.tool_result(&output)
 //! let content: Vec<Value> = match &copies.live {
@@ -68,7 +69,7 @@
 //! ([`HiddenUris`]).
 //!
 //! ```
-//! use mcpl_lanes::{ImageLedger, LiveCopy, Projector, Registry, RouteId, ServerName, ToolResult, UriPolicy};
+//! use mcpl_lanes::{ImageLedger, LiveCopy, Projector, Registry, RouteId, ServerName, ResultView, ToolResult, UriPolicy};
 //! use serde_json::json;
 //!
 //! let (mut registry, mut ledger) = (Registry::new(), ImageLedger::new());
@@ -85,7 +86,8 @@
 //!     {"type": "resource", "uri": "https://files.example/r/1?sig=secret",
 //!      "name": "report.pdf", "mimeType": "application/pdf", "sizeBytes": 12288},
 //! ]});
-//! let copies = lanes.tool_result(&ToolResult::from_value(&result));
+//! let read = ResultView::of_value(&result);
+//! let copies = lanes.tool_result(&ToolResult::from_view(&read));
 //! assert!(copies.stored.starts_with("Here is the report.\n[ref_1_"));
 //! assert!(copies.stored.ends_with(
 //!     "] report.pdf — application/pdf, ~12KB claimed — from tool result — fetch with fetch_reference"
@@ -110,6 +112,8 @@ pub use document::{PDF_COUNT_LIMIT, PDF_STREAM_LIMIT, PdfRefusal, native_pages, 
 pub use ledger::{
     ImageLedger, ImageLookup, LEDGER_MAX_BASE64, LEDGER_MAX_IMAGES, LEDGER_REMEMBERED_REFS,
 };
+/// The one reader of a tool result, from bytes or from a `Value` (decision 0128).
+pub use mcpl_classify::ResultView;
 pub use mcpl_redact::{
     CONTENT_BLOCK_TYPES, CREDENTIAL_PARAMETERS, HIDDEN_SET_CAPACITY, HiddenSet, HiddenUris,
     MAX_URLS_PER_STRETCH, REDACT_MIN_CHARS, ServerName, UriPolicy, block_uris, is_content_block,

@@ -340,47 +340,35 @@ pub enum RenderOutcome<'a> {
 /// A tool result as a server sent it, read leniently, its content array's blocks classified as
 /// a lane reads them.
 ///
-/// It is read either from a `Value` ([`ToolResult::from_value`]) or from a result read straight
-/// from bytes ([`ToolResult::from_view`]), whose blocks borrow the input; both give the same
-/// copies. The blocks are classified as each pass over them needs them rather than kept: a
-/// result of a million small blocks would hold more in its classified blocks than in its bytes
-/// (decision 0083). Classifying reads only a payload's header, never the whole of it.
+/// It is read through one reader, [`ResultView`]: from the bytes the server sent
+/// ([`ResultView::parse`]), or from a `Value` a host already holds ([`ResultView::of_value`]),
+/// whose blocks borrow the `Value`'s strings (decision 0128). The blocks are classified as each
+/// pass over them needs them rather than kept: a result of a million small blocks would hold
+/// more in its classified blocks than in its bytes (decision 0083). Classifying reads only a
+/// payload's header, never the whole of it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolResult<'a> {
-    /// `content` when it was read as a `Value`: normally an array of blocks; anything else is
-    /// data. `None` when it is absent, or when it is a content array read from bytes.
+    /// `content` when it is not an array: data. `None` when it is absent or an array.
     pub content: Option<&'a Value>,
     /// `structuredContent`, when the key is present (`null` included).
     pub structured: Option<&'a Value>,
     /// `isError: true`.
     pub is_error: bool,
-    /// The content array's elements as read from bytes, when it was.
+    /// The content array's elements, when it is one.
     views: Option<&'a [BlockView<'a>]>,
 }
 
 impl<'a> ToolResult<'a> {
-    /// Reads a `CallToolResult` (a bare array is its content).
-    pub fn from_value(value: &'a Value) -> ToolResult<'a> {
-        let fields = ResultFields::of(value);
-        ToolResult {
-            content: fields.content,
-            structured: fields.structured,
-            is_error: fields.is_error,
-            views: None,
-        }
-    }
-
-    /// Takes a `CallToolResult` read straight from bytes ([`ResultView::parse`]), whose content
-    /// array's blocks borrow the input's strings and payloads.
+    /// Takes a `CallToolResult` as [`ResultView`] read it, from bytes or from a `Value`.
     pub fn from_view(view: &'a ResultView<'a>) -> ToolResult<'a> {
         let (content, views) = match &view.content {
             None => (None, None),
-            Some(ContentView::Data(data)) => (Some(data), None),
+            Some(ContentView::Data(data)) => (Some(&**data), None),
             Some(ContentView::Blocks(blocks)) => (None, Some(blocks.as_slice())),
         };
         ToolResult {
             content,
-            structured: view.structured.as_ref(),
+            structured: view.structured.as_deref(),
             is_error: view.is_error,
             views,
         }
@@ -389,15 +377,7 @@ impl<'a> ToolResult<'a> {
     /// The content array's blocks as the classifier reads them, in order; none when the
     /// content is not an array.
     pub fn blocks(&self) -> impl Iterator<Item = Block<'a>> + 'a {
-        let values = match self.content {
-            Some(Value::Array(values)) => values.as_slice(),
-            _ => &[],
-        };
-        let views = self.views.unwrap_or_default();
-        values
-            .iter()
-            .map(classify)
-            .chain(views.iter().map(BlockView::classify))
+        self.blocks_from(0)
     }
 
     /// The references among the content array's blocks (not those nested in data), in order.
@@ -411,27 +391,17 @@ impl<'a> ToolResult<'a> {
     /// The content array's blocks from the one at `start`, as [`ToolResult::blocks`] gives
     /// them.
     fn blocks_from(&self, start: usize) -> impl Iterator<Item = Block<'a>> + 'a {
-        let values = match self.content {
-            Some(Value::Array(values)) => values.get(start..).unwrap_or_default(),
-            _ => &[],
-        };
-        let views = self.views.unwrap_or_default();
-        values.iter().map(classify).chain(
-            views
-                .get(start..)
-                .unwrap_or_default()
-                .iter()
-                .map(BlockView::classify),
-        )
+        let views: &'a [BlockView<'a>] = self.views.unwrap_or_default();
+        views
+            .get(start..)
+            .unwrap_or_default()
+            .iter()
+            .map(BlockView::classify)
     }
 
     /// How many blocks the content array holds; none when it is not an array.
     fn block_count(&self) -> usize {
-        let values = match self.content {
-            Some(Value::Array(values)) => values.len(),
-            _ => 0,
-        };
-        values + self.views.map_or(0, <[_]>::len)
+        self.views.map_or(0, <[_]>::len)
     }
 
     /// About how long the stored copy of the content array will be, in bytes, to reserve its
@@ -440,25 +410,18 @@ impl<'a> ToolResult<'a> {
     /// block (a reference's line, a placeholder). A text longer than the guess grows as
     /// before; a shorter one gives the rest back when it is done.
     fn stored_hint(&self) -> usize {
-        let guess = |text: Option<&str>| text.map_or(STORED_BYTES_PER_BLOCK, str::len);
-        let values = match self.content {
-            Some(Value::Array(values)) => values.as_slice(),
-            _ => &[],
-        };
-        let of_values = values
-            .iter()
-            .map(|value| guess(value.get("text").and_then(Value::as_str)));
-        let of_views = self
-            .views
+        // One more byte a part for the line break that joins it.
+        self.views
             .unwrap_or_default()
             .iter()
             .map(|view| match view {
                 BlockView::Text(text) => text.len(),
-                BlockView::Object(_) | BlockView::Other(_) => STORED_BYTES_PER_BLOCK,
-            });
-        // One more byte a part for the line break that joins it.
-        of_values
-            .chain(of_views)
+                BlockView::Object(object) => object
+                    .text()
+                    .and_then(mcpl_classify::Slot::as_str)
+                    .map_or(STORED_BYTES_PER_BLOCK, str::len),
+                BlockView::Other(_) => STORED_BYTES_PER_BLOCK,
+            })
             .fold(0usize, |sum, bytes| {
                 sum.saturating_add(bytes).saturating_add(1)
             })
@@ -467,7 +430,7 @@ impl<'a> ToolResult<'a> {
 
     /// Whether the content is an array of blocks.
     fn has_blocks(&self) -> bool {
-        self.views.is_some() || matches!(self.content, Some(Value::Array(_)))
+        self.views.is_some()
     }
 
     /// What the result's uris are read from: its content and its structured content.
@@ -480,30 +443,6 @@ impl<'a> ToolResult<'a> {
                 .copied()
                 .collect(),
             views: self.views.unwrap_or_default(),
-        }
-    }
-}
-
-/// A result's fields, read without classifying anything (for a lane that needs only its uris).
-struct ResultFields<'a> {
-    content: Option<&'a Value>,
-    structured: Option<&'a Value>,
-    is_error: bool,
-}
-
-impl<'a> ResultFields<'a> {
-    fn of(value: &'a Value) -> ResultFields<'a> {
-        match value {
-            Value::Object(object) if !is_content_block(value) => ResultFields {
-                content: object.get("content"),
-                structured: object.get("structuredContent"),
-                is_error: object.get("isError") == Some(&Value::Bool(true)),
-            },
-            other => ResultFields {
-                content: Some(other),
-                structured: None,
-                is_error: false,
-            },
         }
     }
 }
@@ -1290,7 +1229,8 @@ impl<'h> Projector<'h> {
 
     /// One pass of [`Projector::script_result`], and whether it taught the session a url.
     fn script_result_pass(&mut self, result: &Value) -> (Value, bool) {
-        let parsed = ToolResult::from_value(result);
+        let read = ResultView::of_value(result);
+        let parsed = ToolResult::from_view(&read);
         let hidden = self.hidden_in(&parsed.scope());
         let classified: Vec<Block<'_>> = parsed.blocks().collect();
         let shown = match result {
@@ -1353,7 +1293,8 @@ impl<'h> Projector<'h> {
     /// One pass of [`Projector::script_field`] on the field found, and whether it taught the
     /// session a url.
     fn script_field_pass(&mut self, result: &Value, field: &Value, pointer: &str) -> (Value, bool) {
-        let hidden = self.hidden_in(&ToolResult::from_value(result).scope());
+        let read = ResultView::of_value(result);
+        let hidden = self.hidden_in(&ToolResult::from_view(&read).scope());
         // An element of the content array is a block, whatever it holds.
         let in_content = match result {
             Value::Array(_) => pointer.matches('/').count() == 1,
@@ -1710,7 +1651,8 @@ mod tests {
             {"type": "image", "mimeType": "image/jpeg", "data": png},
             {"type": "resource_link", "uri": "https://files.example/a", "name": "a.csv"},
         ], "structuredContent": {"nested": {"type": "resource_link", "uri": "https://files.example/b"}}});
-        let result = ToolResult::from_value(&value);
+        let read = crate::ResultView::of_value(&value);
+        let result = ToolResult::from_view(&read);
         let first = result.blocks().next();
         let Some(Block::InlineImage(media)) = &first else {
             panic!("not an image: {first:?}");
@@ -1763,7 +1705,7 @@ mod tests {
     }
 
     /// Both copies of `result` on `route`.
-    fn copies_on(route: RouteId, result: &Value) -> (String, LiveCopy<'_>) {
+    fn copies_on<'a>(route: RouteId, read: &'a ResultView<'a>) -> (String, LiveCopy<'a>) {
         let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
         let server = ServerName::new("s");
         let mut projector = Projector {
@@ -1773,7 +1715,7 @@ mod tests {
             server: &server,
             uri_policy: UriPolicy::Hidden,
         };
-        let parsed = ToolResult::from_value(result);
+        let parsed = ToolResult::from_view(read);
         let copies = projector.tool_result(&parsed);
         (copies.stored.into_owned(), copies.live)
     }
@@ -1792,10 +1734,8 @@ mod tests {
         ]});
         let bytes = result.to_string();
         let view = mcpl_classify::ResultView::parse(bytes.as_bytes()).unwrap();
-        for parsed in [
-            ToolResult::from_value(&result),
-            ToolResult::from_view(&view),
-        ] {
+        let read = crate::ResultView::of_value(&result);
+        for parsed in [ToolResult::from_view(&read), ToolResult::from_view(&view)] {
             let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
             let server = ServerName::new("s");
             let mut projector = Projector {
@@ -1834,7 +1774,8 @@ mod tests {
             server: &server,
             uri_policy: UriPolicy::Hidden,
         };
-        let parsed = ToolResult::from_value(&result);
+        let read = crate::ResultView::of_value(&result);
+        let parsed = ToolResult::from_view(&read);
         let copies = projector.tool_result(&parsed);
         let parts: Vec<&str> = copies.stored_parts().collect();
         assert_eq!(parts.len(), 4, "{parts:?}");
@@ -1879,7 +1820,8 @@ mod tests {
         let wav = b64(&mcpl_testkit::fixture("tone.wav"));
         let result = json!({"content": [{"type": "audio", "data": wav, "mimeType": "audio/wav"}]});
         for route in RouteId::ALL {
-            let (stored, live) = copies_on(route, &result);
+            let read = ResultView::of_value(&result);
+            let (stored, live) = copies_on(route, &read);
             assert_eq!(stored, "[audio: audio/wav, ~4KB]", "{route}");
             let native = matches!(&live, LiveCopy::Native(parts)
                 if matches!(parts[0], Part::Audio { sniffed: Sniffed::Wav, .. }));
@@ -1892,7 +1834,8 @@ mod tests {
         // Audio whose header says no duration keeps its line.
         let cut = b64(&mcpl_testkit::fixture("tone.wav")[..20]);
         let result = json!({"content": [{"type": "audio", "data": cut, "mimeType": "audio/wav"}]});
-        assert_eq!(copies_on(RouteId::Gemini, &result).1, LiveCopy::Stored);
+        let read = ResultView::of_value(&result);
+        assert_eq!(copies_on(RouteId::Gemini, &read).1, LiveCopy::Stored);
     }
 
     #[test]
@@ -1903,7 +1846,8 @@ mod tests {
                 "uri": "file:///r.pdf", "mimeType": "application/octet-stream", "blob": data}}]})
         };
         let result = blob(&pdf);
-        let (stored, live) = copies_on(RouteId::Gemini, &result);
+        let read = ResultView::of_value(&result);
+        let (stored, live) = copies_on(RouteId::Gemini, &read);
         assert!(
             stored.starts_with("[document: application/pdf, ~4KB, ref doc_"),
             "{stored}"
@@ -1917,12 +1861,13 @@ mod tests {
         );
         let marker = "[Resource not shown: this host can't display its data (application/octet-stream, ~4KB).]";
         assert_eq!(
-            copies_on(RouteId::TextOnly, &result),
+            copies_on(RouteId::TextOnly, &read),
             (marker.to_owned(), LiveCopy::Stored)
         );
         // Base64 that is not sound keeps the marker.
         let broken = blob(&format!("{}!", &pdf[..pdf.len() - 4]));
-        let (stored, live) = copies_on(RouteId::Anthropic, &broken);
+        let read = ResultView::of_value(&broken);
+        let (stored, live) = copies_on(RouteId::Anthropic, &read);
         assert!(stored.starts_with("[Resource not shown"), "{stored}");
         assert_eq!(live, LiveCopy::Stored);
     }

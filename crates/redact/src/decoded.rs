@@ -78,21 +78,11 @@ pub(crate) fn word_end(text: &str, end: usize) -> usize {
 /// Whether `text` may decode to anything: like the secrets matcher, a text of ASCII without
 /// `%`, `\`, `&` or `=` and without a run long enough to be base64 spells only itself.
 pub(crate) fn may_decode(text: &str) -> bool {
-    let mut run = 0;
-    for &b in text.as_bytes() {
-        if !b.is_ascii() || matches!(b, b'%' | b'\\' | b'&' | b'=') {
-            return true;
-        }
-        run = if encoded::is_base64(char::from(b)) {
-            run + 1
-        } else {
-            0
-        };
-        if run >= encoded::MIN_RUN {
-            return true;
-        }
-    }
-    false
+    let b = text.as_bytes();
+    !text.is_ascii()
+        || memchr::memchr3(b'%', b'\\', b'&', b).is_some()
+        || memchr::memchr(b'=', b).is_some()
+        || encoded::has_base64_run(b)
 }
 
 /// Whether a piece of text may spell something that only its decoded texts show: a
@@ -105,18 +95,7 @@ pub(crate) fn may_spell_more(piece: &str) -> bool {
         b'=' => (hex(at + 1) && hex(at + 2)) || matches!(b.get(at + 1), Some(b'\r' | b'\n')),
         _ => b.get(at + 1).is_some_and(|d| (b'0'..=b'7').contains(d)),
     };
-    if memchr::memchr2_iter(b'=', b'\\', b).any(escape) {
-        return true;
-    }
-    let mut run = 0;
-    b.iter().any(|&c| {
-        run = if encoded::is_base64(char::from(c)) {
-            run + 1
-        } else {
-            0
-        };
-        run >= encoded::MIN_RUN
-    })
+    memchr::memchr2_iter(b'=', b'\\', b).any(escape) || encoded::has_base64_run(b)
 }
 
 /// `text` in windows of about `size` bytes, each with its offset: the whole text when it is

@@ -1,18 +1,45 @@
-//! The path a host's tool result takes through a session: bytes as the client reads them,
-//! read leniently into a `Value`, then `Session::tool_result` (scaling, the tool-result lanes,
-//! the fit to the default budget, the encoding for the anthropic route; no spill store, so no
-//! spill writes), beside the parse a Rust host built on rmcp pays first, into rmcp's typed
-//! `CallToolResult` (`rmcp_parse`), on the three standard workloads `mcpl_testkit::workloads`
-//! makes in memory (`w1-mixed-10mb`, `w2-100k-blocks`, `w3-one-big-image`).
+//! The paths a host's tool result takes through a session, beside the parse a Rust host built
+//! on rmcp pays first, on the three standard workloads `mcpl_testkit::workloads` makes in
+//! memory (`w1-mixed-10mb`, `w2-100k-blocks`, `w3-one-big-image`). Each path ends with the
+//! encoded `tool_result` content written out as the request body's bytes. No spill store is
+//! set, so nothing is written.
+//!
+//! - `rmcp_parse`: the result's bytes into rmcp's typed `CallToolResult`.
+//! - `rmcp_parse_message`: the whole JSON-RPC response into rmcp's typed
+//!   `JsonRpcResponse<CallToolResult>`.
+//! - `loop_path`: the response's bytes as the client reads them, read leniently into a
+//!   `Value` (`parse_json_repaired`, what `mcpl run`'s client does with each line), then
+//!   `Session::tool_result_within` with the default budget, as the loop calls it.
+//! - `bytes_path`: the result's bytes straight to `Session::tool_result_bytes_within`, the one
+//!   reader's path without a `Value` (decision 0128).
+//! - `tool_result`: a `Value` a library host holds, read leniently from the bytes, through
+//!   `Session::tool_result`; `tool_result_unscaled` the same without scaling.
+//! - `rmcp_adapter` (with the `rmcp` feature): rmcp's typed parse, then
+//!   `Session::rmcp_tool_result`, the path of a host that holds rmcp's types.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use mcpl_session::{RouteId, Session};
+use mcpl_session::{DEFAULT_BUDGET, RouteId, Session};
+use serde_json::Value;
+
+/// The request body's bytes for a shown result's content.
+fn written(content: &Value) -> usize {
+    serde_json::to_vec(content).map_or(0, |body| body.len())
+}
+
+/// The JSON-RPC response that carries `result`, as a server writes it on one line.
+fn message(result: &[u8]) -> Vec<u8> {
+    let mut line = br#"{"jsonrpc":"2.0","id":7,"result":"#.to_vec();
+    line.extend_from_slice(result);
+    line.push(b'}');
+    line
+}
 
 fn bench_session(c: &mut Criterion) {
     for mcpl_testkit::Workload { name, bytes } in mcpl_testkit::workloads() {
         // A baseline that failed would time an early error, not a parse.
         let peer = serde_json::from_slice::<rmcp::model::CallToolResult>(&bytes);
         assert!(peer.is_ok(), "rmcp reads {name}: {peer:?}");
+        let line = message(&bytes);
         let mut group = c.benchmark_group(format!("session/{name}"));
         group.throughput(Throughput::Bytes(bytes.len() as u64));
         group.sample_size(20);
@@ -27,6 +54,47 @@ fn bench_session(c: &mut Criterion) {
             },
         );
         group.bench_with_input(
+            BenchmarkId::from_parameter("rmcp_parse_message"),
+            &line,
+            |b, line| {
+                b.iter(|| {
+                    serde_json::from_slice::<
+                        rmcp::model::JsonRpcResponse<rmcp::model::CallToolResult>,
+                    >(line)
+                    .map_or(0, |response| response.result.content.len())
+                })
+            },
+        );
+        group.bench_with_input(
+            BenchmarkId::from_parameter("loop_path"),
+            &line,
+            |b, line| {
+                b.iter(|| {
+                    let (mut message, _) =
+                        mcpl_classify::parse_json_repaired(line).expect("a workload parses");
+                    let result = message["result"].take();
+                    let shown = Session::new(RouteId::Anthropic).tool_result_within(
+                        "bench",
+                        &result,
+                        DEFAULT_BUDGET,
+                    );
+                    written(&shown.content)
+                })
+            },
+        );
+        group.bench_with_input(
+            BenchmarkId::from_parameter("bytes_path"),
+            &bytes,
+            |b, bytes| {
+                b.iter(|| {
+                    let shown = Session::new(RouteId::Anthropic)
+                        .tool_result_bytes_within("bench", bytes, DEFAULT_BUDGET)
+                        .expect("a workload parses");
+                    written(&shown.content)
+                })
+            },
+        );
+        group.bench_with_input(
             BenchmarkId::from_parameter("tool_result"),
             &bytes,
             |b, bytes| {
@@ -34,7 +102,7 @@ fn bench_session(c: &mut Criterion) {
                     let (value, _) =
                         mcpl_classify::parse_json_lenient(bytes).expect("a workload parses");
                     let shown = Session::new(RouteId::Anthropic).tool_result("bench", &value);
-                    shown.tokens
+                    written(&shown.content)
                 })
             },
         );
@@ -48,7 +116,20 @@ fn bench_session(c: &mut Criterion) {
                     let shown = Session::new(RouteId::Anthropic)
                         .with_scaling(None)
                         .tool_result("bench", &value);
-                    shown.tokens
+                    written(&shown.content)
+                })
+            },
+        );
+        #[cfg(feature = "rmcp")]
+        group.bench_with_input(
+            BenchmarkId::from_parameter("rmcp_adapter"),
+            &bytes,
+            |b, bytes| {
+                b.iter(|| {
+                    let typed = serde_json::from_slice::<rmcp::model::CallToolResult>(bytes)
+                        .expect("rmcp reads the workload");
+                    let shown = Session::new(RouteId::Anthropic).rmcp_tool_result("bench", &typed);
+                    written(&shown.content)
                 })
             },
         );

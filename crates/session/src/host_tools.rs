@@ -182,7 +182,8 @@ impl Session {
                 Err(text) => return self.refusal(text),
             };
             let result = json!({"content": part.content});
-            let parsed = ToolResult::from_value(&result);
+            let read = mcpl_lanes::ResultView::of_value(&result);
+            let parsed = ToolResult::from_view(&read);
             // Read back without spilling again: the part is already the spill's.
             let shown = self.fit(&ServerName::new(READ_RESULT), &parsed, budget, false);
             let sent = shown
@@ -207,7 +208,8 @@ impl Session {
     /// A host tool's refusal, as an error result the model reads.
     pub(crate) fn refusal(&mut self, text: String) -> Shown {
         let result = json!({"content": [{"type": "text", "text": text}], "isError": true});
-        let parsed = ToolResult::from_value(&result);
+        let read = mcpl_lanes::ResultView::of_value(&result);
+        let parsed = ToolResult::from_view(&read);
         self.fit(&ServerName::new(FETCH_REFERENCE), &parsed, u64::MAX, false)
     }
 }

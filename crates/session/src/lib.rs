@@ -57,7 +57,8 @@ pub mod toolset;
 use std::collections::{BTreeMap, HashMap};
 
 use mcpl_budget::{Bound, Correction, Fitted, Pricer, fit_tool_result};
-use mcpl_lanes::{ImageLedger, Projector, Registry, ServerName, ToolResult};
+use mcpl_classify::ContentView;
+use mcpl_lanes::{ImageLedger, Projector, Registry, ResultView, ServerName, ToolResult};
 use mcpl_scale::{Fit, Scaler};
 use serde_json::Value;
 
@@ -465,9 +466,59 @@ impl Session {
                 .scale_result(result, &self.route.lanes, fit, &mut diagnostics)
         });
         let result = scaled.as_ref().unwrap_or(result);
-        let parsed = ToolResult::from_value(result);
+        // The one reader: the `Value`'s strings are borrowed, not copied (decision 0128).
+        let read = ResultView::of_value(result);
+        self.tool_result_read(server, &read, result.is_object(), budget, diagnostics)
+    }
+
+    /// A tool result `server` sent, as the JSON text of its `result` (the bytes a client read),
+    /// within `budget`: what [`Session::tool_result_within`] gives for the same result parsed
+    /// as a host reads messages (`mcpl_classify::parse_json_repaired`), read straight from the
+    /// bytes without a `Value` (decision 0128). A result with an image to scale, or that only a
+    /// repair other than a lone surrogate's makes JSON, takes the `Value` path. Fails only on
+    /// bytes no repair makes JSON.
+    pub fn tool_result_bytes_within(
+        &mut self,
+        server: &str,
+        bytes: &[u8],
+        budget: u64,
+    ) -> Result<Shown, serde_json::Error> {
+        let mut mended = Vec::new();
+        if let Ok((view, _)) = mcpl_classify::parse_view_mending(bytes, &mut mended)
+            && !self.needs_scaling(&view)
+        {
+            let is_object = bytes.trim_ascii_start().first() == Some(&b'{');
+            return Ok(self.tool_result_read(server, &view, is_object, budget, Vec::new()));
+        }
+        let (value, _) = mcpl_classify::parse_json_repaired(bytes)?;
+        Ok(self.tool_result_within(server, &value, budget))
+    }
+
+    /// Whether a result read from bytes holds an image the scaler would scale.
+    fn needs_scaling(&self, view: &ResultView<'_>) -> bool {
+        let Some(fit) = self.scaling else {
+            return false;
+        };
+        match &view.content {
+            Some(ContentView::Blocks(blocks)) => blocks
+                .iter()
+                .any(|block| mcpl_scale::would_scale(&block.classify(), &self.route.lanes, fit)),
+            _ => false,
+        }
+    }
+
+    /// A result as the one reader read it, through the lanes and the fit.
+    fn tool_result_read(
+        &mut self,
+        server: &str,
+        read: &ResultView<'_>,
+        is_object: bool,
+        budget: u64,
+        mut diagnostics: Vec<String>,
+    ) -> Shown {
+        let parsed = ToolResult::from_view(read);
         let name = ServerName::new(server);
-        if result.is_object() {
+        if is_object {
             self.eager_fetch(&name, &parsed);
         }
         let mut shown = self.fit(&name, &parsed, budget, true);

@@ -34,7 +34,8 @@ fn spill_once(result: &Value, store: &mut dyn SpillStore) {
         &server,
         UriPolicy::Hidden,
     );
-    write_spill(&mut projector, &ToolResult::from_value(result), store).expect("a spill");
+    let read = mcpl_lanes::ResultView::of_value(result);
+    write_spill(&mut projector, &ToolResult::from_view(&read), store).expect("a spill");
 }
 
 fn bench_stores(c: &mut Criterion) {

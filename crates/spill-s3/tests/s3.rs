@@ -64,7 +64,8 @@ fn spill(result: &Value, store: &mut dyn SpillStore) -> Result<mcpl_budget::Spil
         &server,
         UriPolicy::Hidden,
     );
-    write_spill(&mut projector, &ToolResult::from_value(result), store).map_err(|e| e.to_string())
+    let read = mcpl_lanes::ResultView::of_value(result);
+    write_spill(&mut projector, &ToolResult::from_view(&read), store).map_err(|e| e.to_string())
 }
 
 #[test]
@@ -127,7 +128,8 @@ fn a_bucket_that_refuses_writes_still_holds_the_budget() {
         &server,
         UriPolicy::Hidden,
     );
-    let parsed = ToolResult::from_value(&result);
+    let read = mcpl_lanes::ResultView::of_value(&result);
+    let parsed = ToolResult::from_view(&read);
     let fitted = fit_tool_result(
         &mut projector,
         &parsed,

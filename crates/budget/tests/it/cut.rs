@@ -25,7 +25,8 @@ fn result(image: bool) -> Value {
 /// What `cut` says of the result on `route` with `budget`: the fitted price, or the error.
 fn cut_on(result: &Value, route: &PricedRoute, budget: u64) -> Result<Option<u64>, CutError> {
     let copies = with_projector(route, |projector| {
-        projector.tool_result(&ToolResult::from_value(result))
+        let read: &_ = Box::leak(Box::new(mcpl_lanes::ResultView::of_value(result)));
+        projector.tool_result(&ToolResult::from_view(read))
     });
     let pricer = Pricer::new(&Bound, route);
     cut(&copies, pricer, budget, SPILL_PATH).map(|fitted| fitted.map(|(_, price)| price))

@@ -118,9 +118,10 @@ fn a_result_with_references_is_cut_at_the_same_place_whatever_their_random_ids()
             UriPolicy::Hidden,
         );
         let pricer = Pricer::new(&Bound, &route);
+        let read = mcpl_lanes::ResultView::of_value(&result);
         let fitted = fit_tool_result(
             &mut projector,
-            &ToolResult::from_value(&result),
+            &ToolResult::from_view(&read),
             pricer,
             1_500,
             Some(&mut store as &mut dyn SpillStore),

@@ -78,9 +78,11 @@ pub(crate) fn fit<'a>(
 ) -> Fitted<'a> {
     let pricer = Pricer::new(&Bound, route);
     with_projector(route, |projector| {
+        // A test host: the view lives as long as the result it borrows.
+        let read: &_ = Box::leak(Box::new(mcpl_lanes::ResultView::of_value(result)));
         fit_tool_result(
             projector,
-            &ToolResult::from_value(result),
+            &ToolResult::from_view(read),
             pricer,
             budget,
             store,

@@ -19,7 +19,8 @@ const TINY_PNG: &str =
 fn project_then_spill(result: &Value, from_copies: bool) -> (String, bool, String) {
     let dir = TempDir::new("spill-of");
     let mut store = LocalSpillStore::new(&dir.0).unwrap();
-    let result = ToolResult::from_value(result);
+    let read = mcpl_lanes::ResultView::of_value(result);
+    let result = ToolResult::from_view(&read);
     let (copies, spill) = with_projector(&PricedRoute::ANTHROPIC, |projector| {
         let copies = projector.tool_result(&result);
         let spill = match from_copies {

@@ -413,9 +413,10 @@ fn a_lane_made_result_over_a_limit_goes_as_its_stored_placeholder() {
         UriPolicy::Hidden,
     );
     let pricer = Pricer::new(&Bound, encoder.route());
+    let read = mcpl_lanes::ResultView::of_value(&result);
     let fitted = fit_tool_result(
         &mut lanes,
-        &ToolResult::from_value(&result),
+        &ToolResult::from_view(&read),
         pricer,
         100_000,
         None,

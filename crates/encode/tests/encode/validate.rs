@@ -358,7 +358,8 @@ proptest! {
                     let result = json!({"content": content});
                     let mut lanes = Projector::new(&mut registry, &mut ledger, &priced.lanes, &server, UriPolicy::Hidden);
                     let pricer = Pricer::new(&Bound, &priced);
-                    let fitted = fit_tool_result(&mut lanes, &ToolResult::from_value(&result), pricer, budget, None);
+                    let read = mcpl_lanes::ResultView::of_value(&result);
+                    let fitted = fit_tool_result(&mut lanes, &ToolResult::from_view(&read), pricer, budget, None);
                     let mut output = mcpl_encode::conversation::ToolOutput::from_copies("call_1", "tool", &fitted.copies);
                     output.call_id = format!("call_{n}");
                     tool_calls.push(ToolCall::new(format!("call_{n}"), "s__t", json!({})));

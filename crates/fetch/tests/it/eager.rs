@@ -25,6 +25,7 @@ fn stored(registry: &mut Registry, server: &str, blocks: &[Value]) -> String {
     let result = json!({ "content": blocks });
     let mut ledger = ImageLedger::new();
     let server = ServerName::new(server);
+    let read = mcpl_lanes::ResultView::of_value(&result);
     Projector::new(
         registry,
         &mut ledger,
@@ -32,7 +33,7 @@ fn stored(registry: &mut Registry, server: &str, blocks: &[Value]) -> String {
         &server,
         UriPolicy::Hidden,
     )
-    .tool_result(&ToolResult::from_value(&result))
+    .tool_result(&ToolResult::from_view(&read))
     .stored
     .into_owned()
 }

@@ -32,9 +32,10 @@ fn wav(uri: &str) -> Value {
 /// The stored copy a tool result from `server` shows for these blocks now.
 fn stored(lanes: &mut Lanes, server: &str, blocks: Value) -> String {
     let result = json!({ "content": blocks });
+    let read = mcpl_lanes::ResultView::of_value(&result);
     lanes
         .projector(&ServerName::new(server))
-        .tool_result(&ToolResult::from_value(&result))
+        .tool_result(&ToolResult::from_view(&read))
         .stored
         .into_owned()
 }

@@ -9,9 +9,10 @@ use serde_json::json;
 
 fn stored(lanes: &mut Lanes, server: &str, text: &str) -> String {
     let result = json!({"content": [{"type": "text", "text": text}]});
+    let read = mcpl_lanes::ResultView::of_value(&result);
     lanes
         .projector(&ServerName::new(server))
-        .tool_result(&ToolResult::from_value(&result))
+        .tool_result(&ToolResult::from_view(&read))
         .stored
         .into_owned()
 }
@@ -25,9 +26,10 @@ fn a_hidden_uri_stays_hidden_in_every_later_lane_of_every_server() {
     // Not credential-shaped: only the session's memory hides it from the other servers.
     let uri = "demo://private/report-7";
     let result = json!({"content": [{"type": "resource_link", "uri": uri, "name": "r"}]});
+    let read = mcpl_lanes::ResultView::of_value(&result);
     lanes
         .projector(&ServerName::new("files"))
-        .tool_result(&ToolResult::from_value(&result));
+        .tool_result(&ToolResult::from_view(&read));
     let text = json!([{"type": "text", "text": format!("see {}", uri.to_uppercase())}]);
     lanes
         .answer(

@@ -85,8 +85,15 @@ impl Host {
 
     /// Projects a tool result on every lane. The message and injection lanes take its content.
     pub(crate) fn all_lanes(&mut self, result: &Value, policy: UriPolicy) -> AllLanes {
-        let parsed = ToolResult::from_value(result);
-        let content = parsed.content.cloned().unwrap_or(Value::Null);
+        let read = mcpl_lanes::ResultView::of_value(result);
+        let parsed = ToolResult::from_view(&read);
+        // The content as sent: a result's `content`, or the whole of a bare array or block.
+        let content = match result {
+            Value::Object(object) if !mcpl_lanes::is_content_block(result) => {
+                object.get("content").cloned().unwrap_or(Value::Null)
+            }
+            other => other.clone(),
+        };
         let anthropic = self.on(&Route::ANTHROPIC, policy).tool_result(&parsed);
         let text_only = self.on(&Route::TEXT_ONLY, policy).tool_result(&parsed);
         // A text-only route takes no document, so a PDF keeps its plain marker there (issue 17)

@@ -39,7 +39,8 @@ fn shown_on(route: RouteId, result: Value) -> Shown {
         &server,
         UriPolicy::Hidden,
     );
-    let copies = projector.tool_result(&ToolResult::from_value(result));
+    let read: &'static _ = Box::leak(Box::new(mcpl_lanes::ResultView::of_value(result)));
+    let copies = projector.tool_result(&ToolResult::from_view(read));
     let content = &result["content"];
     let mut messages = projector.push(content).unwrap().parts;
     messages.extend(projector.channel_message(content).unwrap().parts);

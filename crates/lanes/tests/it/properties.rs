@@ -180,7 +180,8 @@ proptest! {
         let mut host = Host::new();
         let content = Value::Array(content);
         let result = json!({"content": content.clone()});
-        let copies = host.on(&Route::ANTHROPIC, UriPolicy::Hidden).tool_result(&ToolResult::from_value(&result));
+        let read = mcpl_lanes::ResultView::of_value(&result);
+        let copies = host.on(&Route::ANTHROPIC, UriPolicy::Hidden).tool_result(&ToolResult::from_view(&read));
         if let LiveCopy::Native(parts) = &copies.live {
             prop_assert_eq!(parts.len(), content.as_array().unwrap().len());
         }
@@ -209,8 +210,10 @@ proptest! {
     #[test]
     fn the_stored_copy_is_stable(result in result()) {
         let mut host = Host::new();
-        let first = host.on(&Route::ANTHROPIC, UriPolicy::Hidden).tool_result(&ToolResult::from_value(&result)).stored;
-        let second = host.on(&Route::ANTHROPIC, UriPolicy::Hidden).tool_result(&ToolResult::from_value(&result)).stored;
+        let read = mcpl_lanes::ResultView::of_value(&result);
+        let first = host.on(&Route::ANTHROPIC, UriPolicy::Hidden).tool_result(&ToolResult::from_view(&read)).stored;
+        let read = mcpl_lanes::ResultView::of_value(&result);
+        let second = host.on(&Route::ANTHROPIC, UriPolicy::Hidden).tool_result(&ToolResult::from_view(&read)).stored;
         prop_assert_eq!(first, second);
     }
 }

@@ -14,7 +14,8 @@ fn outputs(host: &mut Host, result: &Value, policy: UriPolicy) -> Vec<String> {
     let lanes = host.all_lanes(result, policy);
     let mut texts = lanes.result_texts();
     texts.extend(lanes.message_texts());
-    let parsed = ToolResult::from_value(result);
+    let read = mcpl_lanes::ResultView::of_value(result);
+    let parsed = ToolResult::from_view(&read);
     let spill = host
         .on(&Route::ANTHROPIC, policy)
         .tool_result_spill(&parsed, &mut |_, _| "[attachment]".to_owned());

@@ -24,7 +24,8 @@ fn project_on(route: &Route, mut result: Value) -> (LiveCopy<'static>, String, V
         &server,
         UriPolicy::Hidden,
     );
-    let copies = projector.tool_result(&ToolResult::from_value(result));
+    let read: &'static _ = Box::leak(Box::new(mcpl_lanes::ResultView::of_value(result)));
+    let copies = projector.tool_result(&ToolResult::from_view(read));
     let push = projector.push(&result["content"]).unwrap();
     let native_in_push = push
         .parts

@@ -57,6 +57,31 @@ static STARTS_A_PREFIX: [bool; 256] = {
     table
 };
 
+/// Each prefix's first two bytes, a bit a pair: a word whose first two bytes start no prefix
+/// is passed over without comparing one (every prefix is longer than two bytes).
+static STARTS_A_PAIR: [u8; 8192] = {
+    let mut table = [0u8; 8192];
+    let mut n = 0;
+    while n < PREFIXES.len() {
+        let p = PREFIXES[n].as_bytes();
+        let pair = (p[0] as usize) << 8 | p[1] as usize;
+        table[pair >> 3] |= 1 << (pair & 7);
+        n += 1;
+    }
+    table
+};
+
+/// Whether the bytes at `at` start some prefix's first two bytes.
+fn starts_a_pair(b: &[u8], at: usize) -> bool {
+    match (b.get(at), b.get(at + 1)) {
+        (Some(&first), Some(&second)) => {
+            let pair = usize::from(first) << 8 | usize::from(second);
+            STARTS_A_PAIR[pair >> 3] & (1 << (pair & 7)) != 0
+        }
+        _ => false,
+    }
+}
+
 fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
 }
@@ -67,13 +92,26 @@ pub(crate) fn scan(text: &str, found: &mut Vec<Found>) {
     let b = text.as_bytes();
     let mut at = 0;
     while at < b.len() {
-        let starts_word =
-            STARTS_A_PREFIX[usize::from(b[at])] && (at == 0 || !b[at - 1].is_ascii_alphanumeric());
-        let prefix = starts_word
-            .then(|| PREFIXES.iter().find(|p| b[at..].starts_with(p.as_bytes())))
+        // Only a word's start can start a token: the rest of a word is passed over in one
+        // tight loop, and a word's start is looked at only when its first two bytes start a
+        // prefix.
+        if !b[at].is_ascii_alphanumeric() {
+            at += 1;
+            continue;
+        }
+        let starts_word = at == 0 || !b[at - 1].is_ascii_alphanumeric();
+        let prefix = (starts_word && STARTS_A_PREFIX[usize::from(b[at])] && starts_a_pair(b, at))
+            .then(|| {
+                PREFIXES
+                    .iter()
+                    .find(|p| p.as_bytes()[1] == b[at + 1] && b[at..].starts_with(p.as_bytes()))
+            })
             .flatten();
         let Some(prefix) = prefix else {
             at += 1;
+            while b.get(at).is_some_and(u8::is_ascii_alphanumeric) {
+                at += 1;
+            }
             continue;
         };
         let body = at + prefix.len();

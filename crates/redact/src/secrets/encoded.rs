@@ -30,6 +30,32 @@ pub(crate) fn is_base64(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '-' | '_')
 }
 
+/// [`is_base64`] of each byte, looked up.
+static BASE64_BYTE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'-' | b'_');
+        b += 1;
+    }
+    table
+};
+
+/// Whether `bytes` hold a run of at least [`MIN_RUN`] bytes that [`is_base64`] takes. Each
+/// window of that length is read from its end: at the last byte that is no base64, every
+/// window holding it is passed over at once, so prose is read a few bytes a window.
+pub(crate) fn has_base64_run(bytes: &[u8]) -> bool {
+    let mut start = 0;
+    while let Some(window) = bytes.get(start..start + MIN_RUN) {
+        match window.iter().rposition(|&b| !BASE64_BYTE[usize::from(b)]) {
+            None => return true,
+            Some(bad) => start += bad + 1,
+        }
+    }
+    false
+}
+
 fn is_base32(c: char) -> bool {
     c.is_ascii_alphabetic() || ('2'..='7').contains(&c)
 }
@@ -262,5 +288,42 @@ mod tests {
             base64::engine::general_purpose::STANDARD.encode([0xFFu8, 0xFE, 0x80, 0x81].repeat(8));
         assert!(hidden(&binary).is_empty());
         assert!(hidden("QUJDREVGR0g=").is_empty());
+    }
+}
+
+#[cfg(test)]
+mod run_tests {
+    use super::{MIN_RUN, has_base64_run, is_base64};
+
+    /// The run counted byte by byte, as the skipping search must agree with.
+    fn naive(bytes: &[u8]) -> bool {
+        let mut run = 0;
+        bytes.iter().any(|&b| {
+            run = if is_base64(char::from(b)) { run + 1 } else { 0 };
+            run >= MIN_RUN
+        })
+    }
+
+    #[test]
+    fn the_skipping_search_finds_what_a_byte_by_byte_count_finds() {
+        let alphabet = b"ab+/ -_.=\n0Z\xc3\xa9";
+        let mut state = 7u64;
+        for len in 0..200 {
+            for _ in 0..50 {
+                let bytes: Vec<u8> = (0..len)
+                    .map(|_| {
+                        state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+                        // Mostly base64, so runs of every length come up.
+                        let pick = (state >> 33) as usize;
+                        if pick.is_multiple_of(8) {
+                            alphabet[pick % alphabet.len()]
+                        } else {
+                            b'a' + (pick % 26) as u8
+                        }
+                    })
+                    .collect();
+                assert_eq!(has_base64_run(&bytes), naive(&bytes), "{bytes:?}");
+            }
+        }
     }
 }
