@@ -1,6 +1,7 @@
 //! MCP's Streamable HTTP transport: each message POSTed to the server's url, its answer read as
 //! JSON or as a stream of Server-Sent Events (on which the server may also send its own requests
-//! and notifications), a GET stream for what the server sends on its own initiative, a broken
+//! and notifications), a GET stream for what the server sends on its own initiative (at
+//! 2026-07-28, the `subscriptions/listen` request's stream instead), a broken
 //! stream resumed with `Last-Event-ID` after the server's `retry`, the session kept
 //! (`Mcp-Session-Id`, a 404 answered by initialising again) and ended with `DELETE`.
 //!
