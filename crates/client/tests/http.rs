@@ -772,3 +772,55 @@ fn a_stateless_server_without_list_changed_gets_no_listen() {
         "{methods:?}"
     );
 }
+
+#[test]
+fn a_listen_stream_quiet_for_longer_than_the_server_timeout_is_kept() {
+    // The server's timeout bounds the listen request's headers and each event, not the stream:
+    // two list_changed events 1.2 s apart with a 0.5 s timeout both arrive on one stream.
+    let server = Loopback::start(|request| {
+        let message = body(request);
+        match message["method"].as_str() {
+            Some("server/discover") => result(
+                &message,
+                json!({"supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {"listChanged": true}},
+                    "serverInfo": {"name": "s", "version": "1"}, "resultType": "complete"}),
+            ),
+            Some("subscriptions/listen") => {
+                let changed =
+                    json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+                let chunk = format!("retry: 30000\ndata: {changed}\n\n");
+                Answer::chunks(
+                    "text/event-stream",
+                    chunk.into_bytes(),
+                    2,
+                    Duration::from_millis(1200),
+                )
+            }
+            _ => accepted(),
+        }
+    })
+    .unwrap();
+    let mut connection = Connection::start(
+        &launch(server.origin(), None),
+        Limits::with_timeout(Duration::from_millis(500)),
+        &mut RefuseAll,
+    )
+    .unwrap();
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while server.streams().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let streams = server.streams();
+    assert_eq!(streams.len(), 1, "{streams:?}");
+    assert_eq!((streams[0].sent, streams[0].total), (2, 2), "{streams:?}");
+    assert!(!streams[0].client_closed, "{streams:?}");
+    connection.pump(&mut RefuseAll);
+    assert!(connection.take_tools_changed());
+    let listens = server
+        .requests()
+        .iter()
+        .filter(|r| body(r)["method"] == "subscriptions/listen")
+        .count();
+    assert_eq!(listens, 1, "the stream was not cut and opened again");
+}
