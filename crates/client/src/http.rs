@@ -1,6 +1,7 @@
 //! MCP's Streamable HTTP transport: each message POSTed to the server's url, its answer read as
 //! JSON or as a stream of Server-Sent Events (on which the server may also send its own requests
-//! and notifications), a GET stream for what the server sends on its own initiative, a broken
+//! and notifications), a GET stream for what the server sends on its own initiative (at
+//! 2026-07-28, the `subscriptions/listen` request's stream instead), a broken
 //! stream resumed with `Last-Event-ID` after the server's `retry`, the session kept
 //! (`Mcp-Session-Id`, a 404 answered by initialising again) and ended with `DELETE`.
 //!
@@ -216,6 +217,16 @@ fn write(shared: &Arc<Shared>, out: Outgoing) {
         Some("notifications/initialized") => lock(&shared.handshake).1 = Some(out.clone()),
         _ => {}
     }
+    if out.method.as_deref() == Some("subscriptions/listen") {
+        let subscriber = Arc::clone(shared);
+        let spawned = std::thread::Builder::new()
+            .name(format!("mcpl-{}-subscribe", shared.server))
+            .spawn(move || subscribe(&subscriber, &out));
+        if let Err(error) = spawned {
+            tracing::warn!(server = %shared.server, %error, "no thread for subscriptions/listen");
+        }
+        return;
+    }
     if out.id.is_some() && out.method.is_some() {
         let poster = Arc::clone(shared);
         let spawned = std::thread::Builder::new()
@@ -276,7 +287,14 @@ impl Shared {
         headers
     }
 
-    fn send_post(&self, out: &Outgoing, session: Option<&str>) -> Result<Response, ureq::Error> {
+    /// POSTs `out`; an `open_ended` request (`subscriptions/listen`) has no deadline once its
+    /// headers came, its stream bounded as the GET stream's is.
+    fn send_post(
+        &self,
+        out: &Outgoing,
+        session: Option<&str>,
+        open_ended: bool,
+    ) -> Result<Response, ureq::Error> {
         let mut request = self
             .agent
             .post(self.dial.url.as_str())
@@ -288,6 +306,13 @@ impl Shared {
             .chain(&out.headers)
         {
             request = request.header(name, value);
+        }
+        if open_ended {
+            return request
+                .config()
+                .timeout_global(None)
+                .build()
+                .send(&out.body[..]);
         }
         match out.deadline {
             // The call's deadline reaches the thread that reads its answer: at the deadline the
@@ -392,7 +417,7 @@ impl Shared {
         };
         *lock(&self.session) = None;
         tracing::info!(server = %self.server, "the session expired; initialising again");
-        let Ok(response) = self.send_post(&initialize, None) else {
+        let Ok(response) = self.send_post(&initialize, None, false) else {
             return false;
         };
         if !response.status().is_success() {
@@ -406,7 +431,7 @@ impl Shared {
         );
         if let Some(initialized) = initialized {
             let session = self.session();
-            let _ = self.send_post(&initialized, session.as_deref());
+            let _ = self.send_post(&initialized, session.as_deref(), false);
         }
         true
     }
@@ -435,7 +460,7 @@ fn post(shared: &Shared, out: &Outgoing) {
     let mut initialised_again = false;
     loop {
         let session = shared.session();
-        let response = match shared.send_post(out, session.as_deref()) {
+        let response = match shared.send_post(out, session.as_deref(), false) {
             Ok(response) => response,
             Err(error) => return shared.fail(out, crate::explained(error.to_string())),
         };
@@ -655,4 +680,90 @@ fn listen(shared: &Shared) {
         std::thread::sleep(backoff(end.retry, reopened));
         reopened += 1;
     }
+}
+
+/// The stateless revision's `subscriptions/listen` stream: what the server sends on it reaches
+/// the connection as the GET stream's does, under the same bounds (the message limit, each
+/// event within the server's timeout once begun, no deadline for a quiet stream). A stream that
+/// ends is opened again after the server's `retry` and the same backoff, since missed
+/// notifications are not replayed, each reopening tells the connection the tools may have
+/// changed. It stops when the server refuses it (an HTTP error, a JSON-RPC error, no event
+/// stream), the connection closes, or it keeps ending at once without bringing anything.
+fn subscribe(shared: &Shared, out: &Outgoing) {
+    let mut end = StreamEnd {
+        event_time: Some(shared.timeout),
+        ..StreamEnd::default()
+    };
+    let mut heard = Heard::default();
+    let mut idle = 0;
+    let mut reopened = 0;
+    let mut opens = 0;
+    while !shared.closed.load(Ordering::Relaxed) && idle < MAX_IDLE_LISTENS {
+        let opened = Instant::now();
+        let session = shared.session();
+        let response = match shared.send_post(out, session.as_deref(), true) {
+            Ok(response) => response,
+            Err(error) => {
+                tracing::debug!(server = %shared.server, %error, "subscriptions/listen failed");
+                return;
+            }
+        };
+        let status = response.status().as_u16();
+        if matches!(status, 401 | 403) && shared.challenged(&response, &mut heard) {
+            continue;
+        }
+        if !response.status().is_success()
+            || content_type(&response).as_deref() != Some("text/event-stream")
+        {
+            tracing::debug!(server = %shared.server, status, "no subscriptions/listen stream");
+            return;
+        }
+        opens += 1;
+        if opens > 1 && shared.incoming.send(Incoming::ToolsChanged).is_err() {
+            return;
+        }
+        let reader = BufReader::new(response.into_body().into_reader());
+        let mut brought = false;
+        let mut gone = false;
+        let mut refused = false;
+        end.stopped = false;
+        read_events(reader, shared.limit, &mut end, |event| {
+            let (id, sent) = match event {
+                Event::Data(data) => {
+                    let (id, sent) = shared.forward(&data);
+                    if id.is_some() && id.as_ref() == out.id.as_ref() {
+                        // The server ended the subscription: with an error, for good.
+                        refused = serde_json::from_slice::<Value>(&data)
+                            .is_ok_and(|answer| answer.get("error").is_some());
+                    } else {
+                        brought |= !data.trim_ascii().is_empty() && !is_acknowledgement(&data);
+                    }
+                    (id, sent)
+                }
+                Event::TooLong(head) => shared.forward_too_long(&head),
+            };
+            gone |= !sent;
+            if gone || (id.is_some() && id.as_ref() == out.id.as_ref()) {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        if gone || refused {
+            return;
+        }
+        // A stream that stayed open a while was not refused: the waits start again.
+        let lasted = opened.elapsed() > MAX_RETRY;
+        idle = if brought || lasted { 0 } else { idle + 1 };
+        if lasted {
+            reopened = 0;
+        }
+        std::thread::sleep(backoff(end.retry, reopened));
+        reopened += 1;
+    }
+}
+
+/// Whether an event is the subscription's `notifications/subscriptions/acknowledged`.
+fn is_acknowledgement(data: &[u8]) -> bool {
+    memchr::memmem::find(data, b"notifications/subscriptions/acknowledged").is_some()
 }

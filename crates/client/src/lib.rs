@@ -120,6 +120,8 @@ const TASK_CANCEL_WAIT: Duration = Duration::from_secs(2);
 /// The searcher for the one notification the host acts on (see [`Incoming::ToolsChanged`]).
 static TOOLS_CHANGED_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(TOOLS_LIST_CHANGED.as_bytes()));
+/// The stateless revision's request for a stream of the server's notifications.
+const LISTEN: &str = "subscriptions/listen";
 /// The notification a server sends when its tools change.
 pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
 /// A line buffer grown past this is given back once its line is handled.
@@ -785,6 +787,9 @@ pub struct Connection {
     observer: Watcher,
     /// Whether the server said its tools changed since [`Connection::take_tools_changed`].
     tools_changed: bool,
+    /// The id of the `subscriptions/listen` request the connection opened, cancelled when it
+    /// ends.
+    listening: Option<Value>,
     /// The server's `initialize` result (for a stateless server, its `server/discover` result
     /// in the same shape: `protocolVersion`, `capabilities`, `serverInfo`, `instructions`).
     pub initialized: Value,
@@ -856,9 +861,13 @@ impl Connection {
             tool_headers: headers::ToolHeaders::default(),
             observer: Watcher(None),
             tools_changed: false,
+            listening: None,
             initialized: Value::Null,
         };
         if launch.protocol == Protocol::Modern && connection.discover(limits.timeout, host)? {
+            if matches!(launch.transport, Transport::Http(_) | Transport::Stdio) {
+                connection.subscribe();
+            }
             return Ok(connection);
         }
         let mut capabilities = connection.capabilities_offered();
@@ -972,6 +981,35 @@ impl Connection {
             "instructions": result.get("instructions").cloned().unwrap_or(Value::Null),
         });
         Ok(true)
+    }
+
+    /// At the stateless revision a server sends `notifications/tools/list_changed` only on a
+    /// stream the client opens with `subscriptions/listen`: when the server declares
+    /// `tools.listChanged`, one is opened for that notification alone. Over HTTP the transport
+    /// reads its stream (and opens it again when it ends); over stdio its notifications come on
+    /// the server's output like any other. Its answer, if one comes, matches no call and is
+    /// skipped.
+    fn subscribe(&mut self) {
+        let declared = self
+            .capabilities()
+            .pointer("/tools/listChanged")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if !self.stateless || !declared {
+            return;
+        }
+        self.next_id += 1;
+        let id = json!(self.next_id);
+        let mut params = json!({"notifications": {"toolsListChanged": true}});
+        self.add_meta(&mut params);
+        let headers = headers::standard(LISTEN, &params);
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": LISTEN, "params": params});
+        match self.write(&message, None, Some(LISTEN), headers) {
+            Ok(()) => self.listening = Some(id),
+            Err(_) => {
+                tracing::debug!(server = %self.name, "subscriptions/listen could not be sent");
+            }
+        }
     }
 
     /// The server's name.
@@ -1797,6 +1835,13 @@ impl Drop for Connection {
     /// Closes the server's stdin (once the writer has sent what was queued), gives it a moment
     /// to exit, then kills it; a dialed server's session is ended with `DELETE`.
     fn drop(&mut self) {
+        if let Some(id) = self.listening.take() {
+            // The subscription ends when the client cancels it.
+            self.notify(
+                "notifications/cancelled",
+                json!({"requestId": id, "reason": "the connection closes"}),
+            );
+        }
         drop(self.outgoing.take());
         let child = match &mut self.peer {
             Peer::Process(child) => child,

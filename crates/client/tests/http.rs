@@ -663,3 +663,164 @@ fn a_server_that_declares_skills_has_them_listed_page_by_page_at_start() {
         );
     }
 }
+
+/// A stateless server declaring `tools: {listChanged}` (or not), whose `subscriptions/listen`
+/// stream acknowledges and then says the tools changed.
+fn listening_server(list_changed: bool) -> Loopback {
+    Loopback::start(move |request| {
+        let message = body(request);
+        match message["method"].as_str() {
+            Some("server/discover") => result(
+                &message,
+                json!({"supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {"listChanged": list_changed}},
+                    "serverInfo": {"name": "s", "version": "1"}, "resultType": "complete"}),
+            ),
+            Some("subscriptions/listen") => {
+                let meta = json!({"io.modelcontextprotocol/subscriptionId": message["id"]});
+                let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                    "params": {"_meta": meta, "notifications": {"toolsListChanged": true}}});
+                let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                    "params": {"_meta": meta}});
+                // A long `retry`: the test is over before the stream is opened again.
+                sse(&format!("retry: 30000\n\ndata: {ack}\n\ndata: {changed}\n\n"))
+            }
+            Some(_) if message.get("id").is_some() => {
+                result(&message, json!({"tools": [], "resultType": "complete"}))
+            }
+            _ => accepted(),
+        }
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_stateless_server_with_list_changed_gets_one_listen_whose_stream_flags_the_tools() {
+    let server = listening_server(true);
+    let mut connection =
+        Connection::start(&launch(server.origin(), None), limits(), &mut RefuseAll).unwrap();
+    assert!(connection.is_stateless());
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    let mut changed = false;
+    while !changed && std::time::Instant::now() < deadline {
+        connection.pump(&mut RefuseAll);
+        changed = connection.take_tools_changed();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        changed,
+        "the list_changed on the listen stream set the flag"
+    );
+    assert!(!connection.take_tools_changed(), "the flag was taken");
+    let listens: Vec<(Option<String>, Value)> = server
+        .requests()
+        .iter()
+        .filter(|r| body(r)["method"] == "subscriptions/listen")
+        .map(|r| (r.header("mcp-protocol-version").map(str::to_owned), body(r)))
+        .collect();
+    assert_eq!(listens.len(), 1, "one subscription");
+    let (version, listen) = &listens[0];
+    assert_eq!(version.as_deref(), Some("2026-07-28"));
+    assert_eq!(
+        listen["params"]["notifications"],
+        json!({"toolsListChanged": true}),
+        "the filter asks for the tools' list_changed alone"
+    );
+    assert_eq!(
+        listen["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(
+        listen["params"]["_meta"]["io.modelcontextprotocol/clientInfo"]["name"],
+        "mcpl"
+    );
+    let id = listen["id"].clone();
+    drop(connection);
+    server.settle(Duration::from_secs(5));
+    let cancelled: Vec<Value> = server
+        .requests()
+        .iter()
+        .map(body)
+        .filter(|m| m["method"] == "notifications/cancelled")
+        .collect();
+    assert_eq!(cancelled.len(), 1, "closing cancels the subscription");
+    assert_eq!(cancelled[0]["params"]["requestId"], id);
+}
+
+#[test]
+fn a_stateless_server_without_list_changed_gets_no_listen() {
+    let server = listening_server(false);
+    let mut connection =
+        Connection::start(&launch(server.origin(), None), limits(), &mut RefuseAll).unwrap();
+    assert!(connection.is_stateless());
+    connection
+        .request("tools/list", json!({}), TIMEOUT, &mut RefuseAll)
+        .unwrap();
+    drop(connection);
+    server.settle(Duration::from_secs(5));
+    let methods: Vec<Value> = server
+        .requests()
+        .iter()
+        .map(|r| body(r)["method"].clone())
+        .collect();
+    assert!(
+        !methods.contains(&json!("subscriptions/listen")),
+        "{methods:?}"
+    );
+    assert!(
+        !methods.contains(&json!("notifications/cancelled")),
+        "{methods:?}"
+    );
+}
+
+#[test]
+fn a_listen_stream_quiet_for_longer_than_the_server_timeout_is_kept() {
+    // The server's timeout bounds the listen request's headers and each event, not the stream:
+    // two list_changed events 1.2 s apart with a 0.5 s timeout both arrive on one stream.
+    let server = Loopback::start(|request| {
+        let message = body(request);
+        match message["method"].as_str() {
+            Some("server/discover") => result(
+                &message,
+                json!({"supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {"listChanged": true}},
+                    "serverInfo": {"name": "s", "version": "1"}, "resultType": "complete"}),
+            ),
+            Some("subscriptions/listen") => {
+                let changed =
+                    json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+                let chunk = format!("retry: 30000\ndata: {changed}\n\n");
+                Answer::chunks(
+                    "text/event-stream",
+                    chunk.into_bytes(),
+                    2,
+                    Duration::from_millis(1200),
+                )
+            }
+            _ => accepted(),
+        }
+    })
+    .unwrap();
+    let mut connection = Connection::start(
+        &launch(server.origin(), None),
+        Limits::with_timeout(Duration::from_millis(500)),
+        &mut RefuseAll,
+    )
+    .unwrap();
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while server.streams().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let streams = server.streams();
+    assert_eq!(streams.len(), 1, "{streams:?}");
+    assert_eq!((streams[0].sent, streams[0].total), (2, 2), "{streams:?}");
+    assert!(!streams[0].client_closed, "{streams:?}");
+    connection.pump(&mut RefuseAll);
+    assert!(connection.take_tools_changed());
+    let listens = server
+        .requests()
+        .iter()
+        .filter(|r| body(r)["method"] == "subscriptions/listen")
+        .count();
+    assert_eq!(listens, 1, "the stream was not cut and opened again");
+}

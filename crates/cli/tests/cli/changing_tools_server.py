@@ -1,12 +1,15 @@
 """A stdio MCP server for cli/tests/cli/toolset.rs. With `big N`, it offers N tools whose
 descriptions are long (about 2,000 characters each). Else it offers `once`, which leaves the
 tool list when called (and says so with notifications/tools/list_changed), and `stay`.
-A call answers with the tool's name.
+A call answers with the tool's name. With `stateless`, it speaks revision 2026-07-28 (no
+initialize) and sends list_changed only on a subscriptions/listen subscription that asked for it.
 """
 import json
 import sys
 
 BIG = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[1] == "big" else 0
+STATELESS = sys.argv[1:2] == ["stateless"]
+SUBSCRIPTION = None
 if BIG:
     TOOLS = [
         {
@@ -30,7 +33,21 @@ for line in sys.stdin:
     if "id" not in message:
         continue
     method = message.get("method")
-    if method == "initialize":
+    if STATELESS and method == "server/discover":
+        result = {
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {"listChanged": True}},
+            "serverInfo": {"name": "changing", "version": "1"},
+            "resultType": "complete",
+        }
+    elif STATELESS and method == "subscriptions/listen":
+        if message["params"]["notifications"].get("toolsListChanged") is True:
+            SUBSCRIPTION = message["id"]
+        meta = {"io.modelcontextprotocol/subscriptionId": message["id"]}
+        send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+              "params": {"_meta": meta, "notifications": {"toolsListChanged": True}}})
+        continue
+    elif method == "initialize" and not STATELESS:
         result = {
             "protocolVersion": message["params"]["protocolVersion"],
             "capabilities": {"tools": {"listChanged": True}},
@@ -42,7 +59,12 @@ for line in sys.stdin:
         name = message["params"]["name"]
         if name == "once":
             TOOLS = [tool for tool in TOOLS if tool["name"] != "once"]
-            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            if not STATELESS:
+                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            elif SUBSCRIPTION is not None:
+                meta = {"io.modelcontextprotocol/subscriptionId": SUBSCRIPTION}
+                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                      "params": {"_meta": meta}})
         result = {"content": [{"type": "text", "text": "called " + name}]}
     else:
         send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": method}})

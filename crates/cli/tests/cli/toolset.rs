@@ -161,6 +161,25 @@ fn a_tool_that_left_the_list_is_an_error_result_in_words() {
 }
 
 #[test]
+fn over_stdio_at_2026_07_28_the_list_changed_comes_on_a_subscriptions_listen() {
+    // The server sends list_changed only on the subscription it was asked to open.
+    let scratch = Scratch::new("listen");
+    let mut server = python(&["stateless"]);
+    server["protocol"] = json!("modern");
+    let bodies = scratch.run(
+        server,
+        json!({}),
+        json!([
+            {"tool_calls": [{"server": "s", "name": "once"}]},
+            {"tool_calls": [{"server": "s", "name": "stay"}]},
+        ]),
+    );
+    assert!(tool_names(&bodies[0]).contains(&"s__once".to_owned()));
+    assert!(!tool_names(&bodies[1]).contains(&"s__once".to_owned()));
+    assert_eq!(last_results(&bodies[2]), ["called stay"]);
+}
+
+#[test]
 fn many_large_tools_are_found_with_search_tools_and_loaded_in_order() {
     let scratch = Scratch::new("deferred");
     let bodies = scratch.run(
