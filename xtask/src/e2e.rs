@@ -429,6 +429,11 @@ fn conversations(files: &Files) -> Vec<Conversation> {
                     "trigger-long-running-operation (progress, 3 steps)",
                     vec![TextOnly, shows("Long running operation completed")],
                 ),
+                call(
+                    "everything__simulate-research-query",
+                    "simulate-research-query (a task, 2025-11-25)",
+                    vec![TextOnly, shows("# Research Report: MCP")],
+                ),
             ],
         },
         Conversation {
@@ -691,6 +696,20 @@ fn play(
                 Ok(())
             } else {
                 Err(format!("no line {line:?} in {stderr:?}"))
+            },
+        );
+    }
+    if expected.contains(&"everything__simulate-research-query") {
+        // A tool that says `execution.taskSupport: "required"`: called with `params.task`
+        // (revision 2025-11-25), answered with a task, polled until it completed.
+        let prefix = "mcpl: task everything/simulate-research-query (";
+        let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with(prefix)).collect();
+        checks.check(
+            format!("{name}: mcpl run shows the research task's status until it completed"),
+            if lines.last().is_some_and(|l| l.contains("): completed")) {
+                Ok(())
+            } else {
+                Err(format!("task lines {lines:?} in {stderr:?}"))
             },
         );
     }

@@ -783,6 +783,8 @@ pub struct Connection {
     /// The revision agreed (or being tried), sent as `MCP-Protocol-Version`.
     agreed: Option<String>,
     tool_headers: headers::ToolHeaders,
+    /// The tools whose calls ask for a task at 2025-11-25 (`execution.taskSupport`).
+    task_tools: tasks::TaskTools,
     /// Who is told of progress and task status while a call runs.
     observer: Watcher,
     /// Whether the server said its tools changed since [`Connection::take_tools_changed`].
@@ -859,6 +861,7 @@ impl Connection {
             stateless: false,
             agreed: None,
             tool_headers: headers::ToolHeaders::default(),
+            task_tools: tasks::TaskTools::default(),
             observer: Watcher(None),
             tools_changed: false,
             listening: None,
@@ -871,6 +874,11 @@ impl Connection {
             return Ok(connection);
         }
         let mut capabilities = connection.capabilities_offered();
+        // Revision 2025-11-25's tasks capability: the client knows tasks (it asks for them on
+        // `tools/call`, see `Connection::asks_for_task`). Its `list`, `cancel` and `requests`
+        // members say which task requests a client *receives*; MCPL receives none, so it
+        // declares none of them.
+        capabilities["tasks"] = json!({});
         if launch.protocol == Protocol::Legacy {
             capabilities["experimental"] = json!({"mcpl": {
                 "pushEvents": {},
@@ -1567,6 +1575,7 @@ impl Connection {
         })?;
         if call.method == "tools/list" {
             self.tool_headers.learn(&self.name, &mut result);
+            self.task_tools.learn(&result);
         }
         Ok(result)
     }
@@ -1652,6 +1661,10 @@ impl Connection {
                 params["_meta"] = json!({});
             }
             params["_meta"]["progressToken"] = token.cloned().unwrap_or_else(|| json!(id));
+            if self.asks_for_task(&params) {
+                let ttl = call.total.unwrap_or(call.timeout).min(tasks::MAX_TASK_TTL);
+                params["task"] = json!({"ttl": ttl.as_millis() as u64});
+            }
         }
         let mut headers = headers::standard(&call.method, &params);
         if call.method == "tools/call" {
@@ -1666,6 +1679,18 @@ impl Connection {
                 Err(self.exited_error(&call.method, detail))
             }
         }
+    }
+
+    /// Whether a `tools/call` asks for a task (revision 2025-11-25's task augmentation): the
+    /// server accepts task-augmented calls and listed the tool with `execution.taskSupport`
+    /// `"required"` or `"optional"`. The 2026-07-28 tasks extension needs no such param.
+    fn asks_for_task(&self, params: &Value) -> bool {
+        !self.stateless
+            && tasks::accepts_task_calls(self.capabilities())
+            && params
+                .get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|name| self.task_tools.wants_task(name))
     }
 
     fn timed_out(&self, call: &Call) -> CallError {

@@ -6,6 +6,7 @@
 //! `task`). The connection then polls `tasks/get` until the task ends. Everything a server
 //! sends here is hostile input: ids and messages are bounded, numbers checked.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,6 +14,9 @@ use serde_json::Value;
 
 /// The tasks extension's identifier, declared under `capabilities.extensions`.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// The `ttl` (milliseconds) asked for in a 2025-11-25 task-augmented `tools/call` at most: the
+/// call's total time is asked for, bounded by this.
+pub(crate) const MAX_TASK_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 /// The shortest wait between two `tasks/get` polls, whatever the server suggests.
 pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(100);
 /// The longest wait between two polls, whatever the server suggests.
@@ -169,6 +173,51 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The tools a 2025-11-25 server lists with `execution.taskSupport` `"required"` or
+/// `"optional"`: their `tools/call` carries `params.task`, so the server answers with a task
+/// that the connection polls. Only those exact strings count; anything else (absent,
+/// `"forbidden"`, another type) leaves the tool called plainly.
+#[derive(Debug, Default)]
+pub(crate) struct TaskTools {
+    tools: HashSet<String>,
+}
+
+impl TaskTools {
+    /// Reads one page of a `tools/list` result.
+    pub(crate) fn learn(&mut self, result: &Value) {
+        let Some(tools) = result.get("tools").and_then(Value::as_array) else {
+            return;
+        };
+        for tool in tools {
+            let Some(name) = tool.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            let support = tool
+                .pointer("/execution/taskSupport")
+                .and_then(Value::as_str);
+            if matches!(support, Some("required" | "optional")) {
+                self.tools.insert(name.to_owned());
+            } else {
+                self.tools.remove(name);
+            }
+        }
+    }
+
+    /// Whether a call of `tool` asks for a task.
+    pub(crate) fn wants_task(&self, tool: &str) -> bool {
+        self.tools.contains(tool)
+    }
+}
+
+/// Whether a 2025-11-25 server's capabilities accept task-augmented `tools/call`
+/// (`tasks.requests.tools.call`, an object); without it a client must not ask for a task,
+/// whatever a tool says.
+pub(crate) fn accepts_task_calls(capabilities: &Value) -> bool {
+    capabilities
+        .pointer("/tasks/requests/tools/call")
+        .is_some_and(Value::is_object)
 }
 
 /// A task a server answered a call with.
@@ -328,6 +377,45 @@ mod tests {
                 .unwrap()
                 .is_err()
         );
+    }
+
+    #[test]
+    fn only_the_exact_task_support_strings_ask_for_a_task() {
+        let mut tools = TaskTools::default();
+        tools.learn(&json!({"tools": [
+            {"name": "req", "execution": {"taskSupport": "required"}},
+            {"name": "opt", "execution": {"taskSupport": "optional"}},
+            {"name": "no", "execution": {"taskSupport": "forbidden"}},
+            {"name": "case", "execution": {"taskSupport": "Required"}},
+            {"name": "spaced", "execution": {"taskSupport": "required "}},
+            {"name": "typed", "execution": {"taskSupport": true}},
+            {"name": "flat", "taskSupport": "required"},
+            {"name": "plain"},
+            {"execution": {"taskSupport": "required"}},
+        ]}));
+        let wanted: Vec<_> = [
+            "req", "opt", "no", "case", "spaced", "typed", "flat", "plain",
+        ]
+        .into_iter()
+        .filter(|t| tools.wants_task(t))
+        .collect();
+        assert_eq!(wanted, ["req", "opt"]);
+        // A later listing that drops the support forgets it.
+        tools.learn(&json!({"tools": [{"name": "req"}]}));
+        assert!(!tools.wants_task("req"));
+        assert!(tools.wants_task("opt"));
+
+        assert!(accepts_task_calls(
+            &json!({"tasks": {"requests": {"tools": {"call": {}}}}})
+        ));
+        for no in [
+            json!({}),
+            json!({"tasks": {}}),
+            json!({"tasks": {"requests": {"tools": {"call": true}}}}),
+            json!({"tasks": {"requests": {"tools": {}}}}),
+        ] {
+            assert!(!accepts_task_calls(&no), "{no}");
+        }
     }
 
     #[test]

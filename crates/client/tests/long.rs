@@ -211,3 +211,79 @@ fn a_flood_of_progress_is_shown_a_few_times() {
         "{shown} notices for 20,000 notifications"
     );
 }
+
+/// Calls each tool the `v1*` server lists, after listing them; returns each call's text and
+/// the `tools/call` messages the server read.
+fn call_each_listed_tool(mode: &str) -> (Vec<String>, Vec<Value>) {
+    let mut long = Long::start(mode);
+    let list = Call::new("tools/list", json!({}), Duration::from_secs(5));
+    long.connection
+        .request_all(vec![list], 1, &mut RefuseAll)
+        .pop()
+        .unwrap()
+        .unwrap();
+    let names = ["required", "optional", "forbidden", "odd", "plain"];
+    let mut texts = Vec::new();
+    for name in names {
+        let call = Call::new(
+            "tools/call",
+            json!({"name": name, "arguments": {}}),
+            Duration::from_secs(5),
+        )
+        .with_total(Duration::from_secs(7));
+        let result = long
+            .connection
+            .request_all(vec![call], 1, &mut RefuseAll)
+            .pop()
+            .unwrap()
+            .unwrap();
+        texts.push(result["content"][0]["text"].as_str().unwrap().to_owned());
+    }
+    let lines = long.read("tools/call");
+    let initialize = lines.iter().find(|m| m["method"] == "initialize").unwrap();
+    // Revision 2025-11-25's client tasks capability, with no task requests received.
+    assert_eq!(initialize["params"]["capabilities"]["tasks"], json!({}));
+    let calls = lines
+        .iter()
+        .filter(|m| m["method"] == "tools/call")
+        .cloned()
+        .collect();
+    (texts, calls)
+}
+
+#[test]
+fn at_2025_11_25_only_tools_listed_with_task_support_are_called_with_a_task() {
+    let (texts, calls) = call_each_listed_tool("v1");
+    assert_eq!(calls.len(), 5);
+    for call in &calls {
+        let name = call["params"]["name"].as_str().unwrap();
+        let task = &call["params"]["task"];
+        if name == "required" || name == "optional" {
+            // The ttl asked for is the call's total time.
+            assert_eq!(task, &json!({"ttl": 7000}), "{name}");
+        } else {
+            assert!(task.is_null(), "{name} was sent {task}");
+        }
+    }
+    // The two task calls were polled and their results fetched with tasks/result.
+    assert_eq!(
+        texts,
+        [
+            "the task's result",
+            "the task's result",
+            "plain",
+            "plain",
+            "plain"
+        ]
+    );
+}
+
+#[test]
+fn at_2025_11_25_no_task_is_asked_of_a_server_without_task_calls() {
+    let (texts, calls) = call_each_listed_tool("v1-nocap");
+    assert!(
+        calls.iter().all(|c| c["params"].get("task").is_none()),
+        "{calls:?}"
+    );
+    assert_eq!(texts, ["plain"; 5]);
+}
