@@ -26,7 +26,7 @@ use mcpl_encode::Encoder;
 use mcpl_encode::conversation::{Content, ToolCall, ToolOutput, model_tool_name};
 use mcpl_host::config::{Config, ConfigError};
 use mcpl_host::host_loop::{
-    CallReport, FETCH_REFERENCE, Host, HostOptions, LOAD_SKILL, LoopError, Outcome,
+    CallReport, FETCH_REFERENCE, Host, HostOptions, LOAD_SKILL, LoopError, Outcome, SEARCH_TOOLS,
 };
 use mcpl_host::model::{Model, ModelError, Turn};
 
@@ -488,6 +488,20 @@ pub fn render_text(run: &DemoRun) -> String {
         );
         excerpt(&mut out, &tool.description, &[]);
     }
+    let deferral = host.deferral();
+    let _ = writeln!(
+        out,
+        "tools: the servers' definitions take {} estimated tokens; past {} ({}% of the window, \
+         deferToolsAbovePercent) the model would get {SEARCH_TOOLS} in their place. {}",
+        deferral.tokens(),
+        deferral.limit(),
+        host.options.defer_tools_percent,
+        if deferral.is_active() {
+            "Here it does."
+        } else {
+            "Here all are offered."
+        }
+    );
     for call in &host.calls {
         let planned = run
             .fetches

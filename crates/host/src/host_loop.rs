@@ -37,10 +37,11 @@ use mcpl_encode::conversation::{
 use mcpl_encode::{Encoder, window};
 use mcpl_fetch::{Fetcher, ResourceReader};
 use mcpl_session::toolset::{self, Deferral};
-use mcpl_session::{SEARCH_TOOLS, ServerPolicy, Session, Shown};
+use mcpl_session::{ServerPolicy, Session, Shown};
 
 pub use mcpl_session::{
     FETCH_REFERENCE, FETCH_REFERENCE_DESCRIPTION, LOAD_SKILL, READ_RESULT, READ_RESULT_DESCRIPTION,
+    SEARCH_TOOLS,
 };
 
 /// How long a server may take to answer `context/beforeInference` before the round goes on
@@ -612,6 +613,11 @@ impl Host {
         let index = &self.tool_index;
         self.deferral
             .offered(&self.tools, |name| index.contains_key(name))
+    }
+
+    /// Whether the servers' tools are deferred behind `search_tools`, and what they cost.
+    pub fn deferral(&self) -> &Deferral {
+        &self.deferral
     }
 
     /// The tools offered to the model: every server's and the host's (`fetch_reference`,

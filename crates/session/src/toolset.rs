@@ -127,6 +127,8 @@ pub fn search_tools_spec() -> ToolSpec {
 pub struct Deferral {
     /// The most tokens the servers' definitions may take before they are deferred.
     limit: u64,
+    /// What the servers' definitions cost at the last decision, in estimated tokens.
+    tokens: u64,
     active: bool,
     /// The tools loaded, in the order they were loaded.
     loaded: Vec<String>,
@@ -151,7 +153,18 @@ impl Deferral {
 
     /// Decides again, from what the servers' definitions cost now (`tokens`).
     pub fn decide(&mut self, tokens: u64) {
+        self.tokens = tokens;
         self.active = tokens > self.limit;
+    }
+
+    /// What the servers' definitions cost at the last decision, in estimated tokens.
+    pub fn tokens(&self) -> u64 {
+        self.tokens
+    }
+
+    /// The most tokens the definitions may take before they are deferred.
+    pub fn limit(&self) -> u64 {
+        self.limit
     }
 
     /// Whether tools are deferred now.

@@ -858,3 +858,25 @@ fn the_demo_shows_the_skills_index_and_loads_a_skill_on_demand() {
         loads[1]["live"]
     );
 }
+
+#[test]
+fn the_demo_says_what_the_tool_definitions_cost_against_the_deferral_share() {
+    let output = mcpl(&["demo"], b"");
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    let line = text
+        .lines()
+        .find(|line| line.starts_with("tools: the servers' definitions take "))
+        .unwrap_or_else(|| panic!("no tools line in {text}"));
+    let numbers: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|word| word.parse().ok())
+        .collect();
+    let [tokens, limit, percent] = numbers[..] else {
+        panic!("{line}");
+    };
+    assert_eq!(percent, 10, "{line}");
+    assert!(tokens > 500 && tokens < limit, "{line}");
+    assert!(line.contains("deferToolsAbovePercent"), "{line}");
+    assert!(line.ends_with("Here all are offered."), "{line}");
+}
