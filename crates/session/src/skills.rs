@@ -475,7 +475,7 @@ fn compare_frontmatter(text: &str, listed: &Map<String, Value>) -> Result<(), St
     for (key, value) in listed {
         match parsed.get(key) {
             None => return Err(format!("its frontmatter has no {key}, the listing's has")),
-            Some(found) if found != value => {
+            Some(found) if !same_value(found, value) => {
                 return Err(format!(
                     "its frontmatter's {key} differs from the listing's"
                 ));
@@ -489,10 +489,137 @@ fn compare_frontmatter(text: &str, listed: &Map<String, Value>) -> Result<(), St
     Ok(())
 }
 
+/// Whether a value SKILL.md's frontmatter gives is the listing's: equal as JSON, or the same
+/// number (`1.0` and `1`), or a bool or null that an older YAML (1.1) spells as a word (`yes`,
+/// `off`). The listing was made by a YAML reader the host does not know, so spellings that
+/// readers disagree on are not a difference.
+fn same_value(found: &Value, listed: &Value) -> bool {
+    match (found, listed) {
+        (Value::Number(a), Value::Number(b)) => a == b || a.as_f64() == b.as_f64(),
+        (Value::String(word), Value::Bool(b)) => yaml11_bool(word) == Some(*b),
+        (Value::String(word), Value::Null) => word.is_empty(),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_value(a, b))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .all(|(key, a)| b.get(key).is_some_and(|b| same_value(a, b)))
+        }
+        _ => found == listed,
+    }
+}
+
+/// A bool as YAML 1.1 spells it in words.
+fn yaml11_bool(word: &str) -> Option<bool> {
+    match word {
+        "yes" | "Yes" | "YES" | "on" | "On" | "ON" | "y" | "Y" => Some(true),
+        "no" | "No" | "NO" | "off" | "Off" | "OFF" | "n" | "N" => Some(false),
+        _ => None,
+    }
+}
+
+/// A block scalar (`|` or `>`) being read: its field, style, chomping and lines so far.
+struct Block {
+    key: String,
+    folded: bool,
+    /// `-` strips the final line breaks, `+` keeps them all, none keeps one.
+    chomp: Option<char>,
+    /// The content's indentation: given after the indicator, or the first line's.
+    indent: Option<usize>,
+    lines: Vec<String>,
+}
+
+impl Block {
+    /// The block scalar a field's value opens (`|`, `>-`, `|+2`, ...), if it is one.
+    fn open(key: &str, value: &str) -> Option<Block> {
+        let mut chars = value.chars();
+        let folded = match chars.next()? {
+            '|' => false,
+            '>' => true,
+            _ => return None,
+        };
+        let (mut chomp, mut indent) = (None, None);
+        for c in chars {
+            match c {
+                '-' | '+' if chomp.is_none() => chomp = Some(c),
+                '1'..='9' if indent.is_none() => indent = Some(c as usize - '0' as usize),
+                _ => return None,
+            }
+        }
+        Some(Block {
+            key: key.to_owned(),
+            folded,
+            chomp,
+            indent,
+            lines: Vec::new(),
+        })
+    }
+
+    /// Takes one line of the block (an empty one, or one indented at least as its content).
+    fn push(&mut self, line: &str) -> Result<(), String> {
+        if line.trim().is_empty() {
+            self.lines.push(String::new());
+            return Ok(());
+        }
+        let spaces = line.len() - line.trim_start_matches(' ').len();
+        let indent = *self.indent.get_or_insert(spaces);
+        if spaces < indent || line[..indent].contains('\t') {
+            return Err(format!(
+                "its frontmatter's {} is indented unevenly",
+                self.key
+            ));
+        }
+        self.lines.push(line[indent..].to_owned());
+        Ok(())
+    }
+
+    /// The scalar's text, folded or literal, chomped as its indicator says (YAML 1.2, 8.1).
+    fn finish(self) -> (String, Value) {
+        let kept = self.lines.iter().rposition(|line| !line.is_empty());
+        let (body, trailing) = match kept {
+            Some(last) => (&self.lines[..=last], self.lines.len() - last - 1),
+            None => (&self.lines[..0], self.lines.len()),
+        };
+        let mut text = String::new();
+        let mut previous: Option<bool> = None;
+        let mut empty = 0;
+        for line in body {
+            if line.is_empty() {
+                empty += 1;
+                continue;
+            }
+            let more = line.starts_with([' ', '\t']);
+            match previous {
+                None => text.push_str(&"\n".repeat(empty)),
+                Some(was_more) if self.folded && !was_more && !more && empty == 0 => {
+                    text.push(' ');
+                }
+                Some(was_more) if self.folded && !was_more && !more => {
+                    text.push_str(&"\n".repeat(empty));
+                }
+                Some(_) => text.push_str(&"\n".repeat(empty + 1)),
+            }
+            text.push_str(line);
+            previous = Some(more);
+            empty = 0;
+        }
+        match (self.chomp, previous.is_some()) {
+            (Some('-'), _) => {}
+            (Some('+'), true) => text.push_str(&"\n".repeat(trailing + 1)),
+            (Some('+'), false) => text.push_str(&"\n".repeat(trailing)),
+            (_, true) => text.push('\n'),
+            (_, false) => {}
+        }
+        (self.key, Value::String(text))
+    }
+}
+
 /// The YAML frontmatter at the head of a SKILL.md, read strictly: between `---` lines, `key:
-/// value` fields whose values are scalars (plain, single- or double-quoted), or maps or lists of
-/// scalars on the indented lines that follow. Anything else (block scalars, flow collections,
-/// anchors, deeper nesting) is refused: the skill cannot be compared, so it is not loaded.
+/// value` fields whose values are scalars (plain, which may go on over indented lines,
+/// single- or double-quoted, or block scalars, `|` and `>`), or maps or lists of scalars on the
+/// indented lines that follow. Anything else (flow collections, anchors, deeper nesting) is
+/// refused: the skill cannot be compared, so it is not loaded.
 fn frontmatter(text: &str) -> Result<Map<String, Value>, String> {
     let mut lines = text.lines();
     if lines.next().map(str::trim_end) != Some("---") {
@@ -500,8 +627,18 @@ fn frontmatter(text: &str) -> Result<Map<String, Value>, String> {
     }
     let mut fields = Map::new();
     let mut open: Option<(String, Value)> = None;
+    // Whether the open field's value is a plain scalar, which indented lines go on.
+    let mut plain = false;
+    let mut block: Option<Block> = None;
     for line in lines {
         let line = line.trim_end();
+        if let Some(reading) = block.as_mut() {
+            if line.is_empty() || line.starts_with([' ', '\t']) {
+                reading.push(line)?;
+                continue;
+            }
+            open = block.take().map(Block::finish);
+        }
         if line == "---" {
             if let Some((key, value)) = open.take() {
                 fields.insert(key, value);
@@ -515,16 +652,43 @@ fn frontmatter(text: &str) -> Result<Map<String, Value>, String> {
             let Some((_, parent)) = open.as_mut() else {
                 return Err("its frontmatter has an indented line under no field".to_owned());
             };
-            nested(parent, line.trim_start())?;
+            match parent {
+                // A plain scalar goes on: YAML folds the line break to a space.
+                Value::String(text) if plain => {
+                    let more = scalar(line.trim_start())?;
+                    let Value::String(more) = more else {
+                        let more = line.trim_start();
+                        text.push(' ');
+                        text.push_str(more);
+                        continue;
+                    };
+                    text.push(' ');
+                    text.push_str(&more);
+                }
+                _ => nested(parent, line.trim_start())?,
+            }
             continue;
         }
         if let Some((key, value)) = open.take() {
             fields.insert(key, value);
         }
+        if let Some((key, value)) = line.split_once(':')
+            && let Some(opened) = Block::open(key, value.trim())
+            && value.starts_with(' ')
+        {
+            field(&format!("{key}:"))?;
+            if fields.contains_key(key) {
+                return Err(format!("its frontmatter has {key} twice"));
+            }
+            block = Some(opened);
+            plain = false;
+            continue;
+        }
         let (key, value) = field(line)?;
         if fields.contains_key(&key) {
             return Err(format!("its frontmatter has {key} twice"));
         }
+        plain = value.is_some() && !line[key.len() + 1..].trim_start().starts_with(['"', '\'']);
         open = Some((key, value.unwrap_or(Value::Null)));
     }
     Err("its frontmatter has no closing --- line".to_owned())
@@ -629,7 +793,8 @@ mod tests {
         for text in [
             "no frontmatter",
             "---\nname: x\n",
-            "---\ndescription: |\n  block\n---\n",
+            "---\ndescription: |x\n  block\n---\n",
+            "---\ndescription: >\n    four\n  two\n---\n",
             "---\nname: [a, b]\n---\n",
             "---\nname: a\nname: b\n---\n",
             "---\nmetadata:\n  deep:\n    x: 1\n---\n",
@@ -637,6 +802,55 @@ mod tests {
             "---\nkey:value\n---\n",
         ] {
             assert!(frontmatter(text).is_err(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn block_scalars_read_as_yaml_reads_them() {
+        let cases = [
+            ("|\n  one\n  two\n", "one\ntwo\n"),
+            ("|-\n  one\n  two\n\n", "one\ntwo"),
+            ("|+\n  one\n\n", "one\n\n"),
+            (">\n  one\n  two\n\n  three\n", "one two\nthree\n"),
+            (
+                ">-\n  Converts a spec\n  to vitest.\n",
+                "Converts a spec to vitest.",
+            ),
+            (
+                ">\n\n folded\n line\n\n next\n line\n   * bullet\n\n   * list\n   * lines\n\n last\n line\n",
+                "\nfolded line\nnext line\n  * bullet\n\n  * list\n  * lines\n\nlast line\n",
+            ),
+            ("|2\n    indented\n  flush\n", "  indented\nflush\n"),
+            ("|\n  # not a comment\n", "# not a comment\n"),
+            (">-\n", ""),
+        ];
+        for (value, expected) in cases {
+            let text = format!("---\nname: a\ndescription: {value}license: MIT\n---\nbody");
+            let parsed = frontmatter(&text).unwrap_or_else(|e| panic!("{value:?}: {e}"));
+            assert_eq!(parsed["description"], json!(expected), "{value:?}");
+            assert_eq!(parsed["license"], json!("MIT"), "{value:?}");
+        }
+        let text = "---\ndescription: A plain line\n  that goes on\nname: a\n---\n";
+        let parsed = frontmatter(text).unwrap();
+        assert_eq!(parsed["description"], json!("A plain line that goes on"));
+    }
+
+    #[test]
+    fn spellings_yaml_readers_disagree_on_are_the_same_value() {
+        let text = "---\nversion: 1.0\nbeta: yes\nempty:\nname: a\n---\n";
+        let parsed = frontmatter(text).unwrap();
+        let listed = json!({"version": 1, "beta": true, "empty": null, "name": "a"});
+        assert!(same_value(&Value::Object(parsed.clone()), &listed));
+        for differs in [
+            json!({"version": 2, "beta": true, "empty": null, "name": "a"}),
+            json!({"version": 1, "beta": false, "empty": null, "name": "a"}),
+            json!({"version": 1, "beta": true, "empty": null, "name": "b"}),
+            json!({"version": 1, "beta": true, "name": "a"}),
+        ] {
+            assert!(
+                !same_value(&Value::Object(parsed.clone()), &differs),
+                "{differs}"
+            );
         }
     }
 

@@ -342,3 +342,34 @@ fn the_index_is_bounded_and_a_second_skill_of_one_name_is_left_out() {
     );
     assert!(tool.description.contains("more skills not listed here"));
 }
+
+#[test]
+fn a_skill_whose_frontmatter_folds_its_description_loads() {
+    // As skills in the wild write it: a folded block scalar, metadata a YAML 1.1 reader lists
+    // with other types (`1.0` as 1, `yes` as true).
+    let skill_md = "---\nname: pdf-processing\ndescription: >-\n  Extract, fill, and assemble PDF\n  \
+                    documents.\n\n  Use it for forms.\nmetadata:\n  version: 1.0\n  beta: yes\n---\n\nThe steps.\n";
+    let uri = format!("{ROOT}SKILL.md");
+    let listed = json!({
+        "uri": uri,
+        "frontmatter": {"name": "pdf-processing",
+                        "description": "Extract, fill, and assemble PDF documents.\nUse it for forms.",
+                        "metadata": {"version": 1, "beta": true}},
+        "resources": [file(&uri, skill_md.as_bytes())],
+    });
+    let mut server = Server::default().text(&uri, skill_md);
+    let (mut session, left_out) = session_with(std::slice::from_ref(&listed));
+    assert!(left_out.is_empty(), "{left_out:?}");
+    let (error, content) = load(&mut session, &mut server, json!({"name": "pdf-processing"}));
+    assert!(!error, "{content}");
+    assert!(content.contains("The steps."), "{content}");
+
+    // A listing whose description says something else is still refused.
+    let mut other = listed;
+    other["frontmatter"]["description"] = json!("Extract, fill, and assemble PDF documents.");
+    let mut server = Server::default().text(&uri, skill_md);
+    let (mut session, _) = session_with(&[other]);
+    let (error, content) = load(&mut session, &mut server, json!({"name": "pdf-processing"}));
+    assert!(error, "{content}");
+    assert!(content.contains("description differs"), "{content}");
+}
