@@ -167,7 +167,7 @@ impl Declarations {
             let max_chars = tool
                 .get("_meta")
                 .and_then(|meta| meta.get(MAX_RESULT_SIZE_KEY))
-                .and_then(Value::as_u64);
+                .and_then(declared_chars);
             let schema = tool.get("outputSchema").map(|schema| {
                 let compiled = compile(schema, &mut compiled_bytes);
                 if let Err(why) = &compiled {
@@ -317,6 +317,17 @@ fn head(text: &str, bytes: usize) -> &str {
         end -= 1;
     }
     &text[..end]
+}
+
+/// A declared size in characters: a whole number, or a number a JavaScript server wrote with a
+/// fraction (`5e4`, `6000.5`, taken down to the whole characters). Negative, not finite or not a
+/// number is no size.
+fn declared_chars(value: &Value) -> Option<u64> {
+    value.as_u64().or_else(|| {
+        let chars = value.as_f64().filter(|f| f.is_finite() && *f >= 0.0)?;
+        // `as` saturates: a size past u64's range is held to the ceiling like any large one.
+        Some(chars as u64)
+    })
 }
 
 /// A tool's own budget for a size of `chars` characters: an upper bound of what so many

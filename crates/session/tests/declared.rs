@@ -214,9 +214,22 @@ fn a_declared_size_replaces_the_servers_budget_up_to_the_ceiling() {
             json!({"name": "huge", "_meta": {"anthropic/maxResultSizeChars": 10_000_000}}),
             json!({"name": "tiny", "_meta": {"anthropic/maxResultSizeChars": 1}}),
             json!({"name": "odd", "_meta": {"anthropic/maxResultSizeChars": "lots"}}),
+            json!({"name": "float", "_meta": {"anthropic/maxResultSizeChars": 5e3}}),
+            json!({"name": "fraction", "_meta": {"anthropic/maxResultSizeChars": 5000.9}}),
+            json!({"name": "negative", "_meta": {"anthropic/maxResultSizeChars": -5}}),
+            json!({"name": "far", "_meta": {"anthropic/maxResultSizeChars": 1e300}}),
             json!({"name": "plain"}),
         ],
     );
+    for tool in ["float", "fraction"] {
+        assert_eq!(
+            session.tool_budget("s", tool),
+            chars_to_tokens(5_000),
+            "{tool}"
+        );
+    }
+    assert_eq!(session.tool_budget("s", "negative"), 1_000);
+    assert_eq!(session.tool_budget("s", "far"), DEFAULT_TOOL_BUDGET_CEILING);
     assert_eq!(session.tool_budget("s", "big"), chars_to_tokens(5_000));
     assert_eq!(
         session.tool_budget("s", "huge"),
