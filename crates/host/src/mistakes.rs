@@ -9,8 +9,6 @@ use serde_json::Value;
 
 /// How many of the nearest tool names an unknown tool's error lists.
 const NEAREST: usize = 3;
-/// How many schema errors an error result lists.
-const SCHEMA_ERRORS: usize = 3;
 /// The most characters of one schema error shown.
 const ERROR_CHARS: usize = 240;
 /// The most bytes a tool's input schema may have to be checked against: a larger one (a
@@ -41,35 +39,17 @@ impl Schemas {
         // A member set to null is taken as left out, as servers and models commonly mean it
         // (SEP-2243 sends one): only what a schema says of the rest is checked.
         let arguments = &without_nulls(arguments);
-        let errors: Vec<String> = validator
-            .iter_errors(arguments)
-            .take(SCHEMA_ERRORS + 1)
-            .map(|error| {
-                let path = error.instance_path().to_string();
-                let at = if path.is_empty() {
-                    "(top)".to_owned()
-                } else {
-                    path
-                };
-                clip(&format!("at {at}: {error}"))
-            })
-            .collect();
-        if errors.is_empty() {
-            return None;
-        }
-        let more = if errors.len() > SCHEMA_ERRORS {
-            "; and more"
-        } else {
-            ""
-        };
-        let listed: Vec<&str> = errors
-            .iter()
-            .take(SCHEMA_ERRORS)
-            .map(String::as_str)
-            .collect();
+        let errors = mcpl_session::schema_errors(validator, arguments, |error| {
+            let path = error.instance_path().to_string();
+            let at = if path.is_empty() {
+                "(top)".to_owned()
+            } else {
+                path
+            };
+            clip(&format!("at {at}: {error}"))
+        })?;
         Some(format!(
-            "tool call failed: the arguments of {tool} do not match its input schema: {}{more}. The tool was not called; call it again with arguments its schema takes.",
-            listed.join("; ")
+            "tool call failed: the arguments of {tool} do not match its input schema: {errors}. The tool was not called; call it again with arguments its schema takes."
         ))
     }
 }

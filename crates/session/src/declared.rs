@@ -36,7 +36,7 @@ const LISTING_SCHEMA_BYTES: usize = 4 * 1024 * 1024;
 /// The largest `structuredContent` checked, in bytes of JSON.
 const STRUCTURED_BYTES: usize = 1024 * 1024;
 /// How many of a check's errors the model's line names.
-const SCHEMA_ERRORS: usize = 3;
+pub const SCHEMA_ERRORS: usize = 3;
 /// The most characters of one error the line keeps.
 const ERROR_CHARS: usize = 200;
 /// The most bytes of one block shown to the user.
@@ -225,33 +225,40 @@ impl Declarations {
             ));
             return None;
         }
-        let errors: Vec<String> = validator
-            .iter_errors(structured)
-            .take(SCHEMA_ERRORS + 1)
-            .map(|error| {
-                let path = error.instance_path().to_string();
-                let at = if path.is_empty() { "/" } else { &path };
-                clip(&format!("{at}: {error}"), ERROR_CHARS)
-            })
-            .collect();
-        if errors.is_empty() {
-            return None;
-        }
-        let more = if errors.len() > SCHEMA_ERRORS {
-            "; and more"
-        } else {
-            ""
-        };
-        let listed: Vec<&str> = errors
-            .iter()
-            .take(SCHEMA_ERRORS)
-            .map(String::as_str)
-            .collect();
+        let errors = schema_errors(validator, structured, |error| {
+            let path = error.instance_path().to_string();
+            let at = if path.is_empty() { "/" } else { &path };
+            clip(&format!("{at}: {error}"), ERROR_CHARS)
+        })?;
         Some(format!(
-            "[mcpl: structuredContent does not match the tool's outputSchema: {}{more}]",
-            listed.join("; ")
+            "[mcpl: structuredContent does not match the tool's outputSchema: {errors}]"
         ))
     }
+}
+
+/// What `value` breaks of `validator`'s schema: its first [`SCHEMA_ERRORS`] errors, each
+/// written by `line`, joined by `; `, and `; and more` when there are more; `None` when it
+/// matches.
+pub fn schema_errors<'v>(
+    validator: &'v jsonschema::Validator,
+    value: &'v Value,
+    line: impl Fn(jsonschema::ValidationError<'v>) -> String,
+) -> Option<String> {
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .take(SCHEMA_ERRORS + 1)
+        .map(line)
+        .collect();
+    if errors.is_empty() {
+        return None;
+    }
+    let more = if errors.len() > SCHEMA_ERRORS {
+        "; and more"
+    } else {
+        ""
+    };
+    let shown = &errors[..errors.len().min(SCHEMA_ERRORS)];
+    Some(format!("{}{more}", shown.join("; ")))
 }
 
 /// The validator for an output schema, with linear-time patterns and no remote `$ref`

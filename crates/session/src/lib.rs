@@ -62,7 +62,9 @@ use mcpl_lanes::{ImageLedger, Projector, Registry, ResultView, ServerName, ToolR
 use mcpl_scale::{Fit, Scaler};
 use serde_json::Value;
 
-pub use declared::{Audience, MAX_RESULT_SIZE_KEY, TOKENS_PER_CHAR, chars_to_tokens};
+pub use declared::{
+    Audience, MAX_RESULT_SIZE_KEY, SCHEMA_ERRORS, TOKENS_PER_CHAR, chars_to_tokens, schema_errors,
+};
 pub use host_tools::{
     FETCH_REFERENCE, FETCH_REFERENCE_DESCRIPTION, FETCHED_READ_LIMIT, READ_RESULT,
     READ_RESULT_DESCRIPTION, READ_RESULT_MIN_TOKENS,
