@@ -1,10 +1,13 @@
 //! `cargo xtask e2e`: mcpl against real third-party MCP servers (docs/decisions/0015-e2e.md).
 //!
 //! 1. Installs the npm servers that `e2e/package-lock.json` pins into `target/e2e/node_modules`
-//!    (skipped when they were installed from the same lock file).
+//!    (skipped when they were installed from the same lock file), and the PyPI servers that
+//!    `e2e/python/requirements.txt` pins (`mcp-server-time`, and `fastmcp` running
+//!    `e2e/python/fastmcp_server.py`) into a venv in `target/e2e/venv` (skipped the same way).
 //! 2. Builds `mcpl` and writes real media files, some of them mislabelled, for the filesystem
 //!    server into `target/e2e/run/files`.
-//! 3. Plays each scripted conversation in `e2e/` through `mcpl run --transcript`, and the worked
+//! 3. Plays each scripted conversation in `e2e/` through `mcpl run --transcript` (the PyPI
+//!    servers' with `e2e/pypi.config.json`), and the worked
 //!    example of `docs/run.md` (`examples/memory/`, as it is, with the server through `npx`),
 //!    and the everything conversation again with server-everything over Streamable HTTP
 //!    (`dist/index.js streamableHttp`, `e2e/everything-http.config.json`), checked the same.
@@ -30,6 +33,8 @@ const SERVER_ENTRY_POINTS: [&str; 3] = [
 ];
 /// Written beside an installed `node_modules`: the lock file it was installed from.
 const INSTALLED_LOCK: &str = ".mcpl-e2e-package-lock.json";
+/// Written in the PyPI servers' venv: the requirements file it was installed from.
+const INSTALLED_REQUIREMENTS: &str = ".mcpl-e2e-requirements.txt";
 /// The budget `e2e/config.json` gives each server, in estimated tokens.
 const BUDGET: u64 = 12_500;
 /// The size of the noise the gzip tool compresses: big enough that its blob must be cut.
@@ -134,6 +139,8 @@ struct Call {
 /// One scripted conversation: `e2e/<name>.json` and its calls in order.
 struct Conversation {
     name: &'static str,
+    /// Played with `e2e/pypi.config.json` (the PyPI servers), not `e2e/config.json`.
+    pypi: bool,
     calls: Vec<Call>,
 }
 
@@ -153,6 +160,7 @@ pub(crate) fn e2e(root: &Path) -> Result<(), String> {
         .unwrap_or_else(|| root.join("target"));
     let work = target.join("e2e");
     let node_modules = install(root, &work)?;
+    let python = install_python(root, &work)?;
     crate::cargo(root, &["build", "-p", "mcpl-cli"])?;
     let mcpl = target
         .join("debug")
@@ -170,16 +178,27 @@ pub(crate) fn e2e(root: &Path) -> Result<(), String> {
         ("FILES", files.dir.display().to_string()),
         ("SPILL", run_dir.join("spill").display().to_string()),
         ("NOISE_DATA_URI", noise_data_uri()),
+        ("PYTHON", python.display().to_string()),
+        (
+            "PYTHON_SERVERS",
+            root.join("e2e/python").display().to_string(),
+        ),
     ];
     let config = run_dir.join("config.json");
     fill(&root.join("e2e/config.json"), &vars, &config)?;
+    let pypi_config = run_dir.join("pypi.config.json");
+    fill(&root.join("e2e/pypi.config.json"), &vars, &pypi_config)?;
 
     let mut checks = Checks::default();
     for conversation in conversations(&files) {
         play(
             root,
             &mcpl,
-            &config,
+            if conversation.pypi {
+                &pypi_config
+            } else {
+                &config
+            },
             &run_dir,
             &vars,
             &conversation,
@@ -315,6 +334,57 @@ fn install(root: &Path, work: &Path) -> Result<PathBuf, String> {
     Ok(node_modules)
 }
 
+/// Installs `e2e/python/requirements.txt` (the PyPI servers, every package pinned) into a venv
+/// in `target/e2e/venv` unless it was installed from the same file; the venv's python.
+fn install_python(root: &Path, work: &Path) -> Result<PathBuf, String> {
+    let venv = work.join("venv");
+    let python = if cfg!(windows) {
+        venv.join("Scripts").join("python.exe")
+    } else {
+        venv.join("bin").join("python")
+    };
+    let requirements_path = root.join("e2e/python/requirements.txt");
+    let requirements = read(&requirements_path)?;
+    let stamp = venv.join(INSTALLED_REQUIREMENTS);
+    if std::fs::read(&stamp).ok().as_deref() == Some(requirements.as_slice()) && python.is_file() {
+        println!("xtask: PyPI servers already installed from e2e/python/requirements.txt");
+        return Ok(python);
+    }
+    println!(
+        "xtask: pip install -r e2e/python/requirements.txt in {}",
+        venv.display()
+    );
+    let _ = std::fs::remove_file(&stamp);
+    let status = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .map_err(|e| format!("cannot run python3 (Python 3.10 or later is needed): {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "python3 -m venv {} failed ({status})",
+            venv.display()
+        ));
+    }
+    let status = Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-r",
+        ])
+        .arg(&requirements_path)
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+    if !status.success() {
+        return Err(format!("pip install failed ({status})"));
+    }
+    std::fs::write(&stamp, &requirements).map_err(|e| format!("{}: {e}", stamp.display()))?;
+    Ok(python)
+}
+
 /// Real encoder files from the classifier's fixtures, and the ways the filesystem server
 /// mislabels them: it picks the block by extension, so a ZIP or a JPEG named `.png` and an
 /// empty `.png` all arrive as `image/png`.
@@ -361,6 +431,7 @@ fn conversations(files: &Files) -> Vec<Conversation> {
     vec![
         Conversation {
             name: "everything",
+            pypi: false,
             calls: vec![
                 call(
                     "everything__get-tiny-image",
@@ -438,6 +509,7 @@ fn conversations(files: &Files) -> Vec<Conversation> {
         },
         Conversation {
             name: "filesystem",
+            pypi: false,
             calls: vec![
                 call(
                     read,
@@ -493,7 +565,71 @@ fn conversations(files: &Files) -> Vec<Conversation> {
                 ),
             ],
         },
+        Conversation {
+            name: "time",
+            pypi: true,
+            calls: vec![
+                call(
+                    "time__get_current_time",
+                    "get_current_time Europe/Paris",
+                    vec![
+                        TextOnly,
+                        shows("\"timezone\": \"Europe/Paris\""),
+                        shows("\"day_of_week\""),
+                        no_mismatch(),
+                    ],
+                ),
+                call(
+                    "time__convert_time",
+                    "convert_time 12:00 America/New_York to Asia/Tokyo",
+                    vec![
+                        TextOnly,
+                        shows("\"timezone\": \"America/New_York\""),
+                        shows("T12:00:00"),
+                        shows("\"timezone\": \"Asia/Tokyo\""),
+                        shows("\"time_difference\""),
+                        no_mismatch(),
+                    ],
+                ),
+            ],
+        },
+        Conversation {
+            name: "fastmcp",
+            pypi: true,
+            calls: vec![
+                call(
+                    "fastmcp__forecast",
+                    "forecast (structuredContent of its return type's outputSchema)",
+                    vec![
+                        TextOnly,
+                        shows("\"city\":\"Lyon\""),
+                        shows("\"conditions\":\"sunny\""),
+                        no_mismatch(),
+                    ],
+                ),
+                call(
+                    "fastmcp__count",
+                    "count (progress, 3 steps)",
+                    vec![TextOnly, shows("Counted to 3."), no_mismatch()],
+                ),
+                call(
+                    "fastmcp__unlock",
+                    "unlock (enables vault: tools/list_changed)",
+                    vec![TextOnly, shows("The vault tool is now available.")],
+                ),
+                call(
+                    "fastmcp__vault",
+                    "vault (offered once unlock ran)",
+                    vec![TextOnly, shows("The vault holds the e2e secret: 42.")],
+                ),
+            ],
+        },
     ]
+}
+
+/// No line saying the structured content does not match the tool's `outputSchema`.
+fn no_mismatch() -> Expect {
+    Expect::Lacks("[mcpl: structuredContent".to_owned())
 }
 
 fn call(tool: &'static str, label: &'static str, expect: Vec<Expect>) -> Call {
@@ -664,8 +800,8 @@ fn play(
         format!("{name}: the assistant turns call the scripted tools in order"),
         expect_eq(used.clone(), expected.clone()),
     );
-    if name == "everything" {
-        // server-everything's instructions, fenced, the same bytes in every request.
+    if name == "everything" || name == "fastmcp" {
+        // The server's instructions, fenced, the same bytes in every request.
         let system = |body: &Json| {
             let mut text = String::new();
             if let Some(system) = body.get("system") {
@@ -678,7 +814,7 @@ fn play(
             format!(
                 "{name}: the server's instructions are fenced in every request's system prompt"
             ),
-            if !first.contains("<server-instructions server=\"everything\">") {
+            if !first.contains(&format!("<server-instructions server=\"{name}\">")) {
                 Err(cut(&first))
             } else if bodies.iter().any(|body| system(body) != first) {
                 Err("the system prompt changed between requests".to_owned())
@@ -687,16 +823,54 @@ fn play(
             },
         );
     }
-    if expected.contains(&"everything__trigger-long-running-operation") {
-        // The server's progress, shown as it came: the last step is always shown.
-        let line = "mcpl: progress everything/trigger-long-running-operation: 3/3";
+    for (tool, line) in [
+        (
+            "everything__trigger-long-running-operation",
+            "mcpl: progress everything/trigger-long-running-operation: 3/3",
+        ),
+        ("fastmcp__count", "mcpl: progress fastmcp/count: 3/3"),
+    ] {
+        if !expected.contains(&tool) {
+            continue;
+        }
+        // The server's progress, shown as it came: the last step is always shown, with the
+        // server's message after it when it sent one.
         checks.check(
             format!("{name}: mcpl run shows the server's progress on stderr"),
-            if stderr.lines().any(|l| l == line) {
+            if stderr.lines().any(|l| {
+                l.strip_prefix(line)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
+            }) {
                 Ok(())
             } else {
                 Err(format!("no line {line:?} in {stderr:?}"))
             },
+        );
+    }
+    if name == "fastmcp" {
+        // `vault` is disabled until `unlock` enables it for the session; fastmcp then sends
+        // `notifications/tools/list_changed`, and mcpl lists the tools again before the turn
+        // that calls it.
+        let offers = |body: &Json| {
+            body.get("tools")
+                .map(Json::items)
+                .unwrap_or_default()
+                .iter()
+                .any(|tool| tool.get("name").and_then(Json::as_str) == Some("fastmcp__vault"))
+        };
+        let unlocked = scripted
+            .iter()
+            .find(|(_, tool)| tool == "fastmcp__unlock")
+            .map_or(0, |(step, _)| step + 1);
+        let offered: Vec<bool> = bodies.iter().map(offers).collect();
+        checks.check(
+            format!(
+                "{name}: fastmcp__vault is offered from the request after unlock's call (list_changed), not before"
+            ),
+            expect_eq(
+                offered,
+                (0..bodies.len()).map(|line| line >= unlocked).collect(),
+            ),
         );
     }
     if expected.contains(&"everything__simulate-research-query") {

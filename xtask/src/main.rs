@@ -15,8 +15,8 @@
 //!   strings drawn from all of Unicode, with N cases a property (default 10,000,000, half an
 //!   hour on two cores), in release mode.
 //! - `changelog`: assembles `changelog.d/` fragments into the text of a release section.
-//! - `e2e`: `mcpl run` against the real npm MCP servers pinned in `e2e/`, then a line per check
-//!   of what the model was sent (see the `e2e` module).
+//! - `e2e`: `mcpl run` against the real npm and PyPI MCP servers pinned in `e2e/`, then a line
+//!   per check of what the model was sent (see the `e2e` module).
 //! - `hostile-memory [stdio|remote]`: the peak resident memory of `mcpl run` against each
 //!   hostile server mode, and for the remote modes its time, threads and descriptors (see the
 //!   `hostile` module).
