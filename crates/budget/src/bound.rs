@@ -35,8 +35,8 @@ pub const LONG_WORD_END: usize = 64;
 /// An upper bound on o200k's count of any text: o200k's count of each piece, or its bytes for
 /// a long word or the random part of an id (see the module's documentation).
 ///
-/// The first price of a process that counts a piece loads o200k's vocabulary (a few
-/// milliseconds, about 4 MiB); a text of one byte or none never needs it.
+/// The first price of a process that counts a piece loads o200k's vocabulary (40 to 50 ms,
+/// about 6 MiB); a text of one byte or none never needs it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Bound;
 

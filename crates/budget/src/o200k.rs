@@ -3,7 +3,7 @@
 //!
 //! The vocabulary is OpenAI's `o200k_base.tiktoken` (vendored gzipped in `data/`), read once per
 //! process into one buffer of every token's bytes, in rank order, and an open-addressing table
-//! from a token's bytes to its rank: about 4 MiB. A piece is counted with tiktoken's byte-pair
+//! from a token's bytes to its rank: about 6 MiB. A piece is counted with tiktoken's byte-pair
 //! merge: from single bytes, the adjacent pair whose join has the lowest rank is merged first,
 //! the leftmost on ties, until no join is a token. A short piece is merged by scanning its parts;
 //! a long one with a heap of adjacent pairs, stale entries skipped when popped, so a piece of
