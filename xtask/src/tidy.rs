@@ -577,6 +577,12 @@ const TEST_ONLY_PROFILES: &[&str] = &[
     "[profile.dev.package.insta]",
     "[profile.dev.package.similar]",
     "[profile.dev.package.proptest]",
+    // bpe-openai, the oracle of mcpl-budget's tests (decision 0137), and what it reads with.
+    "[profile.dev.package.bpe-openai]",
+    "[profile.dev.package.bpe]",
+    "[profile.dev.package.rmp-serde]",
+    "[profile.dev.package.rmp]",
+    "[profile.dev.package.aneubeck-daachorse]",
 ];
 
 /// A manifest's profile sections, from its first `[profile.` header to its end: each header with

@@ -12,12 +12,14 @@
 //! - the random part of an id mcpl wrote (`ref_<n>_<4 random>`, `img_<6 random>_<n>`,
 //!   `doc_<6 random>_<n>`) costs its bytes, however o200k splits it, so a text costs the same
 //!   whatever random ids it holds;
-//! - every other piece costs o200k's own count of it (`bpe-openai`'s tables).
+//! - every other piece costs o200k's own count of it (the crate's compact o200k tables,
+//!   decision 0137).
 //!
 //! So the price is o200k's count or more, on every text, by construction. The pieces of ASCII
 //! text are found by a hand-written splitter that does what o200k's pattern does (the generative
 //! test `bound` checks it against `bpe-openai`'s splitter); wherever a character outside ASCII
-//! could change a piece, that piece is found by `bpe-openai`'s own pattern.
+//! could change a piece, that piece is found by o200k's own pattern (`regex-automata`), which
+//! does not read the vocabulary.
 
 use std::cell::RefCell;
 
@@ -33,8 +35,8 @@ pub const LONG_WORD_END: usize = 64;
 /// An upper bound on o200k's count of any text: o200k's count of each piece, or its bytes for
 /// a long word or the random part of an id (see the module's documentation).
 ///
-/// The first price of a process loads o200k's tables (about 70 ms); a text of one byte or none
-/// never needs them.
+/// The first price of a process that counts a piece loads o200k's vocabulary (40 to 50 ms,
+/// about 6 MiB); a text of one byte or none never needs it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Bound;
 
@@ -195,12 +197,9 @@ impl<'t> Iterator for Pieces<'t> {
         }
         let length = match ascii_piece(rest.as_bytes()) {
             Some(length) => length,
-            // `bpe-openai` splits a text by anchored matches, each from where the last ended, so
-            // its first piece of the rest is its piece here too.
-            None => bpe_openai::o200k_base()
-                .split(rest)
-                .next()
-                .map_or(rest.len(), str::len),
+            // o200k splits a text by anchored matches, each from where the last ended, so its
+            // first piece of the rest is its piece here too.
+            None => crate::o200k::first_piece(rest),
         };
         // Every piece holds at least one character; a split that found none ends the text as
         // one piece rather than looping.
@@ -379,7 +378,7 @@ thread_local! {
 /// o200k's count of one piece, through the cache when the piece is short.
 fn cached_count(bytes: &[u8]) -> u64 {
     if bytes.len() > CACHE_PIECE {
-        return bpe_openai::o200k_base().bpe.count(bytes) as u64;
+        return crate::o200k::vocabulary().count(bytes) as u64;
     }
     let mut key = [0u8; CACHE_PIECE];
     key[..bytes.len()].copy_from_slice(bytes);
@@ -404,7 +403,7 @@ fn cached_count(bytes: &[u8]) -> u64 {
         if usize::from(entry.length) == bytes.len() && entry.bytes == key {
             return u64::from(entry.count);
         }
-        let count = bpe_openai::o200k_base().bpe.count(bytes);
+        let count = crate::o200k::vocabulary().count(bytes);
         *entry = Slot {
             length: bytes.len() as u8,
             bytes: key,

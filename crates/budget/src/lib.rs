@@ -99,6 +99,7 @@
 pub mod bound;
 pub mod fit;
 pub mod image;
+mod o200k;
 pub mod read_back;
 pub mod route;
 pub mod spill;

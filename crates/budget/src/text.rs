@@ -500,14 +500,18 @@ impl TokenEstimator for Heuristic {
     }
 }
 
-/// The exact o200k counter (OpenAI's GPT-4o and later encoding), offline: its tables are
-/// compiled into the crate by `bpe-openai`.
+/// The exact o200k counter (OpenAI's GPT-4o and later encoding), offline: o200k's pieces, each
+/// counted with tiktoken's byte-pair merge over the vocabulary vendored in the crate (decision
+/// 0137). The tests check it against `bpe-openai`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct O200k;
 
 impl TokenEstimator for O200k {
     fn count(&self, text: &str) -> u64 {
-        bpe_openai::o200k_base().count(text) as u64
+        let vocabulary = crate::o200k::vocabulary();
+        crate::Bound::pieces(text)
+            .map(|(_, piece)| vocabulary.count(piece.as_bytes()) as u64)
+            .sum()
     }
 }
 

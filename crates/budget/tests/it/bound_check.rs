@@ -5,6 +5,11 @@
 
 use mcpl_budget::{Bound, O200k, TokenEstimator};
 
+/// o200k's count of `text` by the oracle, `bpe-openai`.
+pub(crate) fn oracle(text: &str) -> u64 {
+    bpe_openai::o200k_base().count(text) as u64
+}
+
 /// Why `text` breaks a property, if it does.
 pub(crate) fn check(text: &str) -> Result<(), String> {
     let ours: Vec<&str> = Bound::pieces(text).map(|(_, piece)| piece).collect();
@@ -12,19 +17,25 @@ pub(crate) fn check(text: &str) -> Result<(), String> {
     if ours != theirs {
         return Err(format!("pieces {ours:?}, o200k's {theirs:?}"));
     }
-    let exact = O200k.count(text);
+    let exact = oracle(text);
+    if O200k.count(text) != exact {
+        return Err(format!(
+            "O200k counts {}, o200k's {exact}",
+            O200k.count(text)
+        ));
+    }
     let bound = Bound.count(text);
     if bound < exact {
         return Err(format!("price {bound} under o200k's {exact}"));
     }
     let budget = exact / 2;
     let end = Bound.prefix_within(text, budget);
-    let head = O200k.count(&text[..end]);
+    let head = oracle(&text[..end]);
     if head > budget {
         return Err(format!("a prefix of {head} tokens kept for {budget}"));
     }
     let start = Bound.suffix_within(text, budget);
-    let tail = O200k.count(&text[start..]);
+    let tail = oracle(&text[start..]);
     if tail > budget {
         return Err(format!("a suffix of {tail} tokens kept for {budget}"));
     }
