@@ -6,8 +6,10 @@
 //! from a token's bytes to its rank: about 6 MiB. A piece is counted with tiktoken's byte-pair
 //! merge: from single bytes, the adjacent pair whose join has the lowest rank is merged first,
 //! the leftmost on ties, until no join is a token. A short piece is merged by scanning its parts;
-//! a long one with a heap of adjacent pairs, stale entries skipped when popped, so a piece of
-//! megabytes (a run of letters is one piece) takes O(n log n) time.
+//! a longer one with a heap of adjacent pairs, stale entries skipped when popped. A piece of
+//! more than [`MERGE_PIECE`] bytes (a run of letters is one piece, and a hostile server can send
+//! megabytes of one) is counted by `bpe-openai`, whose backtracking count is linear: its tables
+//! (about 60 MiB) load only when such a piece first comes.
 //!
 //! The pattern is o200k's, as `bpe-openai` writes it for `regex-automata`: its negative
 //! look-ahead `\s+(?!\S)` becomes a second pattern `\s+\s` whose last character is dropped from
@@ -37,6 +39,9 @@ fn slot(length: usize, start: usize, rank: u32, hash: u64) -> u64 {
 
 /// A piece up to this many bytes is merged by scanning its parts; a longer one with a heap.
 const SCAN_PIECE: usize = 64;
+/// A piece up to this many bytes is merged here; a longer one (a KiB of letters with no space,
+/// digit or punctuation) is counted by `bpe-openai`, whose tables load only then.
+pub(crate) const MERGE_PIECE: usize = 1024;
 
 /// o200k's tokens: their bytes, in rank order, and a table from bytes to rank.
 pub(crate) struct Vocabulary {
@@ -188,8 +193,13 @@ impl Vocabulary {
         }
         if piece.len() <= SCAN_PIECE {
             self.count_by_scan(piece)
-        } else {
+        } else if piece.len() <= MERGE_PIECE {
             self.count_by_heap(piece)
+        } else {
+            // bpe-openai's count backtracks over its automaton in linear time, where the merge
+            // takes about a microsecond a byte: its tables load the first time a piece this long
+            // comes, which text a person writes hardly ever has.
+            bpe_openai::o200k_base().bpe.count(piece)
         }
     }
 
@@ -407,12 +417,13 @@ mod tests {
         prop_assert_eq!(&split(text), &theirs);
         for piece in theirs {
             let bytes = piece.as_bytes();
-            prop_assert_eq!(
-                vocabulary().count(bytes),
-                oracle.bpe.count(bytes),
-                "{:?}",
-                piece
-            );
+            let expected = oracle.bpe.count(bytes);
+            prop_assert_eq!(vocabulary().count(bytes), expected, "{:?}", piece);
+            // The merge itself, on pieces of every length, also those `count` leaves to
+            // `bpe-openai`.
+            if bytes.len() > SCAN_PIECE {
+                prop_assert_eq!(vocabulary().count_by_heap(bytes), expected, "{:?}", piece);
+            }
         }
         Ok(())
     }
@@ -476,6 +487,9 @@ mod tests {
             assert_eq!(split(&piece).len(), 1);
             let bytes = piece.as_bytes();
             assert_eq!(vocabulary().count(bytes), oracle.count(bytes));
+            // The merge on 64 KiB of it, which `count` would leave to `bpe-openai`.
+            let part = &bytes[..1 << 16];
+            assert_eq!(vocabulary().count_by_heap(part), oracle.count(part));
         }
     }
 
