@@ -6,7 +6,7 @@ request types are TypedDicts, validated by pydantic after every TypedDict of the
 `extra="forbid"`; google-genai's types are pydantic models that already forbid extra keys.
 
     pip install -r requirements.txt
-    python3 validate.py --route anthropic transcript.jsonl ...   # one body per line
+    python3 validate.py --route anthropic transcript.jsonl ...   # one body per line; notices skipped
     python3 validate.py gemini=transcript.jsonl ...              # a route for each file
     python3 validate.py --demo demo-gemini.json ...              # `mcpl demo --json` output
     python3 validate.py --self-test                              # a wrong block type fails
@@ -186,6 +186,7 @@ def main():
         print(f"sdk-validate: self-test {'failed' if failures else 'passed'}")
         return 1 if failures else 0
     bodies = []
+    notices = 0
     for arg in args.transcripts:
         route, _, path = arg.partition("=")
         if not path or route not in ROUTES:
@@ -194,8 +195,15 @@ def main():
             parser.error(f"{arg}: give --route or ROUTE=PATH")
         with open(path, encoding="utf-8") as f:
             for n, line in enumerate(f, 1):
-                if line.strip():
-                    bodies.append((route, f"{path}:{n}", json.loads(line)))
+                if not line.strip():
+                    continue
+                body = json.loads(line)
+                # `{"notice": ...}` lines record what a server said while a call ran (progress,
+                # a task's status); they are no request body.
+                if isinstance(body, dict) and list(body) == ["notice"]:
+                    notices += 1
+                    continue
+                bodies.append((route, f"{path}:{n}", body))
     for path in args.demo:
         with open(path, encoding="utf-8") as f:
             bodies.extend(demo_bodies(json.load(f)))
@@ -206,7 +214,8 @@ def main():
         except Exception as error:  # noqa: BLE001
             invalid += 1
             print(f"sdk-validate: {where} ({route}): " + " ".join(str(error).split())[:2000])
-    print(f"sdk-validate: {len(bodies) - invalid} of {len(bodies)} bodies valid")
+    skipped = f" ({notices} notice lines skipped)" if notices else ""
+    print(f"sdk-validate: {len(bodies) - invalid} of {len(bodies)} bodies valid{skipped}")
     return 1 if invalid or not bodies else 0
 
 
