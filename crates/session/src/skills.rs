@@ -655,15 +655,12 @@ fn frontmatter(text: &str) -> Result<Map<String, Value>, String> {
             match parent {
                 // A plain scalar goes on: YAML folds the line break to a space.
                 Value::String(text) if plain => {
-                    let more = scalar(line.trim_start())?;
-                    let Value::String(more) = more else {
-                        let more = line.trim_start();
-                        text.push(' ');
-                        text.push_str(more);
-                        continue;
-                    };
+                    let more = line.trim_start();
                     text.push(' ');
-                    text.push_str(&more);
+                    match scalar(more)? {
+                        Value::String(unquoted) => text.push_str(&unquoted),
+                        _ => text.push_str(more),
+                    }
                 }
                 _ => nested(parent, line.trim_start())?,
             }
@@ -672,30 +669,36 @@ fn frontmatter(text: &str) -> Result<Map<String, Value>, String> {
         if let Some((key, value)) = open.take() {
             fields.insert(key, value);
         }
-        if let Some((key, value)) = line.split_once(':')
-            && let Some(opened) = Block::open(key, value.trim())
-            && value.starts_with(' ')
-        {
-            field(&format!("{key}:"))?;
-            if fields.contains_key(key) {
-                return Err(format!("its frontmatter has {key} twice"));
-            }
-            block = Some(opened);
-            plain = false;
-            continue;
-        }
-        let (key, value) = field(line)?;
+        let (key, value) = field(line, true)?;
         if fields.contains_key(&key) {
             return Err(format!("its frontmatter has {key} twice"));
         }
-        plain = value.is_some() && !line[key.len() + 1..].trim_start().starts_with(['"', '\'']);
-        open = Some((key, value.unwrap_or(Value::Null)));
+        plain = false;
+        match value {
+            Field::Block(opened) => block = Some(opened),
+            Field::Nested => open = Some((key, Value::Null)),
+            Field::Scalar { value, quoted } => {
+                plain = !quoted;
+                open = Some((key, value));
+            }
+        }
     }
     Err("its frontmatter has no closing --- line".to_owned())
 }
 
-/// One `key: value` line: the key and its scalar, or `None` when the value follows indented.
-fn field(line: &str) -> Result<(String, Option<Value>), String> {
+/// What a `key: value` line opens.
+enum Field {
+    /// No value on the line: a map or a list follows, indented.
+    Nested,
+    /// A scalar, and whether it was quoted (a plain one may go on over indented lines).
+    Scalar { value: Value, quoted: bool },
+    /// A block scalar, whose lines follow.
+    Block(Block),
+}
+
+/// One `key: value` line: the key and what its value opens. Block scalars are read only where
+/// `blocks` says (at the top level); elsewhere their indicator is YAML the host does not read.
+fn field(line: &str, blocks: bool) -> Result<(String, Field), String> {
     let (key, value) = line
         .split_once(':')
         .ok_or_else(|| format!("its frontmatter line {line:?} is not key: value"))?;
@@ -711,9 +714,19 @@ fn field(line: &str) -> Result<(String, Option<Value>), String> {
     }
     let value = value.trim();
     if value.is_empty() {
-        return Ok((key.to_owned(), None));
+        return Ok((key.to_owned(), Field::Nested));
     }
-    Ok((key.to_owned(), Some(scalar(value)?)))
+    if blocks && let Some(opened) = Block::open(key, value) {
+        return Ok((key.to_owned(), Field::Block(opened)));
+    }
+    let quoted = value.starts_with(['"', '\'']);
+    Ok((
+        key.to_owned(),
+        Field::Scalar {
+            value: scalar(value)?,
+            quoted,
+        },
+    ))
 }
 
 /// An indented line under a field: a list item (`- value`) or a map field (`key: value`).
@@ -728,14 +741,16 @@ fn nested(parent: &mut Value, line: &str) -> Result<(), String> {
         items.push(scalar(item.trim())?);
         return Ok(());
     }
-    let (key, value) = field(line)?;
+    let (key, value) = field(line, false)?;
     if parent.is_null() {
         *parent = Value::Object(Map::new());
     }
     let Value::Object(map) = parent else {
         return Err("its frontmatter mixes a map into a list".to_owned());
     };
-    let value = value.ok_or("its frontmatter nests deeper than the host reads")?;
+    let Field::Scalar { value, .. } = value else {
+        return Err("its frontmatter nests deeper than the host reads".to_owned());
+    };
     if map.insert(key.clone(), value).is_some() {
         return Err(format!("its frontmatter has {key} twice"));
     }
