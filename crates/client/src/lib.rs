@@ -43,6 +43,7 @@ mod auth;
 mod environment;
 mod headers;
 mod http;
+mod reply;
 mod sse;
 mod start;
 mod tasks;
@@ -52,6 +53,7 @@ pub use answers::elicit_without_person;
 pub use auth::{Authorizer, BearerToken, Recorded};
 pub use environment::{DEFAULT_INHERITED_ENV, InheritEnv};
 pub use http::{DEFAULT_RETRY, Dial, cleartext_credential_warning};
+pub use reply::Reply;
 pub use start::{
     Locked, MAX_LISTED_SKILLS, MAX_SKILL_PAGES, MAX_TOOL_PAGES, MAX_TOOLS, SKILLS_EXTENSION,
     Started, start_all,
@@ -561,7 +563,7 @@ fn keep_end(line: &str, bytes: usize) -> String {
 enum Incoming {
     Response {
         id: Value,
-        outcome: Result<Value, RpcError>,
+        outcome: Result<Reply, RpcError>,
     },
     Request {
         id: Value,
@@ -714,7 +716,7 @@ struct TaskState {
 #[allow(clippy::large_enum_variant)]
 enum Step {
     Wait(Outstanding),
-    Done(usize, Result<Value, CallError>),
+    Done(usize, Result<Reply, CallError>),
 }
 
 /// Why a line could not be queued for the server.
@@ -1135,7 +1137,22 @@ impl Connection {
         in_flight: usize,
         host: &mut dyn ServerRequests,
     ) -> Vec<Result<Value, CallError>> {
-        let mut results: Vec<Option<Result<Value, CallError>>> =
+        self.replies(calls, in_flight, host)
+            .into_iter()
+            .map(|result| result.map(Reply::into_value))
+            .collect()
+    }
+
+    /// [`Connection::request_all`], with each result as the server wrote it: a tool result in
+    /// strict JSON stays its JSON text, for the session's one reader
+    /// (`Session::declared_result_bytes`), and no `Value` is built for it.
+    pub fn replies(
+        &mut self,
+        calls: Vec<Call>,
+        in_flight: usize,
+        host: &mut dyn ServerRequests,
+    ) -> Vec<Result<Reply, CallError>> {
+        let mut results: Vec<Option<Result<Reply, CallError>>> =
             calls.iter().map(|_| None).collect();
         let mut waiting = calls.into_iter().enumerate();
         let mut outstanding: Vec<Outstanding> = Vec::new();
@@ -1309,14 +1326,17 @@ impl Connection {
     fn answered(
         &mut self,
         mut o: Outstanding,
-        outcome: Result<Value, RpcError>,
+        outcome: Result<Reply, RpcError>,
         host: &mut dyn ServerRequests,
     ) -> Step {
+        // What a call's state is read from: the result's fields but its content.
+        let head = match (&o.phase, &outcome) {
+            (Phase::Call, Ok(result)) => result.head(),
+            _ => Value::Null,
+        };
         match (o.phase, outcome) {
-            (Phase::Call, Ok(result))
-                if is_input_required(&result) && o.rounds < MAX_INPUT_ROUNDS =>
-            {
-                let call = self.with_input(&o.call, &result, host);
+            (Phase::Call, Ok(_)) if is_input_required(&head) && o.rounds < MAX_INPUT_ROUNDS => {
+                let call = self.with_input(&o.call, &head, host);
                 match self.send(&call, Some(&o.token)) {
                     Ok((id, deadline)) => {
                         (o.call, o.id, o.deadline) = (call, id, deadline.min(o.total));
@@ -1326,7 +1346,7 @@ impl Connection {
                     Err(error) => Step::Done(o.index, Err(error)),
                 }
             }
-            (Phase::Call, Ok(result)) if is_input_required(&result) => Step::Done(
+            (Phase::Call, Ok(_)) if is_input_required(&head) => Step::Done(
                 o.index,
                 Err(CallError::InputRounds {
                     server: self.name.clone(),
@@ -1334,7 +1354,7 @@ impl Connection {
                 }),
             ),
             (Phase::Call, Ok(result)) if o.call.method == "tools/call" => {
-                match tasks::task_of(&result) {
+                match tasks::task_of(&head) {
                     None => Step::Done(o.index, self.finish(&o.call, Ok(result))),
                     Some(Err(why)) => Step::Done(o.index, Err(self.task_error(&o.call, why))),
                     Some(Ok(start)) => {
@@ -1373,11 +1393,11 @@ impl Connection {
     fn task_answered(
         &mut self,
         mut o: Outstanding,
-        outcome: Result<Value, RpcError>,
+        outcome: Result<Reply, RpcError>,
         host: &mut dyn ServerRequests,
     ) -> Step {
         let detail = match outcome {
-            Ok(detail) => detail,
+            Ok(detail) => detail.into_value(),
             Err(error) => {
                 self.give_up(&o, "the task could not be followed");
                 return Step::Done(o.index, Err(self.rpc_error("tasks/get", error)));
@@ -1429,7 +1449,10 @@ impl Connection {
                 )
             }
             "completed" => match detail.get("result").filter(|r| r.is_object()) {
-                Some(result) => Step::Done(o.index, self.finish(&o.call, Ok(result.clone()))),
+                Some(result) => Step::Done(
+                    o.index,
+                    self.finish(&o.call, Ok(Reply::Value(result.clone()))),
+                ),
                 None => {
                     self.task_request(o, "tasks/result", json!({"taskId": task_id}), Phase::Fetch)
                 }
@@ -1566,18 +1589,20 @@ impl Connection {
     fn finish(
         &mut self,
         call: &Call,
-        outcome: Result<Value, RpcError>,
-    ) -> Result<Value, CallError> {
-        let mut result = outcome.map_err(|error| CallError::Rpc {
+        outcome: Result<Reply, RpcError>,
+    ) -> Result<Reply, CallError> {
+        let result = outcome.map_err(|error| CallError::Rpc {
             server: self.name.clone(),
             method: call.method.clone(),
             error: Box::new(error),
         })?;
-        if call.method == "tools/list" {
-            self.tool_headers.learn(&self.name, &mut result);
-            self.task_tools.learn(&result);
+        if call.method != "tools/list" {
+            return Ok(result);
         }
-        Ok(result)
+        let mut result = result.into_value();
+        self.tool_headers.learn(&self.name, &mut result);
+        self.task_tools.learn(&result);
+        Ok(Reply::Value(result))
     }
 
     /// The call again, with the answers to the input its server asked for (multi round-trip
@@ -2067,6 +2092,41 @@ struct Envelope<'a> {
     id: Option<serde::de::IgnoredAny>,
 }
 
+/// What a response line carries, read as a connection reads each line: its result (as the
+/// server's JSON text when the line is strict JSON) or its error; `None` for a line that is no
+/// response. For benches and hosts that read lines themselves.
+pub fn response_of(line: &[u8]) -> Option<Result<Reply, RpcError>> {
+    match parse_line("", line)? {
+        Incoming::Response { outcome, .. } => Some(outcome),
+        _ => None,
+    }
+}
+
+/// A response's fields, read strictly: its result is kept as JSON text. A line with a `method`
+/// or an `error` field (even `null`), a repeated field, or no `result` but `null` takes the
+/// lenient path instead.
+#[derive(Deserialize)]
+struct Response<'a> {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(borrow, default)]
+    result: Option<&'a serde_json::value::RawValue>,
+    #[serde(default)]
+    method: Seen,
+    #[serde(default)]
+    error: Seen,
+}
+
+/// Whether a field is there, whatever its value (`null` included).
+#[derive(Default)]
+struct Seen(bool);
+
+impl<'de> Deserialize<'de> for Seen {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Seen, D::Error> {
+        serde::de::IgnoredAny::deserialize(deserializer).map(|_| Seen(true))
+    }
+}
+
 /// One line as the host handles it; `None` for what is logged and skipped: blank lines, lines
 /// that are not JSON objects, notifications, and responses without an id.
 fn parse_line(server: &str, line: &[u8]) -> Option<Incoming> {
@@ -2105,6 +2165,20 @@ fn parse_line(server: &str, line: &[u8]) -> Option<Incoming> {
         }
         tracing::debug!(server, %method, "notification");
         return None;
+    }
+    // A response in strict JSON keeps its result as the server's text (see [`Reply`]).
+    if let Ok(Response {
+        id: Some(id),
+        result: Some(result),
+        method: Seen(false),
+        error: Seen(false),
+    }) = serde_json::from_slice::<Response<'_>>(line)
+        && !id.is_null()
+    {
+        return Some(Incoming::Response {
+            id,
+            outcome: Ok(Reply::Json(result.to_owned())),
+        });
     }
     let value = match mcpl_classify::parse_json_repaired(line) {
         Ok((value, repaired)) => {
@@ -2158,7 +2232,7 @@ fn parse_line(server: &str, line: &[u8]) -> Option<Incoming> {
         (None, Some(id)) => {
             let outcome = match (object.remove("result"), object.get("error")) {
                 (_, Some(error)) => Err(RpcError::from_json(error)),
-                (Some(result), None) => Ok(result),
+                (Some(result), None) => Ok(Reply::Value(result)),
                 (None, None) => Err(RpcError {
                     code: -32603,
                     message: "response with neither result nor error".to_owned(),
@@ -2457,13 +2531,61 @@ mod tests {
     }
 
     #[test]
+    fn a_strict_response_keeps_its_result_as_the_servers_text() {
+        let result = r#"{ "content" : [{"type":"text","text":"a\nb"}], "isError":false }"#;
+        let line = format!(r#"{{"jsonrpc":"2.0","id":4,"result":{result}}}"#);
+        let Some(Incoming::Response { outcome, .. }) = parse(line.as_bytes()) else {
+            panic!("not a response")
+        };
+        assert_eq!(outcome.unwrap().json_text(), Some(result));
+    }
+
+    #[test]
+    fn every_response_reads_as_the_whole_line_parsed_leniently() {
+        // Strict lines keep their text; the others (a `null` error, a repeated field, a
+        // repair) are read into a value. Either way the result is the line's `result` field
+        // as the lenient reader reads the whole line, or its error wins.
+        for line in [
+            &br#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"a":[1,2.5e3]}}}"#[..],
+            br#"{"jsonrpc":"2.0","id":1,"result":{"a":1},"error":null}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{"a":1},"result":{"b":2}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{"a":"\u00e9\ud83d\ude00","n":1e400}}"#,
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"a\":\"\xFF\"}}",
+            br#"{"jsonrpc":"2.0","id":1,"result":null}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":[1,{"x":"y"}]}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{"a":"b\ud800"}}"#,
+        ]
+        .into_iter()
+        .map(<[u8]>::to_vec)
+        // Nesting is counted from the result, as the session's reader counts it: a result
+        // of 127 levels reads whole (decision 0139); up to 126 both readers agree.
+        .chain((120..127).map(|depth| {
+            let result = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#).into_bytes()
+        })) {
+            let line = line.as_slice();
+            let (whole, _) = mcpl_classify::parse_json_repaired(line).expect("JSON after repair");
+            let Some(Incoming::Response { outcome, .. }) = parse(line) else {
+                panic!("not a response: {}", String::from_utf8_lossy(line))
+            };
+            match outcome {
+                Ok(reply) => assert_eq!(reply.into_value(), whole["result"]),
+                Err(error) => assert!(whole.get("error").is_some(), "{error:?}"),
+            }
+        }
+    }
+
+    #[test]
     fn lone_surrogates_do_not_lose_a_result() {
         let Some(Incoming::Response { outcome, .. }) = parse(
             br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a\ud800b"}]}}"#,
         ) else {
             panic!("not a response")
         };
-        assert_eq!(outcome.unwrap()["content"][0]["text"], "a\u{FFFD}b");
+        assert_eq!(
+            outcome.unwrap().into_value()["content"][0]["text"],
+            "a\u{FFFD}b"
+        );
     }
 
     #[test]
@@ -2473,7 +2595,7 @@ mod tests {
         else {
             panic!("not a response")
         };
-        assert_eq!(outcome.unwrap()["text"], "a\u{FFFD}b");
+        assert_eq!(outcome.unwrap().into_value()["text"], "a\u{FFFD}b");
     }
 
     /// Reads `input` through the line reader and returns what it sent.

@@ -30,7 +30,7 @@ use crate::config::{Config, DEFAULT_MESSAGE_BUDGET, ServerConfig, ServerOptions}
 use crate::mcpl::{Injections, Lanes, Queued, unseen_events};
 use crate::mistakes::{self, Schemas};
 use crate::model::{Model, ModelError};
-use mcpl_client::{Call, CallError, Connection, ServerRequests};
+use mcpl_client::{Call, CallError, Connection, Reply, ServerRequests};
 use mcpl_encode::conversation::{
     Content, Message, ModelRequest, ToolCall, ToolOutput, ToolSpec, Usage, model_tool_name,
 };
@@ -1214,7 +1214,7 @@ impl Host {
                     .is_some_and(|(i, tool)| toolset::is_read_only(&self.servers[*i].tools, tool))
             })
             .collect();
-        let mut raw: Vec<Option<Result<Value, CallError>>> = calls.iter().map(|_| None).collect();
+        let mut raw: Vec<Option<Result<Reply, CallError>>> = calls.iter().map(|_| None).collect();
         let mut overlap = vec![0; calls.len()];
         for phase in toolset::phases(&parallel) {
             phase.clone().for_each(|i| overlap[i] = phase.len() - 1);
@@ -1293,8 +1293,8 @@ impl Host {
         &mut self,
         calls: &[ToolCall],
         targets: &[Option<(usize, String)>],
-    ) -> Vec<Option<Result<Value, CallError>>> {
-        let mut raw: Vec<Option<Result<Value, CallError>>> = calls.iter().map(|_| None).collect();
+    ) -> Vec<Option<Result<Reply, CallError>>> {
+        let mut raw: Vec<Option<Result<Reply, CallError>>> = calls.iter().map(|_| None).collect();
         let Host {
             servers,
             lanes,
@@ -1333,7 +1333,7 @@ impl Host {
                 let in_flight = server.config.options.max_concurrent_calls;
                 let shared = &shared;
                 let thread = scope.spawn(move || {
-                    connection.request_all(batch, in_flight, &mut mcpl_client::Locked(shared))
+                    connection.replies(batch, in_flight, &mut mcpl_client::Locked(shared))
                 });
                 running.push((server.config.launch.name.clone(), mine, thread));
             }
@@ -1434,7 +1434,7 @@ impl Host {
         let params = json!({"name": tool, "arguments": arguments_of(&self.wrapped, call)});
         let one = Call::new("tools/call", params, timeout).with_total(total);
         let result = connection
-            .request_all(vec![one], 1, &mut self.lanes)
+            .replies(vec![one], 1, &mut self.lanes)
             .pop()
             .unwrap_or_else(|| {
                 Err(CallError::Timeout {
@@ -1454,7 +1454,7 @@ impl Host {
         call: &ToolCall,
         index: usize,
         tool: &str,
-        result: Result<Value, CallError>,
+        result: Result<Reply, CallError>,
     ) -> CallReport {
         let server = &mut self.servers[index];
         let name = server.config.launch.name.clone();
@@ -1480,10 +1480,14 @@ impl Host {
             self.lanes.session.tool_budget(&name, tool),
             &mut diagnostics,
         );
-        let shown = self
-            .lanes
-            .session
-            .declared_result(&name, tool, &result, budget);
+        // A result in strict JSON is read from its bytes by the one reader (decision 0139).
+        let session = &mut self.lanes.session;
+        let shown = match &result {
+            Reply::Json(text) => session
+                .declared_result_bytes(&name, tool, text.get().as_bytes(), budget)
+                .unwrap_or_else(|_| session.declared_result(&name, tool, &Value::Null, budget)),
+            Reply::Value(value) => session.declared_result(&name, tool, value, budget),
+        };
         let mut report = shown_report(round, call, tool, shown);
         report.server = Some(name);
         // The budget's line first, then the scaling's and the fitting's.

@@ -7,9 +7,12 @@
 //! - `rmcp_parse`: the result's bytes into rmcp's typed `CallToolResult`.
 //! - `rmcp_parse_message`: the whole JSON-RPC response into rmcp's typed
 //!   `JsonRpcResponse<CallToolResult>`.
-//! - `loop_path`: the response's bytes as the client reads them, read leniently into a
-//!   `Value` (`parse_json_repaired`, what `mcpl run`'s client does with each line), then
-//!   `Session::tool_result_within` with the default budget, as the loop calls it.
+//! - `loop_path`: the response's bytes as `mcpl run`'s client reads each line
+//!   (`mcpl_client::response_of`: a strict line keeps its result as JSON text), then
+//!   `Session::declared_result_bytes` with the default budget, as the loop calls it
+//!   (decision 0139).
+//! - `value_path`: the loop's path before: the line read leniently into a `Value`
+//!   (`parse_json_repaired`), then `Session::declared_result`.
 //! - `bytes_path`: the result's bytes straight to `Session::tool_result_bytes_within`, the one
 //!   reader's path without a `Value` (decision 0128).
 //! - `tool_result`: a `Value` a library host holds, read leniently from the bytes, through
@@ -70,11 +73,28 @@ fn bench_session(c: &mut Criterion) {
             &line,
             |b, line| {
                 b.iter(|| {
+                    let reply = mcpl_client::response_of(line)
+                        .and_then(Result::ok)
+                        .expect("a workload is a response");
+                    let text = reply.json_text().expect("a workload is strict JSON");
+                    let shown = Session::new(RouteId::Anthropic)
+                        .declared_result_bytes("bench", "tool", text.as_bytes(), DEFAULT_BUDGET)
+                        .expect("a workload parses");
+                    written(&shown.content)
+                })
+            },
+        );
+        group.bench_with_input(
+            BenchmarkId::from_parameter("value_path"),
+            &line,
+            |b, line| {
+                b.iter(|| {
                     let (mut message, _) =
                         mcpl_classify::parse_json_repaired(line).expect("a workload parses");
                     let result = message["result"].take();
-                    let shown = Session::new(RouteId::Anthropic).tool_result_within(
+                    let shown = Session::new(RouteId::Anthropic).declared_result(
                         "bench",
+                        "tool",
                         &result,
                         DEFAULT_BUDGET,
                     );

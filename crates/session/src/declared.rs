@@ -83,8 +83,12 @@ impl Audience {
     /// The audience a block's `annotations.audience` names. Anything but a list of the two
     /// roles (a string, an unknown role, an empty list) is both, as if it were not there.
     pub fn of(block: &Value) -> Audience {
-        let Some(roles) = block
-            .get("annotations")
+        Audience::of_annotations(block.get("annotations"))
+    }
+
+    /// The audience a block's `annotations` value names.
+    fn of_annotations(annotations: Option<&Value>) -> Audience {
+        let Some(roles) = annotations
             .and_then(|a| a.get("audience"))
             .and_then(Value::as_array)
         else {
@@ -153,6 +157,21 @@ fn split(result: &Value) -> Split<'_> {
     }
 }
 
+/// Whether a result read from bytes may hold a block for the user alone: a block with an
+/// `annotations` object (any of them, where a key repeats) whose audience is the user. A
+/// result that may is read as a `Value`, where [`split`] decides.
+fn may_hold_user_blocks(view: &mcpl_classify::ResultView<'_>) -> bool {
+    let Some(mcpl_classify::ContentView::Blocks(blocks)) = &view.content else {
+        return false;
+    };
+    blocks.iter().any(|block| match block {
+        mcpl_classify::BlockView::Object(object) => object.nested().iter().any(|(key, value)| {
+            key == "annotations" && Audience::of_annotations(Some(value)) == Audience::User
+        }),
+        mcpl_classify::BlockView::Text(_) | mcpl_classify::BlockView::Other(_) => false,
+    })
+}
+
 impl Declarations {
     /// Takes a server's listing: each tool's output schema compiled once, and its declared
     /// result size. Returns one line for each schema that cannot be used.
@@ -196,12 +215,12 @@ impl Declarations {
         &self,
         server: &str,
         tool: &str,
-        result: &Value,
+        (is_error, structured): (bool, Option<&Value>),
         diagnostics: &mut Vec<String>,
     ) -> Option<String> {
         let schema = self.declared(server, tool)?.schema.as_ref()?;
         // An error result need not match: it says what went wrong instead.
-        if result.get("isError") == Some(&Value::Bool(true)) {
+        if is_error {
             return None;
         }
         let validator = match schema {
@@ -213,7 +232,7 @@ impl Declarations {
                 return None;
             }
         };
-        let Some(structured) = result.get("structuredContent") else {
+        let Some(structured) = structured else {
             return Some(
                 "[mcpl: the tool declares an outputSchema but sent no structuredContent]"
                     .to_owned(),
@@ -434,6 +453,59 @@ impl Session {
         budget: u64,
     ) -> Shown {
         let split = split(result);
+        let for_model: &Value = &split.for_model;
+        let fields = (
+            for_model.get("isError") == Some(&Value::Bool(true)),
+            for_model.get("structuredContent"),
+        );
+        let counted = (fields, split.for_user.len());
+        let mut shown = self.declared(server, tool, counted, budget, |session, budget| {
+            session.tool_result_within(server, for_model, budget)
+        });
+        shown.for_user = self.for_user(server, &split.for_user);
+        shown
+    }
+
+    /// [`Session::declared_result`] for a result as the JSON text of its `result` (the bytes a
+    /// client read), read by the one reader without a `Value` (decision 0139): the same
+    /// [`Shown`] as for those bytes parsed as a host reads messages
+    /// (`mcpl_classify::parse_json_repaired`). A result with blocks for the user alone, an image
+    /// to scale, or that only a repair other than a lone surrogate's makes JSON, takes the
+    /// `Value` path. Fails only on bytes no repair makes JSON.
+    pub fn declared_result_bytes(
+        &mut self,
+        server: &str,
+        tool: &str,
+        bytes: &[u8],
+        budget: u64,
+    ) -> Result<Shown, serde_json::Error> {
+        let mut mended = Vec::new();
+        if let Ok((view, _)) = mcpl_classify::parse_view_mending(bytes, &mut mended)
+            && !self.needs_scaling(&view)
+            && !may_hold_user_blocks(&view)
+        {
+            let is_object = bytes.trim_ascii_start().first() == Some(&b'{');
+            let fields = (view.is_error, view.structured.as_deref());
+            return Ok(
+                self.declared(server, tool, (fields, 0), budget, |session, budget| {
+                    session.tool_result_read(server, &view, is_object, budget, Vec::new())
+                }),
+            );
+        }
+        let (value, _) = mcpl_classify::parse_json_repaired(bytes)?;
+        Ok(self.declared_result(server, tool, &value, budget))
+    }
+
+    /// What both readers of a declared result share: the tool's own budget, the output schema's
+    /// line, and the lines priced out of the budget `shown` fits the rest to.
+    fn declared(
+        &mut self,
+        server: &str,
+        tool: &str,
+        (fields, for_user): ((bool, Option<&Value>), usize),
+        budget: u64,
+        shown: impl FnOnce(&mut Session, u64) -> Shown,
+    ) -> Shown {
         let mut diagnostics = Vec::new();
         if let Some((tokens, from)) = self.own_budget(server, tool) {
             diagnostics.push(format!(
@@ -442,22 +514,21 @@ impl Session {
             ));
         }
         let mut lines = Vec::new();
-        if let Some(line) =
-            self.declarations
-                .check(server, tool, &split.for_model, &mut diagnostics)
+        if let Some(line) = self
+            .declarations
+            .check(server, tool, fields, &mut diagnostics)
         {
             lines.push(self.server_text(server, &line));
         }
-        if !split.for_user.is_empty() {
-            let count = split.for_user.len();
+        if for_user > 0 {
+            let count = for_user;
             lines.push(format!(
                 "[mcpl: {count} content block{} shown to the user, not to you]",
                 if count == 1 { " was" } else { "s were" }
             ));
         }
         let reserved: u64 = lines.iter().map(|line| Bound.count(line) + 1).sum();
-        let mut shown =
-            self.tool_result_within(server, &split.for_model, budget.saturating_sub(reserved));
+        let mut shown = shown(self, budget.saturating_sub(reserved));
         if let Some(spill) = &shown.spill {
             // A part read back from its spill may be as large as the tool's own budget.
             let tool_budget = self.tool_budget(server, tool);
@@ -475,7 +546,6 @@ impl Session {
             shown.content = self.encoder.tool_result(&shown.output);
             shown.tokens += reserved;
         }
-        shown.for_user = self.for_user(server, &split.for_user);
         diagnostics.append(&mut shown.diagnostics);
         shown.diagnostics = diagnostics;
         shown

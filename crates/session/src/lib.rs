@@ -497,7 +497,7 @@ impl Session {
     }
 
     /// Whether a result read from bytes holds an image the scaler would scale.
-    fn needs_scaling(&self, view: &ResultView<'_>) -> bool {
+    pub(crate) fn needs_scaling(&self, view: &ResultView<'_>) -> bool {
         let Some(fit) = self.scaling else {
             return false;
         };
@@ -510,7 +510,7 @@ impl Session {
     }
 
     /// A result as the one reader read it, through the lanes and the fit.
-    fn tool_result_read(
+    pub(crate) fn tool_result_read(
         &mut self,
         server: &str,
         read: &ResultView<'_>,

@@ -299,3 +299,129 @@ fn instructions_are_fenced_redacted_bounded_and_stable() {
     assert_eq!(session.server_instructions("docs", "  ", 2048), None);
     assert_eq!(session.server_instructions("docs", "hi", 0), None);
 }
+
+/// A small seeded generator, so a failing case is found again from its seed.
+struct Draw(u64);
+
+impl Draw {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+        from[(self.next() % from.len() as u64) as usize]
+    }
+
+    /// A text of words a server might send: urls with and without credentials, escapes, a
+    /// lone surrogate, a secret-shaped token.
+    fn text(&mut self) -> String {
+        let words = [
+            "plain",
+            "https://h.example/r/1?sig=abc123XYZ",
+            "see https://u:p4ss@h.example/x",
+            "ghp_a1B2c3D4e5F6g7H8i9J0kLmN",
+            r#"quote \" and \\ and \n"#,
+            r"\u00e9\ud83d\ude00",
+            r"\ud800 lone",
+            "demo://resource/7",
+            "  ",
+        ];
+        (0..self.next() % 6)
+            .map(|_| self.pick(&words))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// One content block (or a stray element) as JSON text.
+    fn block(&mut self) -> String {
+        let annotations = [
+            "",
+            r#","annotations":{"audience":["user"]}"#,
+            r#","annotations":{"audience":["assistant"]}"#,
+            r#","annotations":{"audience":["user","assistant"]}"#,
+            r#","annotations":{"audience":"user"}"#,
+            r#","annotations":{"priority":1},"annotations":{"audience":["user"]}"#,
+            r#","annotations":{"audience":["user"]},"annotations":7"#,
+        ];
+        let note = self.pick(&annotations);
+        let text = self.text();
+        match self.next() % 7 {
+            0 | 1 => format!(r#"{{"type":"text","text":"{text}"{note}}}"#),
+            2 => format!(
+                r#"{{"type":"resource_link","uri":"https://h.example/l/{}?token=t0k3nValue99","name":"f.csv"{note}}}"#,
+                self.next() % 100
+            ),
+            3 => format!(
+                r#"{{"type":"resource","resource":{{"uri":"file:///n/{}.md","text":"{text}"}}{note}}}"#,
+                self.next() % 100
+            ),
+            4 => {
+                format!(r#"{{"type":"image","mimeType":"image/png","data":"iVBORw0KGgo="{note}}}"#)
+            }
+            5 => format!(r#"{{"type":"video","data":"AAAA"{note}}}"#),
+            _ => format!(r#""{text}""#),
+        }
+    }
+
+    /// A tool result as JSON text: blocks, maybe structured content and an error flag, or
+    /// content that is no array.
+    fn result(&mut self) -> String {
+        let blocks: Vec<String> = (0..self.next() % 5).map(|_| self.block()).collect();
+        let content = match self.next() % 8 {
+            0 => format!(r#""{}""#, self.text()),
+            _ => format!("[{}]", blocks.join(",")),
+        };
+        let structured = [
+            "",
+            r#","structuredContent":{"temp":21}"#,
+            r#","structuredContent":{"temp":"hot"}"#,
+            r#","structuredContent":null"#,
+        ];
+        let error = ["", r#","isError":true"#, r#","isError":false"#];
+        let structured = self.pick(&structured);
+        let error = self.pick(&error);
+        match self.next() % 10 {
+            0 => format!("[{}]", blocks.join(",")),
+            _ => format!(r#"{{"content":{content}{structured}{error}}}"#),
+        }
+    }
+}
+
+/// A session whose random ids are drawn from fixed seeds, so two of them show alike.
+fn seeded_session(tools: &[Value]) -> Session {
+    let mut session = Session::new(RouteId::Anthropic).with_state(
+        mcpl_lanes::Registry::with_seed(1),
+        mcpl_lanes::ImageLedger::with_seed(2),
+    );
+    session.declare_tools("s", tools);
+    session
+}
+
+#[test]
+fn a_result_read_from_its_bytes_shows_as_the_same_result_read_into_a_value() {
+    // The loop reads a strict response's result from its bytes (decision 0139): whatever the
+    // result holds, it must show exactly as the lenient reader's `Value` of the same bytes.
+    let tools = [weather_tool(temp_schema())];
+    for seed in 0..600 {
+        let mut draw = Draw(seed);
+        let bytes = draw.result().into_bytes();
+        let (value, _) =
+            mcpl_classify::parse_json_repaired(&bytes).expect("a drawn result is JSON");
+        for budget in [40, 10_000] {
+            let from_value = seeded_session(&tools).declared_result("s", "weather", &value, budget);
+            let from_bytes = seeded_session(&tools)
+                .declared_result_bytes("s", "weather", &bytes, budget)
+                .expect("a drawn result reads");
+            assert_eq!(
+                from_bytes,
+                from_value,
+                "seed {seed}, budget {budget}: {}",
+                String::from_utf8_lossy(&bytes)
+            );
+        }
+    }
+}

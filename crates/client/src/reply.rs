@@ -1,0 +1,183 @@
+//! A response's `result` as the server wrote it.
+//!
+//! A response line that is strict JSON keeps its `result` as the server's JSON text: a tool
+//! result is then read once, from those bytes, by the session's one reader, and no `Value` tree
+//! is built for it (issue 31). A line only a repair makes JSON (a lone surrogate, a stray
+//! comma) is read leniently into a `Value`, as before.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+/// The top-level fields of a result that hold its content: [`Reply::head`] leaves their values
+/// out.
+const BULK_FIELDS: [&str; 2] = ["content", "structuredContent"];
+
+/// A response's `result`.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// Strict JSON, as the server wrote it.
+    Json(Box<RawValue>),
+    /// A result that only a repair made JSON, read into a value.
+    Value(Value),
+}
+
+impl PartialEq for Reply {
+    fn eq(&self, other: &Reply) -> bool {
+        match (self, other) {
+            (Reply::Json(a), Reply::Json(b)) => a.get() == b.get(),
+            (Reply::Value(a), Reply::Value(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl From<Value> for Reply {
+    fn from(value: Value) -> Reply {
+        Reply::Value(value)
+    }
+}
+
+impl Reply {
+    /// The result as a value. Strict JSON is read leniently all the same, so a lone surrogate
+    /// escape (which a strict reader lets through unread) reads as U+FFFD.
+    pub fn into_value(self) -> Value {
+        match self {
+            Reply::Value(value) => value,
+            // The bytes were read as JSON once, so this read finds JSON; `Null` is never met.
+            Reply::Json(raw) => mcpl_classify::parse_json_repaired(raw.get().as_bytes())
+                .map_or(Value::Null, |(value, _)| value),
+        }
+    }
+
+    /// The result's JSON text, when it was kept as the server wrote it.
+    pub fn json_text(&self) -> Option<&str> {
+        match self {
+            Reply::Json(raw) => Some(raw.get()),
+            Reply::Value(_) => None,
+        }
+    }
+
+    /// The result's top-level fields, with `content` and `structuredContent` standing as `null`
+    /// when present: what a call's state is read from (a task, a request for input) without
+    /// building or copying the content. A result that is no object is itself.
+    pub fn head(&self) -> Value {
+        match self {
+            Reply::Value(Value::Object(fields)) => Value::Object(
+                fields
+                    .iter()
+                    .map(|(key, value)| match BULK_FIELDS.contains(&key.as_str()) {
+                        true => (key.clone(), Value::Null),
+                        false => (key.clone(), value.clone()),
+                    })
+                    .collect(),
+            ),
+            Reply::Value(value) => value.clone(),
+            Reply::Json(raw) => {
+                let mut deserializer = serde_json::Deserializer::from_str(raw.get());
+                match Head::deserialize(&mut deserializer) {
+                    Ok(Head(Value::Null)) | Err(_) => self.clone().into_value(),
+                    Ok(Head(head)) => head,
+                }
+            }
+        }
+    }
+}
+
+/// An object's fields but the bulk ones' values; `Null` for anything that is no object.
+struct Head(Value);
+
+impl<'de> Deserialize<'de> for Head {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Head, D::Error> {
+        deserializer.deserialize_any(HeadVisitor)
+    }
+}
+
+struct HeadVisitor;
+
+impl<'de> Visitor<'de> for HeadVisitor {
+    type Value = Head;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a result")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Head, A::Error> {
+        let mut fields = Map::new();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            let value = if BULK_FIELDS.contains(&key.as_ref()) {
+                map.next_value::<IgnoredAny>()?;
+                Value::Null
+            } else {
+                map.next_value::<Value>()?
+            };
+            // A repeated key keeps its last value, as a `Value` does.
+            fields.insert(key.into_owned(), value);
+        }
+        Ok(Head(Value::Object(fields)))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Head, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Head(Value::Null))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Head, E> {
+        Ok(Head(Value::Null))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Head, E> {
+        Ok(Head(Value::Null))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Head, E> {
+        Ok(Head(Value::Null))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Head, E> {
+        Ok(Head(Value::Null))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Head, E> {
+        Ok(Head(Value::Null))
+    }
+    fn visit_unit<E>(self) -> Result<Head, E> {
+        Ok(Head(Value::Null))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn json(text: &str) -> Reply {
+        Reply::Json(RawValue::from_string(text.to_owned()).expect("JSON"))
+    }
+
+    #[test]
+    fn the_head_keeps_every_field_but_the_bulk_ones_values() {
+        let reply = json(
+            r#"{"content":[{"type":"text","text":"x"}],"task":{"taskId":"t"},"isError":true}"#,
+        );
+        assert_eq!(
+            reply.head(),
+            json!({"content": null, "task": {"taskId": "t"}, "isError": true})
+        );
+        assert_eq!(
+            reply.into_value(),
+            json!({"content": [{"type": "text", "text": "x"}], "task": {"taskId": "t"}, "isError": true})
+        );
+    }
+
+    #[test]
+    fn a_result_that_is_no_object_is_its_own_head() {
+        assert_eq!(json("[1,2]").head(), json!([1, 2]));
+        assert_eq!(json("7").head(), json!(7));
+    }
+
+    #[test]
+    fn a_lone_surrogate_reads_as_a_replacement_character() {
+        assert_eq!(json(r#""a\ud800b""#).into_value(), json!("a\u{FFFD}b"));
+    }
+}
