@@ -48,27 +48,24 @@ impl Bound {
 
     /// The price of one piece.
     pub fn piece_price(piece: &str) -> u64 {
-        let bytes = piece.as_bytes();
-        if bytes.len() <= 1 {
-            return bytes.len() as u64;
-        }
-        if is_long_word(bytes) {
-            return bytes.len() as u64;
-        }
-        cached_count(bytes)
+        with_cache(|cache| price_in(cache, piece))
     }
 
     /// The price of `text`, or `None` as soon as it is over `limit`: a text far over a budget
     /// is read only until the budget is spent.
     pub fn count_within(text: &str, limit: u64) -> Option<u64> {
-        let mut total = 0u64;
-        for (_, _, price) in Bound::priced(text) {
-            total += price;
-            if total > limit {
-                return None;
+        // The cache is borrowed once for the whole text, not once a piece.
+        with_cache(|cache| {
+            let mut priced = Bound::priced(text);
+            let mut total = 0u64;
+            while let Some((_, _, price)) = priced.next_with(|piece| price_in(cache, piece)) {
+                total += price;
+                if total > limit {
+                    return None;
+                }
             }
-        }
-        Some(total)
+            Some(total)
+        })
     }
 
     /// o200k's pieces of `text`, each with where it starts and its price: a piece inside the
@@ -99,6 +96,13 @@ impl<'t> Iterator for Priced<'t> {
     type Item = (usize, &'t str, u64);
 
     fn next(&mut self) -> Option<(usize, &'t str, u64)> {
+        self.next_with(Bound::piece_price)
+    }
+}
+
+impl<'t> Priced<'t> {
+    /// The next piece, its price from `price` unless it lies inside an id's random part.
+    fn next_with(&mut self, price: impl FnOnce(&str) -> u64) -> Option<(usize, &'t str, u64)> {
         let (start, piece) = self.pieces.next()?;
         let end = start + piece.len();
         while self
@@ -119,7 +123,7 @@ impl<'t> Iterator for Priced<'t> {
                     (span_end - span_start) as u64
                 }
             }
-            _ => Bound::piece_price(piece),
+            _ => price(piece),
         };
         Some((start, piece, price))
     }
@@ -375,8 +379,38 @@ thread_local! {
     static CACHE: RefCell<Vec<Slot>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Runs `f` with this thread's cache, filled with empty slots on first use. A nested call (a
+/// price asked for inside `f`, which nothing here does) gets a cache of its own.
+fn with_cache<T>(f: impl FnOnce(&mut [Slot]) -> T) -> T {
+    CACHE.with(|cache| match cache.try_borrow_mut() {
+        Ok(mut cache) => {
+            if cache.is_empty() {
+                cache.resize(CACHE_SLOTS, EMPTY_SLOT);
+            }
+            f(&mut cache)
+        }
+        Err(_) => f(&mut vec![EMPTY_SLOT; CACHE_SLOTS]),
+    })
+}
+
+/// A slot that holds no piece: no piece is `u8::MAX` bytes long in the cache.
+const EMPTY_SLOT: Slot = Slot {
+    length: u8::MAX,
+    bytes: [0; CACHE_PIECE],
+    count: 0,
+};
+
+/// The price of one piece that lies in no id's random part (see the module's documentation).
+fn price_in(cache: &mut [Slot], piece: &str) -> u64 {
+    let bytes = piece.as_bytes();
+    if bytes.len() <= 1 || is_long_word(bytes) {
+        return bytes.len() as u64;
+    }
+    cached_count(cache, bytes)
+}
+
 /// o200k's count of one piece, through the cache when the piece is short.
-fn cached_count(bytes: &[u8]) -> u64 {
+fn cached_count(cache: &mut [Slot], bytes: &[u8]) -> u64 {
     if bytes.len() > CACHE_PIECE {
         return crate::o200k::vocabulary().count(bytes) as u64;
     }
@@ -387,35 +421,24 @@ fn cached_count(bytes: &[u8]) -> u64 {
     let hash = (word(low) ^ word(high).rotate_left(29) ^ bytes.len() as u64)
         .wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let slot = (hash >> 52) as usize % CACHE_SLOTS;
-    CACHE.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        if cache.is_empty() {
-            cache.resize(
-                CACHE_SLOTS,
-                Slot {
-                    length: u8::MAX,
-                    bytes: [0; CACHE_PIECE],
-                    count: 0,
-                },
-            );
-        }
-        let entry = &mut cache[slot];
-        if usize::from(entry.length) == bytes.len() && entry.bytes == key {
-            return u64::from(entry.count);
-        }
-        let count = crate::o200k::vocabulary().count(bytes);
-        *entry = Slot {
-            length: bytes.len() as u8,
-            bytes: key,
-            count: count as u32,
-        };
-        count as u64
-    })
+    let Some(entry) = cache.get_mut(slot) else {
+        return crate::o200k::vocabulary().count(bytes) as u64;
+    };
+    if usize::from(entry.length) == bytes.len() && entry.bytes == key {
+        return u64::from(entry.count);
+    }
+    let count = crate::o200k::vocabulary().count(bytes);
+    *entry = Slot {
+        length: bytes.len() as u8,
+        bytes: key,
+        count: count as u32,
+    };
+    count as u64
 }
 
 impl TokenEstimator for Bound {
     fn count(&self, text: &str) -> u64 {
-        Bound::priced(text).map(|(_, _, price)| price).sum()
+        Bound::count_within(text, u64::MAX).unwrap_or(u64::MAX)
     }
 
     fn count_within(&self, text: &str, limit: u64) -> Option<u64> {

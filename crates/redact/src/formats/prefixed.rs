@@ -2,6 +2,10 @@
 //! `ghp_…`, `xoxb-…`, `AKIA…`. gitleaks' rules pin each format's exact length, so a key of a
 //! newer or older length would pass them; this rule needs only the prefix and a random run.
 
+use std::sync::OnceLock;
+
+use aho_corasick::{AhoCorasick, Input, MatchKind};
+
 use crate::formats::Found;
 
 /// The prefixes vendors put before a secret token, longest first where one starts another.
@@ -45,102 +49,105 @@ const PREFIXES: &[&str] = &[
 /// The fewest token characters after the prefix.
 const MIN_RUN: usize = 16;
 
-/// Whether a byte is the first of some prefix: most word starts are not, and are passed over
-/// without comparing a prefix.
-static STARTS_A_PREFIX: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut n = 0;
-    while n < PREFIXES.len() {
-        table[PREFIXES[n].as_bytes()[0] as usize] = true;
-        n += 1;
-    }
-    table
-};
-
-/// Each prefix's first two bytes, a bit a pair: a word whose first two bytes start no prefix
-/// is passed over without comparing one (every prefix is longer than two bytes).
-static STARTS_A_PAIR: [u8; 8192] = {
-    let mut table = [0u8; 8192];
-    let mut n = 0;
-    while n < PREFIXES.len() {
-        let p = PREFIXES[n].as_bytes();
-        let pair = (p[0] as usize) << 8 | p[1] as usize;
-        table[pair >> 3] |= 1 << (pair & 7);
-        n += 1;
-    }
-    table
-};
-
-/// Whether the bytes at `at` start some prefix's first two bytes.
-fn starts_a_pair(b: &[u8], at: usize) -> bool {
-    match (b.get(at), b.get(at + 1)) {
-        (Some(&first), Some(&second)) => {
-            let pair = usize::from(first) << 8 | usize::from(second);
-            STARTS_A_PAIR[pair >> 3] & (1 << (pair & 7)) != 0
-        }
-        _ => false,
-    }
-}
-
 fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
 }
 
+/// The searcher of every prefix, in [`PREFIXES`]' order: where several start at one byte, the
+/// first listed is the one found. `None` only if it could not be built.
+fn searcher() -> Option<&'static AhoCorasick> {
+    static CELL: OnceLock<Option<AhoCorasick>> = OnceLock::new();
+    CELL.get_or_init(|| {
+        AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostFirst)
+            .build(PREFIXES)
+            .ok()
+    })
+    .as_ref()
+}
+
 /// Every token in `text` that starts with a vendor prefix (not inside a longer word) and goes
 /// on with at least [`MIN_RUN`] token characters holding a letter and a digit.
+///
+/// The prefixes are found by one vectorised search (most text holds none); each place one
+/// starts is looked at as a word's start would be. The search goes on from the byte after a
+/// prefix that starts no token, so a prefix inside it is found too.
 pub(crate) fn scan(text: &str, found: &mut Vec<Found>) {
+    let Some(searcher) = searcher() else {
+        return scan_words(text, found);
+    };
     let b = text.as_bytes();
-    let mut at = 0;
-    while at < b.len() {
-        // Only a word's start can start a token: the rest of a word is passed over in one
-        // tight loop, and a word's start is looked at only when its first two bytes start a
-        // prefix.
-        if !b[at].is_ascii_alphanumeric() {
-            at += 1;
+    let mut from = 0;
+    while let Some(m) = searcher.find(Input::new(b).range(from..)) {
+        let at = m.start();
+        from = at + 1;
+        if at > 0 && b[at - 1].is_ascii_alphanumeric() {
             continue;
         }
-        let starts_word = at == 0 || !b[at - 1].is_ascii_alphanumeric();
-        let prefix = (starts_word && STARTS_A_PREFIX[usize::from(b[at])] && starts_a_pair(b, at))
-            .then(|| {
-                PREFIXES
-                    .iter()
-                    .find(|p| p.as_bytes()[1] == b[at + 1] && b[at..].starts_with(p.as_bytes()))
-            })
-            .flatten();
-        let Some(prefix) = prefix else {
-            at += 1;
-            while b.get(at).is_some_and(u8::is_ascii_alphanumeric) {
-                at += 1;
-            }
-            continue;
-        };
-        let body = at + prefix.len();
-        // AWS key ids are upper-case letters and digits only.
-        let aws = matches!(*prefix, "AKIA" | "ASIA");
-        let end = body
-            + b[body..]
-                .iter()
-                .take_while(|&&c| {
-                    if aws {
-                        c.is_ascii_uppercase() || c.is_ascii_digit()
-                    } else {
-                        is_token_byte(c)
-                    }
-                })
-                .count();
-        let run = &b[body..end];
-        if run.len() >= MIN_RUN
-            && run.iter().any(u8::is_ascii_digit)
-            && run.iter().any(u8::is_ascii_alphabetic)
-        {
+        let prefix = PREFIXES[m.pattern().as_usize()];
+        if let Some(end) = token_end(b, at, prefix) {
             found.push(Found {
                 start: at,
                 end,
                 rule: "mcpl-vendor-prefix",
             });
-            at = end;
-        } else {
+            from = end;
+        }
+    }
+}
+
+/// Where the token that `prefix` starts at `at` ends, if it is one.
+fn token_end(b: &[u8], at: usize, prefix: &str) -> Option<usize> {
+    let body = at + prefix.len();
+    // AWS key ids are upper-case letters and digits only.
+    let aws = matches!(prefix, "AKIA" | "ASIA");
+    let end = body
+        + b[body..]
+            .iter()
+            .take_while(|&&c| {
+                if aws {
+                    c.is_ascii_uppercase() || c.is_ascii_digit()
+                } else {
+                    is_token_byte(c)
+                }
+            })
+            .count();
+    let run = &b[body..end];
+    (run.len() >= MIN_RUN
+        && run.iter().any(u8::is_ascii_digit)
+        && run.iter().any(u8::is_ascii_alphabetic))
+    .then_some(end)
+}
+
+/// [`scan`] word by word, without the searcher: each word's start compared with the prefixes
+/// in turn. The searcher's stand-in, and the oracle its test checks it against.
+fn scan_words(text: &str, found: &mut Vec<Found>) {
+    let b = text.as_bytes();
+    let mut at = 0;
+    while at < b.len() {
+        if !b[at].is_ascii_alphanumeric() {
             at += 1;
+            continue;
+        }
+        let starts_word = at == 0 || !b[at - 1].is_ascii_alphanumeric();
+        let prefix = starts_word
+            .then(|| PREFIXES.iter().find(|p| b[at..].starts_with(p.as_bytes())))
+            .flatten();
+        match prefix.and_then(|prefix| token_end(b, at, prefix)) {
+            Some(end) => {
+                found.push(Found {
+                    start: at,
+                    end,
+                    rule: "mcpl-vendor-prefix",
+                });
+                at = end;
+            }
+            None => {
+                at += 1;
+                while b.get(at).is_some_and(u8::is_ascii_alphanumeric) {
+                    at += 1;
+                }
+            }
         }
     }
 }
@@ -180,6 +187,54 @@ mod tests {
             "hf_short1",
         ] {
             assert!(tokens(text).is_empty(), "{text}: {:?}", tokens(text));
+        }
+    }
+
+    #[test]
+    fn the_search_finds_what_a_walk_over_every_word_finds() {
+        // Texts drawn from pieces that start, end and nest prefixes, tokens and word edges.
+        let pieces = [
+            "sk-",
+            "sk-ant-",
+            "ant-",
+            "ghp_",
+            "AKIA",
+            "ASIA",
+            "xoxb-",
+            "SG.",
+            "ya29.",
+            "a1B2c3D4",
+            "e5F6g7H8",
+            "ZZ99",
+            " ",
+            "-",
+            "_",
+            ".",
+            "x",
+            "é",
+            "0",
+            "sk-sk-",
+            "github_pat_",
+            "dop_v1_",
+            "pypi-",
+        ];
+        let mut state = 7u64;
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            for _ in 0..(state >> 60) + 4 {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1);
+                text.push_str(pieces[(state >> 33) as usize % pieces.len()]);
+            }
+            let (mut fast, mut walk) = (Vec::new(), Vec::new());
+            scan(&text, &mut fast);
+            scan_words(&text, &mut walk);
+            let spans = |f: &[Found]| f.iter().map(|f| (f.start, f.end)).collect::<Vec<_>>();
+            assert_eq!(spans(&fast), spans(&walk), "{text}");
         }
     }
 }
