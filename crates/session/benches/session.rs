@@ -1,8 +1,12 @@
 //! The paths a host's tool result takes through a session, beside the parse a Rust host built
 //! on rmcp pays first, on the three standard workloads `mcpl_testkit::workloads` makes in
 //! memory (`w1-mixed-10mb`, `w2-100k-blocks`, `w3-one-big-image`). Each path ends with the
-//! encoded `tool_result` content written out as the request body's bytes. No spill store is
-//! set, so nothing is written.
+//! encoded `tool_result` content written out as the request body's bytes.
+//!
+//! The loop's paths spill as `mcpl run` does: to a local spill folder (a temporary one, emptied
+//! before each iteration, outside the time measured), so a result over its budget is written
+//! whole and cut. The other paths set no spill store: a result over its budget is cut, and its
+//! notice says its whole could not be kept.
 //!
 //! - `rmcp_parse`: the result's bytes into rmcp's typed `CallToolResult`.
 //! - `rmcp_parse_message`: the whole JSON-RPC response into rmcp's typed
@@ -20,9 +24,18 @@
 //! - `rmcp_adapter` (with the `rmcp` feature): rmcp's typed parse, then
 //!   `Session::rmcp_tool_result`, the path of a host that holds rmcp's types.
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use mcpl_session::{DEFAULT_BUDGET, RouteId, Session};
+use std::path::Path;
+
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use mcpl_session::{DEFAULT_BUDGET, LocalSpillStore, RouteId, Session};
 use serde_json::Value;
+
+/// A session as `mcpl run` makes one: spilling to a local folder, emptied first.
+fn spilling_session(folder: &Path) -> Session {
+    let _ = std::fs::remove_dir_all(folder);
+    let store = LocalSpillStore::new(folder).expect("a temporary spill folder");
+    Session::new(RouteId::Anthropic).with_spill_store(store)
+}
 
 /// The request body's bytes for a shown result's content.
 fn written(content: &Value) -> usize {
@@ -43,6 +56,8 @@ fn bench_session(c: &mut Criterion) {
         let peer = serde_json::from_slice::<rmcp::model::CallToolResult>(&bytes);
         assert!(peer.is_ok(), "rmcp reads {name}: {peer:?}");
         let line = message(&bytes);
+        let scratch = tempfile::tempdir().expect("a temporary folder");
+        let folder = scratch.path().join("spill");
         let mut group = c.benchmark_group(format!("session/{name}"));
         group.throughput(Throughput::Bytes(bytes.len() as u64));
         group.sample_size(20);
@@ -72,34 +87,38 @@ fn bench_session(c: &mut Criterion) {
             BenchmarkId::from_parameter("loop_path"),
             &line,
             |b, line| {
-                b.iter(|| {
-                    let reply = mcpl_client::response_of(line)
-                        .and_then(Result::ok)
-                        .expect("a workload is a response");
-                    let text = reply.json_text().expect("a workload is strict JSON");
-                    let shown = Session::new(RouteId::Anthropic)
-                        .declared_result_bytes("bench", "tool", text.as_bytes(), DEFAULT_BUDGET)
-                        .expect("a workload parses");
-                    written(&shown.content)
-                })
+                b.iter_batched(
+                    || spilling_session(&folder),
+                    |mut session| {
+                        let reply = mcpl_client::response_of(line)
+                            .and_then(Result::ok)
+                            .expect("a workload is a response");
+                        let text = reply.json_text().expect("a workload is strict JSON");
+                        let shown = session
+                            .declared_result_bytes("bench", "tool", text.as_bytes(), DEFAULT_BUDGET)
+                            .expect("a workload parses");
+                        written(&shown.content)
+                    },
+                    BatchSize::PerIteration,
+                )
             },
         );
         group.bench_with_input(
             BenchmarkId::from_parameter("value_path"),
             &line,
             |b, line| {
-                b.iter(|| {
-                    let (mut message, _) =
-                        mcpl_classify::parse_json_repaired(line).expect("a workload parses");
-                    let result = message["result"].take();
-                    let shown = Session::new(RouteId::Anthropic).declared_result(
-                        "bench",
-                        "tool",
-                        &result,
-                        DEFAULT_BUDGET,
-                    );
-                    written(&shown.content)
-                })
+                b.iter_batched(
+                    || spilling_session(&folder),
+                    |mut session| {
+                        let (mut message, _) =
+                            mcpl_classify::parse_json_repaired(line).expect("a workload parses");
+                        let result = message["result"].take();
+                        let shown =
+                            session.declared_result("bench", "tool", &result, DEFAULT_BUDGET);
+                        written(&shown.content)
+                    },
+                    BatchSize::PerIteration,
+                )
             },
         );
         group.bench_with_input(
