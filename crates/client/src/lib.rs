@@ -53,7 +53,7 @@ pub use answers::elicit_without_person;
 pub use auth::{Authorizer, BearerToken, Recorded};
 pub use environment::{DEFAULT_INHERITED_ENV, InheritEnv};
 pub use http::{DEFAULT_RETRY, Dial, cleartext_credential_warning};
-pub use reply::Reply;
+pub use reply::{Reply, ResultText};
 pub use start::{
     Locked, MAX_LISTED_SKILLS, MAX_SKILL_PAGES, MAX_TOOL_PAGES, MAX_TOOLS, SKILLS_EXTENSION,
     Started, start_all,
@@ -2061,7 +2061,7 @@ fn read_lines(server: &str, mut reader: impl BufRead, limit: usize, sender: &Syn
         reader.consume(used);
         if ends_line {
             if !dropping
-                && let Some(incoming) = parse_line(server, line.trim_ascii())
+                && let Some(incoming) = parse_line_taking(server, &mut line)
                 && sender.send(incoming).is_err()
             {
                 return;
@@ -2075,7 +2075,7 @@ fn read_lines(server: &str, mut reader: impl BufRead, limit: usize, sender: &Syn
         }
     }
     if !dropping
-        && let Some(incoming) = parse_line(server, line.trim_ascii())
+        && let Some(incoming) = parse_line_taking(server, &mut line)
         && sender.send(incoming).is_err()
     {
         return;
@@ -2092,14 +2092,43 @@ struct Envelope<'a> {
     id: Option<serde::de::IgnoredAny>,
 }
 
-/// What a response line carries, read as a connection reads each line: its result (as the
-/// server's JSON text when the line is strict JSON) or its error; `None` for a line that is no
-/// response. For benches and hosts that read lines themselves.
-pub fn response_of(line: &[u8]) -> Option<Result<Reply, RpcError>> {
-    match parse_line("", line)? {
+/// What a response line carries, read as a stdio connection reads each line it owns: its
+/// result (the server's JSON text, kept in the line, when the line is strict JSON) or its
+/// error; `None` for a line that is no response. For benches and hosts that read lines
+/// themselves.
+pub fn response_of(mut line: Vec<u8>) -> Option<Result<Reply, RpcError>> {
+    match parse_line_taking("", &mut line)? {
         Incoming::Response { outcome, .. } => Some(outcome),
         _ => None,
     }
+}
+
+/// [`parse_line`] for a line the caller owns: a strict response keeps its result in the line,
+/// which is taken (`line` is left empty), not copied.
+fn parse_line_taking(server: &str, line: &mut Vec<u8>) -> Option<Incoming> {
+    let trimmed = line.trim_ascii();
+    let start = trimmed.as_ptr() as usize - line.as_ptr() as usize;
+    let end = start + trimmed.len();
+    let strict = match serde_json::from_slice::<Response<'_>>(trimmed) {
+        Ok(Response {
+            id: Some(id),
+            result: Some(result),
+            method: Seen(false),
+            error: Seen(false),
+        }) if !id.is_null() && ID_KEY.find(trimmed).is_some() => {
+            let at = result.get().as_ptr() as usize - line.as_ptr() as usize;
+            Some((id, at, at + result.get().len()))
+        }
+        _ => None,
+    };
+    let Some((id, at, to)) = strict else {
+        return parse_line(server, &line[start..end]);
+    };
+    let text = ResultText::new(std::mem::take(line), at, to)?;
+    Some(Incoming::Response {
+        id,
+        outcome: Ok(Reply::Json(text)),
+    })
 }
 
 /// A response's fields, read strictly: its result is kept as JSON text. A line with a `method`
@@ -2175,10 +2204,16 @@ fn parse_line(server: &str, line: &[u8]) -> Option<Incoming> {
     }) = serde_json::from_slice::<Response<'_>>(line)
         && !id.is_null()
     {
-        return Some(Incoming::Response {
-            id,
-            outcome: Ok(Reply::Json(result.to_owned())),
-        });
+        // Copied into a message of its own; a reader that owns its line takes it instead
+        // (`parse_line_taking`).
+        let message = result.get().as_bytes().to_vec();
+        let length = message.len();
+        if let Some(text) = ResultText::new(message, 0, length) {
+            return Some(Incoming::Response {
+                id,
+                outcome: Ok(Reply::Json(text)),
+            });
+        }
     }
     let value = match mcpl_classify::parse_json_repaired(line) {
         Ok((value, repaired)) => {
@@ -2537,7 +2572,12 @@ mod tests {
         let Some(Incoming::Response { outcome, .. }) = parse(line.as_bytes()) else {
             panic!("not a response")
         };
-        assert_eq!(outcome.unwrap().json_text(), Some(result));
+        assert_eq!(outcome.unwrap().json_bytes(), Some(result.as_bytes()));
+        // A reader that owns the line keeps the result in it.
+        let Some(Ok(reply)) = response_of(format!(" {line}\r").into_bytes()) else {
+            panic!("not a response")
+        };
+        assert_eq!(reply.json_bytes(), Some(result.as_bytes()));
     }
 
     #[test]
@@ -2568,6 +2608,12 @@ mod tests {
             let Some(Incoming::Response { outcome, .. }) = parse(line) else {
                 panic!("not a response: {}", String::from_utf8_lossy(line))
             };
+            assert_eq!(
+                response_of(line.to_vec()).map(|taken| taken.map(Reply::into_value)),
+                Some(outcome.clone().map(Reply::into_value)),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
             match outcome {
                 Ok(reply) => assert_eq!(reply.into_value(), whole["result"]),
                 Err(error) => assert!(whole.get("error").is_some(), "{error:?}"),

@@ -10,7 +10,6 @@ use std::fmt;
 
 use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// The top-level fields of a result that hold its content: [`Reply::head`] leaves their values
@@ -18,21 +17,45 @@ use serde_json::{Map, Value};
 const BULK_FIELDS: [&str; 2] = ["content", "structuredContent"];
 
 /// A response's `result`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
     /// Strict JSON, as the server wrote it.
-    Json(Box<RawValue>),
+    Json(ResultText),
     /// A result that only a repair made JSON, read into a value.
     Value(Value),
 }
 
-impl PartialEq for Reply {
-    fn eq(&self, other: &Reply) -> bool {
-        match (self, other) {
-            (Reply::Json(a), Reply::Json(b)) => a.get() == b.get(),
-            (Reply::Value(a), Reply::Value(b)) => a == b,
-            _ => false,
-        }
+/// A result's JSON text as the server wrote it, kept in the message it came in, so a long
+/// result is not copied out of its line.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ResultText {
+    message: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl fmt::Debug for ResultText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResultText")
+            .field("bytes", &self.bytes().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ResultText {
+    /// The result at `start..end` of `message`, which the caller read there as one JSON
+    /// value: the message is kept, not copied. `None` when the range is not in the message.
+    pub(crate) fn new(message: Vec<u8>, start: usize, end: usize) -> Option<ResultText> {
+        (start <= end && end <= message.len()).then_some(ResultText {
+            message,
+            start,
+            end,
+        })
+    }
+
+    /// The result's JSON text: valid JSON in UTF-8 (a lone surrogate escape may be in it).
+    pub fn bytes(&self) -> &[u8] {
+        self.message.get(self.start..self.end).unwrap_or_default()
     }
 }
 
@@ -49,15 +72,15 @@ impl Reply {
         match self {
             Reply::Value(value) => value,
             // The bytes were read as JSON once, so this read finds JSON; `Null` is never met.
-            Reply::Json(raw) => mcpl_classify::parse_json_repaired(raw.get().as_bytes())
+            Reply::Json(text) => mcpl_classify::parse_json_repaired(text.bytes())
                 .map_or(Value::Null, |(value, _)| value),
         }
     }
 
     /// The result's JSON text, when it was kept as the server wrote it.
-    pub fn json_text(&self) -> Option<&str> {
+    pub fn json_bytes(&self) -> Option<&[u8]> {
         match self {
-            Reply::Json(raw) => Some(raw.get()),
+            Reply::Json(text) => Some(text.bytes()),
             Reply::Value(_) => None,
         }
     }
@@ -77,8 +100,8 @@ impl Reply {
                     .collect(),
             ),
             Reply::Value(value) => value.clone(),
-            Reply::Json(raw) => {
-                let mut deserializer = serde_json::Deserializer::from_str(raw.get());
+            Reply::Json(text) => {
+                let mut deserializer = serde_json::Deserializer::from_slice(text.bytes());
                 match Head::deserialize(&mut deserializer) {
                     Ok(Head(Value::Null)) | Err(_) => self.clone().into_value(),
                     Ok(Head(head)) => head,
@@ -150,9 +173,23 @@ impl<'de> Visitor<'de> for HeadVisitor {
 mod tests {
     use super::*;
     use serde_json::json;
+    use serde_json::value::RawValue;
 
     fn json(text: &str) -> Reply {
-        Reply::Json(RawValue::from_string(text.to_owned()).expect("JSON"))
+        let message = format!(r#"{{"result":{text}}}"#).into_bytes();
+        let raw = serde_json::from_slice::<Wrapped<'_>>(&message)
+            .expect("JSON")
+            .result;
+        assert_eq!(raw.get(), text);
+        let start = message.len() - 1 - text.len();
+        let end = message.len() - 1;
+        Reply::Json(ResultText::new(message.clone(), start, end).expect("in the message"))
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Wrapped<'a> {
+        #[serde(borrow)]
+        result: &'a RawValue,
     }
 
     #[test]

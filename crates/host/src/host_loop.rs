@@ -1484,7 +1484,7 @@ impl Host {
         let session = &mut self.lanes.session;
         let shown = match &result {
             Reply::Json(text) => session
-                .declared_result_bytes(&name, tool, text.get().as_bytes(), budget)
+                .declared_result_bytes(&name, tool, text.bytes(), budget)
                 .unwrap_or_else(|_| session.declared_result(&name, tool, &Value::Null, budget)),
             Reply::Value(value) => session.declared_result(&name, tool, value, budget),
         };

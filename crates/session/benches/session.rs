@@ -11,8 +11,8 @@
 //! - `rmcp_parse`: the result's bytes into rmcp's typed `CallToolResult`.
 //! - `rmcp_parse_message`: the whole JSON-RPC response into rmcp's typed
 //!   `JsonRpcResponse<CallToolResult>`.
-//! - `loop_path`: the response's bytes as `mcpl run`'s client reads each line
-//!   (`mcpl_client::response_of`: a strict line keeps its result as JSON text), then
+//! - `loop_path`: the response's bytes as `mcpl run`'s client reads each line it owns
+//!   (`mcpl_client::response_of`: a strict line keeps its result as JSON text in the line), then
 //!   `Session::declared_result_bytes` with the default budget, as the loop calls it
 //!   (decision 0139).
 //! - `value_path`: the loop's path before: the line read leniently into a `Value`
@@ -88,14 +88,15 @@ fn bench_session(c: &mut Criterion) {
             &line,
             |b, line| {
                 b.iter_batched(
-                    || spilling_session(&folder),
-                    |mut session| {
+                    || (spilling_session(&folder), line.clone()),
+                    |(mut session, line)| {
+                        // The client's reader owns each line it reads, as this one does.
                         let reply = mcpl_client::response_of(line)
                             .and_then(Result::ok)
                             .expect("a workload is a response");
-                        let text = reply.json_text().expect("a workload is strict JSON");
+                        let text = reply.json_bytes().expect("a workload is strict JSON");
                         let shown = session
-                            .declared_result_bytes("bench", "tool", text.as_bytes(), DEFAULT_BUDGET)
+                            .declared_result_bytes("bench", "tool", text, DEFAULT_BUDGET)
                             .expect("a workload parses");
                         written(&shown.content)
                     },
