@@ -2621,6 +2621,124 @@ mod tests {
         }
     }
 
+    /// A response line drawn from pieces that strict JSON takes and pieces only the lenient
+    /// reader takes: repeated and escaped keys, `null` errors, methods, lone surrogates, bytes
+    /// that are not UTF-8, numbers out of range, white space around the line.
+    fn drawn_line(seed: u64) -> Vec<u8> {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut pick = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let values: [&[u8]; 12] = [
+            br#""text""#,
+            br#""a\"b\\c\n""#,
+            br#""\u00e9\ud83d\ude00""#,
+            br#""lone \ud800""#,
+            b"\"bad \xFF byte\"",
+            b"1e400",
+            b"-0.5",
+            b"null",
+            b"true",
+            br#"[{"type":"text","text":"x"}]"#,
+            br#"{"task":{"taskId":"t1","status":"working"}}"#,
+            br#"{"resultType":"input_required","inputRequests":{}}"#,
+        ];
+        let keys: [&[u8]; 8] = [
+            b"\"content\"",
+            b"\"structuredContent\"",
+            b"\"isError\"",
+            b"\"c\\u006fntent\"",
+            b"\"task\"",
+            b"\"resultType\"",
+            b"\"_meta\"",
+            b"\"content\"",
+        ];
+        let mut result = b"{".to_vec();
+        for n in 0..pick(4) {
+            if n > 0 {
+                result.push(b',');
+            }
+            result.extend_from_slice(keys[pick(keys.len())]);
+            result.push(b':');
+            result.extend_from_slice(values[pick(values.len())]);
+        }
+        result.push(b'}');
+        if pick(6) == 0 {
+            result = values[pick(values.len())].to_vec();
+        }
+        let mut line = Vec::new();
+        line.extend_from_slice([&b""[..], b"  ", b"\t"][pick(3)]);
+        line.extend_from_slice(br#"{"jsonrpc":"2.0","#);
+        let fields: [&[u8]; 7] = [
+            br#""id":3,"#,
+            br#""id":"s-1","#,
+            br#""id":null,"#,
+            br#""error":null,"#,
+            br#""error":{"code":-1,"message":"m"},"#,
+            br#""method":"x","#,
+            br#""\u0069d":4,"#,
+        ];
+        for _ in 0..pick(3) {
+            line.extend_from_slice(fields[pick(fields.len())]);
+        }
+        line.extend_from_slice(br#""id":9,"result":"#);
+        line.extend_from_slice(&result);
+        if pick(5) == 0 {
+            line.extend_from_slice(br#","result":{"again":1}"#);
+        }
+        line.push(b'}');
+        line.extend_from_slice([&b""[..], b" ", b"\r"][pick(3)]);
+        line
+    }
+
+    #[test]
+    fn a_drawn_line_reads_alike_taken_or_borrowed_and_as_the_lenient_reader_reads_it() {
+        let mut strict = 0;
+        for seed in 0..5_000 {
+            let line = drawn_line(seed);
+            let shown = String::from_utf8_lossy(&line).into_owned();
+            let borrowed = parse_line("s", line.trim_ascii());
+            let taken = parse_line_taking("s", &mut line.clone());
+            if let Some(Incoming::Response {
+                outcome: Ok(Reply::Json(_)),
+                ..
+            }) = &taken
+            {
+                strict += 1;
+            }
+            let outcome = |incoming: Option<Incoming>| match incoming {
+                Some(Incoming::Response { id, outcome }) => {
+                    Some((id, outcome.map(Reply::into_value)))
+                }
+                _ => None,
+            };
+            let (borrowed, taken) = (outcome(borrowed), outcome(taken));
+            assert_eq!(taken, borrowed, "seed {seed}: {shown}");
+            // The oracle: the whole line read leniently into a `Value`, as before.
+            let Ok((Value::Object(whole), _)) = mcpl_classify::parse_json_repaired(&line) else {
+                continue;
+            };
+            let Some((id, outcome)) = borrowed else {
+                continue;
+            };
+            assert_eq!(whole.get("id"), Some(&id), "seed {seed}: {shown}");
+            match (outcome, whole.get("error")) {
+                (Err(error), Some(wanted)) => {
+                    assert_eq!(error, RpcError::from_json(wanted), "seed {seed}: {shown}");
+                }
+                (Ok(result), None) => {
+                    assert_eq!(Some(&result), whole.get("result"), "seed {seed}: {shown}");
+                }
+                (outcome, error) => panic!("seed {seed}: {shown}: {outcome:?} beside {error:?}"),
+            }
+        }
+        // Both readers were met often: the drawn lines are not all of one kind.
+        assert!((1_000..4_000).contains(&strict), "{strict} of 5,000 strict");
+    }
+
     #[test]
     fn lone_surrogates_do_not_lose_a_result() {
         let Some(Incoming::Response { outcome, .. }) = parse(
