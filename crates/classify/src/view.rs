@@ -536,6 +536,117 @@ impl<'de> ResultView<'de> {
     }
 }
 
+/// What copying a string that borrows the input takes: its bytes and an allocation's overhead.
+// The `Cow` itself is read (only a borrowed string is copied), not the string in it.
+#[allow(clippy::ptr_arg)]
+fn borrowed(text: &Cow<'_, str>) -> usize {
+    match text {
+        Cow::Borrowed(text) => text.len() + COPY_OVERHEAD,
+        Cow::Owned(_) => 0,
+    }
+}
+
+/// About what a heap allocation costs beside its bytes.
+const COPY_OVERHEAD: usize = 32;
+
+/// A string that borrows nothing.
+fn owned(text: Cow<'_, str>) -> Cow<'static, str> {
+    Cow::Owned(text.into_owned())
+}
+
+/// A value that borrows nothing.
+fn owned_value(value: Cow<'_, Value>) -> Cow<'static, Value> {
+    Cow::Owned(value.into_owned())
+}
+
+impl ResultView<'_> {
+    /// About how many bytes [`ResultView::into_owned`] would copy: each string borrowed from
+    /// the input, and an allocation's overhead for it. A data value borrowed from a `Value`
+    /// counts as nothing.
+    pub fn borrowed_bytes(&self) -> usize {
+        match &self.content {
+            Some(ContentView::Blocks(blocks)) => blocks.iter().map(BlockView::borrowed_bytes).sum(),
+            Some(ContentView::Data(_)) | None => 0,
+        }
+    }
+
+    /// The same view holding its strings, so the input it was read from can be freed: the
+    /// strings it borrows are copied, those it owns are moved.
+    pub fn into_owned(self) -> ResultView<'static> {
+        ResultView {
+            content: self.content.map(|content| match content {
+                ContentView::Blocks(blocks) => {
+                    ContentView::Blocks(blocks.into_iter().map(BlockView::into_owned).collect())
+                }
+                ContentView::Data(data) => ContentView::Data(owned_value(data)),
+            }),
+            structured: self.structured.map(owned_value),
+            is_error: self.is_error,
+        }
+    }
+}
+
+impl BlockView<'_> {
+    fn borrowed_bytes(&self) -> usize {
+        match self {
+            BlockView::Text(text) => borrowed(text),
+            BlockView::Object(object) => object.borrowed_bytes(),
+            BlockView::Other(_) => 0,
+        }
+    }
+
+    fn into_owned(self) -> BlockView<'static> {
+        match self {
+            BlockView::Text(text) => BlockView::Text(owned(text)),
+            BlockView::Object(object) => BlockView::Object(object.into_owned()),
+            BlockView::Other(value) => BlockView::Other(value),
+        }
+    }
+}
+
+impl ObjectView<'_> {
+    fn borrowed_bytes(&self) -> usize {
+        self.0
+            .entries
+            .iter()
+            .map(|entry| match entry {
+                Entry::Slot(Slot::Str(text)) => borrowed(text),
+                Entry::Slot(Slot::Json(_)) => 0,
+                Entry::Object(object) => object.borrowed_bytes(),
+                Entry::Nested(nested) => nested.iter().map(|(name, _)| borrowed(name)).sum(),
+            })
+            .sum()
+    }
+
+    fn into_owned(self) -> ObjectView<'static> {
+        let present = self.0.present;
+        let mut values: Values<'static> = [const { None }; NESTED + 1];
+        let mut bits = present;
+        let mut held = self.0;
+        for entry in held.entries.iter_mut() {
+            let entry = std::mem::replace(entry, Entry::Slot(Slot::Str(Cow::Borrowed(""))));
+            let at = bits.trailing_zeros() as usize;
+            bits &= bits.wrapping_sub(1);
+            let entry = match entry {
+                Entry::Slot(Slot::Str(text)) => Entry::Slot(Slot::Str(owned(text))),
+                Entry::Slot(Slot::Json(value)) => Entry::Slot(Slot::Json(value)),
+                Entry::Object(object) => Entry::Object(object.into_owned()),
+                Entry::Nested(nested) => Entry::Nested(
+                    nested
+                        .into_vec()
+                        .into_iter()
+                        .map(|(name, value)| (owned(name), value))
+                        .collect(),
+                ),
+            };
+            if let Some(value) = values.get_mut(at) {
+                *value = Some(entry);
+            }
+        }
+        ObjectView::hold(present, &mut values)
+    }
+}
+
 impl<'de> ContentView<'de> {
     /// `content` as read from a `Value`: an array's elements, anything else data.
     fn of_value(value: &'de Value) -> ContentView<'de> {
@@ -1146,6 +1257,18 @@ impl<'de> Deserialize<'de> for ContentView<'de> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_view_holding_its_strings_reads_as_the_borrowing_one() {
+        let bytes = br#"{"content": [{"type": "text", "text": "a\nb"}, {"type": "text", "text": "plain"},
+            {"type": "resource", "resource": {"uri": "file:///x", "text": "t"}, "_meta": {"k": [1]}},
+            {"type": "image", "data": "aGk=", "mimeType": "image/png"}, 3], "isError": true}"#;
+        let view = ResultView::parse(bytes).unwrap();
+        assert!(view.borrowed_bytes() > 0);
+        let owned = view.clone().into_owned();
+        assert_eq!(owned.borrowed_bytes(), 0);
+        assert_eq!(owned, view);
+    }
 
     #[test]
     fn each_known_field_is_found_at_its_place_by_its_name() {

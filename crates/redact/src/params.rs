@@ -9,8 +9,10 @@
 //! where it starts to the first character that ends a value there, so an encoded space (`%20`)
 //! does not cut it short.
 
+use crate::hidden::REDACT_WINDOW;
+use crate::unicode::folds_to_itself;
 use crate::uri::is_plain;
-use crate::view::View;
+use crate::view::{View, is_control_or_format};
 
 /// Names that hold a secret wherever they appear in a name (`oauth_token`, `x-api-key`,
 /// `client_secret`, `X-Amz-Signature`), read by letters and digits only.
@@ -141,8 +143,95 @@ pub(crate) fn may_hold(text: &str) -> bool {
         || memchr::memchr2(b'\\', b'&', text.as_bytes()).is_some()
 }
 
-/// The byte ranges of `text` that are the values of credential parameters.
+/// The byte ranges of `text` that are the values of credential parameters. A text over twice
+/// [`REDACT_WINDOW`] is read a window at a time ([`windows`]), so its whole view is never made.
 pub(crate) fn values_in(text: &str, withheld: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    if !may_hold(text) {
+        return Vec::new();
+    }
+    if text.len() <= 2 * REDACT_WINDOW {
+        return values_in_one(text, withheld);
+    }
+    let mut found = Vec::new();
+    for (offset, window) in windows(text, REDACT_WINDOW) {
+        let end = offset + window.len();
+        // What the other rules withhold within the window, in its own bytes.
+        let within: Vec<(usize, usize)> = withheld
+            .iter()
+            .filter(|&&(start, stop)| start < end && offset < stop)
+            .map(|&(start, stop)| (start.saturating_sub(offset), stop.min(end) - offset))
+            .collect();
+        found.extend(
+            values_in_one(window, &within)
+                .into_iter()
+                .map(|(start, stop)| (offset + start, offset + stop)),
+        );
+    }
+    found
+}
+
+/// Whether a character reads as itself in every layer of a view and is none of what a rule
+/// here reads: a letter or digit, or a character beyond ASCII that is kept and folds to itself.
+fn is_inert(c: char) -> bool {
+    c.is_ascii_alphanumeric() || (!c.is_ascii() && !is_control_or_format(c) && folds_to_itself(c))
+}
+
+/// Whether a text may be cut just before `at`: a space ends the first part, after a word of
+/// [`is_inert`] characters (dropped ones may sit in it) that a space begins, and the second
+/// part begins with an inert character. No escape reaches across a space, so each part's
+/// view is the whole view's stretch; no name reads back over the space, and a value's opening
+/// white space and quotes stop at the word, so no parameter spans the cut.
+fn cuts_before(text: &str, at: usize) -> bool {
+    let (Some(before), Some(after)) = (text.get(..at), text.get(at..)) else {
+        return false;
+    };
+    let Some(word) = before.strip_suffix(' ') else {
+        return false;
+    };
+    if !after.chars().next().is_some_and(is_inert) || !word.chars().last().is_some_and(is_inert) {
+        return false;
+    }
+    // Back over the word to the space that begins it, a short way at most.
+    for (read, c) in word.chars().rev().enumerate() {
+        if c == ' ' {
+            return true;
+        }
+        if read >= MAX_WORD_CHARS || !(is_inert(c) || is_control_or_format(c)) {
+            return false;
+        }
+    }
+    false
+}
+
+/// The longest word [`cuts_before`] reads back over.
+const MAX_WORD_CHARS: usize = 64;
+
+/// `text` in windows of about `size` bytes, each with its offset: the whole text when it is at
+/// most twice as long, else cut where [`cuts_before`] says. A text with nowhere to cut for a
+/// long way makes a longer window.
+fn windows(text: &str, size: usize) -> impl Iterator<Item = (usize, &str)> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        if at >= text.len() {
+            return None;
+        }
+        let start = at;
+        let end = if text.len() - start <= 2 * size {
+            text.len()
+        } else {
+            let b = text.as_bytes();
+            memchr::memchr_iter(b' ', &b[start + size..])
+                .map(|k| start + size + k + 1)
+                .find(|&cut| cuts_before(text, cut))
+                .map_or(text.len(), |cut| cut)
+        };
+        at = end;
+        Some((start, &text[start..end]))
+    })
+}
+
+/// [`values_in`] on one text, its view made whole.
+fn values_in_one(text: &str, withheld: &[(usize, usize)]) -> Vec<(usize, usize)> {
     if !may_hold(text) {
         return Vec::new();
     }
@@ -288,6 +377,37 @@ mod tests {
             withheld("[withheld link]token=Zx81kQ02mmYT"),
             ["Zx81kQ02mmYT"]
         );
+    }
+
+    #[test]
+    fn a_long_text_read_in_windows_finds_what_its_whole_view_finds() {
+        // Lines of escapes and invisible characters, with parameters about every cut.
+        let line = "x\"q\" \\ \t\u{e9}\u{1F600} token = Zx81kQ02mmYT%20 a&amp;key=4f0AX4XfWh7r2k ";
+        let text = line.repeat(2 * REDACT_WINDOW / line.len() + 500);
+        let withheld = [(10, 20), (REDACT_WINDOW + 5, REDACT_WINDOW + 9)];
+        let windows: Vec<usize> = windows(&text, REDACT_WINDOW).map(|(at, _)| at).collect();
+        assert!(windows.len() > 1, "the text is read in windows");
+        let found = values_in(&text, &withheld);
+        assert!(found.len() > 1000, "{}", found.len());
+        assert_eq!(found, values_in_one(&text, &withheld));
+    }
+
+    #[test]
+    fn folding_twice_reads_as_folding_once() {
+        // A window's view stops decoding when its own text stops changing: it is the whole
+        // view's stretch only if a fold of a folded character changes nothing.
+        for c in (0..=0x10FFFF).filter_map(char::from_u32) {
+            if is_control_or_format(c) {
+                continue;
+            }
+            let mut once = String::new();
+            crate::unicode::fold(c, |f| once.push(f));
+            let mut twice = String::new();
+            for f in once.chars().filter(|&f| !is_control_or_format(f)) {
+                crate::unicode::fold(f, |g| twice.push(g));
+            }
+            assert_eq!(once, twice, "U+{:04X}", c as u32);
+        }
     }
 
     #[test]

@@ -332,12 +332,23 @@ pub(crate) fn is_url_terminator(c: u8) -> bool {
 /// characters into it, and look at most 14 further: 72 keeps every escape on one side.
 pub(crate) const SAFE_RUN: usize = 72;
 
+/// How far past a place just after a space [`safe_cut`] still looks for a run of
+/// [`SAFE_RUN`] characters before it cuts at that place.
+const SPACE_CUT_LEAD: usize = 64 << 10;
+
 /// The first place at or after `from` (a character boundary) where `text` can be cut so that
 /// the views of the two sides, side by side, are the view of the whole, each character of
-/// them coming from the same bytes (see [`SAFE_RUN`]); `None` when there is none.
+/// them coming from the same bytes (see [`SAFE_RUN`]); `None` when there is none. A place just
+/// after a space is one too: no escape holds a space, in any layer, and the view keeps it, so
+/// no escape reaches across it. A text with escapes too close together for a run (a JSON text
+/// of quotes and backslashes) is cut there, when no run comes within [`SPACE_CUT_LEAD`] bytes.
 pub(crate) fn safe_cut(text: &str, from: usize) -> Option<usize> {
     let mut run = 0;
+    let mut after_space = None;
     for (at, c) in text.get(from..)?.char_indices() {
+        if after_space.is_some_and(|cut| from + at > cut + SPACE_CUT_LEAD) {
+            return after_space;
+        }
         if matches!(c, '%' | '\\' | '&') {
             run = 0;
         } else if !is_control_or_format(c) {
@@ -346,8 +357,11 @@ pub(crate) fn safe_cut(text: &str, from: usize) -> Option<usize> {
                 return Some(from + at + c.len_utf8());
             }
         }
+        if c == ' ' && after_space.is_none() {
+            after_space = Some(from + at + 1);
+        }
     }
-    None
+    after_space
 }
 
 /// The parts of a canonical form that could carry a capability, each searched for on its own
