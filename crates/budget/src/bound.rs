@@ -36,7 +36,7 @@ pub const LONG_WORD_END: usize = 64;
 /// a long word or the random part of an id (see the module's documentation).
 ///
 /// The first price of a process that counts a piece loads o200k's vocabulary (40 to 50 ms,
-/// about 6 MiB); a text of one byte or none never needs it.
+/// about 4 MiB); a text of one byte or none never needs it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Bound;
 

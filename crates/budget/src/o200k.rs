@@ -3,7 +3,7 @@
 //!
 //! The vocabulary is OpenAI's `o200k_base.tiktoken` (vendored gzipped in `data/`), read once per
 //! process into one buffer of every token's bytes, in rank order, and an open-addressing table
-//! from a token's bytes to its rank: about 6 MiB. A piece is counted with tiktoken's byte-pair
+//! from a token's bytes to its rank: about 4 MiB. A piece is counted with tiktoken's byte-pair
 //! merge: from single bytes, the adjacent pair whose join has the lowest rank is merged first,
 //! the leftmost on ties, until no join is a token. A short piece is merged by scanning its parts;
 //! a longer one with a heap of adjacent pairs, stale entries skipped when popped. A piece of
@@ -27,14 +27,27 @@ use regex_automata::{Anchored, Input};
 /// `o200k_base.tiktoken`, gzipped: one token a line, its bytes in base64, a space, its rank.
 const VOCABULARY_GZ: &[u8] = include_bytes!("../data/o200k_base.tiktoken.gz");
 
+/// The vendored file's tokens, and their bytes in all: the buffers' sizes (another file still
+/// reads, its buffers grown as needed).
+const VENDORED_TOKENS: usize = 199_998;
+const VENDORED_BYTES: usize = 1_397_670;
+
 /// No rank: a join that is no token.
 const EMPTY: u32 = u32::MAX;
 
-/// A token in a slot of the rank table, one word, so a probe reads one cache line before it
-/// compares bytes: its length (bits 0 to 7), where its bytes start (8 to 31), its rank (32 to
-/// 51) and the top twelve bits of its hash (52 to 63). A token is never empty, so 0 is no token.
-fn slot(length: usize, start: usize, rank: u32, hash: u64) -> u64 {
-    length as u64 | (start as u64) << 8 | u64::from(rank) << 32 | (hash >> 52) << 52
+/// A token in a slot of the rank table, in 32 bits, so a cache line holds sixteen and the table
+/// 2 MiB: its rank (bits 0 to 19), the top eleven bits of its hash (20 to 30), and a set bit 31,
+/// so 0 is no token. A probe compares the hash's bits before it reads the token's bytes.
+fn slot(rank: u32, hash: u64) -> u32 {
+    rank | tag(hash) << RANK_BITS | 1 << 31
+}
+
+/// The bits of a rank in a slot.
+const RANK_BITS: u32 = 20;
+
+/// The eleven bits of a hash a slot keeps.
+fn tag(hash: u64) -> u32 {
+    (hash >> 53) as u32
 }
 
 /// A piece up to this many bytes is merged by scanning its parts; a longer one with a heap.
@@ -50,7 +63,7 @@ pub(crate) struct Vocabulary {
     /// Where each token's bytes end in `bytes`, by rank.
     ends: Vec<u32>,
     /// Open addressing, linear probing: a token as [`slot`] packs it, or 0 where there is none.
-    table: Vec<u64>,
+    table: Vec<u32>,
     /// The length of the longest token.
     longest: usize,
 }
@@ -86,8 +99,10 @@ impl Vocabulary {
     pub(crate) fn read(gz: &[u8]) -> Result<Vocabulary, String> {
         // A line at a time: the whole text is never held.
         let mut reader = std::io::BufReader::new(flate2::read::GzDecoder::new(gz));
-        let mut bytes = Vec::new();
-        let mut ends = Vec::new();
+        // Sized for the vendored file at once: a buffer grown by doubling would hold its old
+        // and new copies together, and that would be the run's peak for a small result.
+        let mut bytes = Vec::with_capacity(VENDORED_BYTES);
+        let mut ends = Vec::with_capacity(VENDORED_TOKENS);
         let mut line = Vec::new();
         loop {
             line.clear();
@@ -111,7 +126,7 @@ impl Vocabulary {
             if rank != Some(number) {
                 return Err(format!("line {number}: the rank is not the line's number"));
             }
-            // Where a slot can say it: 16 MiB of bytes, a million tokens.
+            // What `ends` and a slot can say: 16 MiB of bytes, a million tokens.
             if bytes.len() >= 1 << 24 || number >= 1 << 20 {
                 return Err(format!("line {number}: too many tokens or bytes"));
             }
@@ -136,15 +151,12 @@ impl Vocabulary {
                 return Err(format!("token {rank} is there twice"));
             }
             let hash = hash(token);
-            let start = rank
-                .checked_sub(1)
-                .map_or(0, |before| vocabulary.ends[before as usize] as usize);
             let mask = vocabulary.table.len() - 1;
             let mut at = hash as usize & mask;
             while vocabulary.table[at] != 0 {
                 at = (at + 1) & mask;
             }
-            vocabulary.table[at] = slot(length, start, rank, hash);
+            vocabulary.table[at] = slot(rank, hash);
         }
         Ok(vocabulary)
     }
@@ -168,18 +180,17 @@ impl Vocabulary {
             return None;
         }
         let hash = hash(bytes);
-        let (mask, tag) = (self.table.len() - 1, hash >> 52);
+        let (mask, tag) = (self.table.len() - 1, tag(hash));
         let mut at = hash as usize & mask;
         loop {
             let entry = self.table[at];
             if entry == 0 {
                 return None;
             }
-            let length = (entry & 0xFF) as usize;
-            if length == bytes.len() && entry >> 52 == tag {
-                let start = (entry >> 8 & 0xFF_FFFF) as usize;
-                if &self.bytes[start..start + length] == bytes {
-                    return Some((entry >> 32 & 0xF_FFFF) as u32);
+            if entry >> RANK_BITS & 0x7FF == tag {
+                let rank = entry & ((1 << RANK_BITS) - 1);
+                if self.token(rank) == bytes {
+                    return Some(rank);
                 }
             }
             at = (at + 1) & mask;
@@ -396,6 +407,14 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn the_buffers_are_sized_for_the_vendored_file() {
+        let vocabulary = vocabulary();
+        assert_eq!(vocabulary.ends.len(), VENDORED_TOKENS);
+        assert_eq!(vocabulary.bytes.len(), VENDORED_BYTES);
+        assert_eq!(vocabulary.bytes.capacity(), VENDORED_BYTES);
+    }
 
     /// o200k's pieces of `text`, by [`first_piece`] alone.
     fn split(text: &str) -> Vec<&str> {
