@@ -102,6 +102,22 @@ pub(crate) fn may_spell_more(piece: &str) -> bool {
 /// at most twice as long, else cut after white space not preceded by `=` (a soft line break),
 /// which no escape or run reaches across.
 pub(crate) fn windows(text: &str, size: usize) -> impl Iterator<Item = (usize, &str)> {
+    windows_cut(text, size, |text, from| {
+        let b = text.as_bytes();
+        (from..text.len())
+            .find(|&i| b[i].is_ascii_whitespace() && b[i - 1] != b'=')
+            .map(|i| i + 1)
+    })
+}
+
+/// `text` in windows of about `size` bytes, each with its offset: the whole text when it is
+/// at most twice as long, else cut where `cut(text, from)` says, the first cut at or after
+/// `from`; a text with no cut after a window's start is its last window.
+pub(crate) fn windows_cut(
+    text: &str,
+    size: usize,
+    cut: impl Fn(&str, usize) -> Option<usize>,
+) -> impl Iterator<Item = (usize, &str)> {
     let mut at = 0;
     std::iter::from_fn(move || {
         if at >= text.len() {
@@ -111,10 +127,7 @@ pub(crate) fn windows(text: &str, size: usize) -> impl Iterator<Item = (usize, &
         let end = if text.len() - start <= 2 * size {
             text.len()
         } else {
-            let b = text.as_bytes();
-            (start + size..text.len())
-                .find(|&i| b[i].is_ascii_whitespace() && b[i - 1] != b'=')
-                .map_or(text.len(), |i| i + 1)
+            cut(text, start + size).map_or(text.len(), |end| end)
         };
         at = end;
         Some((start, &text[start..end]))

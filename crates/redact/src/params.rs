@@ -210,23 +210,10 @@ const MAX_WORD_CHARS: usize = 64;
 /// most twice as long, else cut where [`cuts_before`] says. A text with nowhere to cut for a
 /// long way makes a longer window.
 fn windows(text: &str, size: usize) -> impl Iterator<Item = (usize, &str)> {
-    let mut at = 0;
-    std::iter::from_fn(move || {
-        if at >= text.len() {
-            return None;
-        }
-        let start = at;
-        let end = if text.len() - start <= 2 * size {
-            text.len()
-        } else {
-            let b = text.as_bytes();
-            memchr::memchr_iter(b' ', &b[start + size..])
-                .map(|k| start + size + k + 1)
-                .find(|&cut| cuts_before(text, cut))
-                .map_or(text.len(), |cut| cut)
-        };
-        at = end;
-        Some((start, &text[start..end]))
+    crate::decoded::windows_cut(text, size, |text, from| {
+        memchr::memchr_iter(b' ', &text.as_bytes()[from..])
+            .map(|k| from + k + 1)
+            .find(|&cut| cuts_before(text, cut))
     })
 }
 

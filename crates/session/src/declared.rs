@@ -480,11 +480,9 @@ impl Session {
         budget: u64,
     ) -> Result<Shown, serde_json::Error> {
         let mut mended = Vec::new();
-        if let Ok((view, _)) = mcpl_classify::parse_view_mending(bytes, &mut mended)
-            && !self.needs_scaling(&view)
+        if let Some((view, is_object)) = self.view_of(bytes, &mut mended)
             && !may_hold_user_blocks(&view)
         {
-            let is_object = bytes.trim_ascii_start().first() == Some(&b'{');
             let fields = (view.is_error, view.structured.as_deref());
             return Ok(
                 self.declared(server, tool, (fields, 0), budget, |session, budget| {

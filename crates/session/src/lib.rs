@@ -486,18 +486,29 @@ impl Session {
         budget: u64,
     ) -> Result<Shown, serde_json::Error> {
         let mut mended = Vec::new();
-        if let Ok((view, _)) = mcpl_classify::parse_view_mending(bytes, &mut mended)
-            && !self.needs_scaling(&view)
-        {
-            let is_object = bytes.trim_ascii_start().first() == Some(&b'{');
+        if let Some((view, is_object)) = self.view_of(bytes, &mut mended) {
             return Ok(self.tool_result_read(server, &view, is_object, budget, Vec::new()));
         }
         let (value, _) = mcpl_classify::parse_json_repaired(bytes)?;
         Ok(self.tool_result_within(server, &value, budget))
     }
 
+    /// A result's bytes as the one reader reads them, and whether they are an object; `None`
+    /// where the `Value` path must take them: bytes only a repair other than a lone
+    /// surrogate's makes JSON, or an image to scale. `mended` holds the bytes a lone surrogate
+    /// was mended in.
+    pub(crate) fn view_of<'b>(
+        &self,
+        bytes: &'b [u8],
+        mended: &'b mut Vec<u8>,
+    ) -> Option<(ResultView<'b>, bool)> {
+        let (view, _) = mcpl_classify::parse_view_mending(bytes, mended).ok()?;
+        let is_object = bytes.trim_ascii_start().first() == Some(&b'{');
+        (!self.needs_scaling(&view)).then_some((view, is_object))
+    }
+
     /// Whether a result read from bytes holds an image the scaler would scale.
-    pub(crate) fn needs_scaling(&self, view: &ResultView<'_>) -> bool {
+    fn needs_scaling(&self, view: &ResultView<'_>) -> bool {
         let Some(fit) = self.scaling else {
             return false;
         };

@@ -300,16 +300,12 @@ fn instructions_are_fenced_redacted_bounded_and_stable() {
     assert_eq!(session.server_instructions("docs", "hi", 0), None);
 }
 
-/// A small seeded generator, so a failing case is found again from its seed.
-struct Draw(u64);
+/// Results drawn from a seeded generator, so a failing case is found again from its seed.
+struct Draw(mcpl_testkit::SplitMix64);
 
 impl Draw {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next()
     }
 
     fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
@@ -407,7 +403,7 @@ fn a_result_read_from_its_bytes_shows_as_the_same_result_read_into_a_value() {
     // result holds, it must show exactly as the lenient reader's `Value` of the same bytes.
     let tools = [weather_tool(temp_schema())];
     for seed in 0..600 {
-        let mut draw = Draw(seed);
+        let mut draw = Draw(mcpl_testkit::SplitMix64(seed));
         let bytes = draw.result().into_bytes();
         let (value, _) =
             mcpl_classify::parse_json_repaired(&bytes).expect("a drawn result is JSON");

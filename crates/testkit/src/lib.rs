@@ -37,7 +37,9 @@ pub use s3::{
     S3_ENDPOINT_VARIABLE, S3_TEST_ENV, create_bucket, keys_of, list_keys, s3_endpoint, s3_request,
     try_s3_request,
 };
-pub use workloads::{Workload, w1_mixed_10mb, w2_100k_blocks, w3_one_big_image, workloads};
+pub use workloads::{
+    SplitMix64, Workload, w1_mixed_10mb, w2_100k_blocks, w3_one_big_image, workloads,
+};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;

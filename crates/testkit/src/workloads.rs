@@ -95,10 +95,12 @@ const WORDS: [&str; 16] = [
 ];
 
 /// SplitMix64: small, fast and the same on every platform; no statistical claims needed here.
-struct SplitMix64(u64);
+/// Generative tests draw from it too, so a failing case comes back from its seed.
+pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
-    fn next(&mut self) -> u64 {
+    /// The next number.
+    pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
