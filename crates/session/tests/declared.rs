@@ -305,7 +305,7 @@ struct Draw(mcpl_testkit::SplitMix64);
 
 impl Draw {
     fn next(&mut self) -> u64 {
-        self.0.next()
+        self.0.draw()
     }
 
     fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {

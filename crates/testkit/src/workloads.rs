@@ -100,7 +100,7 @@ pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
     /// The next number.
-    pub fn next(&mut self) -> u64 {
+    pub fn draw(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -111,14 +111,14 @@ impl SplitMix64 {
     /// About `chars` characters of words: `chars / 5` words joined by spaces.
     fn text(&mut self, chars: usize) -> String {
         let words: Vec<&str> = (0..chars / 5)
-            .map(|_| WORDS[(self.next() % WORDS.len() as u64) as usize])
+            .map(|_| WORDS[(self.draw() % WORDS.len() as u64) as usize])
             .collect();
         words.join(" ")
     }
 
     fn fill(&mut self, out: &mut [u8]) {
         for chunk in out.chunks_mut(8) {
-            let bytes = self.next().to_le_bytes();
+            let bytes = self.draw().to_le_bytes();
             chunk.copy_from_slice(&bytes[..chunk.len()]);
         }
     }
