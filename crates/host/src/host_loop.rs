@@ -1779,7 +1779,7 @@ fn host_report(
 fn copies_of(output: &ToolOutput) -> ToolResultCopies<'_> {
     ToolResultCopies::new(
         output.stored.clone().into(),
-        Vec::new(),
+        Default::default(),
         match &output.live {
             Some(parts) => LiveCopy::Native(parts.iter().map(Content::as_part).collect()),
             None => LiveCopy::Stored,

@@ -118,10 +118,11 @@ pub struct ToolResultCopies<'a> {
     /// (an image's part is its placeholder). The first part starts at 0 and each other one
     /// byte after the one before it ends (past the `\n`). Ends rather than strings or ranges,
     /// so a result of a million small blocks holds its text once (decision 0083) and 8 bytes a
-    /// part beside it (decision 0088); [`ToolResultCopies::stored_parts`] and
+    /// part beside it (decision 0088; four bytes while the copy is under 4 GiB, see
+    /// [`PartEnds`]); [`ToolResultCopies::stored_parts`] and
     /// [`ToolResultCopies::part_spans`] read them. Empty where no one needs the parts (a host
     /// pricing its window).
-    pub part_ends: Vec<usize>,
+    pub part_ends: PartEnds,
     /// What goes to the provider on this turn.
     pub live: LiveCopy<'a>,
     /// Whether the server marked the result an error.
@@ -142,7 +143,7 @@ impl<'a> ToolResultCopies<'a> {
     /// attachment lines ([`ToolResultCopies::spills_as_stored`] is `false`).
     pub fn new(
         stored: Cow<'a, str>,
-        part_ends: Vec<usize>,
+        part_ends: PartEnds,
         live: LiveCopy<'a>,
         is_error: bool,
     ) -> ToolResultCopies<'a> {
@@ -168,9 +169,9 @@ impl<'a> ToolResultCopies<'a> {
     }
 
     /// Parts joined with `\n` as a stored copy holds them: the text and where each part ends.
-    pub fn join_parts<'p>(parts: impl IntoIterator<Item = &'p str>) -> (String, Vec<usize>) {
+    pub fn join_parts<'p>(parts: impl IntoIterator<Item = &'p str>) -> (String, PartEnds) {
         let mut stored = StoredText {
-            ends: Some(Vec::new()),
+            ends: Some(PartEnds::default()),
             ..StoredText::default()
         };
         for part in parts {
@@ -181,14 +182,120 @@ impl<'a> ToolResultCopies<'a> {
 }
 
 /// Parts' byte ranges from where they end, each part after the one before and a `\n`.
-fn part_spans(ends: &[usize]) -> impl Iterator<Item = Range<usize>> + '_ {
-    ends.iter().enumerate().map(|(index, &end)| {
-        let start = match index.checked_sub(1).and_then(|before| ends.get(before)) {
-            Some(&before) => before + 1,
-            None => 0,
-        };
+fn part_spans(ends: &PartEnds) -> impl Iterator<Item = Range<usize>> + '_ {
+    let mut before: Option<usize> = None;
+    ends.iter().map(move |end| {
+        let start = before.map_or(0, |before| before + 1);
+        before = Some(end);
         start.min(end)..end
     })
+}
+
+/// Where each part of a stored copy ends in it ([`ToolResultCopies::part_ends`]): four bytes
+/// a part while the copy is under 4 GiB, eight from the first end past it. A result of a
+/// million small blocks holds its ends in 4 MB, not 8.
+#[derive(Debug, Clone, Default)]
+pub struct PartEnds(Ends);
+
+#[derive(Debug, Clone)]
+enum Ends {
+    Narrow(Vec<u32>),
+    Wide(Vec<usize>),
+}
+
+impl Default for Ends {
+    fn default() -> Ends {
+        Ends::Narrow(Vec::new())
+    }
+}
+
+impl PartialEq for PartEnds {
+    fn eq(&self, other: &PartEnds) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for PartEnds {}
+
+impl PartialEq<Vec<usize>> for PartEnds {
+    fn eq(&self, other: &Vec<usize>) -> bool {
+        self.iter().eq(other.iter().copied())
+    }
+}
+
+impl FromIterator<usize> for PartEnds {
+    fn from_iter<I: IntoIterator<Item = usize>>(ends: I) -> PartEnds {
+        let mut out = PartEnds::default();
+        ends.into_iter().for_each(|end| out.push(end));
+        out
+    }
+}
+
+impl From<Vec<usize>> for PartEnds {
+    fn from(ends: Vec<usize>) -> PartEnds {
+        ends.into_iter().collect()
+    }
+}
+
+impl PartEnds {
+    /// Room for `parts` ends.
+    pub fn with_capacity(parts: usize) -> PartEnds {
+        PartEnds(Ends::Narrow(Vec::with_capacity(parts)))
+    }
+
+    /// Adds where the next part ends.
+    pub fn push(&mut self, end: usize) {
+        match (&mut self.0, u32::try_from(end)) {
+            (Ends::Narrow(ends), Ok(end)) => ends.push(end),
+            (Ends::Narrow(ends), Err(_)) => {
+                let mut wide: Vec<usize> = ends.iter().map(|&end| end as usize).collect();
+                wide.push(end);
+                self.0 = Ends::Wide(wide);
+            }
+            (Ends::Wide(ends), _) => ends.push(end),
+        }
+    }
+
+    /// How many parts there are.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Ends::Narrow(ends) => ends.len(),
+            Ends::Wide(ends) => ends.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Each part's end, in order.
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        let (narrow, wide): (&[u32], &[usize]) = match &self.0 {
+            Ends::Narrow(ends) => (ends, &[]),
+            Ends::Wide(ends) => (&[], ends),
+        };
+        narrow
+            .iter()
+            .map(|&end| end as usize)
+            .chain(wide.iter().copied())
+    }
+
+    /// Keeps the first `parts` ends.
+    fn truncate(&mut self, parts: usize) {
+        match &mut self.0 {
+            Ends::Narrow(ends) => ends.truncate(parts),
+            Ends::Wide(ends) => ends.truncate(parts),
+        }
+    }
+
+    /// Gives back spare room.
+    fn shrink_to_fit(&mut self) {
+        match &mut self.0 {
+            Ends::Narrow(ends) => ends.shrink_to_fit(),
+            Ends::Wide(ends) => ends.shrink_to_fit(),
+        }
+    }
 }
 
 /// A stored copy being written: its text, how many parts it has, and where each part ends in it
@@ -197,7 +304,7 @@ fn part_spans(ends: &[usize]) -> impl Iterator<Item = Range<usize>> + '_ {
 struct StoredText<'a> {
     text: Cow<'a, str>,
     parts: usize,
-    ends: Option<Vec<usize>>,
+    ends: Option<PartEnds>,
     /// The capacity the text takes when it is first copied ([`ToolResult::stored_hint`]).
     reserve: usize,
 }
@@ -706,7 +813,7 @@ impl<'h> Projector<'h> {
             // there is a part a block, and one for structured content.
             ends: attach
                 .is_none()
-                .then(|| Vec::with_capacity(result.block_count() + 1)),
+                .then(|| PartEnds::with_capacity(result.block_count() + 1)),
             reserve: result.stored_hint(),
             ..StoredText::default()
         };
@@ -1643,6 +1750,22 @@ mod tests {
     /// A tool result is classified once, when it is read: the lanes project the blocks it holds,
     /// and a native image's part carries the type and size classification read from its header,
     /// so nothing downstream reads the payload again.
+
+    #[test]
+    fn part_ends_past_4_gib_widen_and_keep_every_end() {
+        let big = u32::MAX as usize + 10;
+        let mut ends = PartEnds::with_capacity(3);
+        ends.push(5);
+        ends.push(big);
+        ends.push(big + 7);
+        assert_eq!(ends, vec![5, big, big + 7]);
+        assert_eq!(ends.len(), 3);
+        ends.truncate(2);
+        assert_eq!(ends.iter().collect::<Vec<_>>(), [5, big]);
+        let narrow: PartEnds = vec![1, 2, 5].into();
+        let spans: Vec<_> = part_spans(&narrow).collect();
+        assert_eq!(spans, [0..1, 2..2, 3..5]);
+    }
     #[test]
     fn an_image_part_carries_what_classification_read() {
         let png =
@@ -1795,7 +1918,7 @@ mod tests {
         assert_eq!(spill, copies.stored);
         assert_eq!(
             ToolResultCopies::join_parts(["a", "", "bc"]),
-            ("a\n\nbc".to_owned(), vec![1, 2, 5])
+            ("a\n\nbc".to_owned(), PartEnds::from(vec![1, 2, 5]))
         );
         let (stored, part_ends) = ToolResultCopies::join_parts(["", "a", "\n", ""]);
         let copies = ToolResultCopies {

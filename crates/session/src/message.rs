@@ -208,7 +208,8 @@ impl Session {
     /// and tail to it, the notice naming the spill, or saying the whole could not be kept when
     /// the spill could not be written (`unsaved` names what was not kept).
     pub fn hold_text(&mut self, text: &str, budget: u64, unsaved: &str) -> HeldText {
-        let copies = ToolResultCopies::new(text.into(), Vec::new(), LiveCopy::Stored, false);
+        let copies =
+            ToolResultCopies::new(text.into(), Default::default(), LiveCopy::Stored, false);
         let pricer = self.pricer();
         let spill = match &mut self.spill {
             Ok(store) => write_text_spill(text, &mut **store as &mut dyn SpillStore)
