@@ -66,6 +66,7 @@ pub use tasks::{
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
+use std::ops::Range;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -719,6 +720,16 @@ enum Step {
     Done(usize, Result<Reply, CallError>),
 }
 
+/// What an answer to a call's own request says of the call, besides its result.
+enum CallState {
+    /// The server asks for input: the call again, with the answers.
+    Input(Call),
+    /// The server asked for input more times than a call answers.
+    TooManyRounds,
+    /// The server answered with a task (or a task it did not describe well).
+    Task(Result<tasks::TaskStart, String>),
+}
+
 /// Why a line could not be queued for the server.
 enum WriteError {
     /// The server has not read what was queued before.
@@ -1329,55 +1340,62 @@ impl Connection {
         outcome: Result<Reply, RpcError>,
         host: &mut dyn ServerRequests,
     ) -> Step {
-        // What a call's state is read from: the result's fields but its content.
-        let head = match (&o.phase, &outcome) {
-            (Phase::Call, Ok(result)) => result.head(),
-            _ => Value::Null,
-        };
-        match (o.phase, outcome) {
-            (Phase::Call, Ok(_)) if is_input_required(&head) && o.rounds < MAX_INPUT_ROUNDS => {
-                let call = self.with_input(&o.call, &head, host);
-                match self.send(&call, Some(&o.token)) {
-                    Ok((id, deadline)) => {
-                        (o.call, o.id, o.deadline) = (call, id, deadline.min(o.total));
-                        o.rounds += 1;
-                        Step::Wait(o)
-                    }
-                    Err(error) => Step::Done(o.index, Err(error)),
+        // What a call's answer says of its state, read from the result's fields but its
+        // content before the result is handed on.
+        let state = match (&o.phase, &outcome) {
+            (Phase::Call, Ok(result)) => {
+                let head = result.head();
+                if is_input_required(&head) {
+                    Some(match o.rounds < MAX_INPUT_ROUNDS {
+                        true => CallState::Input(self.with_input(&o.call, &head, host)),
+                        false => CallState::TooManyRounds,
+                    })
+                } else if o.call.method == "tools/call" {
+                    tasks::task_of(&head).map(CallState::Task)
+                } else {
+                    None
                 }
             }
-            (Phase::Call, Ok(_)) if is_input_required(&head) => Step::Done(
+            _ => None,
+        };
+        match (o.phase, outcome, state) {
+            (_, _, Some(CallState::Input(call))) => match self.send(&call, Some(&o.token)) {
+                Ok((id, deadline)) => {
+                    (o.call, o.id, o.deadline) = (call, id, deadline.min(o.total));
+                    o.rounds += 1;
+                    Step::Wait(o)
+                }
+                Err(error) => Step::Done(o.index, Err(error)),
+            },
+            (_, _, Some(CallState::TooManyRounds)) => Step::Done(
                 o.index,
                 Err(CallError::InputRounds {
                     server: self.name.clone(),
                     method: o.call.method.clone(),
                 }),
             ),
-            (Phase::Call, Ok(result)) if o.call.method == "tools/call" => {
-                match tasks::task_of(&head) {
-                    None => Step::Done(o.index, self.finish(&o.call, Ok(result))),
-                    Some(Err(why)) => Step::Done(o.index, Err(self.task_error(&o.call, why))),
-                    Some(Ok(start)) => {
-                        let task = TaskState {
-                            id: start.id,
-                            status: start.status,
-                            message: start.message,
-                            interval: start.interval.unwrap_or(tasks::DEFAULT_POLL_INTERVAL),
-                            rounds: 0,
-                        };
-                        self.show_task(&o.call, &task);
-                        o.task = Some(task);
-                        Step::Wait(self.sleep(o))
-                    }
-                }
+            (_, _, Some(CallState::Task(Err(why)))) => {
+                Step::Done(o.index, Err(self.task_error(&o.call, why)))
             }
-            (Phase::Call | Phase::Sleep, outcome) => {
+            (_, _, Some(CallState::Task(Ok(start)))) => {
+                let task = TaskState {
+                    id: start.id,
+                    status: start.status,
+                    message: start.message,
+                    interval: start.interval.unwrap_or(tasks::DEFAULT_POLL_INTERVAL),
+                    rounds: 0,
+                };
+                self.show_task(&o.call, &task);
+                o.task = Some(task);
+                Step::Wait(self.sleep(o))
+            }
+            (Phase::Call | Phase::Sleep, outcome, None) => {
                 Step::Done(o.index, self.finish(&o.call, outcome))
             }
-            (Phase::Get, outcome) => self.task_answered(o, outcome, host),
-            (Phase::Update, Ok(_)) => Step::Wait(self.sleep(o)),
-            (Phase::Fetch, Ok(result)) => Step::Done(o.index, Ok(result)),
-            (phase, Err(error)) => {
+            (Phase::Get, outcome, None) => self.task_answered(o, outcome, host),
+            (Phase::Update, Ok(_), None) => Step::Wait(self.sleep(o)),
+            (Phase::Fetch, Ok(result), None) => Step::Done(o.index, Ok(result)),
+            (phase, Err(error), None) => {
                 self.give_up(&o, "the task could not be followed");
                 let method = if phase == Phase::Update {
                     "tasks/update"
@@ -2109,26 +2127,41 @@ fn parse_line_taking(server: &str, line: &mut Vec<u8>) -> Option<Incoming> {
     let trimmed = line.trim_ascii();
     let start = trimmed.as_ptr() as usize - line.as_ptr() as usize;
     let end = start + trimmed.len();
-    let strict = match serde_json::from_slice::<Response<'_>>(trimmed) {
-        Ok(Response {
-            id: Some(id),
-            result: Some(result),
-            method: Seen(false),
-            error: Seen(false),
-        }) if !id.is_null() && ID_KEY.find(trimmed).is_some() => {
-            let at = result.get().as_ptr() as usize - line.as_ptr() as usize;
-            Some((id, at, at + result.get().len()))
+    match read_line(server, &line[start..end]) {
+        LineRead::Message(incoming) => incoming,
+        LineRead::Result { id, at } => {
+            let text = ResultText::new(std::mem::take(line), start + at.start, start + at.end)?;
+            Some(Incoming::Response {
+                id,
+                outcome: Ok(Reply::Json(text)),
+            })
         }
-        _ => None,
-    };
-    let Some((id, at, to)) = strict else {
-        return parse_line(server, &line[start..end]);
-    };
-    let text = ResultText::new(std::mem::take(line), at, to)?;
-    Some(Incoming::Response {
-        id,
-        outcome: Ok(Reply::Json(text)),
-    })
+    }
+}
+
+/// One line as the host handles it; `None` for what is logged and skipped: blank lines, lines
+/// that are not JSON objects, notifications, and responses without an id. A strict response's
+/// result is copied out of the line.
+fn parse_line(server: &str, line: &[u8]) -> Option<Incoming> {
+    match read_line(server, line) {
+        LineRead::Message(incoming) => incoming,
+        LineRead::Result { id, at } => {
+            let result = line.get(at)?.to_vec();
+            let length = result.len();
+            Some(Incoming::Response {
+                id,
+                outcome: Ok(Reply::Json(ResultText::new(result, 0, length)?)),
+            })
+        }
+    }
+}
+
+/// What [`read_line`] found in a line.
+enum LineRead {
+    /// A response in strict JSON: its id, and where its result is in the line.
+    Result { id: Value, at: Range<usize> },
+    /// Anything else, as the host handles it (see [`parse_line`]).
+    Message(Option<Incoming>),
 }
 
 /// A response's fields, read strictly: its result is kept as JSON text. A line with a `method`
@@ -2156,9 +2189,36 @@ impl<'de> Deserialize<'de> for Seen {
     }
 }
 
-/// One line as the host handles it; `None` for what is logged and skipped: blank lines, lines
-/// that are not JSON objects, notifications, and responses without an id.
-fn parse_line(server: &str, line: &[u8]) -> Option<Incoming> {
+/// Reads one line: a strict response's id and where its result is, or the message the line is
+/// (see [`parse_line`]). The strict read comes first: a line it takes holds an `"id"` and no
+/// `method`, which none of the lenient read's notifications does.
+fn read_line(server: &str, line: &[u8]) -> LineRead {
+    match read_strict(line) {
+        Some((id, at)) => LineRead::Result { id, at },
+        None => LineRead::Message(read_lenient(server, line)),
+    }
+}
+
+/// A response in strict JSON with a non-null id and a result, and no `method` or `error`: its
+/// id and where its result is in `line` (see [`Reply`]).
+fn read_strict(line: &[u8]) -> Option<(Value, Range<usize>)> {
+    // A line with no `"id"` anywhere is no response the host waits for (see `read_lenient`).
+    ID_KEY.find(line)?;
+    let Ok(Response {
+        id: Some(id),
+        result: Some(result),
+        method: Seen(false),
+        error: Seen(false),
+    }) = serde_json::from_slice::<Response<'_>>(line)
+    else {
+        return None;
+    };
+    let start = (result.get().as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
+    (!id.is_null()).then(|| (id, start..start + result.get().len()))
+}
+
+/// A line that is not a strict response, as the host handles it (see [`parse_line`]).
+fn read_lenient(server: &str, line: &[u8]) -> Option<Incoming> {
     if line.is_empty() {
         return None;
     }
@@ -2194,26 +2254,6 @@ fn parse_line(server: &str, line: &[u8]) -> Option<Incoming> {
         }
         tracing::debug!(server, %method, "notification");
         return None;
-    }
-    // A response in strict JSON keeps its result as the server's text (see [`Reply`]).
-    if let Ok(Response {
-        id: Some(id),
-        result: Some(result),
-        method: Seen(false),
-        error: Seen(false),
-    }) = serde_json::from_slice::<Response<'_>>(line)
-        && !id.is_null()
-    {
-        // Copied into a message of its own; a reader that owns its line takes it instead
-        // (`parse_line_taking`).
-        let message = result.get().as_bytes().to_vec();
-        let length = message.len();
-        if let Some(text) = ResultText::new(message, 0, length) {
-            return Some(Incoming::Response {
-                id,
-                outcome: Ok(Reply::Json(text)),
-            });
-        }
     }
     let value = match mcpl_classify::parse_json_repaired(line) {
         Ok((value, repaired)) => {

@@ -85,27 +85,19 @@ impl Reply {
         }
     }
 
-    /// The result's top-level fields, with `content` and `structuredContent` standing as `null`
-    /// when present: what a call's state is read from (a task, a request for input) without
-    /// building or copying the content. A result that is no object is itself.
-    pub fn head(&self) -> Value {
+    /// What a call's state is read from (a task, a request for input): a result read into a
+    /// value is itself; strict JSON gives its top-level fields, with `content` and
+    /// `structuredContent` standing as `null` when present, so the content is neither built
+    /// nor copied. A result that is no object is itself.
+    pub fn head(&self) -> Cow<'_, Value> {
         match self {
-            Reply::Value(Value::Object(fields)) => Value::Object(
-                fields
-                    .iter()
-                    .map(|(key, value)| match BULK_FIELDS.contains(&key.as_str()) {
-                        true => (key.clone(), Value::Null),
-                        false => (key.clone(), value.clone()),
-                    })
-                    .collect(),
-            ),
-            Reply::Value(value) => value.clone(),
+            Reply::Value(value) => Cow::Borrowed(value),
             Reply::Json(text) => {
                 let mut deserializer = serde_json::Deserializer::from_slice(text.bytes());
-                match Head::deserialize(&mut deserializer) {
+                Cow::Owned(match Head::deserialize(&mut deserializer) {
                     Ok(Head(Value::Null)) | Err(_) => self.clone().into_value(),
                     Ok(Head(head)) => head,
-                }
+                })
             }
         }
     }
@@ -198,7 +190,7 @@ mod tests {
             r#"{"content":[{"type":"text","text":"x"}],"task":{"taskId":"t"},"isError":true}"#,
         );
         assert_eq!(
-            reply.head(),
+            reply.head().into_owned(),
             json!({"content": null, "task": {"taskId": "t"}, "isError": true})
         );
         assert_eq!(
@@ -209,8 +201,8 @@ mod tests {
 
     #[test]
     fn a_result_that_is_no_object_is_its_own_head() {
-        assert_eq!(json("[1,2]").head(), json!([1, 2]));
-        assert_eq!(json("7").head(), json!(7));
+        assert_eq!(json("[1,2]").head().into_owned(), json!([1, 2]));
+        assert_eq!(json("7").head().into_owned(), json!(7));
     }
 
     #[test]
