@@ -157,6 +157,31 @@ fn split(result: &Value) -> Split<'_> {
     }
 }
 
+/// What an output schema's check reads of a result.
+#[derive(Clone, Copy)]
+struct Checked<'v> {
+    /// `isError: true`.
+    is_error: bool,
+    /// `structuredContent`, when the key is there (`null` included).
+    structured: Option<&'v Value>,
+}
+
+impl<'v> Checked<'v> {
+    fn of_value(result: &'v Value) -> Checked<'v> {
+        Checked {
+            is_error: result.get("isError") == Some(&Value::Bool(true)),
+            structured: result.get("structuredContent"),
+        }
+    }
+
+    fn of_view(view: &'v mcpl_classify::ResultView<'_>) -> Checked<'v> {
+        Checked {
+            is_error: view.is_error,
+            structured: view.structured.as_deref(),
+        }
+    }
+}
+
 /// Whether a result read from bytes may hold a block for the user alone: a block with an
 /// `annotations` object (any of them, where a key repeats) whose audience is the user. A
 /// result that may is read as a `Value`, where [`split`] decides.
@@ -215,12 +240,12 @@ impl Declarations {
         &self,
         server: &str,
         tool: &str,
-        (is_error, structured): (bool, Option<&Value>),
+        result: Checked<'_>,
         diagnostics: &mut Vec<String>,
     ) -> Option<String> {
         let schema = self.declared(server, tool)?.schema.as_ref()?;
         // An error result need not match: it says what went wrong instead.
-        if is_error {
+        if result.is_error {
             return None;
         }
         let validator = match schema {
@@ -232,7 +257,7 @@ impl Declarations {
                 return None;
             }
         };
-        let Some(structured) = structured else {
+        let Some(structured) = result.structured else {
             return Some(
                 "[mcpl: the tool declares an outputSchema but sent no structuredContent]"
                     .to_owned(),
@@ -454,14 +479,16 @@ impl Session {
     ) -> Shown {
         let split = split(result);
         let for_model: &Value = &split.for_model;
-        let fields = (
-            for_model.get("isError") == Some(&Value::Bool(true)),
-            for_model.get("structuredContent"),
+        let checked = Checked::of_value(for_model);
+        let for_user = split.for_user.len();
+        let mut shown = self.declared(
+            server,
+            tool,
+            checked,
+            for_user,
+            budget,
+            |session, budget| session.tool_result_within(server, for_model, budget),
         );
-        let counted = (fields, split.for_user.len());
-        let mut shown = self.declared(server, tool, counted, budget, |session, budget| {
-            session.tool_result_within(server, for_model, budget)
-        });
         shown.for_user = self.for_user(server, &split.for_user);
         shown
     }
@@ -483,9 +510,9 @@ impl Session {
         if let Some((view, is_object)) = self.view_of(bytes, &mut mended)
             && !may_hold_user_blocks(&view)
         {
-            let fields = (view.is_error, view.structured.as_deref());
+            let checked = Checked::of_view(&view);
             return Ok(
-                self.declared(server, tool, (fields, 0), budget, |session, budget| {
+                self.declared(server, tool, checked, 0, budget, |session, budget| {
                     session.tool_result_read(server, &view, is_object, budget, Vec::new())
                 }),
             );
@@ -495,12 +522,14 @@ impl Session {
     }
 
     /// What both readers of a declared result share: the tool's own budget, the output schema's
-    /// line, and the lines priced out of the budget `shown` fits the rest to.
+    /// line, the line saying how many blocks (`for_user`) went to the user alone, and those
+    /// lines priced out of the budget `shown` fits the rest to.
     fn declared(
         &mut self,
         server: &str,
         tool: &str,
-        (fields, for_user): ((bool, Option<&Value>), usize),
+        checked: Checked<'_>,
+        for_user: usize,
         budget: u64,
         shown: impl FnOnce(&mut Session, u64) -> Shown,
     ) -> Shown {
@@ -514,15 +543,14 @@ impl Session {
         let mut lines = Vec::new();
         if let Some(line) = self
             .declarations
-            .check(server, tool, fields, &mut diagnostics)
+            .check(server, tool, checked, &mut diagnostics)
         {
             lines.push(self.server_text(server, &line));
         }
         if for_user > 0 {
-            let count = for_user;
             lines.push(format!(
-                "[mcpl: {count} content block{} shown to the user, not to you]",
-                if count == 1 { " was" } else { "s were" }
+                "[mcpl: {for_user} content block{} shown to the user, not to you]",
+                if for_user == 1 { " was" } else { "s were" }
             ));
         }
         let reserved: u64 = lines.iter().map(|line| Bound.count(line) + 1).sum();
