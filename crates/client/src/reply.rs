@@ -2,8 +2,9 @@
 //!
 //! A response line that is strict JSON keeps its `result` as the server's JSON text: a tool
 //! result is then read once, from those bytes, by the session's one reader, and no `Value` tree
-//! is built for it (issue 31). A line only a repair makes JSON (a lone surrogate, a stray
-//! comma) is read leniently into a `Value`, as before.
+//! is built for it (issue 31). Any other line (one a repair makes JSON: bytes that are not
+//! UTF-8, say; or one with an `error` or a `method` field, or a repeated field) is read
+//! leniently into a `Value`, as before.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -21,18 +22,27 @@ const BULK_FIELDS: [&str; 2] = ["content", "structuredContent"];
 pub enum Reply {
     /// Strict JSON, as the server wrote it.
     Json(ResultText),
-    /// A result that only a repair made JSON, read into a value.
+    /// A result read leniently into a value (see the module's documentation).
     Value(Value),
 }
 
 /// A result's JSON text as the server wrote it, kept in the message it came in, so a long
 /// result is not copied out of its line.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct ResultText {
     message: Vec<u8>,
     start: usize,
     end: usize,
 }
+
+/// Two results are equal when their JSON texts are, whatever lines they came in.
+impl PartialEq for ResultText {
+    fn eq(&self, other: &ResultText) -> bool {
+        self.bytes() == other.bytes()
+    }
+}
+
+impl Eq for ResultText {}
 
 impl fmt::Debug for ResultText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -56,12 +66,6 @@ impl ResultText {
     /// The result's JSON text: valid JSON in UTF-8 (a lone surrogate escape may be in it).
     pub fn bytes(&self) -> &[u8] {
         self.message.get(self.start..self.end).unwrap_or_default()
-    }
-}
-
-impl From<Value> for Reply {
-    fn from(value: Value) -> Reply {
-        Reply::Value(value)
     }
 }
 
@@ -197,6 +201,14 @@ mod tests {
             reply.into_value(),
             json!({"content": [{"type": "text", "text": "x"}], "task": {"taskId": "t"}, "isError": true})
         );
+    }
+
+    #[test]
+    fn results_are_equal_by_their_text_whatever_line_they_came_in() {
+        let line = br#"{"id":1,"result":[1]}"#.to_vec();
+        let alone = ResultText::new(b"[1]".to_vec(), 0, 3);
+        assert_eq!(ResultText::new(line, 17, 20), alone);
+        assert_ne!(ResultText::new(b"[2]".to_vec(), 0, 3), alone);
     }
 
     #[test]
