@@ -117,9 +117,9 @@ pub struct ToolResultCopies<'a> {
     /// `stored`: one per shown thing, in the order of the live copy's parts when it is native
     /// (an image's part is its placeholder). The first part starts at 0 and each other one
     /// byte after the one before it ends (past the `\n`). Ends rather than strings or ranges,
-    /// so a result of a million small blocks holds its text once (decision 0083) and 8 bytes a
-    /// part beside it (decision 0088; four bytes while the copy is under 4 GiB, see
-    /// [`PartEnds`]); [`ToolResultCopies::stored_parts`] and
+    /// so a result of a million small blocks holds its text once (decision 0083) and four bytes
+    /// a part beside it while the copy is under 4 GiB (decision 0088, [`PartEnds`]);
+    /// [`ToolResultCopies::stored_parts`] and
     /// [`ToolResultCopies::part_spans`] read them. Empty where no one needs the parts (a host
     /// pricing its window).
     pub part_ends: PartEnds,

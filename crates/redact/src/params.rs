@@ -146,11 +146,12 @@ pub(crate) fn may_hold(text: &str) -> bool {
 /// The byte ranges of `text` that are the values of credential parameters. A text over twice
 /// [`REDACT_WINDOW`] is read a window at a time ([`windows`]), so its whole view is never made.
 pub(crate) fn values_in(text: &str, withheld: &[(usize, usize)]) -> Vec<(usize, usize)> {
-    if !may_hold(text) {
-        return Vec::new();
-    }
     if text.len() <= 2 * REDACT_WINDOW {
         return values_in_one(text, withheld);
+    }
+    // A long text that cannot hold one is not cut into windows either.
+    if !may_hold(text) {
+        return Vec::new();
     }
     let mut found = Vec::new();
     for (offset, window) in windows(text, REDACT_WINDOW) {
