@@ -3,10 +3,10 @@
 
 use std::cell::Cell;
 
-use mcpl_lanes::{LiveCopy, Part, Projector, ToolResult, ToolResultCopies};
+use mcpl_lanes::{DetachedCopies, LiveCopy, Part, Projector, ToolResult, ToolResultCopies};
 
 use crate::route::{Pricer, Unpriceable};
-use crate::spill::{Spill, SpillId, SpillStore, write_spill_of};
+use crate::spill::{Spill, SpillError, SpillId, SpillStore, write_spill_of, write_stored_spill};
 
 /// The default tool-result budget, in estimated tokens.
 pub const DEFAULT_BUDGET: u64 = 12_500;
@@ -137,6 +137,66 @@ pub fn fit_tool_result<'a>(
     store: Option<&mut dyn SpillStore>,
 ) -> Fitted<'a> {
     let copies = projector.tool_result(result);
+    fit_tool_result_copies(projector, result, copies, pricer, budget, store)
+}
+
+/// [`fit_tool_result`] for `copies` the same projector has just made of `result`
+/// ([`Projector::tool_result`]): a caller that made them to try [`ToolResultCopies::detach`]
+/// fits them here when they do not detach, without a second projection.
+pub fn fit_tool_result_copies<'a>(
+    projector: &mut Projector<'_>,
+    result: &ToolResult<'a>,
+    copies: ToolResultCopies<'a>,
+    pricer: Pricer<'_>,
+    budget: u64,
+    store: Option<&mut dyn SpillStore>,
+) -> Fitted<'a> {
+    fit_copies(
+        projector,
+        copies,
+        pricer,
+        budget,
+        store,
+        |projector, copies, store| write_spill_of(projector, result, copies, store),
+    )
+}
+
+/// [`fit_tool_result`] for copies [`ToolResultCopies::detach`] took from their result: the
+/// same fitted copies, spill and diagnostics, with the result (and what it was read from)
+/// already freed. A big result of small blocks is then held once, as its stored copy, while it
+/// is priced, cut and spilled.
+pub fn fit_detached(
+    projector: &mut Projector<'_>,
+    copies: DetachedCopies,
+    pricer: Pricer<'_>,
+    budget: u64,
+    store: Option<&mut dyn SpillStore>,
+) -> Fitted<'static> {
+    // Detached copies spill as their stored copy is.
+    fit_copies(
+        projector,
+        copies.into_copies(),
+        pricer,
+        budget,
+        store,
+        |projector, copies, store| write_stored_spill(projector, &copies.stored, store),
+    )
+}
+
+/// Fits copies just made of a result, as [`fit_tool_result`] says; `write_spill` writes their
+/// result's spill when one is needed.
+fn fit_copies<'a>(
+    projector: &mut Projector<'_>,
+    copies: ToolResultCopies<'a>,
+    pricer: Pricer<'_>,
+    budget: u64,
+    store: Option<&mut dyn SpillStore>,
+    write_spill: impl FnOnce(
+        &mut Projector<'_>,
+        &ToolResultCopies<'a>,
+        &mut dyn SpillStore,
+    ) -> Result<Spill, SpillError>,
+) -> Fitted<'a> {
     let stored_within = pricer.text.count_within(&copies.stored, budget);
     // The copies stay in one place until the end: the cut reads them while it makes the fitted
     // ones, and a big result's copies are most of its memory, so they are never cloned.
@@ -188,7 +248,7 @@ pub fn fit_tool_result<'a>(
     // A spill that cannot be written does not lift the budget: the result is cut all the same,
     // and its notice says the whole could not be kept.
     let mut diagnostics = Vec::new();
-    let (spill, unsaved) = match write_spill_of(projector, result, &copies, store) {
+    let (spill, unsaved) = match write_spill(projector, &copies, store) {
         Ok(spill) => (Some(spill), None),
         Err(error) => {
             diagnostics.push(format!(

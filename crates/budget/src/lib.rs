@@ -110,7 +110,8 @@ pub mod window;
 pub use bound::{Bound, LONG_WORD, LONG_WORD_END, Pieces, Priced};
 pub use fit::{
     CutError, DEFAULT_BUDGET, DEFAULT_MESSAGE_BUDGET, DEFAULT_TOOL_BUDGET_CEILING, Fitted, Omitted,
-    cut, cut_with, fit_tool_result, omission_notice, read_back_notice,
+    cut, cut_with, fit_detached, fit_tool_result, fit_tool_result_copies, omission_notice,
+    read_back_notice,
 };
 pub use image::{
     ANTHROPIC_TABLE, Detail, GEMINI_TABLE, ImageCalculator, OPENAI_TABLE, PricedModels,
@@ -123,7 +124,8 @@ pub use route::{
 pub use spill::{
     LocalSpillStore, Manifest, ManifestAttachment, SPILL_ID_LENGTH, SPILL_ID_PREFIX,
     SPILL_WRITEBACK_EVERY, Spill, SpillError, SpillId, SpillNotice, SpillStore, extension_for,
-    is_spill_name, private_dir, write_spill, write_spill_of, write_text_spill,
+    is_spill_name, private_dir, write_spill, write_spill_of, write_spill_of_detached,
+    write_text_spill,
 };
 pub use store_config::{S3Location, SpillStoreConfig};
 pub use text::{

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use mcpl_classify::{Media, Sniffed};
-use mcpl_lanes::{Attach, HiddenUris, Projector, ToolResult, ToolResultCopies, UriPolicy, markers};
+use mcpl_lanes::{
+    Attach, DetachedCopies, HiddenUris, Projector, ToolResult, ToolResultCopies, UriPolicy, markers,
+};
 
 /// Why a spill could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -980,6 +982,26 @@ pub fn write_spill_of(
             None => projector.tool_result_spill(result, attach),
         }
     })
+}
+
+/// [`write_spill_of`] for detached copies ([`ToolResultCopies::detach`]): their stored copy is
+/// their spill as it is, with no payload to attach.
+pub fn write_spill_of_detached(
+    projector: &mut Projector<'_>,
+    copies: &DetachedCopies,
+    store: &mut dyn SpillStore,
+) -> Result<Spill, SpillError> {
+    write_stored_spill(projector, &copies.copies().stored, store)
+}
+
+/// Writes a spill whose text is `stored` as it is, with no payload to attach.
+pub(crate) fn write_stored_spill(
+    projector: &mut Projector<'_>,
+    stored: &str,
+    store: &mut dyn SpillStore,
+) -> Result<Spill, SpillError> {
+    let hidden = session_hidden(projector);
+    write_spill_with(store, &hidden, |_| Cow::Borrowed(stored))
 }
 
 /// Writes a spill whose text `text_of` makes, given what writes each payload as an attachment

@@ -120,8 +120,9 @@ pub use mcpl_redact::{
     is_credential_free, normalised,
 };
 pub use project::{
-    Attach, ChannelRefusal, LiveCopy, MessageView, Part, PartEnds, Projector, Provenance,
-    PushRefusal, RenderOutcome, ToolResult, ToolResultCopies, is_visibly_empty, withheld,
+    Attach, ChannelRefusal, DetachedCopies, LiveCopy, MessageView, Part, PartEnds, Projector,
+    Provenance, PushRefusal, RenderOutcome, ToolResult, ToolResultCopies, is_visibly_empty,
+    withheld,
 };
 pub use registry::{Claims, Fetched, REGISTRY_CAPACITY, Record, RefId, Registry, UnknownReference};
 pub use route::{RequestLimits, Route, RouteId, UnknownRoute};

@@ -181,6 +181,61 @@ impl<'a> ToolResultCopies<'a> {
     }
 }
 
+impl ToolResultCopies<'_> {
+    /// These copies, just made of `result` by [`Projector::tool_result`], holding nothing
+    /// borrowed, when that takes no copy of a text and their spill is their stored copy as it
+    /// is: they [spill as stored](ToolResultCopies::spills_as_stored), with a part a block and
+    /// no payload to attach, their stored copy is a text of their own, and no native part
+    /// borrows a payload. A caller may then free the result (and the bytes it was read from)
+    /// before the copies are priced, cut and spilled. Else the copies, as they were.
+    pub fn detach(self, result: &ToolResult<'_>) -> Result<DetachedCopies, Self> {
+        let stands_alone = self.spills_as_stored
+            && self.part_ends.len() == result.block_count()
+            && matches!(self.stored, Cow::Owned(_))
+            && !result
+                .blocks()
+                .any(|block| block.media().is_some_and(|media| !media.is_empty()));
+        let live = match &self.live {
+            LiveCopy::Stored => Some(LiveCopy::Stored),
+            LiveCopy::Native(parts) => parts
+                .iter()
+                .map(|part| match part {
+                    Part::Text(text) => Some(Part::Text(text.clone())),
+                    Part::Image { .. } | Part::Audio { .. } | Part::Document { .. } => None,
+                })
+                .collect::<Option<Vec<_>>>()
+                .map(LiveCopy::Native),
+        };
+        match (stands_alone, live) {
+            (true, Some(live)) => Ok(DetachedCopies(ToolResultCopies {
+                stored: Cow::Owned(self.stored.into_owned()),
+                part_ends: self.part_ends,
+                live,
+                is_error: self.is_error,
+                spills_as_stored: true,
+            })),
+            _ => Err(self),
+        }
+    }
+}
+
+/// Tool-result copies that borrow nothing and whose spill is their stored copy as it is
+/// ([`ToolResultCopies::detach`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DetachedCopies(ToolResultCopies<'static>);
+
+impl DetachedCopies {
+    /// The copies.
+    pub fn copies(&self) -> &ToolResultCopies<'static> {
+        &self.0
+    }
+
+    /// The copies, taken out.
+    pub fn into_copies(self) -> ToolResultCopies<'static> {
+        self.0
+    }
+}
+
 /// Parts' byte ranges from where they end, each part after the one before and a `\n`.
 fn part_spans(ends: &PartEnds) -> impl Iterator<Item = Range<usize>> + '_ {
     let mut before: Option<usize> = None;
@@ -371,6 +426,12 @@ impl<'a> StoredText<'a> {
             self.text = Cow::Owned(owned);
         }
         let text = self.text.to_mut();
+        // Past the guess, the text grows by an eighth, not by doubling: a guess a little short
+        // costs a little more room, not twice the text.
+        let needed = len.saturating_add(1);
+        if text.capacity() - text.len() < needed {
+            text.reserve_exact(needed.max(text.len() / 8));
+        }
         if self.parts > 0 {
             text.push('\n');
         }
@@ -513,8 +574,8 @@ impl<'a> ToolResult<'a> {
 
     /// About how long the stored copy of the content array will be, in bytes, to reserve its
     /// text once rather than grow it by doubling (each copy of a growing text of megabytes
-    /// stays resident): each plain text's length, and [`STORED_BYTES_PER_BLOCK`] for any other
-    /// block (a reference's line, a placeholder). A text longer than the guess grows as
+    /// stays resident): each plain text's length (an embedded resource's text's too), and
+    /// [`STORED_BYTES_PER_BLOCK`] for any other block (a reference's line, a placeholder). A text longer than the guess grows as
     /// before; a shorter one gives the rest back when it is done.
     fn stored_hint(&self) -> usize {
         // One more byte a part for the line break that joins it.
@@ -523,8 +584,10 @@ impl<'a> ToolResult<'a> {
             .iter()
             .map(|view| match view {
                 BlockView::Text(text) => text.len(),
+                // An embedded text resource is shown as its text, as a text block is.
                 BlockView::Object(object) => object
                     .text()
+                    .or_else(|| object.resource_object()?.text())
                     .and_then(mcpl_classify::Slot::as_str)
                     .map_or(STORED_BYTES_PER_BLOCK, str::len),
                 BlockView::Other(_) => STORED_BYTES_PER_BLOCK,

@@ -6,6 +6,7 @@ mod bound_check;
 mod cases;
 mod crash;
 mod cut;
+mod detached;
 mod determinism;
 mod estimate;
 mod failures;
