@@ -16,7 +16,9 @@ use mcpl_cli::input::{
     read_input,
 };
 use mcpl_cli::oauth::{Presenter, authorize};
-use mcpl_cli::project::{Lane, Request, project_owned, project_view, view_needs_scaling};
+use mcpl_cli::project::{
+    Lane, Request, project_owned, project_view, project_view_step, view_needs_scaling,
+};
 use mcpl_cli::report;
 use mcpl_host::config::{Config, ConfigError, S3Location, SpillStoreConfig};
 use mcpl_host::host_loop::{Host, HostOptions, LoopError};
@@ -971,8 +973,14 @@ fn project_command(file: Option<PathBuf>, request: &Request) -> Result<(), Failu
                     project_view(&view, fingerprint, replaced, request).map_err(failed)?;
                 return print_json(&projection);
             }
-            let projection = project_view(&view, fingerprint, replaced, request).map_err(failed)?;
-            return print_json(&projection);
+            // Copies that stand without the view free it, and the input, before they are priced,
+            // cut and spilled: a result of many small blocks is then held once, as its stored
+            // copy.
+            let step = project_view_step(&view, fingerprint, replaced, request);
+            drop(view);
+            drop(mended);
+            drop(bytes);
+            return print_json(&step.finish(request));
         }
     }
     let document = parse_document(&source_name, &bytes)?;

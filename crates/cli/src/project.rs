@@ -2,14 +2,17 @@
 
 use std::borrow::Cow;
 
-use mcpl_budget::{Bound, LocalSpillStore, PricedRoute, Pricer, SpillStore, fit_tool_result};
+use mcpl_budget::{
+    Bound, Fitted, LocalSpillStore, PricedRoute, Pricer, SpillStore, fit_detached, fit_tool_result,
+    fit_tool_result_copies,
+};
 use mcpl_classify::ResultView;
 use mcpl_encode::Encoder;
 use mcpl_encode::conversation::ToolOutput;
 use mcpl_host::mcpl::{INVALID_PARAMS, PUSH_CONTENT_FIELD, push_refusal_error};
 use mcpl_lanes::{
-    ChannelRefusal, ImageLedger, MessageView, Projector, PushRefusal, Registry, RouteId,
-    ServerName, ToolResult, UriPolicy,
+    ChannelRefusal, DetachedCopies, ImageLedger, MessageView, Projector, PushRefusal, Registry,
+    RouteId, ServerName, ToolResult, UriPolicy,
 };
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -148,7 +151,10 @@ pub fn project_owned(
             &mut diagnostics,
         );
     }
-    project_scaled(&document, request, Some(diagnostics))
+    let (projecting, output) = project_scaled_step(&document, request, Some(diagnostics))?;
+    // The result, its images scaled, is freed before the output is encoded.
+    drop(document);
+    Ok(projecting.finish(request, output))
 }
 
 /// [`project`], its tool result's images already scaled when `scaled` holds what scaling said.
@@ -157,11 +163,22 @@ fn project_scaled(
     request: &Request,
     scaled: Option<Vec<String>>,
 ) -> Result<Projection, ProjectError> {
+    let (projecting, output) = project_scaled_step(document, request, scaled)?;
+    Ok(projecting.finish(request, output))
+}
+
+/// [`project_scaled`] up to encoding, so that a caller that owns the document frees it first.
+fn project_scaled_step(
+    document: &Document,
+    request: &Request,
+    scaled: Option<Vec<String>>,
+) -> Result<(Projecting, LaneOutput), ProjectError> {
     let source = Source {
         fingerprint: document.fingerprint,
         lone_surrogates_replaced: document.lone_surrogates_replaced,
     };
-    project_with(&source, request, |projector, pricer, diagnostics| {
+    let mut projecting = Projecting::new(&source, request);
+    let output = projecting.with(request, |projector, pricer, diagnostics| {
         let unknown = |lane: Lane| ProjectError::UnknownShape {
             source_name: document.source_name.clone(),
             lane: lane.name(),
@@ -176,7 +193,8 @@ fn project_scaled(
             unknown,
             scaled,
         )
-    })
+    })?;
+    Ok((projecting, output))
 }
 
 /// Projects a tool result read straight from the input's bytes ([`ResultView`]) on the
@@ -189,22 +207,81 @@ pub fn project_view(
     lone_surrogates_replaced: usize,
     request: &Request,
 ) -> Result<Projection, ProjectError> {
+    Ok(project_view_step(view, fingerprint, lone_surrogates_replaced, request).finish(request))
+}
+
+/// [`project_view`] in two steps, so that a caller can free the view and the bytes it borrows
+/// between them: this one projects the copies; when they stand without the view
+/// ([`ToolResultCopies::detach`]), pricing, cutting and spilling them waits for
+/// [`ViewStep::finish`], else it is done here. A result of many small blocks is then held once,
+/// as its stored copy, while it is priced, cut and spilled.
+///
+/// [`ToolResultCopies::detach`]: mcpl_lanes::ToolResultCopies::detach
+pub fn project_view_step(
+    view: &ResultView<'_>,
+    fingerprint: u64,
+    lone_surrogates_replaced: usize,
+    request: &Request,
+) -> ViewStep {
     let source = Source {
         fingerprint,
         lone_surrogates_replaced,
     };
-    let project =
-        |projector: &mut Projector<'_>, pricer: Pricer<'_>, diagnostics: &mut Vec<String>| {
-            let result = ToolResult::from_view(view);
-            Ok::<_, ProjectError>(tool_result_output(
-                &result,
+    let mut projecting = Projecting::new(&source, request);
+    let step = projecting.with(request, |projector, pricer, diagnostics| {
+        let result = ToolResult::from_view(view);
+        let copies = projector.tool_result(&result);
+        match copies.detach(&result) {
+            Ok(detached) => Step::Detached(detached),
+            Err(copies) => Step::Output(Box::new(fitted_output(
                 request,
-                projector,
                 pricer,
                 diagnostics,
-            ))
+                |store| {
+                    fit_tool_result_copies(
+                        projector,
+                        &result,
+                        copies,
+                        pricer,
+                        request.budget,
+                        store,
+                    )
+                },
+            ))),
+        }
+    });
+    ViewStep { projecting, step }
+}
+
+/// What [`project_view_step`] made: borrows nothing of the view.
+pub struct ViewStep {
+    projecting: Projecting,
+    step: Step,
+}
+
+enum Step {
+    /// The lane's output, made whole.
+    Output(Box<LaneOutput>),
+    /// Copies to price, cut and spill.
+    Detached(DetachedCopies),
+}
+
+impl ViewStep {
+    /// The projection: the detached copies priced, cut and spilled, when they were.
+    pub fn finish(mut self, request: &Request) -> Projection {
+        let output = match self.step {
+            Step::Output(output) => *output,
+            Step::Detached(copies) => {
+                self.projecting
+                    .with(request, |projector, pricer, diagnostics| {
+                        fitted_output(request, pricer, diagnostics, |store| {
+                            fit_detached(projector, copies, pricer, request.budget, store)
+                        })
+                    })
+            }
         };
-    project_with(&source, request, project)
+        self.projecting.finish(request, output)
+    }
 }
 
 /// Whether a tool result read from bytes holds an image `mcpl run` would scale on the request's
@@ -226,63 +303,107 @@ struct Source {
     lone_surrogates_replaced: usize,
 }
 
-/// What a lane made: the live copy, the stored copy, the live copy's price, the spill and the
-/// follow-up message.
+/// What a lane made: the live copy and the follow-up message, the stored copy, the live copy's
+/// price, and the spill.
 struct LaneOutput {
-    live: Value,
+    shown: Shown,
     stored: String,
     tokens: u64,
     spill: Value,
-    follow_up: Value,
     refusal: Option<Value>,
+}
+
+/// The live copy and the follow-up message, encoded for the route, or a tool result's output
+/// still to encode: it is encoded last, once what it was made from is freed (a scaled image's
+/// base64 is then held twice at most, as the output and as its encoding).
+enum Shown {
+    Encoded { live: Value, follow_up: Value },
+    Tool(ToolOutput),
 }
 
 type Lane3 = (Value, String, u64);
 
-fn project_with(
-    source: &Source,
-    request: &Request,
-    lane: impl FnOnce(
-        &mut Projector<'_>,
-        Pricer<'_>,
-        &mut Vec<String>,
-    ) -> Result<LaneOutput, ProjectError>,
-) -> Result<Projection, ProjectError> {
-    let priced = PricedRoute::of(request.route);
-    let route = &priced.lanes;
-    let pricer = Pricer::new(&Bound, priced);
-    // The same input gives the same ids and refs, so the command's output repeats exactly.
-    let mut registry = Registry::with_seed(source.fingerprint);
-    let mut ledger = ImageLedger::with_seed(source.fingerprint.rotate_left(17));
-    let server = ServerName::new(request.server.clone());
-    let mut projector = Projector::new(
-        &mut registry,
-        &mut ledger,
-        route,
-        &server,
-        request.uri_policy,
-    );
-    let mut diagnostics = Vec::new();
-    if source.lone_surrogates_replaced > 0 {
-        diagnostics.push(format!(
-            "{} lone UTF-16 surrogate escape(s) in the input became U+FFFD",
-            source.lone_surrogates_replaced
-        ));
+/// A projection being made: what the route prices, the registry and ledger the input seeds, and
+/// the diagnostics so far. A lane runs in one or more steps through [`Projecting::with`].
+struct Projecting {
+    priced: &'static PricedRoute,
+    registry: Registry,
+    ledger: ImageLedger,
+    server: ServerName,
+    diagnostics: Vec<String>,
+}
+
+impl Projecting {
+    fn new(source: &Source, request: &Request) -> Projecting {
+        let mut diagnostics = Vec::new();
+        if source.lone_surrogates_replaced > 0 {
+            diagnostics.push(format!(
+                "{} lone UTF-16 surrogate escape(s) in the input became U+FFFD",
+                source.lone_surrogates_replaced
+            ));
+        }
+        Projecting {
+            priced: PricedRoute::of(request.route),
+            // The same input gives the same ids and refs, so the command's output repeats
+            // exactly.
+            registry: Registry::with_seed(source.fingerprint),
+            ledger: ImageLedger::with_seed(source.fingerprint.rotate_left(17)),
+            server: ServerName::new(request.server.clone()),
+            diagnostics,
+        }
     }
-    let output = lane(&mut projector, pricer, &mut diagnostics)?;
-    let stored_tokens = text_tokens(pricer, &output.stored);
-    Ok(Projection {
-        lane: request.lane.name(),
-        route: route.name(),
-        live: output.live,
-        follow_up: output.follow_up,
-        stored: output.stored,
-        estimated_tokens: output.tokens,
-        stored_estimated_tokens: stored_tokens,
-        spill: output.spill,
-        diagnostics,
-        refusal: output.refusal,
-    })
+
+    /// Runs one step of a lane with the projection's projector and pricer.
+    fn with<T>(
+        &mut self,
+        request: &Request,
+        step: impl FnOnce(&mut Projector<'_>, Pricer<'_>, &mut Vec<String>) -> T,
+    ) -> T {
+        let pricer = Pricer::new(&Bound, self.priced);
+        let mut projector = Projector::new(
+            &mut self.registry,
+            &mut self.ledger,
+            &self.priced.lanes,
+            &self.server,
+            request.uri_policy,
+        );
+        step(&mut projector, pricer, &mut self.diagnostics)
+    }
+
+    fn finish(self, request: &Request, output: LaneOutput) -> Projection {
+        let Projecting {
+            priced,
+            registry,
+            ledger,
+            diagnostics,
+            ..
+        } = self;
+        // The ledger holds each image shown; it is not read again.
+        drop((registry, ledger));
+        let (live, follow_up) = match output.shown {
+            Shown::Encoded { live, follow_up } => (live, follow_up),
+            Shown::Tool(output) => {
+                let encoder = Encoder::new(request.route);
+                let live = encoder.tool_result(&output);
+                let follow_up = encoder.follow_up(std::slice::from_ref(&output));
+                (live, follow_up)
+            }
+        };
+        let pricer = Pricer::new(&Bound, priced);
+        let stored_tokens = text_tokens(pricer, &output.stored);
+        Projection {
+            lane: request.lane.name(),
+            route: priced.lanes.name(),
+            live,
+            follow_up,
+            stored: output.stored,
+            estimated_tokens: output.tokens,
+            stored_estimated_tokens: stored_tokens,
+            spill: output.spill,
+            diagnostics,
+            refusal: output.refusal,
+        }
+    }
 }
 
 /// A tool result fitted to the budget (spilled first when a folder is given), both copies
@@ -294,7 +415,19 @@ fn tool_result_output(
     pricer: Pricer<'_>,
     diagnostics: &mut Vec<String>,
 ) -> LaneOutput {
-    let encoder = Encoder::new(request.route);
+    fitted_output(request, pricer, diagnostics, |store| {
+        fit_tool_result(projector, result, pricer, request.budget, store)
+    })
+}
+
+/// The lane's output of a tool result `fit` fits to the budget, given the spill store when a
+/// folder is given.
+fn fitted_output<'a>(
+    request: &Request,
+    pricer: Pricer<'_>,
+    diagnostics: &mut Vec<String>,
+    fit: impl FnOnce(Option<&mut dyn SpillStore>) -> Fitted<'a>,
+) -> LaneOutput {
     let mut store = match &request.spill_dir {
         Some(dir) => match LocalSpillStore::new(dir) {
             Ok(store) => Some(store),
@@ -305,13 +438,7 @@ fn tool_result_output(
         },
         None => None,
     };
-    let fitted = fit_tool_result(
-        projector,
-        result,
-        pricer,
-        request.budget,
-        store.as_mut().map(|s| s as &mut dyn SpillStore),
-    );
+    let fitted = fit(store.as_mut().map(|s| s as &mut dyn SpillStore));
     diagnostics.extend(fitted.diagnostics.iter().cloned());
     if fitted.copies.is_error {
         diagnostics.push("the server marked this result an error (isError)".to_owned());
@@ -326,8 +453,7 @@ fn tool_result_output(
     // `mcpl project` projects a result without a call: it answers `call_1` to `tool`.
     let output = ToolOutput::from_copies("call_1", "tool", &fitted.copies);
     LaneOutput {
-        live: encoder.tool_result(&output),
-        follow_up: encoder.follow_up(std::slice::from_ref(&output)),
+        shown: Shown::Tool(output),
         stored: fitted.copies.stored.into_owned(),
         tokens,
         spill,
@@ -347,11 +473,13 @@ fn lane_output(
     let body = unwrap_jsonrpc(document);
     let mut refusal = None;
     let plain = |(live, stored, tokens): Lane3, refusal| LaneOutput {
-        live,
+        shown: Shown::Encoded {
+            live,
+            follow_up: Value::Null,
+        },
         stored,
         tokens,
         spill: Value::Null,
-        follow_up: Value::Null,
         refusal,
     };
     let output: Lane3 = match request.lane {
