@@ -186,7 +186,11 @@ pub(crate) fn replaced(text: &str, spans: &[(usize, usize)], marker: &str) -> St
 /// Where the markers redaction writes are in a text: `[withheld secret]`, `[withheld link]`
 /// and `[withheld link N]`.
 pub(crate) fn markers_in(text: &str) -> Vec<(usize, usize)> {
-    memchr::memmem::find_iter(text.as_bytes(), b"[withheld ")
+    // One searcher for every text: a short text's search does not build its own.
+    static OPENING: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"[withheld "));
+    OPENING
+        .find_iter(text.as_bytes())
         .filter_map(|start| {
             let rest = &text[start + "[withheld ".len()..];
             let close = rest.find(']')?;

@@ -44,7 +44,7 @@ pub struct Found {
 /// The number of rules [`credentials_in`] runs.
 #[must_use]
 pub fn rule_count() -> usize {
-    SPEC_COUNT + Own::ALL.len()
+    RULES
 }
 
 /// The ids of all rules: gitleaks' in the order of its config, then mcpl's own.
@@ -65,7 +65,7 @@ pub fn rule_ids() -> impl Iterator<Item = &'static str> {
 #[must_use]
 pub fn credentials_in(text: &str) -> Vec<Found> {
     let mut found = Vec::new();
-    for rule in rules_called_for(text) {
+    for rule in rules_called_for(text).iter() {
         match rule.checked_sub(SPEC_COUNT) {
             None => gitleaks::scan(rule, text, &mut found),
             Some(own) => {
@@ -131,34 +131,54 @@ fn prefilter() -> &'static Prefilter {
     })
 }
 
-/// The rules whose keywords occur in `text`, in rule order.
-fn rules_called_for(text: &str) -> Vec<usize> {
-    let pre = prefilter();
-    let Some(ac) = &pre.automaton else {
-        // Without the automaton every rule runs, which is slower but finds the same.
-        return (0..rule_count()).collect();
-    };
-    let mut wanted = vec![false; rule_count()];
-    let mut want = |rules: &[usize]| {
-        for &r in rules {
-            if let Some(w) = wanted.get_mut(r) {
-                *w = true;
+/// Every rule: the table's, then mcpl's own.
+const RULES: usize = SPEC_COUNT + Own::ALL.len();
+
+/// A set of rules, a bit a rule: on the stack, so a short text's scan allocates nothing for it.
+struct RuleSet([u64; RULES.div_ceil(64)]);
+
+impl RuleSet {
+    fn insert_all(&mut self, rules: &[usize]) {
+        for &rule in rules {
+            if let Some(word) = self.0.get_mut(rule / 64) {
+                *word |= 1 << (rule % 64);
             }
         }
-    };
-    want(&pre.always);
-    let mut seen = vec![false; pre.rules_of.len()];
-    // Overlapping matches, so that `api` inside `apikey` still calls its rules.
-    for m in ac.find_overlapping_iter(text) {
-        let k = m.pattern().as_usize();
-        if let Some(s) = seen.get_mut(k).filter(|s| !**s) {
-            *s = true;
-            want(pre.rules_of.get(k).map_or(&[], Vec::as_slice));
-        }
     }
-    (0..wanted.len())
-        .filter(|&r| wanted.get(r) == Some(&true))
-        .collect()
+
+    /// The rules in the set, in order.
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.0.iter().enumerate().flat_map(|(at, &word)| {
+            let mut bits = word;
+            std::iter::from_fn(move || {
+                let bit = (bits != 0).then(|| bits.trailing_zeros() as usize)?;
+                bits &= bits - 1;
+                Some(at * 64 + bit)
+            })
+        })
+    }
+}
+
+/// The rules whose keywords occur in `text`, in rule order.
+fn rules_called_for(text: &str) -> RuleSet {
+    let pre = prefilter();
+    let mut wanted = RuleSet([0; RULES.div_ceil(64)]);
+    let Some(ac) = &pre.automaton else {
+        // Without the automaton every rule runs, which is slower but finds the same.
+        (0..RULES).for_each(|rule| wanted.insert_all(&[rule]));
+        return wanted;
+    };
+    wanted.insert_all(&pre.always);
+    // Overlapping matches, so that `api` inside `apikey` still calls its rules. A keyword met
+    // again calls the same rules: inserting them again changes nothing.
+    for m in ac.find_overlapping_iter(text) {
+        wanted.insert_all(
+            pre.rules_of
+                .get(m.pattern().as_usize())
+                .map_or(&[], Vec::as_slice),
+        );
+    }
+    wanted
 }
 
 /// Widens a byte range to character boundaries and returns it with its text.

@@ -93,3 +93,46 @@ fn entropy_is_computed_as_gitleaks_does() {
     assert_eq!(gitleaks::entropy("aaaa"), 0.0);
     assert!((gitleaks::entropy("abcd") - 2.0).abs() < 1e-9);
 }
+
+/// The keyword prefilter calls, in rule order, exactly the rules without keywords and those
+/// with a keyword in the text (in any case), on texts drawn from the keywords themselves, cut,
+/// joined and cased at random, and from plain words.
+#[test]
+fn the_prefilter_calls_exactly_the_rules_whose_keywords_occur() {
+    use crate::formats::{keywords_of, rule_count, rules_called_for};
+    let keywords: Vec<&str> = (0..rule_count()).flat_map(keywords_of).copied().collect();
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move |below: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % below as u64) as usize
+    };
+    for _ in 0..2_000 {
+        let mut text = String::new();
+        for _ in 0..next(6) {
+            let word = match next(3) {
+                0 => "plain words ",
+                _ => keywords[next(keywords.len())],
+            };
+            // Part of a keyword, or all of it, in either case.
+            let cut = word.get(next(2)..).unwrap_or(word);
+            match next(2) {
+                0 => text.push_str(&cut.to_ascii_uppercase()),
+                _ => text.push_str(cut),
+            }
+        }
+        let lower = text.to_ascii_lowercase();
+        let expected: Vec<usize> = (0..rule_count())
+            .filter(|&rule| {
+                let words = keywords_of(rule);
+                words.is_empty()
+                    || words
+                        .iter()
+                        .any(|k| lower.contains(&k.to_ascii_lowercase()))
+            })
+            .collect();
+        let called: Vec<usize> = rules_called_for(&text).iter().collect();
+        assert_eq!(called, expected, "{text:?}");
+    }
+}
