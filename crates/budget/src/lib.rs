@@ -124,8 +124,7 @@ pub use route::{
 pub use spill::{
     LocalSpillStore, Manifest, ManifestAttachment, SPILL_ID_LENGTH, SPILL_ID_PREFIX,
     SPILL_WRITEBACK_EVERY, Spill, SpillError, SpillId, SpillNotice, SpillStore, extension_for,
-    is_spill_name, private_dir, write_spill, write_spill_of, write_spill_of_detached,
-    write_text_spill,
+    is_spill_name, private_dir, write_spill, write_spill_of, write_text_spill,
 };
 pub use store_config::{S3Location, SpillStoreConfig};
 pub use text::{

@@ -9,9 +9,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use mcpl_classify::{Media, Sniffed};
-use mcpl_lanes::{
-    Attach, DetachedCopies, HiddenUris, Projector, ToolResult, ToolResultCopies, UriPolicy, markers,
-};
+use mcpl_lanes::{Attach, HiddenUris, Projector, ToolResult, ToolResultCopies, UriPolicy, markers};
 
 /// Why a spill could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -982,16 +980,6 @@ pub fn write_spill_of(
             None => projector.tool_result_spill(result, attach),
         }
     })
-}
-
-/// [`write_spill_of`] for detached copies ([`ToolResultCopies::detach`]): their stored copy is
-/// their spill as it is, with no payload to attach.
-pub fn write_spill_of_detached(
-    projector: &mut Projector<'_>,
-    copies: &DetachedCopies,
-    store: &mut dyn SpillStore,
-) -> Result<Spill, SpillError> {
-    write_stored_spill(projector, &copies.copies().stored, store)
 }
 
 /// Writes a spill whose text is `stored` as it is, with no payload to attach.
