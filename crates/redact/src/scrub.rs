@@ -138,10 +138,18 @@ impl Scrubber {
                 // quoted-printable, octal, base64 or base32.
                 for (at, window) in decoded::windows(piece, REDACT_WINDOW) {
                     decoded::for_each(window, |d| {
-                        let found = formats::credentials_in(&d.text)
+                        // A name never reaches into what a rule withholds, nor into a marker,
+                        // in a decoded text as in the piece: else the `secret` of a marker
+                        // names the value after it, one more each time the text is redacted.
+                        let credentials: Vec<(usize, usize)> = formats::credentials_in(&d.text)
                             .iter()
                             .map(|f| (f.start, f.end))
-                            .chain(params::values_in(&d.text, &[]))
+                            .collect();
+                        let mut within = credentials.clone();
+                        within.extend(markers_in(&d.text));
+                        let found = credentials
+                            .into_iter()
+                            .chain(params::values_in(&d.text, &within))
                             .map(|(start, end)| d.origin(start, end))
                             .map(|(start, end)| (start, decoded::word_end(window, end)))
                             .map(|(start, end)| shift((at + start, at + end)))
