@@ -8,7 +8,8 @@
 //! - `fuzz [TARGET] [--seconds N]`: a cargo-fuzz target on the nightly toolchain (default:
 //!   `classify`, 600 seconds; `redact` is the secrets target, `bound` the budget's price against
 //!   o200k), installing cargo-fuzz from
-//!   crates.io first when it is missing, then a list of any crash inputs it left.
+//!   crates.io first when it is missing, then a list of the crash inputs it left (it fails on
+//!   one this run wrote; one an earlier run left is named, not counted).
 //! - `secrets [--cases N]`: the generative leak test (the grammar of spellings over every lane)
 //!   with N cases a property (default 250,000, about ten minutes on two cores), in release mode.
 //! - `bound [--cases N]`: the generative test of `Bound`, the budget's price, against o200k on
@@ -293,6 +294,8 @@ fn fuzz(root: &Path, args: &[String]) -> Result<(), String> {
         println!("cargo-fuzz is missing; installing it from crates.io");
         cargo(root, &["install", "--locked", "cargo-fuzz"])?;
     }
+    // Only a crash input this run wrote fails it: one an earlier run left is named, not counted.
+    let started = std::time::SystemTime::now();
     let status = Command::new("cargo")
         .current_dir(&fuzz_dir)
         .args(["+nightly", "fuzz", "run", &target])
@@ -302,16 +305,23 @@ fn fuzz(root: &Path, args: &[String]) -> Result<(), String> {
         .status()
         .map_err(|error| format!("cannot run cargo fuzz (cargo install cargo-fuzz): {error}"))?;
     let artifacts = fuzz_dir.join("artifacts").join(&target);
-    let crashes: Vec<String> = std::fs::read_dir(&artifacts)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .map(|entry| entry.path().display().to_string())
-                .collect()
+    let (crashes, earlier): (Vec<_>, Vec<_>) = std::fs::read_dir(&artifacts)
+        .map(|entries| entries.filter_map(Result::ok).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|entry| {
+            let new = entry
+                .metadata()
+                .and_then(|meta| meta.modified())
+                .map_or(true, |modified| modified >= started);
+            (entry.path().display().to_string(), new)
         })
-        .unwrap_or_default();
-    for crash in &crashes {
+        .partition(|(_, new)| *new);
+    for (crash, _) in &crashes {
         println!("crash input: {crash} (copy it into the crate's tests/fuzz-regressions/)");
+    }
+    for (crash, _) in &earlier {
+        println!("an earlier run's crash input, still here: {crash}");
     }
     if status.success() && crashes.is_empty() {
         Ok(())
