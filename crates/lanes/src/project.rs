@@ -575,8 +575,9 @@ impl<'a> ToolResult<'a> {
     /// About how long the stored copy of the content array will be, in bytes, to reserve its
     /// text once rather than grow it by doubling (each copy of a growing text of megabytes
     /// stays resident): each plain text's length (an embedded resource's text's too), and
-    /// [`STORED_BYTES_PER_BLOCK`] for any other block (a reference's line, a placeholder). A text longer than the guess grows as
-    /// before; a shorter one gives the rest back when it is done.
+    /// [`STORED_BYTES_PER_BLOCK`] for any other block (a reference's line, a placeholder). A
+    /// text longer than the guess grows an eighth at a time; a shorter one gives the rest back
+    /// when it is done.
     fn stored_hint(&self) -> usize {
         // One more byte a part for the line break that joins it.
         self.views
