@@ -16,9 +16,7 @@ use mcpl_cli::input::{
     read_input,
 };
 use mcpl_cli::oauth::{Presenter, authorize};
-use mcpl_cli::project::{
-    Lane, Request, project_owned, project_view, project_view_step, view_needs_scaling,
-};
+use mcpl_cli::project::{Lane, Request, project_owned, project_view_step, view_needs_scaling};
 use mcpl_cli::report;
 use mcpl_host::config::{Config, ConfigError, S3Location, SpillStoreConfig};
 use mcpl_host::host_loop::{Host, HostOptions, LoopError};
@@ -958,10 +956,6 @@ fn project_command(file: Option<PathBuf>, request: &Request) -> Result<(), Failu
             && !view_needs_scaling(&view, request)
         {
             let fingerprint = fingerprint(&bytes);
-            let failed = |error: mcpl_cli::project::ProjectError| Failure {
-                status: 2,
-                message: error.to_string(),
-            };
             // A view that borrows little of the input (a text with escapes is decoded into a
             // string of its own) takes its strings, and the input is freed before the lanes
             // copy anything: a 200 MB text is then held once, not twice.
@@ -969,9 +963,9 @@ fn project_command(file: Option<PathBuf>, request: &Request) -> Result<(), Failu
                 let view = view.into_owned();
                 drop(mended);
                 drop(bytes);
-                let projection =
-                    project_view(&view, fingerprint, replaced, request).map_err(failed)?;
-                return print_json(&projection);
+                let step = project_view_step(&view, fingerprint, replaced, request);
+                drop(view);
+                return print_json(&step.finish(request));
             }
             // Copies that stand without the view free it, and the input, before they are priced,
             // cut and spilled: a result of many small blocks is then held once, as its stored
