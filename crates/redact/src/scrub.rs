@@ -120,8 +120,9 @@ impl Scrubber {
                         .iter()
                         .map(|f| shift((f.start, f.end))),
                 );
-                // A parameter's name never reaches into what the other rules withhold.
-                let mut within: Vec<(usize, usize)> = spans
+                // A parameter's name never reaches into what the other rules withhold (nor,
+                // `values_in` sees to it, into a marker).
+                let within: Vec<(usize, usize)> = spans
                     .iter()
                     .filter(|&&(start, end)| start < offset + piece.len() && offset < end)
                     .map(|&(start, end)| {
@@ -131,25 +132,21 @@ impl Scrubber {
                         )
                     })
                     .collect();
-                // Nor into a marker redaction wrote, which stands where such a span stood.
-                within.extend(markers_in(piece));
                 spans.extend(params::values_in(piece, &within).into_iter().map(shift));
                 // And what the piece decodes to beyond the view: a parameter or a token in
                 // quoted-printable, octal, base64 or base32.
                 for (at, window) in decoded::windows(piece, REDACT_WINDOW) {
                     decoded::for_each(window, |d| {
-                        // A name never reaches into what a rule withholds, nor into a marker,
-                        // in a decoded text as in the piece: else the `secret` of a marker
-                        // names the value after it, one more each time the text is redacted.
+                        // A name never reaches into what a rule withholds, in a decoded text
+                        // as in the piece.
                         let credentials: Vec<(usize, usize)> = formats::credentials_in(&d.text)
                             .iter()
                             .map(|f| (f.start, f.end))
                             .collect();
-                        let mut within = credentials.clone();
-                        within.extend(markers_in(&d.text));
                         let found = credentials
-                            .into_iter()
-                            .chain(params::values_in(&d.text, &within))
+                            .iter()
+                            .copied()
+                            .chain(params::values_in(&d.text, &credentials))
                             .map(|(start, end)| d.origin(start, end))
                             .map(|(start, end)| (start, decoded::word_end(window, end)))
                             .map(|(start, end)| shift((at + start, at + end)))
