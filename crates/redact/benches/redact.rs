@@ -1,7 +1,10 @@
 //! Redacting server strings: 1 MB of prose, 1 MB of JSON-like text (ids, digests, urls with no
 //! credential) and 10,000 short log lines, through both passes, beside one plain pass over the
 //! same bytes (`plain`: lower-casing them), with no secret held, 10 host secrets, and a session
-//! that hid 1,000 uris (their parts searched for too).
+//! that hid 1,000 uris (their parts searched for too). Then runs whose every piece has
+//! something to withhold (`withheld_everywhere`): 20,000 short texts, each with a signed url the
+//! result hides, and one 1 MB text of 15,000 such lines with a credential parameter each, so
+//! that the cost of many pieces against many findings shows.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use mcpl_redact::{HiddenSet, HiddenUris, UriPolicy};
@@ -84,5 +87,40 @@ fn bench_redact(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench_redact);
+/// `count` lines, each a signed url of the result (hidden) and, when `with_key`, an api key.
+fn withheld_lines(count: usize, with_key: bool) -> (Vec<String>, HiddenUris) {
+    let lines: Vec<String> = (0..count)
+        .map(|n| match with_key {
+            true => format!("line {n} https://h.example/p/{n}?sig=s{n}zz api_key=k{n}q7 done\n"),
+            false => format!("see https://h.example/r/{n}?sig=s{n} the quick brown fox"),
+        })
+        .collect();
+    let texts: Vec<_> = lines
+        .iter()
+        .map(|line| json!({"type": "text", "text": line}))
+        .collect();
+    let result = json!({"content": texts});
+    let hidden = HiddenUris::in_session(&[&result], UriPolicy::Hidden, &mut HiddenSet::new(), true);
+    (lines, hidden)
+}
+
+fn bench_withheld_everywhere(c: &mut Criterion) {
+    let mut group = c.benchmark_group("redact/withheld_everywhere");
+    group.sample_size(10);
+    let (blocks, hidden) = withheld_lines(20_000, false);
+    let pieces: Vec<&str> = blocks.iter().map(String::as_str).collect();
+    group.throughput(Throughput::Bytes(blocks.iter().map(String::len).sum::<usize>() as u64));
+    group.bench_function("run_of_20000_texts", |b| {
+        b.iter(|| hidden.redact_run(&pieces).len())
+    });
+    let (lines, hidden) = withheld_lines(15_000, true);
+    let text = lines.concat();
+    group.throughput(Throughput::Bytes(text.len() as u64));
+    group.bench_function("one_text_of_15000_lines", |b| {
+        b.iter(|| hidden.redact(&text).len())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_redact, bench_withheld_everywhere);
 criterion_main!(benches);

@@ -325,15 +325,23 @@ impl HiddenUris {
         }
         // Each piece's share of the joined text: a link that began in an earlier piece leaves
         // no second placeholder.
+        // The ranges are sorted and apart, so the first that can reach a piece only moves on.
         let mut out = Vec::with_capacity(pieces.len());
         let mut piece_start = 0;
+        let mut first = 0;
         for piece in pieces {
             let piece_end = piece_start + piece.len();
             let mut text = String::new();
             let mut at = piece_start;
             let mut changed = false;
-            for &(start, end, marker) in &merged {
-                if end <= piece_start || start >= piece_end {
+            while merged.get(first).is_some_and(|range| range.1 <= piece_start) {
+                first += 1;
+            }
+            for &(start, end, marker) in &merged[first..] {
+                if start >= piece_end {
+                    break;
+                }
+                if end <= piece_start {
                     continue;
                 }
                 changed = true;

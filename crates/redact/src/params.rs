@@ -10,6 +10,7 @@
 //! does not cut it short.
 
 use crate::hidden::REDACT_WINDOW;
+use crate::scrub::Sweep;
 use crate::unicode::folds_to_itself;
 use crate::uri::is_plain;
 use crate::view::{View, is_control_or_format};
@@ -154,14 +155,12 @@ pub(crate) fn values_in(text: &str, withheld: &[(usize, usize)]) -> Vec<(usize, 
         return Vec::new();
     }
     let mut found = Vec::new();
+    let mut sorted = withheld.to_vec();
+    sorted.sort_unstable();
+    let mut withheld = Sweep::new(&sorted);
     for (offset, window) in windows(text, REDACT_WINDOW) {
-        let end = offset + window.len();
         // What the other rules withhold within the window, in its own bytes.
-        let within: Vec<(usize, usize)> = withheld
-            .iter()
-            .filter(|&&(start, stop)| start < end && offset < stop)
-            .map(|&(start, stop)| (start.saturating_sub(offset), stop.min(end) - offset))
-            .collect();
+        let within = withheld.within(offset, offset + window.len());
         found.extend(
             values_in_one(window, &within)
                 .into_iter()
@@ -169,6 +168,39 @@ pub(crate) fn values_in(text: &str, withheld: &[(usize, usize)]) -> Vec<(usize, 
         );
     }
     found
+}
+
+/// Ranges a name may not reach into, sorted by their start, each with the furthest end of it
+/// and those before it: whether one overlaps a span is two binary searches, however many
+/// there are.
+struct Blocked {
+    starts: Vec<usize>,
+    furthest: Vec<usize>,
+}
+
+impl Blocked {
+    fn new(withheld: &[(usize, usize)], markers: Vec<(usize, usize)>) -> Self {
+        let mut ranges = markers;
+        ranges.extend_from_slice(withheld);
+        ranges.sort_unstable();
+        let mut furthest = 0;
+        Blocked {
+            starts: ranges.iter().map(|range| range.0).collect(),
+            furthest: ranges
+                .iter()
+                .map(|range| {
+                    furthest = furthest.max(range.1);
+                    furthest
+                })
+                .collect(),
+        }
+    }
+
+    /// Whether a range overlaps `start..end`: one that begins before `end` ends after `start`.
+    fn overlaps(&self, (start, end): (usize, usize)) -> bool {
+        let before_end = self.starts.partition_point(|&begin| begin < end);
+        before_end > 0 && self.furthest[before_end - 1] > start
+    }
 }
 
 /// Whether a character reads as itself in every layer of a view and is none of what a rule
@@ -236,14 +268,8 @@ fn values_in_one(text: &str, withheld: &[(usize, usize)]) -> Vec<(usize, usize)>
     // wrote in its place, so withholding it never changes what a later name is: the `secret`
     // of `[withheld secret]` names nothing, in a text or in a layer decoded from it. (A cut
     // between windows never falls inside a marker.)
-    let markers = crate::scrub::markers_in(text);
-    let joins = |at: usize| {
-        let before = origin(at - 1);
-        !withheld
-            .iter()
-            .chain(&markers)
-            .any(|&(s, e)| before.0 < e && s < before.1)
-    };
+    let blocked = Blocked::new(withheld, crate::scrub::markers_in(text));
+    let joins = |at: usize| !blocked.overlaps(origin(at - 1));
     let mut found: Vec<(usize, usize)> = Vec::new();
     for k in memchr::memchr2_iter(b'=', b':', b) {
         let colon = b[k] == b':';
@@ -313,7 +339,32 @@ fn values_in_one(text: &str, withheld: &[(usize, usize)]) -> Vec<(usize, usize)>
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    proptest! {
+        /// Two binary searches say what a look at every range says, empty ranges included.
+        #[test]
+        fn blocked_overlaps_what_some_range_overlaps(
+            withheld in proptest::collection::vec((0usize..100, 0usize..30), 0..20),
+            markers in proptest::collection::vec((0usize..100, 0usize..30), 0..5),
+            spans in proptest::collection::vec((0usize..110, 0usize..5), 1..20),
+        ) {
+            let ranges = |drawn: &[(usize, usize)]| -> Vec<(usize, usize)> {
+                drawn.iter().map(|&(start, length)| (start, start + length)).collect()
+            };
+            let (withheld, markers) = (ranges(&withheld), ranges(&markers));
+            let blocked = Blocked::new(&withheld, markers.clone());
+            for (start, end) in ranges(&spans) {
+                let naive = withheld
+                    .iter()
+                    .chain(&markers)
+                    .any(|&(s, e)| start < e && s < end);
+                prop_assert_eq!(blocked.overlaps((start, end)), naive);
+            }
+        }
+    }
 
     fn withheld(text: &str) -> Vec<&str> {
         values_in(text, &[])

@@ -112,26 +112,28 @@ impl Scrubber {
     pub(crate) fn spans_of_run(&self, pieces: &[&str], joined: &str) -> Vec<(usize, usize)> {
         let mut spans = self.secrets.hits(joined);
         if self.scan {
+            // The registered secrets' hits, read beside each piece in turn: a run of many pieces
+            // and many hits costs their sum, not their product.
+            let mut hits = spans.clone();
+            hits.sort_unstable();
+            let mut hits = Sweep::new(&hits);
             let mut offset = 0;
             for piece in pieces {
                 let shift = |(start, end): (usize, usize)| (offset + start, offset + end);
-                spans.extend(
-                    formats::credentials_in(piece)
-                        .iter()
-                        .map(|f| shift((f.start, f.end))),
-                );
+                let credentials: Vec<(usize, usize)> = formats::credentials_in(piece)
+                    .iter()
+                    .map(|f| (f.start, f.end))
+                    .collect();
+                spans.extend(credentials.iter().copied().map(shift));
                 // A parameter's name never reaches into what the other rules withhold (nor,
                 // `values_in` sees to it, into a marker).
-                let within: Vec<(usize, usize)> = spans
-                    .iter()
-                    .filter(|&&(start, end)| start < offset + piece.len() && offset < end)
-                    .map(|&(start, end)| {
-                        (
-                            start.saturating_sub(offset),
-                            (end - offset).min(piece.len()),
-                        )
-                    })
-                    .collect();
+                let mut within = hits.within(offset, offset + piece.len());
+                within.extend(
+                    credentials
+                        .iter()
+                        .copied()
+                        .filter(|&(start, end)| start < piece.len() && 0 < end),
+                );
                 spans.extend(params::values_in(piece, &within).into_iter().map(shift));
                 // And what the piece decodes to beyond the view: a parameter or a token in
                 // quoted-printable, octal, base64 or base32.
@@ -209,6 +211,40 @@ pub(crate) fn markers_in(text: &str) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// Ranges sorted by their start, read against windows that move forward: each window's share
+/// of them costs what it finds, so reading many windows against many ranges stays linear.
+pub(crate) struct Sweep<'s> {
+    ranges: &'s [(usize, usize)],
+    next: usize,
+    open: Vec<(usize, usize)>,
+}
+
+impl<'s> Sweep<'s> {
+    /// `ranges` must be sorted by their start.
+    pub(crate) fn new(ranges: &'s [(usize, usize)]) -> Self {
+        Sweep {
+            ranges,
+            next: 0,
+            open: Vec::new(),
+        }
+    }
+
+    /// The ranges that overlap `start..end`, clipped to it, in its own bytes. Each call's
+    /// `start` is at or after the last call's.
+    pub(crate) fn within(&mut self, start: usize, end: usize) -> Vec<(usize, usize)> {
+        while let Some(&range) = self.ranges.get(self.next).filter(|range| range.0 < end) {
+            self.open.push(range);
+            self.next += 1;
+        }
+        self.open.retain(|&(_, stop)| start < stop);
+        self.open
+            .iter()
+            .filter(|&&(begin, stop)| begin < end && start < stop)
+            .map(|&(begin, stop)| (begin.saturating_sub(start), stop.min(end) - start))
+            .collect()
+    }
+}
+
 /// Sorted ranges with overlapping and touching ones joined.
 pub(crate) fn merge(mut spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
     spans.retain(|&(start, end)| start < end);
@@ -221,4 +257,59 @@ pub(crate) fn merge(mut spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
         }
     }
     merged
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::Sweep;
+
+    /// Ranges in a text of 200 bytes, some empty, some long, some overlapping.
+    fn ranges() -> impl Strategy<Value = Vec<(usize, usize)>> {
+        proptest::collection::vec((0usize..200, 0usize..80), 0..40).prop_map(|drawn| {
+            let mut ranges: Vec<(usize, usize)> = drawn
+                .into_iter()
+                .map(|(start, length)| (start, start + length))
+                .collect();
+            ranges.sort_unstable();
+            ranges
+        })
+    }
+
+    /// Windows whose starts only move on; they may overlap, touch or leave gaps.
+    fn windows() -> impl Strategy<Value = Vec<(usize, usize)>> {
+        proptest::collection::vec((0usize..30, 0usize..60), 0..20).prop_map(|steps| {
+            let mut start = 0;
+            steps
+                .into_iter()
+                .map(|(step, length)| {
+                    start += step;
+                    (start, start + length)
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        /// The sweep gives each window exactly what filtering every range against it gives.
+        #[test]
+        fn a_sweep_finds_what_a_filter_of_every_range_finds(
+            ranges in ranges(),
+            windows in windows(),
+        ) {
+            let mut sweep = Sweep::new(&ranges);
+            for (start, end) in windows {
+                let mut expected: Vec<(usize, usize)> = ranges
+                    .iter()
+                    .filter(|&&(begin, stop)| begin < end && start < stop)
+                    .map(|&(begin, stop)| (begin.saturating_sub(start), stop.min(end) - start))
+                    .collect();
+                let mut found = sweep.within(start, end);
+                expected.sort_unstable();
+                found.sort_unstable();
+                prop_assert_eq!(found, expected);
+            }
+        }
+    }
 }
