@@ -246,22 +246,17 @@ fn part_spans(ends: &PartEnds) -> impl Iterator<Item = Range<usize>> + '_ {
     })
 }
 
-/// Where each part of a stored copy ends in it ([`ToolResultCopies::part_ends`]): four bytes
-/// a part while the copy is under 4 GiB, eight from the first end past it. A result of a
-/// million small blocks holds its ends in 4 MB, not 8.
+/// Where each part of a stored copy ends in it ([`ToolResultCopies::part_ends`]), each end kept
+/// as its distance from the one before in as few bytes as it needs (seven bits a byte): a part
+/// of under 128 bytes costs one byte. A result of millions of small blocks holds its ends in
+/// about a byte a block, not four or eight.
 #[derive(Debug, Clone, Default)]
-pub struct PartEnds(Ends);
-
-#[derive(Debug, Clone)]
-enum Ends {
-    Narrow(Vec<u32>),
-    Wide(Vec<usize>),
-}
-
-impl Default for Ends {
-    fn default() -> Ends {
-        Ends::Narrow(Vec::new())
-    }
+pub struct PartEnds {
+    /// Each end less the one before (wrapping), little end first, seven bits a byte, the high
+    /// bit set on every byte but a number's last.
+    steps: Vec<u8>,
+    parts: usize,
+    last: usize,
 }
 
 impl PartialEq for PartEnds {
@@ -292,64 +287,87 @@ impl From<Vec<usize>> for PartEnds {
     }
 }
 
+/// The steps in `bytes`, each with where the next begins.
+fn steps_in(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let mut step = 0usize;
+        let mut shift = 0u32;
+        loop {
+            let byte = *bytes.get(at)?;
+            at += 1;
+            // A step is a `usize` written whole, so no shift reaches past its width.
+            step |= usize::from(byte & 0x7f).checked_shl(shift).unwrap_or(0);
+            shift += 7;
+            if byte & 0x80 == 0 {
+                return Some(step);
+            }
+        }
+    })
+}
+
 impl PartEnds {
-    /// Room for `parts` ends.
+    /// Room for `parts` ends of a byte each.
     pub fn with_capacity(parts: usize) -> PartEnds {
-        PartEnds(Ends::Narrow(Vec::with_capacity(parts)))
+        PartEnds {
+            steps: Vec::with_capacity(parts),
+            ..PartEnds::default()
+        }
     }
 
     /// Adds where the next part ends.
     pub fn push(&mut self, end: usize) {
-        match (&mut self.0, u32::try_from(end)) {
-            (Ends::Narrow(ends), Ok(end)) => ends.push(end),
-            (Ends::Narrow(ends), Err(_)) => {
-                let mut wide: Vec<usize> = ends.iter().map(|&end| end as usize).collect();
-                wide.push(end);
-                self.0 = Ends::Wide(wide);
-            }
-            (Ends::Wide(ends), _) => ends.push(end),
+        let mut step = end.wrapping_sub(self.last);
+        while step >= 0x80 {
+            self.steps.push((step & 0x7f) as u8 | 0x80);
+            step >>= 7;
         }
+        self.steps.push(step as u8);
+        self.last = end;
+        self.parts += 1;
     }
 
     /// How many parts there are.
     pub fn len(&self) -> usize {
-        match &self.0 {
-            Ends::Narrow(ends) => ends.len(),
-            Ends::Wide(ends) => ends.len(),
-        }
+        self.parts
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.parts == 0
     }
 
     /// Each part's end, in order.
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        let (narrow, wide): (&[u32], &[usize]) = match &self.0 {
-            Ends::Narrow(ends) => (ends, &[]),
-            Ends::Wide(ends) => (&[], ends),
-        };
-        narrow
-            .iter()
-            .map(|&end| end as usize)
-            .chain(wide.iter().copied())
+        steps_in(&self.steps).scan(0usize, |end, step| {
+            *end = end.wrapping_add(step);
+            Some(*end)
+        })
     }
 
-    /// Keeps the first `parts` ends.
+    /// Keeps the first `parts` ends. It reads back only over the ends it takes away.
     fn truncate(&mut self, parts: usize) {
-        match &mut self.0 {
-            Ends::Narrow(ends) => ends.truncate(parts),
-            Ends::Wide(ends) => ends.truncate(parts),
+        let mut cut = self.steps.len();
+        for _ in parts..self.parts {
+            // `cut` is just past a number's last byte: back over it, then over the bytes
+            // before it that have their high bit set.
+            cut = cut.saturating_sub(1);
+            while cut > 0 && self.steps[cut - 1] & 0x80 != 0 {
+                cut -= 1;
+            }
         }
+        if parts >= self.parts {
+            return;
+        }
+        let taken = steps_in(&self.steps[cut..]).fold(0usize, usize::wrapping_add);
+        self.last = self.last.wrapping_sub(taken);
+        self.steps.truncate(cut);
+        self.parts = parts;
     }
 
     /// Gives back spare room.
     fn shrink_to_fit(&mut self) {
-        match &mut self.0 {
-            Ends::Narrow(ends) => ends.shrink_to_fit(),
-            Ends::Wide(ends) => ends.shrink_to_fit(),
-        }
+        self.steps.shrink_to_fit();
     }
 }
 
@@ -1815,8 +1833,50 @@ mod tests {
     /// and a native image's part carries the type and size classification read from its header,
     /// so nothing downstream reads the payload again.
 
+    use proptest::strategy::Strategy as _;
+
+    proptest::proptest! {
+        /// Ends pushed and taken back read as a list of them does: small steps, steps of many
+        /// bytes, ends past 4 GiB, and ends before the last (a step that wraps).
+        #[test]
+        fn part_ends_read_as_the_list_of_them(
+            operations in proptest::collection::vec(
+                proptest::prop_oneof![
+                    (0usize..300).prop_map(Some),
+                    proptest::prelude::any::<usize>().prop_map(Some),
+                    proptest::strategy::Just(None),
+                ],
+                0..60,
+            ),
+            cuts in proptest::collection::vec(0usize..70, 0..6),
+        ) {
+            let mut ends = PartEnds::with_capacity(4);
+            let mut list: Vec<usize> = Vec::new();
+            let mut cuts = cuts.into_iter();
+            for operation in operations {
+                match (operation, list.last()) {
+                    (Some(step), Some(&last)) if step < 300 => list.push(last + step),
+                    (Some(end), _) => list.push(end),
+                    (None, _) => {
+                        let keep = cuts.next().unwrap_or(0);
+                        ends.truncate(keep);
+                        list.truncate(keep);
+                        continue;
+                    }
+                }
+                ends.push(*list.last().unwrap_or(&0));
+            }
+            proptest::prop_assert_eq!(ends.len(), list.len());
+            proptest::prop_assert_eq!(ends.iter().collect::<Vec<_>>(), list.clone());
+            // What is pushed after a cut follows what was kept.
+            ends.push(7);
+            list.push(7);
+            proptest::prop_assert_eq!(ends.iter().collect::<Vec<_>>(), list);
+        }
+    }
+
     #[test]
-    fn part_ends_past_4_gib_widen_and_keep_every_end() {
+    fn part_ends_past_4_gib_keep_every_end() {
         let big = u32::MAX as usize + 10;
         let mut ends = PartEnds::with_capacity(3);
         ends.push(5);
