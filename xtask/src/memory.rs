@@ -1,8 +1,10 @@
 //! `cargo xtask memory`: the peak resident memory of `mcpl project` (release build) on each
 //! input the memory target names (issues 18 and 31): the three standard workloads (written to
 //! files by mcpl-testkit's `write_workloads` example), a result of a million tiny text blocks,
-//! and four 200 MB texts: long lines, short lines, one line of many escapes, and many small
-//! text blocks. One line per input: its size, the peak (`VmHWM` from `/proc/<pid>/status`, read
+//! and seven 200 MB texts: long lines, short lines, one line of many escapes, many small text
+//! blocks, and three with no place the first windows could cut (decision 0141): one line of CJK
+//! letters, one line of `\u00e9` escapes, and words that hold percent escapes. One line per
+//! input: its size, the peak (`VmHWM` from `/proc/<pid>/status`, read
 //! every 5 ms while the run lasts, so this recipe needs Linux), peak ÷ input, and whether the
 //! target, twice the input plus 20 MiB, holds. It fails when a run fails or an input is over
 //! its target.
@@ -66,6 +68,21 @@ pub(crate) fn memory(root: &Path) -> Result<(), String> {
         &inputs,
         "text-small-blocks",
         &small_blocks(TEXT_BYTES),
+    )?);
+    files.push(write_input(
+        &inputs,
+        "text-cjk-run",
+        &one_run(TEXT_BYTES, "\u{4e2d}\u{6587}\u{5b57}\u{7b26}\u{6d4b}\u{8bd5}"),
+    )?);
+    files.push(write_input(
+        &inputs,
+        "text-u-escapes",
+        &one_run(TEXT_BYTES, r"\u00e9"),
+    )?);
+    files.push(write_input(
+        &inputs,
+        "text-escaped-words",
+        &one_run(TEXT_BYTES, "name%20with%2Fslash "),
     )?);
     let mcpl = root.join("target").join("release").join("mcpl");
     println!("peak resident memory of mcpl project (target: at most 2 x input + 20 MiB)");
@@ -150,6 +167,18 @@ fn big_text(bytes: usize, line: &str) -> Vec<u8> {
     json.into_bytes()
 }
 
+/// One result of a single text block of about `bytes` bytes: `unit` (JSON string text) again
+/// and again, with nothing between.
+fn one_run(bytes: usize, unit: &str) -> Vec<u8> {
+    let mut json = String::with_capacity(bytes + unit.len() + 64);
+    json.push_str(r#"{"content": [{"type": "text", "text": ""#);
+    while json.len() < bytes {
+        json.push_str(unit);
+    }
+    json.push_str(r#""}]}"#);
+    json.into_bytes()
+}
+
 /// A line of about 10,000 characters of prose, with its line break escaped.
 fn long_line() -> String {
     let mut line = ": the quick brown fox jumps over the lazy dog".repeat(220);
@@ -210,7 +239,7 @@ fn measure(mcpl: &Path, file: &Path, spill: &Path) -> Result<(u64, Duration), St
 
 #[cfg(test)]
 mod tests {
-    use super::{big_text, long_line, small_blocks, tiny_blocks};
+    use super::{big_text, long_line, one_run, small_blocks, tiny_blocks};
 
     #[test]
     fn the_made_inputs_are_results_of_the_asked_size() {
@@ -232,6 +261,12 @@ mod tests {
                     .unwrap()
                     .starts_with("1")
             );
+        }
+        for unit in ["\u{4e2d}\u{6587}", r"\u00e9", "name%20with%2Fslash "] {
+            let run = one_run(30_000, unit);
+            assert!((30_000..30_100).contains(&run.len()), "{}", run.len());
+            let run: serde_json::Value = serde_json::from_slice(&run).unwrap();
+            assert!(run["content"][0]["text"].as_str().unwrap().len() > 9_000);
         }
         let blocks = small_blocks(30_000);
         assert!((30_000..30_200).contains(&blocks.len()), "{}", blocks.len());

@@ -12,6 +12,9 @@
 //! - the random part of an id mcpl wrote (`ref_<n>_<4 random>`, `img_<6 random>_<n>`,
 //!   `doc_<6 random>_<n>`) costs its bytes, however o200k splits it, so a text costs the same
 //!   whatever random ids it holds;
+//! - a piece of more than [`HUGE_PIECE`] bytes (a run of letters with no space or punctuation,
+//!   as a hostile server or a long line of CJK text sends) costs its bytes, for the same reason:
+//!   counting it exactly would take memory in proportion to it;
 //! - every other piece costs o200k's own count of it (the crate's compact o200k tables,
 //!   decision 0137).
 //!
@@ -31,6 +34,11 @@ pub const LONG_WORD: usize = 20;
 /// The most letters a word priced at its bytes has: a longer run of letters is no id, and is
 /// priced at o200k's count like any other piece.
 pub const LONG_WORD_END: usize = 64;
+
+/// A piece of more bytes than this is priced at its bytes: o200k's exact count of it would
+/// hold a few bytes a token (`bpe-openai`'s backtracking encoder), and a piece this long is cut
+/// by any budget anyway.
+pub const HUGE_PIECE: usize = 64 * 1024;
 
 /// An upper bound on o200k's count of any text: o200k's count of each piece, or its bytes for
 /// a long word or the random part of an id (see the module's documentation).
@@ -403,7 +411,7 @@ const EMPTY_SLOT: Slot = Slot {
 /// The price of one piece that lies in no id's random part (see the module's documentation).
 fn price_in(cache: &mut [Slot], piece: &str) -> u64 {
     let bytes = piece.as_bytes();
-    if bytes.len() <= 1 || is_long_word(bytes) {
+    if bytes.len() <= 1 || bytes.len() > HUGE_PIECE || is_long_word(bytes) {
         return bytes.len() as u64;
     }
     cached_count(cache, bytes)
@@ -588,6 +596,36 @@ mod tests {
             let ours: Vec<&str> = Bound::pieces(text).map(|(_, p)| p).collect();
             assert_eq!(ours, o200k_pieces(text), "{text:?}");
         }
+    }
+
+    #[test]
+    fn a_huge_piece_costs_its_bytes_and_no_fewer_than_o200k_counts() {
+        // A line of CJK letters with no punctuation is one piece.
+        let text = "\u{4e2d}\u{6587}\u{5b57}\u{7b26}".repeat(HUGE_PIECE / 12 + 1);
+        assert_eq!(Bound::pieces(&text).count(), 1);
+        assert!(text.len() > HUGE_PIECE);
+        let price = Bound.count(&text);
+        assert_eq!(price, text.len() as u64);
+        assert!(price >= bpe_openai::o200k_base().count(&text) as u64);
+        // One byte less than the limit is still counted.
+        let under = &text[..text.floor_char_boundary(HUGE_PIECE)];
+        assert_eq!(
+            Bound.count(under),
+            bpe_openai::o200k_base().count(under) as u64
+        );
+    }
+
+    #[test]
+    fn the_budget_doc_names_the_sizes_priced_at_their_bytes() {
+        let doc = include_str!("../../../docs/budget.md").replace("\n  ", " ");
+        let words = format!(
+            "a word of {} to {} ASCII letters costs its bytes",
+            LONG_WORD + 1,
+            LONG_WORD_END
+        );
+        assert!(doc.contains(&words), "{words}");
+        let huge = format!("a piece over {} KiB", HUGE_PIECE / 1024);
+        assert!(doc.contains(&huge), "{huge}");
     }
 
     #[test]

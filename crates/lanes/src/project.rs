@@ -1832,7 +1832,6 @@ mod tests {
     /// A tool result is classified once, when it is read: the lanes project the blocks it holds,
     /// and a native image's part carries the type and size classification read from its header,
     /// so nothing downstream reads the payload again.
-
     use proptest::strategy::Strategy as _;
 
     proptest::proptest! {

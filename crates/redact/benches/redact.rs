@@ -109,7 +109,9 @@ fn bench_withheld_everywhere(c: &mut Criterion) {
     group.sample_size(10);
     let (blocks, hidden) = withheld_lines(20_000, false);
     let pieces: Vec<&str> = blocks.iter().map(String::as_str).collect();
-    group.throughput(Throughput::Bytes(blocks.iter().map(String::len).sum::<usize>() as u64));
+    group.throughput(Throughput::Bytes(
+        blocks.iter().map(String::len).sum::<usize>() as u64,
+    ));
     group.bench_function("run_of_20000_texts", |b| {
         b.iter(|| hidden.redact_run(&pieces).len())
     });

@@ -99,14 +99,24 @@ pub(crate) fn may_spell_more(piece: &str) -> bool {
 }
 
 /// `text` in windows of about `size` bytes, each with its offset: the whole text when it is
-/// at most twice as long, else cut after white space not preceded by `=` (a soft line break),
-/// which no escape or run reaches across.
+/// at most twice as long, else cut after white space that ends no soft line break (`=` then a
+/// line break), or between two characters outside ASCII (a line of CJK text has no space): no escape or
+/// encoded run reaches across either, as each is spelled in ASCII.
 pub(crate) fn windows(text: &str, size: usize) -> impl Iterator<Item = (usize, &str)> {
     windows_cut(text, size, |text, from| {
         let b = text.as_bytes();
-        (from..text.len())
-            .find(|&i| b[i].is_ascii_whitespace() && b[i - 1] != b'=')
-            .map(|i| i + 1)
+        (from.max(1)..text.len()).find_map(|i| {
+            // `=` then a line break is a soft line break, `=\r\n` too: the text goes on
+            // after it.
+            let soft_break = b[i - 1] == b'='
+                || (b[i] == b'\n' && b[i - 1] == b'\r' && i >= 2 && b[i - 2] == b'=');
+            if b[i].is_ascii_whitespace() && !soft_break {
+                Some(i + 1)
+            } else {
+                // A byte that begins a character outside ASCII, after the last byte of another.
+                (b[i] >= 0xC0 && b[i - 1] >= 0x80).then_some(i)
+            }
+        })
     })
 }
 
@@ -213,6 +223,8 @@ impl Walk<'_> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
     use base64::Engine;
     use base64::engine::general_purpose::STANDARD;
@@ -262,6 +274,73 @@ mod tests {
         let text = "a=3D=\r\nb=5E=\nc d";
         assert_eq!(word_end(text, 1), text.len() - 2);
         assert_eq!(word_end("x'y", 0), 1);
+    }
+
+    /// The characters every decoded text of `text` holds that escapes or runs spelled, each
+    /// with the original bytes it came from, shifted by `offset`.
+    fn decoded_units(text: &str, offset: u32) -> BTreeSet<(char, u32, u32)> {
+        let mut out = BTreeSet::new();
+        for_each(text, |d| {
+            for u in d.units.iter().filter(|u| !u.is_raw()) {
+                out.insert((u.ch, offset + u.start, offset + u.end));
+            }
+        });
+        out
+    }
+
+    const PIECES: &[&str] = &[
+        "token ",
+        "=3D",
+        "=\n",
+        "=\r\n",
+        "%41",
+        "%25",
+        "%2",
+        "4",
+        r"\150",
+        r"\u00e9",
+        r"\",
+        "&#x41;",
+        "&amp;",
+        "aHR0cHM6Ly94LmV4YW1wbGUvP3Q9MQ==",
+        "MFRGGZDF",
+        "\u{4e2d}\u{6587}",
+        "\u{e9}",
+        "\u{ff05}",
+        "\u{3000}",
+        " ",
+        "\t",
+        "x",
+    ];
+
+    proptest::proptest! {
+        /// A text read a window at a time decodes, window by window, to every character its
+        /// whole walk decodes from an escape or an encoded run, from the same bytes: no cut
+        /// falls inside an escape or a run, in any layer.
+        #[test]
+        fn windows_decode_what_the_whole_text_decodes(
+            picks in proptest::collection::vec(0..PIECES.len(), 0..120),
+            size in 1usize..40,
+        ) {
+            let text: String = picks.iter().map(|&i| PIECES[i]).collect();
+            let whole = decoded_units(&text, 0);
+            let mut windowed = BTreeSet::new();
+            let mut next = 0;
+            for (offset, window) in windows(&text, size) {
+                proptest::prop_assert_eq!(offset, next);
+                next = offset + window.len();
+                windowed.extend(decoded_units(window, offset as u32));
+            }
+            proptest::prop_assert_eq!(next, text.len());
+            proptest::prop_assert_eq!(windowed, whole);
+        }
+    }
+
+    #[test]
+    fn a_line_with_no_space_is_cut_between_characters_outside_ascii() {
+        let text = "\u{4e2d}\u{6587}".repeat(100);
+        let cuts: Vec<usize> = windows(&text, 30).map(|(offset, _)| offset).collect();
+        assert!(cuts.len() > 1, "{cuts:?}");
     }
 
     #[test]

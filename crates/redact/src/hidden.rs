@@ -334,7 +334,10 @@ impl HiddenUris {
             let mut text = String::new();
             let mut at = piece_start;
             let mut changed = false;
-            while merged.get(first).is_some_and(|range| range.1 <= piece_start) {
+            while merged
+                .get(first)
+                .is_some_and(|range| range.1 <= piece_start)
+            {
                 first += 1;
             }
             for &(start, end, marker) in &merged[first..] {

@@ -147,7 +147,12 @@ pub(crate) fn may_hold(text: &str) -> bool {
 /// The byte ranges of `text` that are the values of credential parameters. A text over twice
 /// [`REDACT_WINDOW`] is read a window at a time ([`windows`]), so its whole view is never made.
 pub(crate) fn values_in(text: &str, withheld: &[(usize, usize)]) -> Vec<(usize, usize)> {
-    if text.len() <= 2 * REDACT_WINDOW {
+    values_in_windows(text, withheld, REDACT_WINDOW)
+}
+
+/// [`values_in`], a window of `size` bytes at a time.
+fn values_in_windows(text: &str, withheld: &[(usize, usize)], size: usize) -> Vec<(usize, usize)> {
+    if text.len() <= 2 * size {
         return values_in_one(text, withheld);
     }
     // A long text that cannot hold one is not cut into windows either.
@@ -158,7 +163,7 @@ pub(crate) fn values_in(text: &str, withheld: &[(usize, usize)]) -> Vec<(usize, 
     let mut sorted = withheld.to_vec();
     sorted.sort_unstable();
     let mut withheld = Sweep::new(&sorted);
-    for (offset, window) in windows(text, REDACT_WINDOW) {
+    for (offset, window) in windows(text, size) {
         // What the other rules withhold within the window, in its own bytes.
         let within = withheld.within(offset, offset + window.len());
         found.extend(
@@ -239,14 +244,67 @@ fn cuts_before(text: &str, at: usize) -> bool {
 /// The longest word [`cuts_before`] reads back over.
 const MAX_WORD_CHARS: usize = 64;
 
+/// The longest word [`cuts_between_words`] decodes.
+const MAX_DECODED_WORD: usize = 1024;
+
+/// Whether a text may be cut just before `at`, where [`cuts_before`] would not have it: a
+/// space ends the first part and the second begins with an [`is_inert`] character, as there;
+/// the word before the space (back to the space before it, at most [`MAX_DECODED_WORD`] bytes)
+/// may hold escapes, but its view ends with a letter or digit.
+///
+/// No escape holds a space, so the view of that word is the whole view's stretch, and it is
+/// the last thing the first part's view reads: a view that ends with a letter or digit leaves
+/// no name or separator waiting for a value beyond the space. A line of
+/// `name%20with%2Fslash` words is cut this way.
+fn cuts_between_words(text: &str, at: usize) -> bool {
+    let (Some(before), Some(after)) = (text.get(..at), text.get(at..)) else {
+        return false;
+    };
+    let Some(word_end) = before.strip_suffix(' ') else {
+        return false;
+    };
+    if !after.chars().next().is_some_and(is_inert) {
+        return false;
+    }
+    let reach = word_end.len().saturating_sub(MAX_DECODED_WORD);
+    let word_start = match memchr::memrchr(b' ', &word_end.as_bytes()[reach..]) {
+        Some(space) => reach + space + 1,
+        None if reach == 0 => 0,
+        None => return false,
+    };
+    let word = &word_end[word_start..];
+    View::of(word).text.chars().last().is_some_and(is_inert)
+}
+
+/// Whether `at` falls inside a marker redaction wrote, which holds spaces of its own: a window
+/// that ends inside `[withheld link 3]` leaves `3]` to begin the next, where a name could read
+/// back over it.
+fn in_marker(text: &str, at: usize) -> bool {
+    // The longest marker is `[withheld link N]`, N a count.
+    let around = text.floor_char_boundary(at.saturating_sub(40))..text.ceil_char_boundary(at + 40);
+    let offset = around.start;
+    crate::scrub::markers_in(&text[around])
+        .iter()
+        .any(|&(start, end)| offset + start < at && at < offset + end)
+}
+
 /// `text` in windows of about `size` bytes, each with its offset: the whole text when it is at
-/// most twice as long, else cut where [`cuts_before`] says. A text with nowhere to cut for a
-/// long way makes a longer window.
+/// most twice as long, else cut where [`cuts_before`] says, or failing that for a window's
+/// length, where [`cuts_between_words`] says, never inside a marker ([`in_marker`]). A text with nowhere to cut for a long way makes a
+/// longer window.
 fn windows(text: &str, size: usize) -> impl Iterator<Item = (usize, &str)> {
-    crate::decoded::windows_cut(text, size, |text, from| {
-        memchr::memchr_iter(b' ', &text.as_bytes()[from..])
-            .map(|k| from + k + 1)
-            .find(|&cut| cuts_before(text, cut))
+    crate::decoded::windows_cut(text, size, move |text, from| {
+        let spaces = || memchr::memchr_iter(b' ', &text.as_bytes()[from..]).map(|k| from + k + 1);
+        let reach = from.saturating_add(size);
+        spaces()
+            .take_while(|&cut| cut <= reach)
+            .find(|&cut| cuts_before(text, cut) && !in_marker(text, cut))
+            .or_else(|| {
+                spaces().find(|&cut| {
+                    ((cut > reach && cuts_before(text, cut)) || cuts_between_words(text, cut))
+                        && !in_marker(text, cut)
+                })
+            })
     })
 }
 
@@ -422,6 +480,72 @@ mod tests {
             withheld("[withheld link]token=Zx81kQ02mmYT"),
             ["Zx81kQ02mmYT"]
         );
+    }
+
+    /// Pieces of text about parameters: names, separators, escapes that decode to them or to
+    /// spaces, markers, invisible characters and words of every kind, side by side.
+    const PIECES: &[&str] = &[
+        "token",
+        "api_key",
+        "code",
+        "=",
+        ": ",
+        " = ",
+        " ",
+        "  ",
+        "\"",
+        "'",
+        "Zx81kQ02mmYT",
+        "4f0AX4XfWh7r2k",
+        "%20",
+        "%3D",
+        "%253D",
+        "%2",
+        "&amp;",
+        "&#61;",
+        "\\u003d",
+        "\\\\",
+        "\\n",
+        "name%20with%2Fslash",
+        "\u{200b}",
+        "\u{e9}",
+        "\u{4e2d}",
+        "[withheld secret]",
+        "[withheld link 3]",
+        "[withheld",
+        "secret]",
+        "x",
+        "7",
+        ",",
+        "\n",
+    ];
+
+    proptest! {
+        /// A text read a window at a time, however small the windows, finds the values reading
+        /// it whole finds, with what other rules withheld anywhere in it.
+        #[test]
+        fn windows_find_what_the_whole_text_finds(
+            picks in proptest::collection::vec(0..PIECES.len(), 0..160),
+            size in 1usize..80,
+            withheld in proptest::collection::vec((0usize..400, 1usize..12), 0..4),
+        ) {
+            let text: String = picks.iter().map(|&i| PIECES[i]).collect();
+            let withheld: Vec<(usize, usize)> = withheld
+                .into_iter()
+                .map(|(start, length)| (start.min(text.len()), (start + length).min(text.len())))
+                .collect();
+            prop_assert_eq!(
+                values_in_windows(&text, &withheld, size),
+                values_in_one(&text, &withheld),
+                "{:?}", text
+            );
+        }
+    }
+
+    #[test]
+    fn a_line_of_escaped_words_is_cut_between_them() {
+        let text = "name%20with%2Fslash ".repeat(400);
+        assert!(windows(&text, 100).count() > 10);
     }
 
     #[test]
