@@ -72,7 +72,10 @@ pub(crate) fn memory(root: &Path) -> Result<(), String> {
     files.push(write_input(
         &inputs,
         "text-cjk-run",
-        &one_run(TEXT_BYTES, "\u{4e2d}\u{6587}\u{5b57}\u{7b26}\u{6d4b}\u{8bd5}"),
+        &one_run(
+            TEXT_BYTES,
+            "\u{4e2d}\u{6587}\u{5b57}\u{7b26}\u{6d4b}\u{8bd5}",
+        ),
     )?);
     files.push(write_input(
         &inputs,

@@ -103,21 +103,30 @@ pub(crate) fn may_spell_more(piece: &str) -> bool {
 /// line break), or between two characters outside ASCII (a line of CJK text has no space): no escape or
 /// encoded run reaches across either, as each is spelled in ASCII.
 pub(crate) fn windows(text: &str, size: usize) -> impl Iterator<Item = (usize, &str)> {
-    windows_cut(text, size, |text, from| {
-        let b = text.as_bytes();
-        (from.max(1)..text.len()).find_map(|i| {
-            // `=` then a line break is a soft line break, `=\r\n` too: the text goes on
-            // after it.
-            let soft_break = b[i - 1] == b'='
-                || (b[i] == b'\n' && b[i - 1] == b'\r' && i >= 2 && b[i - 2] == b'=');
-            if b[i].is_ascii_whitespace() && !soft_break {
-                Some(i + 1)
-            } else {
-                // A byte that begins a character outside ASCII, after the last byte of another.
-                (b[i] >= 0xC0 && b[i - 1] >= 0x80).then_some(i)
-            }
-        })
-    })
+    windows_cut(text, size, next_cut)
+}
+
+/// The first place at or after `from` that [`windows`] may cut `text` at.
+pub(crate) fn next_cut(text: &str, from: usize) -> Option<usize> {
+    (from.max(1)..=text.len()).find(|&at| cuts_at(text, at))
+}
+
+/// Whether [`windows`] may cut `text` just before `at`: after white space that ends no soft
+/// line break, or between two characters outside ASCII.
+pub(crate) fn cuts_at(text: &str, at: usize) -> bool {
+    let b = text.as_bytes();
+    if at == 0 || at >= b.len() {
+        return false;
+    }
+    let i = at - 1;
+    // `=` then a line break is a soft line break, `=\r\n` too: the text goes on after it.
+    let soft_break = |i: usize| {
+        i >= 1
+            && (b[i - 1] == b'='
+                || (b[i] == b'\n' && b[i - 1] == b'\r' && i >= 2 && b[i - 2] == b'='))
+    };
+    // A byte that begins a character outside ASCII, after the last byte of another.
+    (b[i].is_ascii_whitespace() && !soft_break(i)) || (b[at] >= 0xC0 && b[i] >= 0x80)
 }
 
 /// `text` in windows of about `size` bytes, each with its offset: the whole text when it is

@@ -29,9 +29,114 @@ struct Scan<'a, A> {
 /// The caller keeps the text under 4 GiB.
 pub(crate) fn find(matcher: &Matcher, text: &str) -> Vec<(usize, usize)> {
     match matcher {
-        Matcher::Dfa(aut) => find_with(aut, text),
-        Matcher::Nfa(aut) => find_with(aut, text),
+        Matcher::Dfa(aut) => find_windowed(aut, text, SCAN_WINDOW),
+        Matcher::Nfa(aut) => find_windowed(aut, text, SCAN_WINDOW),
     }
+}
+
+/// [`find`] with windows of `size` bytes, for the tests that check windows against the whole.
+#[cfg(test)]
+pub(crate) fn find_in_windows(matcher: &Matcher, text: &str, size: usize) -> Vec<(usize, usize)> {
+    match matcher {
+        Matcher::Dfa(aut) => find_windowed(aut, text, size),
+        Matcher::Nfa(aut) => find_windowed(aut, text, size),
+    }
+}
+
+/// A text over twice this many bytes is searched a window at a time (decision 0141): its
+/// views and skeletons, several bytes for each of its bytes, are never made whole.
+const SCAN_WINDOW: usize = 1 << 20;
+
+/// How many skeleton bytes more than the longest skeleton two windows share: a match that
+/// begins at a decoded character's literal reading ([`Scan::resume`]) reads the literal in place
+/// of what the character folds to, which is at most this much longer.
+const LITERAL_MARGIN: usize = 128;
+
+/// [`find_with`], a window of about `size` bytes at a time. Windows are cut where the decoded
+/// layers cut theirs ([`crate::decoded::windows`]: no escape or encoded run reaches across),
+/// and each begins far enough before the last one ended that the stretch they share holds the
+/// longest skeleton searched, in every layer: so a match lies whole in some window, read there
+/// as the whole text reads it.
+fn find_windowed(aut: &impl Automaton, text: &str, size: usize) -> Vec<(usize, usize)> {
+    if text.len() <= 2 * size {
+        return find_with(aut, text);
+    }
+    let reach = aut.max_pattern_len();
+    let mut hits = Vec::new();
+    let mut start = 0;
+    // Where the window's end is looked for: a window's length past its start, and past the
+    // last window's end.
+    let mut from = size;
+    loop {
+        let end = match text.len() - start <= 2 * size {
+            true => text.len(),
+            false => crate::decoded::next_cut(text, from).unwrap_or(text.len()),
+        };
+        let next = match end < text.len() {
+            true => match shared_from(text, start, end, reach) {
+                Some(next) => Some(next),
+                None => {
+                    // Too little to share before the cut: the window grows, to twice its
+                    // length, so that a text with no room to share is read in few windows.
+                    from = end + (end - start).max(1);
+                    continue;
+                }
+            },
+            false => None,
+        };
+        hits.extend(
+            find_with(aut, &text[start..end])
+                .into_iter()
+                .map(|(s, e)| (start + s, start + e)),
+        );
+        let Some(next) = next else {
+            break;
+        };
+        start = next;
+        from = (start + size).max(end + 1);
+    }
+    crate::scrub::merge(hits)
+}
+
+/// A cut after `start` and before `end` whose stretch to `end` holds `reach` skeleton bytes
+/// (and [`LITERAL_MARGIN`] more) in each of its layers, read as the search reads them: the
+/// stretch is tried twice as long each time, from the first cut in it.
+fn shared_from(text: &str, start: usize, end: usize, reach: usize) -> Option<usize> {
+    let wanted = reach.saturating_add(LITERAL_MARGIN);
+    let mut back = wanted.saturating_mul(2);
+    loop {
+        let from = end.checked_sub(back).filter(|&from| from > start)?;
+        if let Some(cut) = crate::decoded::next_cut(text, from).filter(|&cut| cut < end)
+            && least_skeleton(&text[cut..end]) >= wanted
+        {
+            return Some(cut);
+        }
+        back = back.saturating_mul(2);
+    }
+}
+
+/// The fewest skeleton bytes any layer of `text` holds.
+fn least_skeleton(text: &str) -> usize {
+    let length = |units: &[Unit]| -> usize {
+        let mut bytes = 0;
+        for u in units {
+            view::fold(u.ch, |f| bytes += f.len_utf8());
+        }
+        bytes
+    };
+    let mut layer = View {
+        units: view::units_of(text),
+        alts: Vec::new(),
+    };
+    let mut least = length(&layer.units);
+    for _ in 0..MAX_LAYERS {
+        let Some(next) = view::decode_layer(&layer) else {
+            break;
+        };
+        least = least.min(length(&next.units));
+        layer = next;
+    }
+    least
 }
 
 fn find_with(aut: &impl Automaton, text: &str) -> Vec<(usize, usize)> {

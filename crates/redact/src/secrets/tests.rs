@@ -192,3 +192,43 @@ proptest! {
         prop_assert!(matches!(out, Cow::Borrowed(t) if t == text), "{:?}", out);
     }
 }
+
+/// The spelling of a secret, ordinary text, or text with no place to cut but between
+/// characters outside ASCII.
+fn piece(secret: String) -> impl Strategy<Value = String> {
+    prop_oneof![
+        spellings::spelled(secret).prop_map(|(text, _)| text),
+        ordinary_text(),
+        prop::collection::vec(
+            prop::sample::select(vec!["\u{4e2d}", "\u{6587}", "é", "ＡＢ", " ", "%E4%B8%AD"]),
+            0..20
+        )
+        .prop_map(|p| p.concat()),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// A text searched a window at a time, however small the windows, is withheld where the
+    /// whole text's search withholds it.
+    #[test]
+    fn windows_find_what_the_whole_search_finds(
+        (secret, pieces) in alnum_secret().prop_flat_map(|s| {
+            (Just(s.clone()), prop::collection::vec(piece(s), 0..8))
+        }),
+        size in 1usize..120,
+    ) {
+        let mut s = Secrets::default();
+        prop_assume!(s.insert(&secret) == Admitted::Searched);
+        s.insert("a8f3k2j9x7q1");
+        let text = pieces.concat();
+        let matcher = s.matcher.get_or_init(|| super::build(&s.skeletons)).clone();
+        let matcher = matcher.expect("an automaton over two secrets");
+        prop_assert_eq!(
+            crate::secrets::scan::find_in_windows(&matcher, &text, size),
+            s.hits(&text),
+            "{:?}", text
+        );
+    }
+}
