@@ -100,8 +100,8 @@ pub(crate) fn may_spell_more(piece: &str) -> bool {
 
 /// `text` in windows of about `size` bytes, each with its offset: the whole text when it is
 /// at most twice as long, else cut after white space that ends no soft line break (`=` then a
-/// line break), or between two characters outside ASCII (a line of CJK text has no space): no escape or
-/// encoded run reaches across either, as each is spelled in ASCII.
+/// line break), or between two characters outside ASCII (a line of CJK text has no space): no
+/// escape or encoded run reaches across either, as each is spelled in ASCII.
 pub(crate) fn windows(text: &str, size: usize) -> impl Iterator<Item = (usize, &str)> {
     windows_cut(text, size, next_cut)
 }

@@ -220,13 +220,10 @@ fn is_inert(c: char) -> bool {
 /// view is the whole view's stretch; no name reads back over the space, and a value's opening
 /// white space and quotes stop at the word, so no parameter spans the cut.
 fn cuts_before(text: &str, at: usize) -> bool {
-    let (Some(before), Some(after)) = (text.get(..at), text.get(at..)) else {
+    let Some(word) = before_space_then_inert(text, at) else {
         return false;
     };
-    let Some(word) = before.strip_suffix(' ') else {
-        return false;
-    };
-    if !after.chars().next().is_some_and(is_inert) || !word.chars().last().is_some_and(is_inert) {
+    if !word.chars().last().is_some_and(is_inert) {
         return false;
     }
     // Back over the word to the space that begins it, a short way at most.
@@ -239,6 +236,18 @@ fn cuts_before(text: &str, at: usize) -> bool {
         }
     }
     false
+}
+
+/// What both cut rules ask first: `text` before `at` ends with a space, and after it begins with
+/// an [`is_inert`] character. Gives the text before the space.
+fn before_space_then_inert(text: &str, at: usize) -> Option<&str> {
+    let (before, after) = (text.get(..at)?, text.get(at..)?);
+    after
+        .chars()
+        .next()
+        .is_some_and(is_inert)
+        .then(|| before.strip_suffix(' '))
+        .flatten()
 }
 
 /// The longest word [`cuts_before`] reads back over.
@@ -257,15 +266,9 @@ const MAX_DECODED_WORD: usize = 1024;
 /// no name or separator waiting for a value beyond the space. A line of
 /// `name%20with%2Fslash` words is cut this way.
 fn cuts_between_words(text: &str, at: usize) -> bool {
-    let (Some(before), Some(after)) = (text.get(..at), text.get(at..)) else {
+    let Some(word_end) = before_space_then_inert(text, at) else {
         return false;
     };
-    let Some(word_end) = before.strip_suffix(' ') else {
-        return false;
-    };
-    if !after.chars().next().is_some_and(is_inert) {
-        return false;
-    }
     let reach = word_end.len().saturating_sub(MAX_DECODED_WORD);
     let word_start = match memchr::memrchr(b' ', &word_end.as_bytes()[reach..]) {
         Some(space) => reach + space + 1,
@@ -290,8 +293,8 @@ fn in_marker(text: &str, at: usize) -> bool {
 
 /// `text` in windows of about `size` bytes, each with its offset: the whole text when it is at
 /// most twice as long, else cut where [`cuts_before`] says, or failing that for a window's
-/// length, where [`cuts_between_words`] says, never inside a marker ([`in_marker`]). A text with nowhere to cut for a long way makes a
-/// longer window.
+/// length, where [`cuts_between_words`] says, never inside a marker ([`in_marker`]). A text
+/// with nowhere to cut for a long way makes a longer window.
 fn windows(text: &str, size: usize) -> impl Iterator<Item = (usize, &str)> {
     crate::decoded::windows_cut(text, size, move |text, from| {
         let spaces = || memchr::memchr_iter(b' ', &text.as_bytes()[from..]).map(|k| from + k + 1);

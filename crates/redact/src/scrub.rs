@@ -110,12 +110,12 @@ impl Scrubber {
     /// is searched in the whole run, so one split across pieces is found; parameters and token
     /// formats in each piece alone, so a token at a piece's end never runs on into the next.
     pub(crate) fn spans_of_run(&self, pieces: &[&str], joined: &str) -> Vec<(usize, usize)> {
-        let mut spans = self.secrets.hits(joined);
+        // Sorted and merged, as `Sweep` reads them.
+        let hits = self.secrets.hits(joined);
+        let mut spans = Vec::new();
         if self.scan {
             // The registered secrets' hits, read beside each piece in turn: a run of many pieces
             // and many hits costs their sum, not their product.
-            let mut hits = spans.clone();
-            hits.sort_unstable();
             let mut hits = Sweep::new(&hits);
             let mut offset = 0;
             for piece in pieces {
@@ -159,6 +159,7 @@ impl Scrubber {
                 offset += piece.len();
             }
         }
+        spans.extend(hits);
         merge(spans)
     }
 

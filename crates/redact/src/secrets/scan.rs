@@ -117,13 +117,7 @@ fn shared_from(text: &str, start: usize, end: usize, reach: usize) -> Option<usi
 
 /// The fewest skeleton bytes any layer of `text` holds.
 fn least_skeleton(text: &str) -> usize {
-    let length = |units: &[Unit]| -> usize {
-        let mut bytes = 0;
-        for u in units {
-            view::fold(u.ch, |f| bytes += f.len_utf8());
-        }
-        bytes
-    };
+    let length = |units: &[Unit]| view::skeleton(units).bytes.len();
     let mut layer = View {
         units: view::units_of(text),
         alts: Vec::new(),
