@@ -3,7 +3,8 @@
 //! files by mcpl-testkit's `write_workloads` example), a result of a million tiny text blocks,
 //! and seven 200 MB texts: long lines, short lines, one line of many escapes, many small text
 //! blocks, and three with no place the first windows could cut (decision 0141): one line of CJK
-//! letters, one line of `\u00e9` escapes, and words that hold percent escapes. One line per
+//! letters, one line of `\u00e9` escapes, and words that hold percent escapes; and a 40 MB
+//! result of structured content, small rows (decision 0142). One line per
 //! input: its size, the peak (`VmHWM` from `/proc/<pid>/status`, read
 //! every 5 ms while the run lasts, so this recipe needs Linux), peak ÷ input, and whether the
 //! target, twice the input plus 20 MiB, holds. It fails when a run fails or an input is over
@@ -20,6 +21,8 @@ const HEADROOM: u64 = 20 << 20;
 const TINY_BLOCKS: usize = 1_000_000;
 /// The big text input's size.
 const TEXT_BYTES: usize = 200_000_000;
+/// The structured content input's size.
+const STRUCTURED_BYTES: usize = 40_000_000;
 
 pub(crate) fn memory(root: &Path) -> Result<(), String> {
     crate::cargo(root, &["build", "--release", "-p", "mcpl-cli"])?;
@@ -86,6 +89,11 @@ pub(crate) fn memory(root: &Path) -> Result<(), String> {
         &inputs,
         "text-escaped-words",
         &one_run(TEXT_BYTES, "name%20with%2Fslash "),
+    )?);
+    files.push(write_input(
+        &inputs,
+        "structured-rows",
+        &structured_rows(STRUCTURED_BYTES),
     )?);
     let mcpl = root.join("target").join("release").join("mcpl");
     println!("peak resident memory of mcpl project (target: at most 2 x input + 20 MiB)");
@@ -204,6 +212,27 @@ fn small_blocks(bytes: usize) -> Vec<u8> {
         i += 1;
     }
     json.push_str("]}");
+    json.into_bytes()
+}
+
+/// One result of one short text block and about `bytes` bytes of structured content: a list of
+/// small rows, each an id, a name and a url (decision 0142).
+fn structured_rows(bytes: usize) -> Vec<u8> {
+    let mut json = String::with_capacity(bytes + 128);
+    json.push_str(
+        r#"{"content": [{"type": "text", "text": "the rows"}], "structuredContent": {"rows": ["#,
+    );
+    let mut i = 0u64;
+    while json.len() < bytes {
+        if i > 0 {
+            json.push(',');
+        }
+        json.push_str(&format!(
+            r#"{{"id": {i}, "name": "row {i} of the quick brown fox", "url": "https://x.example/{i}"}}"#
+        ));
+        i += 1;
+    }
+    json.push_str("]}}");
     json.into_bytes()
 }
 

@@ -66,6 +66,6 @@ pub use reference::{
 pub use sniff::{SNIFF_LEN, Sniffed, sniff};
 pub use summary::Summary;
 pub use view::{
-    BlockView, ContentView, ObjectView, ResourceField, ResultView, Slot, mend_lone_surrogates,
-    parse_view_mending,
+    BlockView, ContentView, DataView, ObjectView, ResourceField, ResultView, Slot,
+    mend_lone_surrogates, parse_view_mending, raw_members, raw_str,
 };

@@ -459,6 +459,207 @@ pub enum ContentView<'de> {
     Data(Cow<'de, Value>),
 }
 
+/// JSON a lane shows as data: its raw text as read from bytes, or a `Value`.
+///
+/// Structured content stays raw: a `Value` holds several times the bytes of its JSON, so a
+/// large one would break the memory bound (decision 0142). A lane walks the raw text one member
+/// at a time ([`raw_members`]).
+#[derive(Debug, Clone)]
+pub enum DataView<'de> {
+    /// Raw JSON, checked as a `Value` parse checks it ([`DataView::checked`]).
+    Raw(Cow<'de, RawValue>),
+    /// Parsed, or borrowed from the `Value` the result was read from.
+    Value(Cow<'de, Value>),
+}
+
+impl<'de> DataView<'de> {
+    /// Raw JSON that a `Value` parse of the same text accepts: its numbers in range, its
+    /// strings' escapes well formed and their surrogates paired. The nesting limit is checked
+    /// over the whole input by [`ResultView::parse`], from the mark left here.
+    pub fn checked(raw: &'de RawValue) -> Result<DataView<'de>, serde_json::Error> {
+        let mut deserializer = serde_json::Deserializer::from_str(raw.get());
+        de::DeserializeSeed::deserialize(Check, &mut deserializer)?;
+        if raw.get().starts_with(['[', '{']) {
+            RAW_CONTAINER_READ.with(|read| read.set(true));
+        }
+        Ok(DataView::Raw(Cow::Borrowed(raw)))
+    }
+
+    /// The data as a `Value`: borrowed, or parsed from the raw text.
+    pub fn to_value(&self) -> Cow<'_, Value> {
+        match self {
+            // Checked when read, so the parse cannot fail; `Null` would only stand for a bug.
+            DataView::Raw(raw) => Cow::Owned(serde_json::from_str(raw.get()).unwrap_or_default()),
+            DataView::Value(value) => Cow::Borrowed(value),
+        }
+    }
+
+    /// The same data, borrowed from this one.
+    pub fn borrowed(&self) -> DataView<'_> {
+        match self {
+            DataView::Raw(raw) => DataView::Raw(Cow::Borrowed(raw)),
+            DataView::Value(value) => DataView::Value(Cow::Borrowed(value)),
+        }
+    }
+
+    /// The same data, holding its text.
+    pub fn into_owned(self) -> DataView<'static> {
+        match self {
+            DataView::Raw(raw) => DataView::Raw(Cow::Owned(raw.into_owned())),
+            DataView::Value(value) => DataView::Value(owned_value(value)),
+        }
+    }
+}
+
+impl PartialEq for DataView<'_> {
+    /// The same JSON value, however it is held.
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (DataView::Raw(a), DataView::Raw(b)) => a.get() == b.get(),
+            _ => self.to_value() == other.to_value(),
+        }
+    }
+}
+
+/// Calls `each` on every member of a raw object, with its key, or every element of a raw array,
+/// without one, in the order of the text, as each is read: nothing of the container is held
+/// beside its text. A key borrows the text unless it holds an escape. Nothing is called for a
+/// value that is neither.
+pub fn raw_members<'a>(
+    raw: &'a RawValue,
+    each: &mut dyn FnMut(Option<Cow<'a, str>>, &'a RawValue),
+) -> Result<(), serde_json::Error> {
+    if !raw.get().starts_with(['[', '{']) {
+        return Ok(());
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(raw.get());
+    deserializer.deserialize_any(MembersVisitor { each })
+}
+
+/// A raw JSON string's text: borrowed unless it holds an escape. `None` for any other value.
+pub fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    if !raw.get().starts_with('"') {
+        return None;
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(raw.get());
+    deserializer.deserialize_str(CowStr).ok()
+}
+
+struct MembersVisitor<'e, 'a> {
+    each: &'e mut dyn FnMut(Option<Cow<'a, str>>, &'a RawValue),
+}
+
+impl<'a> Visitor<'a> for MembersVisitor<'_, 'a> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object or an array")
+    }
+
+    fn visit_map<A: MapAccess<'a>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key_seed(CowStr)? {
+            let value = map.next_value::<&'a RawValue>()?;
+            (self.each)(Some(key), value);
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'a>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(value) = seq.next_element::<&'a RawValue>()? {
+            (self.each)(None, value);
+        }
+        Ok(())
+    }
+}
+
+/// Reads any JSON as a `Value` parse reads it, holding nothing: `IgnoredAny` would skip strings
+/// unread, lone surrogates and all.
+#[derive(Clone, Copy)]
+struct Check;
+
+impl<'a> de::DeserializeSeed<'a> for Check {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'a>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'a> Visitor<'a> for Check {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'a>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(self)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'a>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_key_seed(self)?.is_some() {
+            map.next_value_seed(self)?;
+        }
+        Ok(())
+    }
+}
+
+/// A string that borrows the input where it can.
+struct CowStr;
+
+impl<'a> de::DeserializeSeed<'a> for CowStr {
+    type Value = Cow<'a, str>;
+
+    fn deserialize<D: Deserializer<'a>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'a> Visitor<'a> for CowStr {
+    type Value = Cow<'a, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, text: &'a str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(text))
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(text.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, text: String) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(text))
+    }
+}
+
 /// A `CallToolResult` read from bytes in one pass: what a lane needs of it, as it would read the
 /// same result parsed into a `Value`. A bare array is the content; a single content block, or any
 /// other value that is not an object, is content that is not an array.
@@ -467,9 +668,9 @@ pub enum ContentView<'de> {
 pub struct ResultView<'de> {
     /// `content`, when present.
     pub content: Option<ContentView<'de>>,
-    /// `structuredContent`, when the key is present (`null` included): read from bytes, or
-    /// borrowed from the `Value` the result was read from.
-    pub structured: Option<Cow<'de, Value>>,
+    /// `structuredContent`, when the key is present (`null` included): its raw JSON when read
+    /// from bytes, or borrowed from the `Value` the result was read from.
+    pub structured: Option<DataView<'de>>,
     /// `isError: true`.
     pub is_error: bool,
 }
@@ -522,7 +723,9 @@ impl<'de> ResultView<'de> {
                 }
                 ResultView {
                     content: object.get("content").map(ContentView::of_value),
-                    structured: object.get("structuredContent").map(Cow::Borrowed),
+                    structured: object
+                        .get("structuredContent")
+                        .map(|data| DataView::Value(Cow::Borrowed(data))),
                     is_error: object.get("isError") == Some(&Value::Bool(true)),
                 }
             }
@@ -580,7 +783,7 @@ impl ResultView<'_> {
                 }
                 ContentView::Data(data) => ContentView::Data(owned_value(data)),
             }),
-            structured: self.structured.map(owned_value),
+            structured: self.structured.map(DataView::into_owned),
             is_error: self.is_error,
         }
     }
@@ -773,7 +976,8 @@ impl<'de> Visitor<'de> for ResultVisitor {
             match key.name() {
                 "content" => view.content = Some(map.next_value::<ContentView<'de>>()?),
                 "structuredContent" => {
-                    view.structured = Some(Cow::Owned(map.next_value::<Value>()?));
+                    let raw = map.next_value::<&'de RawValue>()?;
+                    view.structured = Some(DataView::checked(raw).map_err(de::Error::custom)?);
                 }
                 "isError" => view.is_error = map.next_value::<Value>()? == Value::Bool(true),
                 "type" => {

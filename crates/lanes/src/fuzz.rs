@@ -32,6 +32,13 @@ pub fn view_matches_value(bytes: &[u8]) {
         Ok(view) => view,
         Err(error) => panic!("the value reads, the view fails: {error}"),
     };
+    // A `Value` keeps the last of two members with one key; raw structured content shows both
+    // (decision 0142), so the two reads differ there by design.
+    if let Some(mcpl_classify::DataView::Raw(raw)) = &view.structured
+        && repeats_a_key(raw)
+    {
+        return;
+    }
     // Mending only when the bytes do not read counts what mending first counts.
     let mut buffer = Vec::new();
     match mcpl_classify::parse_view_mending(bytes, &mut buffer) {
@@ -85,6 +92,16 @@ pub fn view_matches_value(bytes: &[u8]) {
             );
         }
     }
+}
+
+/// Whether an object anywhere in raw JSON has two members with one key.
+fn repeats_a_key(raw: &serde_json::value::RawValue) -> bool {
+    let mut keys = std::collections::HashSet::new();
+    let mut repeats = false;
+    let _ = mcpl_classify::raw_members(raw, &mut |key, value| {
+        repeats = repeats || key.is_some_and(|key| !keys.insert(key)) || repeats_a_key(value);
+    });
+    repeats
 }
 
 /// Runs every lane on a value and checks: no block's uri in any output under the default policy,

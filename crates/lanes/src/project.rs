@@ -4,9 +4,10 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use mcpl_classify::{
-    Block, BlockView, ContentView, Dimensions, EmbeddedBlob, ImageDefect, Invalid, InvalidReason,
-    Limits, Media, Reference, ResultView, Sniffed, classify,
+    Block, BlockView, ContentView, DataView, Dimensions, EmbeddedBlob, ImageDefect, Invalid,
+    InvalidReason, Limits, Media, Reference, ResultView, Sniffed, classify, raw_members, raw_str,
 };
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::ledger::ImageLedger;
@@ -15,7 +16,7 @@ use crate::markers::WITHHELD_LINK;
 use crate::registry::Registry;
 use crate::route::Route;
 use mcpl_redact::internal::Scope;
-use mcpl_redact::{HiddenUris, ServerName, UriPolicy, is_content_block};
+use mcpl_redact::{CONTENT_BLOCK_TYPES, HiddenUris, ServerName, UriPolicy, is_content_block};
 
 /// What a spill writer does with each payload: given the payload and the text the stored copy
 /// would show for it, returns the text the spill file shows in its place (an attachment's path).
@@ -536,8 +537,9 @@ pub enum RenderOutcome<'a> {
 pub struct ToolResult<'a> {
     /// `content` when it is not an array: data. `None` when it is absent or an array.
     pub content: Option<&'a Value>,
-    /// `structuredContent`, when the key is present (`null` included).
-    pub structured: Option<&'a Value>,
+    /// `structuredContent`, when the key is present (`null` included): raw JSON when read
+    /// from bytes.
+    pub structured: Option<&'a DataView<'a>>,
     /// `isError: true`.
     pub is_error: bool,
     /// The content array's elements, when it is one.
@@ -554,7 +556,7 @@ impl<'a> ToolResult<'a> {
         };
         ToolResult {
             content,
-            structured: view.structured.as_deref(),
+            structured: view.structured.as_ref(),
             is_error: view.is_error,
             views,
         }
@@ -624,14 +626,15 @@ impl<'a> ToolResult<'a> {
 
     /// What the result's uris are read from: its content and its structured content.
     fn scope(&self) -> Scope<'a> {
+        let (value, raw) = match self.structured {
+            Some(DataView::Value(value)) => (Some(&**value), None),
+            Some(DataView::Raw(raw)) => (None, Some(&**raw)),
+            None => (None, None),
+        };
         Scope {
-            values: self
-                .content
-                .iter()
-                .chain(&self.structured)
-                .copied()
-                .collect(),
+            values: self.content.into_iter().chain(value).collect(),
             views: self.views.unwrap_or_default(),
+            raw: raw.into_iter().collect(),
         }
     }
 }
@@ -764,6 +767,7 @@ impl<'h> Projector<'h> {
         self.hidden_in(&Scope {
             values: values.to_vec(),
             views: &[],
+            raw: Vec::new(),
         })
     }
 
@@ -980,7 +984,10 @@ impl<'h> Projector<'h> {
         if let Some(structured) = result.structured
             && (!server_text || attach.is_some())
         {
-            let text = self.data_text(structured, &hidden, attach);
+            let text = match structured {
+                DataView::Raw(raw) => self.raw_data_text(raw, &hidden, attach),
+                DataView::Value(value) => self.data_text(value, &hidden, attach),
+            };
             stored.push(&text);
         }
         found_elsewhere.extend(hidden.take_found());
@@ -1157,6 +1164,128 @@ impl<'h> Projector<'h> {
             )
         });
         serde_json::to_string(&shown).unwrap_or_default()
+    }
+
+    /// [`Projector::data_text`] on raw JSON (structured content read from bytes): the same text,
+    /// written as the data is read, one member at a time, so neither a `Value` of the data nor
+    /// its copy is held (decision 0142). An object with a member `type` that names a block type
+    /// is parsed and read as a `Value`, as there.
+    fn raw_data_text(
+        &mut self,
+        raw: &RawValue,
+        hidden: &HiddenUris,
+        attach: &mut Option<&mut Attach<'_>>,
+    ) -> String {
+        let mut out = Vec::new();
+        if self.write_raw(raw, hidden, &mut 0, attach, &mut out) {
+            // Only strings and the text of checked JSON were written.
+            if let Ok(text) = String::from_utf8(out) {
+                return text;
+            }
+        }
+        // The data is one block (or could not be walked): read as a value, as it always was.
+        let value = serde_json::from_str::<Value>(raw.get()).unwrap_or_default();
+        self.data_text(&value, hidden, attach)
+    }
+
+    /// Writes raw JSON as [`Projector::map_blocks`], then `serde_json::to_string`, would: false,
+    /// with `out` and `keys` as they were, where `raw` is an object with a member `type` naming a
+    /// block type, or could not be walked, for the caller to read as a `Value`.
+    fn write_raw(
+        &mut self,
+        raw: &RawValue,
+        hidden: &HiddenUris,
+        keys: &mut usize,
+        attach: &mut Option<&mut Attach<'_>>,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        let (start, keys_before) = (out.len(), *keys);
+        let walked = match raw.get().as_bytes().first() {
+            Some(b'{') => {
+                out.push(b'{');
+                let (mut block, mut first) = (false, true);
+                let mut shown = std::collections::HashSet::new();
+                let walked = raw_members(raw, &mut |key, value| {
+                    let Some(key) = key.filter(|_| !block) else {
+                        return;
+                    };
+                    block = key == "type"
+                        && raw_str(value).is_some_and(|t| CONTENT_BLOCK_TYPES.contains(&&*t));
+                    if block {
+                        return;
+                    }
+                    let mut key = match hidden.redact(&key) {
+                        Cow::Borrowed(key) => key.to_owned(),
+                        Cow::Owned(redacted) => numbered(&redacted, keys),
+                    };
+                    while shown.contains(&key) {
+                        key = numbered(WITHHELD_LINK, keys);
+                    }
+                    if !std::mem::take(&mut first) {
+                        out.push(b',');
+                    }
+                    write_json_str(out, &key);
+                    out.push(b':');
+                    self.write_raw_value(value, hidden, keys, attach, out);
+                    shown.insert(key);
+                });
+                out.push(b'}');
+                walked.is_ok() && !block
+            }
+            Some(b'[') => {
+                out.push(b'[');
+                let mut first = true;
+                let walked = raw_members(raw, &mut |_, value| {
+                    if !std::mem::take(&mut first) {
+                        out.push(b',');
+                    }
+                    self.write_raw_value(value, hidden, keys, attach, out);
+                });
+                out.push(b']');
+                walked.is_ok()
+            }
+            Some(b'"') => match raw_str(raw) {
+                Some(text) => {
+                    write_json_str(out, &hidden.redact(&text));
+                    true
+                }
+                None => false,
+            },
+            // A number, `true`, `false` or `null`, written as its `Value` writes it.
+            _ => serde_json::from_str::<Value>(raw.get())
+                .ok()
+                .and_then(|value| serde_json::to_writer(&mut *out, &value).ok())
+                .is_some(),
+        };
+        if !walked {
+            out.truncate(start);
+            *keys = keys_before;
+        }
+        walked
+    }
+
+    /// [`Projector::write_raw`] on a member, which a block, or JSON that could not be walked,
+    /// is read into a `Value` for.
+    fn write_raw_value(
+        &mut self,
+        raw: &RawValue,
+        hidden: &HiddenUris,
+        keys: &mut usize,
+        attach: &mut Option<&mut Attach<'_>>,
+        out: &mut Vec<u8>,
+    ) {
+        if self.write_raw(raw, hidden, keys, attach, out) {
+            return;
+        }
+        let value = serde_json::from_str::<Value>(raw.get()).unwrap_or_default();
+        let shown = self.map_blocks(&value, hidden, keys, &mut |this, block, hidden| {
+            Value::String(
+                this.tool_result_piece(&classify(block), hidden, attach)
+                    .text
+                    .into_owned(),
+            )
+        });
+        let _ = serde_json::to_writer(&mut *out, &shown);
     }
 
     /// Copies data, replacing each content block at any depth by what `replace` makes of it and
@@ -1668,6 +1797,12 @@ fn joined_texts<'a>(blocks: &[Block<'a>], hidden: &HiddenUris) -> Vec<Option<Str
 }
 
 /// A redacted key with each placeholder numbered: `[withheld link 1]`, `[withheld link 2]`, ...
+/// Writes `text` as a JSON string.
+fn write_json_str(out: &mut Vec<u8>, text: &str) {
+    // Writing a string into a `Vec` cannot fail.
+    let _ = serde_json::to_writer(out, text);
+}
+
 fn numbered(redacted: &str, count: &mut usize) -> String {
     let mut out = String::with_capacity(redacted.len() + 4);
     let mut rest = redacted;

@@ -21,7 +21,7 @@ use crate::uri::{
 use crate::view::{
     FastMap, FastSet, HIDDEN_SET_CAPACITY, View, WITHHELD_LINK, is_control_or_format,
 };
-use crate::walk::{Scope, walk, walk_view};
+use crate::walk::{Scope, walk, walk_raw, walk_view};
 
 /// Whether a server's uris may appear in what a model sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -91,6 +91,7 @@ impl HiddenUris {
         let scope = Scope {
             values: values.to_vec(),
             views: &[],
+            raw: Vec::new(),
         };
         HiddenUris::in_scope(&scope, policy, session, scan)
     }
@@ -108,6 +109,13 @@ impl HiddenUris {
         for value in &scope.values {
             walk(value, true, &mut never_uris, &mut uris);
         }
+        // Raw data (structured content) is read where a `Value` of it was: before the blocks.
+        let (mut raw_never, mut raw_uris) = (Vec::new(), Vec::new());
+        for raw in &scope.raw {
+            walk_raw(raw, true, &mut raw_never, &mut raw_uris);
+        }
+        never_uris.extend(raw_never.iter().map(String::as_str));
+        uris.extend(raw_uris.iter().map(String::as_str));
         for view in scope.views {
             match view {
                 // A plain text block holds no uri and no claim.

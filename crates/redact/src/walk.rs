@@ -1,8 +1,9 @@
 //! The uris of a result, over values and classify's byte views, and the `never` marks read on
 //! the way.
 
-use mcpl_classify::{BlockView, ObjectView, Slot, classify};
+use mcpl_classify::{BlockView, ObjectView, Slot, classify, raw_members, raw_str};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// The block types that make an object at any depth of a result a content block.
 pub const CONTENT_BLOCK_TYPES: &[&str] = &["text", "image", "audio", "resource", "resource_link"];
@@ -24,6 +25,8 @@ pub struct Scope<'v> {
     pub values: Vec<&'v Value>,
     /// Content-array elements read from bytes.
     pub views: &'v [BlockView<'v>],
+    /// Data kept as raw JSON (structured content read from bytes).
+    pub raw: Vec<&'v RawValue>,
 }
 
 /// [`walk`] on an object read from bytes: the same uris and `never` marks, from the fields it
@@ -117,5 +120,40 @@ pub(crate) fn walk<'v>(
             .iter()
             .for_each(|v| walk(v, claims_count, never, uris)),
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+    }
+}
+
+/// [`walk`] on raw JSON, one member at a time: the same uris and `never` marks, owned. An object
+/// with a member `type` that names a block type is parsed and walked as a `Value`, so a block is
+/// read exactly as [`walk`] reads it; other objects and arrays are never held whole.
+pub(crate) fn walk_raw(
+    raw: &RawValue,
+    claims_count: bool,
+    never: &mut Vec<String>,
+    uris: &mut Vec<String>,
+) {
+    let (never_before, uris_before) = (never.len(), uris.len());
+    let mut block = false;
+    // Checked when read, so the walk cannot fail; a failure walks the parsed value below.
+    let walked = raw_members(raw, &mut |key, value| {
+        if block {
+            return;
+        }
+        block = key.as_deref() == Some("type")
+            && raw_str(value).is_some_and(|t| CONTENT_BLOCK_TYPES.contains(&&*t));
+        if !block {
+            walk_raw(value, claims_count, never, uris);
+        }
+    });
+    if block || walked.is_err() {
+        never.truncate(never_before);
+        uris.truncate(uris_before);
+        let Ok(value) = serde_json::from_str::<Value>(raw.get()) else {
+            return;
+        };
+        let (mut never_found, mut uris_found) = (Vec::new(), Vec::new());
+        walk(&value, claims_count, &mut never_found, &mut uris_found);
+        never.extend(never_found.into_iter().map(str::to_owned));
+        uris.extend(uris_found.into_iter().map(str::to_owned));
     }
 }

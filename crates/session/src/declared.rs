@@ -16,6 +16,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use mcpl_budget::{Bound, DEFAULT_TOOL_BUDGET_CEILING, TokenEstimator};
+use mcpl_classify::DataView;
 use serde_json::Value;
 
 use crate::{READ_RESULT_MIN_TOKENS, Session, Shown};
@@ -158,26 +159,28 @@ fn split(result: &Value) -> Split<'_> {
 }
 
 /// What an output schema's check reads of a result.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Checked<'v> {
     /// `isError: true`.
     is_error: bool,
     /// `structuredContent`, when the key is there (`null` included).
-    structured: Option<&'v Value>,
+    structured: Option<DataView<'v>>,
 }
 
 impl<'v> Checked<'v> {
     fn of_value(result: &'v Value) -> Checked<'v> {
         Checked {
             is_error: result.get("isError") == Some(&Value::Bool(true)),
-            structured: result.get("structuredContent"),
+            structured: result
+                .get("structuredContent")
+                .map(|data| DataView::Value(Cow::Borrowed(data))),
         }
     }
 
     fn of_view(view: &'v mcpl_classify::ResultView<'_>) -> Checked<'v> {
         Checked {
             is_error: view.is_error,
-            structured: view.structured.as_deref(),
+            structured: view.structured.as_ref().map(DataView::borrowed),
         }
     }
 }
@@ -257,19 +260,25 @@ impl Declarations {
                 return None;
             }
         };
-        let Some(structured) = result.structured else {
+        let Some(structured) = &result.structured else {
             return Some(
                 "[mcpl: the tool declares an outputSchema but sent no structuredContent]"
                     .to_owned(),
             );
         };
-        if !fits(structured, STRUCTURED_BYTES) {
+        // Raw JSON is parsed only where its compact form could fit: over twice the limit, it
+        // would need more than half of it to be spaces or escapes (decision 0142).
+        let structured = match structured {
+            DataView::Raw(raw) if raw.get().len() > 2 * STRUCTURED_BYTES => None,
+            data => Some(data.to_value()),
+        };
+        let Some(structured) = structured.filter(|data| fits(data, STRUCTURED_BYTES)) else {
             diagnostics.push(format!(
                 "structuredContent not checked against the tool's outputSchema: over {STRUCTURED_BYTES} bytes"
             ));
             return None;
-        }
-        let errors = schema_errors(validator, structured, |error| {
+        };
+        let errors = schema_errors(validator, &structured, |error| {
             let path = error.instance_path().to_string();
             let at = if path.is_empty() { "/" } else { &path };
             clip(&format!("{at}: {error}"), ERROR_CHARS)

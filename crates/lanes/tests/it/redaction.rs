@@ -435,3 +435,46 @@ fn a_found_url_is_hidden_in_its_earlier_spellings_on_the_first_call() {
         assert_eq!(first.injection_system, second.injection_system);
     }
 }
+
+/// Structured content read from bytes stays raw (decision 0142): it shows as its `Value` would,
+/// blocks inside it replaced and uris hidden, and a key that repeats is shown twice.
+#[test]
+fn raw_structured_content_shows_every_member_and_hides_its_uris() {
+    let bytes = format!(
+        r#"{{"content": [], "structuredContent": {{"a": 1, "{SIGNED}": "x", "a": 2,
+            "file": {{"type": "resource_link", "uri": "{SIGNED}", "name": "q3"}},
+            "note": "see {SIGNED}", "n": [1.5e3, true, null, "\u00e9"]}}}}"#
+    );
+    let read = mcpl_lanes::ResultView::parse(bytes.as_bytes()).expect("the bytes read");
+    let parsed = ToolResult::from_view(&read);
+    let mut host = Host::new();
+    let copies = host
+        .on(&Route::ANTHROPIC, UriPolicy::Hidden)
+        .tool_result(&parsed);
+    let stored = copies.stored.into_owned();
+    assert!(!stored.contains("SECRETTOKEN123"), "{stored}");
+    assert!(
+        stored.starts_with(r#"{"a":1,"[withheld link 1]":"x","[withheld link 2]":2,"file":"#),
+        "{stored}"
+    );
+    assert!(
+        stored.ends_with(r#""n":[1500.0,true,null,"é"]}"#),
+        "{stored}"
+    );
+    // Without the repeated key, the raw read and the `Value`'s are the same text.
+    let unique = bytes.replace(r#""a": 2,"#, "");
+    let read = mcpl_lanes::ResultView::parse(unique.as_bytes()).expect("the bytes read");
+    let from_bytes = Host::new()
+        .on(&Route::ANTHROPIC, UriPolicy::Hidden)
+        .tool_result(&ToolResult::from_view(&read))
+        .stored
+        .into_owned();
+    let value: Value = serde_json::from_str(&unique).expect("the bytes parse");
+    let read = mcpl_lanes::ResultView::of_value(&value);
+    let from_value = Host::new()
+        .on(&Route::ANTHROPIC, UriPolicy::Hidden)
+        .tool_result(&ToolResult::from_view(&read))
+        .stored
+        .into_owned();
+    assert_eq!(from_bytes, from_value);
+}
