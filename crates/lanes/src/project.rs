@@ -842,7 +842,9 @@ impl<'h> Projector<'h> {
         copies: &'c ToolResultCopies<'_>,
         attach: &mut Attach<'_>,
     ) -> Option<Cow<'c, str>> {
-        if !copies.spills_as_stored || copies.part_ends.len() != result.block_count() {
+        // Structured content the stored copy shows is its last part, the same in a spill.
+        let parts = result.block_count() + usize::from(result.structured.is_some());
+        if !copies.spills_as_stored || copies.part_ends.len() != parts {
             return None;
         }
         let stored: &'c str = &copies.stored;
@@ -974,22 +976,26 @@ impl<'h> Projector<'h> {
             None | Some(Value::Null) => {}
             Some(data) => {
                 spill_differs = true;
-                let text = self.data_text(data, &hidden, attach);
+                let text = self.data_text(data, &hidden, attach, &mut false);
                 stored.push(&text);
             }
         }
-        spill_differs |= result.structured.is_some();
         // The model's view shows structured content only when the server wrote no text of its
-        // own; a spill keeps the whole result, so it always does.
+        // own; a spill keeps the whole result, so it always does. Where both show it, they show
+        // the same text, unless a block inside it shows its payload attached in the spill.
+        let mut blocks_in_structured = false;
         if let Some(structured) = result.structured
             && (!server_text || attach.is_some())
         {
+            let blocks = &mut blocks_in_structured;
             let text = match structured {
-                DataView::Raw(raw) => self.raw_data_text(raw, &hidden, attach),
-                DataView::Value(value) => self.data_text(value, &hidden, attach),
+                DataView::Raw(raw) => self.raw_data_text(raw, &hidden, attach, blocks),
+                DataView::Value(value) => self.data_text(value, &hidden, attach, blocks),
             };
-            stored.push(&text);
+            // The first part is moved in, not copied: it may be most of the result.
+            stored.push_cow(Cow::Owned(text));
         }
+        spill_differs |= result.structured.is_some() && (server_text || blocks_in_structured);
         found_elsewhere.extend(hidden.take_found());
         // A url found that the session did not hide yet is hidden from now on, so a second
         // pass could redact more.
@@ -1149,14 +1155,17 @@ impl<'h> Projector<'h> {
         data: &Value,
         hidden: &HiddenUris,
         attach: &mut Option<&mut Attach<'_>>,
+        blocks: &mut bool,
     ) -> String {
         if is_content_block(data) {
+            *blocks = true;
             return self
                 .tool_result_piece(&classify(data), hidden, attach)
                 .text
                 .into_owned();
         }
         let shown = self.map_blocks(data, hidden, &mut 0, &mut |this, block, hidden| {
+            *blocks = true;
             Value::String(
                 this.tool_result_piece(&classify(block), hidden, attach)
                     .text
@@ -1175,9 +1184,11 @@ impl<'h> Projector<'h> {
         raw: &RawValue,
         hidden: &HiddenUris,
         attach: &mut Option<&mut Attach<'_>>,
+        blocks: &mut bool,
     ) -> String {
-        let mut out = Vec::new();
-        if self.write_raw(raw, hidden, &mut 0, attach, &mut out) {
+        // Room for the text as long as the JSON; past it, [`grow`] adds an eighth at a time.
+        let mut out = Vec::with_capacity(raw.get().len());
+        if self.write_raw(raw, hidden, &mut 0, attach, blocks, &mut out) {
             // Only strings and the text of checked JSON were written.
             if let Ok(text) = String::from_utf8(out) {
                 return text;
@@ -1185,7 +1196,7 @@ impl<'h> Projector<'h> {
         }
         // The data is one block (or could not be walked): read as a value, as it always was.
         let value = serde_json::from_str::<Value>(raw.get()).unwrap_or_default();
-        self.data_text(&value, hidden, attach)
+        self.data_text(&value, hidden, attach, blocks)
     }
 
     /// Writes raw JSON as [`Projector::map_blocks`], then `serde_json::to_string`, would: false,
@@ -1197,6 +1208,7 @@ impl<'h> Projector<'h> {
         hidden: &HiddenUris,
         keys: &mut usize,
         attach: &mut Option<&mut Attach<'_>>,
+        blocks: &mut bool,
         out: &mut Vec<u8>,
     ) -> bool {
         let (start, keys_before) = (out.len(), *keys);
@@ -1221,12 +1233,13 @@ impl<'h> Projector<'h> {
                     while shown.contains(&key) {
                         key = numbered(WITHHELD_LINK, keys);
                     }
+                    grow(out);
                     if !std::mem::take(&mut first) {
                         out.push(b',');
                     }
                     write_json_str(out, &key);
                     out.push(b':');
-                    self.write_raw_value(value, hidden, keys, attach, out);
+                    self.write_raw_value(value, hidden, keys, attach, blocks, out);
                     shown.insert(key);
                 });
                 out.push(b'}');
@@ -1236,17 +1249,20 @@ impl<'h> Projector<'h> {
                 out.push(b'[');
                 let mut first = true;
                 let walked = raw_members(raw, &mut |_, value| {
+                    grow(out);
                     if !std::mem::take(&mut first) {
                         out.push(b',');
                     }
-                    self.write_raw_value(value, hidden, keys, attach, out);
+                    self.write_raw_value(value, hidden, keys, attach, blocks, out);
                 });
                 out.push(b']');
                 walked.is_ok()
             }
             Some(b'"') => match raw_str(raw) {
                 Some(text) => {
-                    write_json_str(out, &hidden.redact(&text));
+                    let text = hidden.redact(&text);
+                    out.reserve_exact(text.len() + 2);
+                    write_json_str(out, &text);
                     true
                 }
                 None => false,
@@ -1272,13 +1288,15 @@ impl<'h> Projector<'h> {
         hidden: &HiddenUris,
         keys: &mut usize,
         attach: &mut Option<&mut Attach<'_>>,
+        blocks: &mut bool,
         out: &mut Vec<u8>,
     ) {
-        if self.write_raw(raw, hidden, keys, attach, out) {
+        if self.write_raw(raw, hidden, keys, attach, blocks, out) {
             return;
         }
         let value = serde_json::from_str::<Value>(raw.get()).unwrap_or_default();
         let shown = self.map_blocks(&value, hidden, keys, &mut |this, block, hidden| {
+            *blocks = true;
             Value::String(
                 this.tool_result_piece(&classify(block), hidden, attach)
                     .text
@@ -1797,6 +1815,15 @@ fn joined_texts<'a>(blocks: &[Block<'a>], hidden: &HiddenUris) -> Vec<Option<Str
 }
 
 /// A redacted key with each placeholder numbered: `[withheld link 1]`, `[withheld link 2]`, ...
+/// Makes room in `out` for a member, an eighth of what it holds at a time, so that a text a
+/// little longer than its JSON does not double its room. A string member makes its own room.
+fn grow(out: &mut Vec<u8>) {
+    const ROOM: usize = 4096;
+    if out.capacity() - out.len() < ROOM {
+        out.reserve_exact(ROOM.max(out.len() / 8));
+    }
+}
+
 /// Writes `text` as a JSON string.
 fn write_json_str(out: &mut Vec<u8>, text: &str) {
     // Writing a string into a `Vec` cannot fail.
