@@ -1165,14 +1165,25 @@ impl<'h> Projector<'h> {
                 .into_owned();
         }
         let shown = self.map_blocks(data, hidden, &mut 0, &mut |this, block, hidden| {
-            *blocks = true;
-            Value::String(
-                this.tool_result_piece(&classify(block), hidden, attach)
-                    .text
-                    .into_owned(),
-            )
+            this.block_string(block, hidden, attach, blocks)
         });
         serde_json::to_string(&shown).unwrap_or_default()
+    }
+
+    /// What a content block inside data is replaced by: the text its stored copy shows.
+    fn block_string(
+        &mut self,
+        block: &Value,
+        hidden: &HiddenUris,
+        attach: &mut Option<&mut Attach<'_>>,
+        blocks: &mut bool,
+    ) -> Value {
+        *blocks = true;
+        Value::String(
+            self.tool_result_piece(&classify(block), hidden, attach)
+                .text
+                .into_owned(),
+        )
     }
 
     /// [`Projector::data_text`] on raw JSON (structured content read from bytes): the same text,
@@ -1226,13 +1237,7 @@ impl<'h> Projector<'h> {
                     if block {
                         return;
                     }
-                    let mut key = match hidden.redact(&key) {
-                        Cow::Borrowed(key) => key.to_owned(),
-                        Cow::Owned(redacted) => numbered(&redacted, keys),
-                    };
-                    while shown.contains(&key) {
-                        key = numbered(WITHHELD_LINK, keys);
-                    }
+                    let key = shown_key(hidden, &key, keys, |key| shown.contains(key));
                     grow(out);
                     if !std::mem::take(&mut first) {
                         out.push(b',');
@@ -1296,12 +1301,7 @@ impl<'h> Projector<'h> {
         }
         let value = serde_json::from_str::<Value>(raw.get()).unwrap_or_default();
         let shown = self.map_blocks(&value, hidden, keys, &mut |this, block, hidden| {
-            *blocks = true;
-            Value::String(
-                this.tool_result_piece(&classify(block), hidden, attach)
-                    .text
-                    .into_owned(),
-            )
+            this.block_string(block, hidden, attach, blocks)
         });
         let _ = serde_json::to_writer(&mut *out, &shown);
     }
@@ -1324,13 +1324,7 @@ impl<'h> Projector<'h> {
             Value::Object(object) => {
                 let mut shown = Map::new();
                 for (key, value) in object {
-                    let mut key = match hidden.redact(key) {
-                        Cow::Borrowed(key) => key.to_owned(),
-                        Cow::Owned(redacted) => numbered(&redacted, keys),
-                    };
-                    while shown.contains_key(&key) {
-                        key = numbered(WITHHELD_LINK, keys);
-                    }
+                    let key = shown_key(hidden, key, keys, |key| shown.contains_key(key));
                     let value = self.map_blocks(value, hidden, keys, replace);
                     shown.insert(key, value);
                 }
@@ -1815,6 +1809,24 @@ fn joined_texts<'a>(blocks: &[Block<'a>], hidden: &HiddenUris) -> Vec<Option<Str
 }
 
 /// A redacted key with each placeholder numbered: `[withheld link 1]`, `[withheld link 2]`, ...
+/// A key of data as shown: redacted, a hidden uri in it numbered (`keys` counts them over the
+/// whole data), and numbered again while `taken` says an earlier key of its object is the same.
+fn shown_key(
+    hidden: &HiddenUris,
+    key: &str,
+    keys: &mut usize,
+    taken: impl Fn(&str) -> bool,
+) -> String {
+    let mut key = match hidden.redact(key) {
+        Cow::Borrowed(key) => key.to_owned(),
+        Cow::Owned(redacted) => numbered(&redacted, keys),
+    };
+    while taken(&key) {
+        key = numbered(WITHHELD_LINK, keys);
+    }
+    key
+}
+
 /// Makes room in `out` for a member, an eighth of what it holds at a time, so that a text a
 /// little longer than its JSON does not double its room. A string member makes its own room.
 fn grow(out: &mut Vec<u8>) {
