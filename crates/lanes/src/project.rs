@@ -1197,11 +1197,19 @@ impl<'h> Projector<'h> {
         attach: &mut Option<&mut Attach<'_>>,
         blocks: &mut bool,
     ) -> String {
-        // Room for the text as long as the JSON; past it, [`grow`] adds an eighth at a time.
-        let mut out = Vec::with_capacity(raw.get().len());
-        if self.write_raw(raw, hidden, &mut 0, attach, blocks, &mut out) {
+        let mut writer = DataWriter {
+            hidden,
+            attach,
+            keys: 0,
+            blocks: false,
+            // Room for the text as long as the JSON; past it, each member adds an eighth.
+            out: Vec::with_capacity(raw.get().len()),
+        };
+        let written = self.write_raw(raw, &mut writer);
+        *blocks |= writer.blocks;
+        if written {
             // Only strings and the text of checked JSON were written.
-            if let Ok(text) = String::from_utf8(out) {
+            if let Ok(text) = String::from_utf8(writer.out) {
                 return text;
             }
         }
@@ -1211,21 +1219,13 @@ impl<'h> Projector<'h> {
     }
 
     /// Writes raw JSON as [`Projector::map_blocks`], then `serde_json::to_string`, would: false,
-    /// with `out` and `keys` as they were, where `raw` is an object with a member `type` naming a
-    /// block type, or could not be walked, for the caller to read as a `Value`.
-    fn write_raw(
-        &mut self,
-        raw: &RawValue,
-        hidden: &HiddenUris,
-        keys: &mut usize,
-        attach: &mut Option<&mut Attach<'_>>,
-        blocks: &mut bool,
-        out: &mut Vec<u8>,
-    ) -> bool {
-        let (start, keys_before) = (out.len(), *keys);
+    /// with the writer's text and key count as they were, where `raw` is an object with a member
+    /// `type` naming a block type, or could not be walked, for the caller to read as a `Value`.
+    fn write_raw(&mut self, raw: &RawValue, w: &mut DataWriter<'_, '_, '_>) -> bool {
+        let (start, keys_before) = (w.out.len(), w.keys);
         let walked = match raw.get().as_bytes().first() {
             Some(b'{') => {
-                out.push(b'{');
+                w.out.push(b'{');
                 let (mut block, mut first) = (false, true);
                 let mut shown = std::collections::HashSet::new();
                 let walked = raw_members(raw, &mut |key, value| {
@@ -1237,37 +1237,31 @@ impl<'h> Projector<'h> {
                     if block {
                         return;
                     }
-                    let key = shown_key(hidden, &key, keys, |key| shown.contains(key));
-                    grow(out);
-                    if !std::mem::take(&mut first) {
-                        out.push(b',');
-                    }
-                    write_json_str(out, &key);
-                    out.push(b':');
-                    self.write_raw_value(value, hidden, keys, attach, blocks, out);
+                    let key = shown_key(w.hidden, &key, &mut w.keys, |key| shown.contains(key));
+                    w.member(&mut first);
+                    write_json_str(&mut w.out, &key);
+                    w.out.push(b':');
+                    self.write_raw_value(value, w);
                     shown.insert(key);
                 });
-                out.push(b'}');
+                w.out.push(b'}');
                 walked.is_ok() && !block
             }
             Some(b'[') => {
-                out.push(b'[');
+                w.out.push(b'[');
                 let mut first = true;
                 let walked = raw_members(raw, &mut |_, value| {
-                    grow(out);
-                    if !std::mem::take(&mut first) {
-                        out.push(b',');
-                    }
-                    self.write_raw_value(value, hidden, keys, attach, blocks, out);
+                    w.member(&mut first);
+                    self.write_raw_value(value, w);
                 });
-                out.push(b']');
+                w.out.push(b']');
                 walked.is_ok()
             }
             Some(b'"') => match raw_str(raw) {
                 Some(text) => {
-                    let text = hidden.redact(&text);
-                    out.reserve_exact(text.len() + 2);
-                    write_json_str(out, &text);
+                    let text = w.hidden.redact(&text);
+                    w.out.reserve_exact(text.len() + 2);
+                    write_json_str(&mut w.out, &text);
                     true
                 }
                 None => false,
@@ -1275,35 +1269,34 @@ impl<'h> Projector<'h> {
             // A number, `true`, `false` or `null`, written as its `Value` writes it.
             _ => serde_json::from_str::<Value>(raw.get())
                 .ok()
-                .and_then(|value| serde_json::to_writer(&mut *out, &value).ok())
+                .and_then(|value| serde_json::to_writer(&mut w.out, &value).ok())
                 .is_some(),
         };
         if !walked {
-            out.truncate(start);
-            *keys = keys_before;
+            w.out.truncate(start);
+            w.keys = keys_before;
         }
         walked
     }
 
     /// [`Projector::write_raw`] on a member, which a block, or JSON that could not be walked,
     /// is read into a `Value` for.
-    fn write_raw_value(
-        &mut self,
-        raw: &RawValue,
-        hidden: &HiddenUris,
-        keys: &mut usize,
-        attach: &mut Option<&mut Attach<'_>>,
-        blocks: &mut bool,
-        out: &mut Vec<u8>,
-    ) {
-        if self.write_raw(raw, hidden, keys, attach, blocks, out) {
+    fn write_raw_value(&mut self, raw: &RawValue, w: &mut DataWriter<'_, '_, '_>) {
+        if self.write_raw(raw, w) {
             return;
         }
         let value = serde_json::from_str::<Value>(raw.get()).unwrap_or_default();
+        let DataWriter {
+            hidden,
+            attach,
+            keys,
+            blocks,
+            out,
+        } = w;
         let shown = self.map_blocks(&value, hidden, keys, &mut |this, block, hidden| {
             this.block_string(block, hidden, attach, blocks)
         });
-        let _ = serde_json::to_writer(&mut *out, &shown);
+        let _ = serde_json::to_writer(out, &shown);
     }
 
     /// Copies data, replacing each content block at any depth by what `replace` makes of it and
@@ -1827,12 +1820,28 @@ fn shown_key(
     key
 }
 
-/// Makes room in `out` for a member, an eighth of what it holds at a time, so that a text a
-/// little longer than its JSON does not double its room. A string member makes its own room.
-fn grow(out: &mut Vec<u8>) {
-    const ROOM: usize = 4096;
-    if out.capacity() - out.len() < ROOM {
-        out.reserve_exact(ROOM.max(out.len() / 8));
+/// What writing raw data carries from member to member: what it hides, its payloads' way out,
+/// the hidden-uri keys numbered so far, whether it met a block, and the text.
+struct DataWriter<'w, 'x, 'f> {
+    hidden: &'w HiddenUris,
+    attach: &'w mut Option<&'x mut Attach<'f>>,
+    keys: usize,
+    blocks: bool,
+    out: Vec<u8>,
+}
+
+impl DataWriter<'_, '_, '_> {
+    /// Begins a member: a comma unless it is the `first`, and room for it, an eighth of what the
+    /// text holds at a time, so a text a little longer than its JSON does not double its room.
+    /// A string makes its own room.
+    fn member(&mut self, first: &mut bool) {
+        const ROOM: usize = 4096;
+        if self.out.capacity() - self.out.len() < ROOM {
+            self.out.reserve_exact(ROOM.max(self.out.len() / 8));
+        }
+        if !std::mem::take(first) {
+            self.out.push(b',');
+        }
     }
 }
 
