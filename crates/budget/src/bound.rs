@@ -12,9 +12,11 @@
 //! - the random part of an id mcpl wrote (`ref_<n>_<4 random>`, `img_<6 random>_<n>`,
 //!   `doc_<6 random>_<n>`) costs its bytes, however o200k splits it, so a text costs the same
 //!   whatever random ids it holds;
-//! - a piece of more than [`HUGE_PIECE`] bytes (a run of letters with no space or punctuation,
-//!   as a hostile server or a long line of CJK text sends) costs its bytes, for the same reason:
-//!   counting it exactly would take memory in proportion to it;
+//! - a piece of more than [`HUGE_PIECE`] bytes (a long line of CJK letters with no
+//!   punctuation), or of more than [`LONG_ASCII_PIECE`] bytes all ASCII (a run of letters no
+//!   person writes), costs its bytes, for the same reason: counting it exactly would take
+//!   memory in proportion to it, or load `bpe-openai`'s tables, about 35 MiB, for the rest of
+//!   the process;
 //! - every other piece costs o200k's own count of it (the crate's compact o200k tables,
 //!   decision 0137).
 //!
@@ -39,6 +41,12 @@ pub const LONG_WORD_END: usize = 64;
 /// hold a few bytes a token (`bpe-openai`'s backtracking encoder), and a piece this long is cut
 /// by any budget anyway.
 pub const HUGE_PIECE: usize = 64 * 1024;
+
+/// A piece of more bytes than this, all ASCII, is priced at its bytes (decision 0143): a run of
+/// letters that long is no word, and counting it would load `bpe-openai`'s tables, about 35 MiB
+/// for the rest of the process. A piece outside ASCII this long (CJK text with no punctuation)
+/// is still counted, up to [`HUGE_PIECE`].
+pub const LONG_ASCII_PIECE: usize = 1024;
 
 /// An upper bound on o200k's count of any text: o200k's count of each piece, or its bytes for
 /// a long word or the random part of an id (see the module's documentation).
@@ -411,7 +419,11 @@ const EMPTY_SLOT: Slot = Slot {
 /// The price of one piece that lies in no id's random part (see the module's documentation).
 fn price_in(cache: &mut [Slot], piece: &str) -> u64 {
     let bytes = piece.as_bytes();
-    if bytes.len() <= 1 || bytes.len() > HUGE_PIECE || is_long_word(bytes) {
+    if bytes.len() <= 1
+        || bytes.len() > HUGE_PIECE
+        || (bytes.len() > LONG_ASCII_PIECE && bytes.is_ascii())
+        || is_long_word(bytes)
+    {
         return bytes.len() as u64;
     }
     cached_count(cache, bytes)
@@ -626,6 +638,19 @@ mod tests {
         assert!(doc.contains(&words), "{words}");
         let huge = format!("a piece over {} KiB", HUGE_PIECE / 1024);
         assert!(doc.contains(&huge), "{huge}");
+        let ascii = format!("a piece over {} KiB all in ASCII", LONG_ASCII_PIECE / 1024);
+        assert!(doc.contains(&ascii), "{ascii}");
+    }
+
+    #[test]
+    fn a_long_ascii_piece_costs_its_bytes_and_no_fewer_than_o200k_counts() {
+        let over = "x".repeat(LONG_ASCII_PIECE + 1);
+        assert_eq!(Bound::pieces(&over).count(), 1);
+        assert_eq!(Bound.count(&over), over.len() as u64);
+        assert!(Bound.count(&over) >= bpe_openai::o200k_base().count(&over) as u64);
+        // At the limit, the piece is still counted.
+        let at = &over[..LONG_ASCII_PIECE];
+        assert_eq!(Bound.count(at), bpe_openai::o200k_base().count(at) as u64);
     }
 
     #[test]

@@ -107,7 +107,7 @@ pub mod store_config;
 pub mod text;
 pub mod window;
 
-pub use bound::{Bound, HUGE_PIECE, LONG_WORD, LONG_WORD_END, Pieces, Priced};
+pub use bound::{Bound, HUGE_PIECE, LONG_ASCII_PIECE, LONG_WORD, LONG_WORD_END, Pieces, Priced};
 pub use fit::{
     CutError, DEFAULT_BUDGET, DEFAULT_MESSAGE_BUDGET, DEFAULT_TOOL_BUDGET_CEILING, Fitted, Omitted,
     cut, cut_with, fit_detached, fit_tool_result, fit_tool_result_copies, omission_notice,

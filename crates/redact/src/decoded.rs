@@ -98,12 +98,139 @@ pub(crate) fn may_spell_more(piece: &str) -> bool {
     memchr::memchr2_iter(b'=', b'\\', b).any(escape) || encoded::has_base64_run(b)
 }
 
-/// `text` in windows of about `size` bytes, each with its offset: the whole text when it is
-/// at most twice as long, else cut after white space that ends no soft line break (`=` then a
-/// line break), or between two characters outside ASCII (a line of CJK text has no space): no
-/// escape or encoded run reaches across either, as each is spelled in ASCII.
-pub(crate) fn windows(text: &str, size: usize) -> impl Iterator<Item = (usize, &str)> {
-    windows_cut(text, size, next_cut)
+/// A window of a long text: where it begins, its text, and whether it begins inside a stretch
+/// that had no place to cut (`edge`), reaching back over the window before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Window<'t> {
+    pub(crate) at: usize,
+    pub(crate) text: &'t str,
+    pub(crate) edge: bool,
+    /// Where the word that holds the window's last byte ends in the whole text ([`word_end`]).
+    reach: usize,
+}
+
+/// `text` in windows of about `size` bytes: the whole text when it is at most twice as long,
+/// else cut after white space that ends no soft line break (`=` then a line break), or between
+/// two characters outside ASCII (a line of CJK text has no space): no escape or encoded run
+/// reaches across either, as each is spelled in ASCII.
+///
+/// A stretch with no such place for twice `size` (one line of base64, of minified JSON) is cut
+/// anyway, every quarter of `size`, and each window after such a cut begins a sixty-fourth of
+/// `size` before it, at its `edge` (decision 0143): an escape cut there is whole in the next
+/// window, as is a finding no longer than that, and a run the cut falls in is read from the
+/// edge at every alignment. Its views, several bytes for each of its bytes, are never made
+/// whole.
+pub(crate) fn windows(text: &str, size: usize) -> impl Iterator<Item = Window<'_>> {
+    let size = size.max(1);
+    let forced = (size / 4).max(2);
+    windows_forced(text, size, forced, (size / 64).clamp(1, forced / 2))
+}
+
+/// [`windows`], a stretch with no place to cut cut every `forced` bytes, each window after such
+/// a cut reaching `overlap` bytes back over the one before it.
+pub(crate) fn windows_forced(
+    text: &str,
+    size: usize,
+    forced: usize,
+    overlap: usize,
+) -> impl Iterator<Item = Window<'_>> {
+    let (mut at, mut edge) = (0, false);
+    // The end of the last word [`word_end`] read to: a word that runs on past several windows
+    // is read once, not once a window.
+    let mut known = 0;
+    std::iter::from_fn(move || {
+        if at >= text.len() {
+            return None;
+        }
+        let (start, starts_at_edge) = (at, edge);
+        let end = if text.len() - start <= 2 * size {
+            text.len()
+        } else {
+            let natural = (start + size..=start + 2 * size).find(|&cut| cuts_at(text, cut));
+            match natural {
+                Some(cut) => cut,
+                // At least one character, however small `forced` is.
+                None => floor_char_boundary(text, start + forced).max(
+                    (start + 1..=text.len())
+                        .find(|&at| text.is_char_boundary(at))
+                        .unwrap_or(text.len()),
+                ),
+            }
+        };
+        edge = false;
+        at = end;
+        if end < text.len() && !cuts_at(text, end) {
+            // A forced cut: the next window reaches back over this one's end.
+            let back = floor_char_boundary(text, end - overlap);
+            if back > start {
+                (at, edge) = (back, true);
+            }
+        }
+        if known < end {
+            known = word_end(text, end);
+        }
+        Some(Window {
+            at: start,
+            text: &text[start..end],
+            edge: starts_at_edge,
+            reach: known,
+        })
+    })
+}
+
+impl Window<'_> {
+    /// A finding's bytes `start..end` of the window, as the bytes of `whole`, the text it is a
+    /// window of, that it withholds: up to the end of its word ([`word_end`], which may lie past
+    /// the window), and, in the run a window at an edge begins inside, from where that run
+    /// begins ([`run_start`]).
+    pub(crate) fn whole_span(&self, whole: &str, start: usize, end: usize) -> (usize, usize) {
+        let end = match word_end(self.text, end) {
+            end if end == self.text.len() => self.reach.max(self.at + end),
+            end => self.at + end,
+        };
+        let start = self.at + start;
+        match self.edge {
+            true => (run_start(whole, self.at, start), end),
+            false => (start, end),
+        }
+    }
+}
+
+/// Where the base64 run that holds the byte before `end` ends in `text`, for a finding that
+/// ends where a window was cut inside a stretch with no place to cut. Elsewhere, `end`.
+pub(crate) fn run_end(text: &str, end: usize) -> usize {
+    let b = text.as_bytes();
+    let in_run = |i: usize| b.get(i).is_some_and(|&c| encoded::is_base64(char::from(c)));
+    if end == 0 || !in_run(end - 1) {
+        return end;
+    }
+    (end..b.len()).find(|&i| !in_run(i)).unwrap_or(b.len())
+}
+
+/// The last character boundary of `text` at or before `at`.
+fn floor_char_boundary(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// Where a finding of a window that begins at an `edge` (`at`), which starts at `start` in
+/// `text`, starts in the whole text: where the base64 run the window begins inside starts,
+/// when the finding is that run read from one of its first eight bytes (at one of base32's
+/// alignments), as a finding in a run withholds all of it. A finding elsewhere starts where it
+/// does.
+pub(crate) fn run_start(text: &str, at: usize, start: usize) -> usize {
+    let b = text.as_bytes();
+    let in_run = |i: usize| b.get(i).is_some_and(|&c| encoded::is_base64(char::from(c)));
+    if start < at || start - at >= 8 || !(at..start).all(in_run) {
+        return start;
+    }
+    (0..at)
+        .rev()
+        .take_while(|&i| in_run(i))
+        .last()
+        .unwrap_or(at)
 }
 
 /// The first place at or after `from` that [`windows`] may cut `text` at.
@@ -157,8 +284,9 @@ pub(crate) fn windows_cut(
 /// itself, and each base64 or base32 run's text with its own layers, four decodings deep in
 /// all. The work is bounded by the text's length, as the secrets matcher's is.
 ///
-/// The caller keeps `text` under 4 GiB.
-pub(crate) fn for_each(text: &str, mut visit: impl FnMut(&Decoded)) {
+/// The caller keeps `text` under 4 GiB. With `edge`, the text begins where a longer one with
+/// no place to cut was cut anyway ([`Window::edge`]).
+pub(crate) fn for_each(text: &str, edge: bool, mut visit: impl FnMut(&Decoded)) {
     if !may_decode(text) {
         return;
     }
@@ -173,6 +301,7 @@ pub(crate) fn for_each(text: &str, mut visit: impl FnMut(&Decoded)) {
         },
         0,
         false,
+        edge,
     );
 }
 
@@ -183,8 +312,15 @@ struct Walk<'v> {
     budget: usize,
 }
 
+/// A text decoded from a run is read in windows of about this many bytes ([`windows`]): each
+/// of its characters stands for the whole run, so a finding in any window withholds all of it,
+/// and the run's views are never made whole.
+const RUN_WINDOW: usize = 64 << 10;
+
 impl Walk<'_> {
-    fn chain(&mut self, mut layer: View, mut depth: usize, charged: bool) {
+    /// Visits `layer` and the layers below it. With `edge`, the layer begins at a forced cut
+    /// ([`Window::edge`]).
+    fn chain(&mut self, mut layer: View, mut depth: usize, charged: bool, edge: bool) {
         loop {
             if depth > 0 || charged {
                 (self.visit)(&Decoded::of(layer.units.clone()));
@@ -194,7 +330,7 @@ impl Walk<'_> {
             }
             let seen = depth > 0 && !charged;
             let mut runs = Vec::new();
-            encoded::for_each_hidden(&layer, seen, |h| runs.push(h));
+            encoded::for_each_hidden(&layer, seen, edge, |h| runs.push(h));
             for run in runs {
                 self.run(run, depth + 1);
             }
@@ -210,16 +346,16 @@ impl Walk<'_> {
     }
 
     fn run(&mut self, run: Hidden, depth: usize) {
-        let units = view::units_spanning(&run.text, run.start, run.end);
-        if self.charge(units.len()) {
-            self.chain(
-                View {
-                    units,
-                    alts: Vec::new(),
-                },
-                depth,
-                true,
-            );
+        for window in windows(&run.text, RUN_WINDOW) {
+            let units = view::units_spanning(window.text, run.start, run.end);
+            if !self.charge(units.len()) {
+                return;
+            }
+            let layer = View {
+                units,
+                alts: Vec::new(),
+            };
+            self.chain(layer, depth, true, window.edge);
         }
     }
 
@@ -240,7 +376,7 @@ mod tests {
 
     fn texts(text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        for_each(text, |d| out.push(d.text.clone()));
+        for_each(text, false, |d| out.push(d.text.clone()));
         out
     }
 
@@ -262,7 +398,7 @@ mod tests {
     fn a_finding_maps_to_the_bytes_that_spelled_it() {
         let text = "go =68=74tp now";
         let mut seen = false;
-        for_each(text, |d| {
+        for_each(text, false, |d| {
             if let Some(at) = d.text.find("http") {
                 assert_eq!(d.origin(at, at + 4), (3, 11));
                 seen = true;
@@ -271,7 +407,7 @@ mod tests {
         assert!(seen);
         let run = STANDARD.encode("see https://x.example/a");
         let text = format!("id {run} ok");
-        for_each(&text, |d| {
+        for_each(&text, false, |d| {
             if let Some(at) = d.text.find("https") {
                 assert_eq!(d.origin(at, at + 5), (3, 3 + run.len()));
             }
@@ -289,7 +425,7 @@ mod tests {
     /// with the original bytes it came from, shifted by `offset`.
     fn decoded_units(text: &str, offset: u32) -> BTreeSet<(char, u32, u32)> {
         let mut out = BTreeSet::new();
-        for_each(text, |d| {
+        for_each(text, false, |d| {
             for u in d.units.iter().filter(|u| !u.is_raw()) {
                 out.insert((u.ch, offset + u.start, offset + u.end));
             }
@@ -335,20 +471,103 @@ mod tests {
             let whole = decoded_units(&text, 0);
             let mut windowed = BTreeSet::new();
             let mut next = 0;
-            for (offset, window) in windows(&text, size) {
-                proptest::prop_assert_eq!(offset, next);
-                next = offset + window.len();
-                windowed.extend(decoded_units(window, offset as u32));
+            let mut forced = false;
+            for window in windows(&text, size) {
+                proptest::prop_assert!(window.at <= next);
+                forced |= window.edge;
+                next = window.at + window.text.len();
+                windowed.extend(decoded_units(window.text, window.at as u32));
             }
             proptest::prop_assert_eq!(next, text.len());
-            proptest::prop_assert_eq!(windowed, whole);
+            // A forced cut may fall in a run: windows then read it in parts (see below).
+            if !forced {
+                proptest::prop_assert_eq!(windowed, whole);
+            }
+        }
+    }
+
+    /// The bytes of `text` that the credential rules withhold in what it decodes to, read in
+    /// `windows`, as the redaction of a text takes them.
+    fn withheld<'t>(text: &str, windows: impl Iterator<Item = Window<'t>>) -> Vec<(usize, usize)> {
+        let mut spans = Vec::new();
+        for window in windows {
+            for_each(window.text, window.edge, |d| {
+                let credentials: Vec<(usize, usize)> = crate::formats::credentials_in(&d.text)
+                    .iter()
+                    .map(|f| (f.start, f.end))
+                    .collect();
+                for (start, end) in credentials
+                    .iter()
+                    .copied()
+                    .chain(crate::params::values_in(&d.text, &credentials))
+                {
+                    let (start, end) = d.origin(start, end);
+                    spans.push(window.whole_span(text, start, end));
+                }
+            });
+        }
+        spans
+    }
+
+    /// A stretch with no place to cut: base64 letters, escapes and punctuation.
+    fn uncut_stretch() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::strategy::Strategy as _;
+        let pieces = [
+            "QUJD", "x9", "+/", "-_", "%41", r"\u0041", "=3D", "&#x41;", "\"", ",",
+        ];
+        proptest::collection::vec(proptest::sample::select(pieces.to_vec()), 3000..8000)
+            .prop_map(|p| p.concat())
+    }
+
+    /// A credential spelled the ways only a decoded text shows it.
+    fn spelled_credential() -> impl proptest::strategy::Strategy<Value = String> {
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        use proptest::strategy::Strategy as _;
+        ("[a-z0-9]{12,24}", 0usize..5).prop_map(|(value, how)| {
+            let plain = format!("password={value}");
+            match how {
+                0 => STANDARD.encode(&plain),
+                1 => URL_SAFE_NO_PAD.encode(format!("x{plain}")),
+                2 => format!("password=3D{value}"),
+                3 => plain.bytes().map(|b| format!(r"\{b:o}")).collect(),
+                _ => plain.bytes().map(|b| format!("%{b:02X}")).collect(),
+            }
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 96, ..Default::default() })]
+
+        /// A credential spelled anywhere in a long stretch with no place to cut, which is cut
+        /// anyway (decision 0143), is withheld wherever the whole text's read withholds it.
+        #[test]
+        fn a_forced_cut_withholds_what_the_whole_read_withholds(
+            before in uncut_stretch(),
+            spelling in spelled_credential(),
+            after in uncut_stretch(),
+            size in 4096usize..8192,
+        ) {
+            let text = format!("{before}{spelling}{after}");
+            let whole = withheld(&text, windows(&text, text.len()));
+            let cut: Vec<Window<'_>> = windows_forced(&text, size, size / 4, size / 8).collect();
+            proptest::prop_assert!(cut.iter().any(|w| w.edge), "the stretch is cut anyway");
+            let windowed = withheld(&text, cut.into_iter());
+            let covered = |spans: &[(usize, usize)], at: usize| {
+                spans.iter().any(|&(start, end)| start <= at && at < end)
+            };
+            for at in before.len()..before.len() + spelling.len() {
+                proptest::prop_assert!(
+                    !covered(&whole, at) || covered(&windowed, at),
+                    "byte {} of {:?}", at, spelling
+                );
+            }
         }
     }
 
     #[test]
     fn a_line_with_no_space_is_cut_between_characters_outside_ascii() {
         let text = "\u{4e2d}\u{6587}".repeat(100);
-        let cuts: Vec<usize> = windows(&text, 30).map(|(offset, _)| offset).collect();
+        let cuts: Vec<usize> = windows(&text, 30).map(|window| window.at).collect();
         assert!(cuts.len() > 1, "{cuts:?}");
     }
 

@@ -416,8 +416,8 @@ impl HiddenUris {
         if !self.scan && !self.compiled.is_searched() {
             return ranges;
         }
-        for (offset, window) in decoded::windows(joined, REDACT_WINDOW) {
-            decoded::for_each(window, |d| {
+        for window in decoded::windows(joined, REDACT_WINDOW) {
+            decoded::for_each(window.text, window.edge, |d| {
                 if (!self.compiled.is_searched() || self.compiled.lacks_anchors(&d.text))
                     && view_holds_no_url(&d.text)
                 {
@@ -427,8 +427,7 @@ impl HiddenUris {
                 for (start, end) in self.find_in_view(&view.text) {
                     let (start, end) = view.origin(start, end);
                     let (start, end) = d.origin(start, end);
-                    let end = decoded::word_end(window, end);
-                    ranges.push((offset + start, offset + end));
+                    ranges.push(window.whole_span(joined, start, end));
                 }
             });
         }

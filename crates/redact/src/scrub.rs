@@ -137,8 +137,8 @@ impl Scrubber {
                 spans.extend(params::values_in(piece, &within).into_iter().map(shift));
                 // And what the piece decodes to beyond the view: a parameter or a token in
                 // quoted-printable, octal, base64 or base32.
-                for (at, window) in decoded::windows(piece, REDACT_WINDOW) {
-                    decoded::for_each(window, |d| {
+                for window in decoded::windows(piece, REDACT_WINDOW) {
+                    decoded::for_each(window.text, window.edge, |d| {
                         // A name never reaches into what a rule withholds, in a decoded text
                         // as in the piece.
                         let credentials: Vec<(usize, usize)> = formats::credentials_in(&d.text)
@@ -150,8 +150,8 @@ impl Scrubber {
                             .copied()
                             .chain(params::values_in(&d.text, &credentials))
                             .map(|(start, end)| d.origin(start, end))
-                            .map(|(start, end)| (start, decoded::word_end(window, end)))
-                            .map(|(start, end)| shift((at + start, at + end)))
+                            .map(|(start, end)| window.whole_span(piece, start, end))
+                            .map(shift)
                             .collect::<Vec<_>>();
                         spans.extend(found);
                     });

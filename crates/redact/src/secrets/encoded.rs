@@ -61,8 +61,11 @@ fn is_base32(c: char) -> bool {
 }
 
 /// Calls `found` with every text decoded from a base64 or base32 run of a view; with `seen`,
-/// not for runs of original characters, which the layer below held just the same.
-pub(crate) fn for_each_hidden(view: &View, seen: bool, mut found: impl FnMut(Hidden)) {
+/// not for runs of original characters, which the layer below held just the same. With `edge`,
+/// the view begins where a text with no place to cut was cut anyway
+/// ([`crate::decoded::windows`]): a run at its start may have begun before it, so it is read at
+/// every alignment.
+pub(crate) fn for_each_hidden(view: &View, seen: bool, edge: bool, mut found: impl FnMut(Hidden)) {
     // The run and its neighbours are original and side by side, so nothing changed there.
     let unchanged = |from: usize, to: usize| {
         let around = &view.units[from.saturating_sub(1)..(to + 1).min(view.units.len())];
@@ -74,6 +77,9 @@ pub(crate) fn for_each_hidden(view: &View, seen: bool, mut found: impl FnMut(Hid
         }
         let mut starts = [None; 4];
         starts[0] = Some(from);
+        if edge && from == 0 {
+            starts = [Some(0), Some(1), Some(2), Some(3)];
+        }
         // A run such as `files/QUJD...` begins with its context: a `/`, `+`, `-` or `_`
         // may end it, and the first of them for each alignment gives another start.
         for (k, u) in view.units[from..body].iter().enumerate() {
@@ -98,22 +104,26 @@ pub(crate) fn for_each_hidden(view: &View, seen: bool, mut found: impl FnMut(Hid
         if let Some((chars, start)) = after_equals(view, from, body) {
             decode(chars, start, view.units[to - 1].end, base64, &mut found);
         }
-        base32_runs(view, from, to, &mut found);
+        base32_runs(view, from, to, edge, &mut found);
     }
 }
 
-/// Base32 runs lie inside base64 runs, as its characters are base64 characters too.
-fn base32_runs(view: &View, from: usize, to: usize, found: &mut impl FnMut(Hidden)) {
+/// Base32 runs lie inside base64 runs, as its characters are base64 characters too. With
+/// `edge`, a run at the view's start is read at each of base32's eight alignments.
+fn base32_runs(view: &View, from: usize, to: usize, edge: bool, found: &mut impl FnMut(Hidden)) {
     for (f, body, t) in runs(&view.units[from..to], is_base32) {
         let (f, body, t) = (from + f, from + body, from + t);
-        let chars = view.units[f..body].iter().map(|u| u.ch);
-        decode(
-            chars,
-            view.units[f].start,
-            view.units[t - 1].end,
-            base32,
-            found,
-        );
+        let alignments = if edge && f == 0 { 8 } else { 1 };
+        for start in (f..body).take(alignments) {
+            let chars = view.units[start..body].iter().map(|u| u.ch);
+            decode(
+                chars,
+                view.units[start].start,
+                view.units[t - 1].end,
+                base32,
+                found,
+            );
+        }
         if let Some((chars, start)) = after_equals(view, f, body) {
             decode(chars, start, view.units[t - 1].end, base32, found);
         }
@@ -227,7 +237,7 @@ mod tests {
         };
         let view = decode_layer(&top).unwrap_or(top);
         let mut out = Vec::new();
-        for_each_hidden(&view, false, |h| out.push(h.text));
+        for_each_hidden(&view, false, false, |h| out.push(h.text));
         out
     }
 

@@ -22,6 +22,8 @@ struct Scan<'a, A> {
     /// Units that views decoded from base64 or base32 may still take, so that nesting
     /// cannot make the work grow faster than the text.
     budget: usize,
+    /// Whether the text begins where a longer one with no place to cut was cut anyway.
+    edge: bool,
 }
 
 /// The original byte ranges that hold a secret, sorted, with overlapping or touching ranges merged.
@@ -29,18 +31,25 @@ struct Scan<'a, A> {
 /// The caller keeps the text under 4 GiB.
 pub(crate) fn find(matcher: &Matcher, text: &str) -> Vec<(usize, usize)> {
     match matcher {
-        Matcher::Dfa(aut) => find_windowed(aut, text, SCAN_WINDOW),
-        Matcher::Nfa(aut) => find_windowed(aut, text, SCAN_WINDOW),
+        Matcher::Dfa(aut) => find_windowed(aut, text, SCAN_WINDOW, &mut false),
+        Matcher::Nfa(aut) => find_windowed(aut, text, SCAN_WINDOW, &mut false),
     }
 }
 
-/// [`find`] with windows of `size` bytes, for the tests that check windows against the whole.
+/// [`find`] with windows of `size` bytes, for the tests that check windows against the whole,
+/// and whether a stretch with no place to cut was cut anyway.
 #[cfg(test)]
-pub(crate) fn find_in_windows(matcher: &Matcher, text: &str, size: usize) -> Vec<(usize, usize)> {
-    match matcher {
-        Matcher::Dfa(aut) => find_windowed(aut, text, size),
-        Matcher::Nfa(aut) => find_windowed(aut, text, size),
-    }
+pub(crate) fn find_in_windows(
+    matcher: &Matcher,
+    text: &str,
+    size: usize,
+) -> (Vec<(usize, usize)>, bool) {
+    let mut forced = false;
+    let hits = match matcher {
+        Matcher::Dfa(aut) => find_windowed(aut, text, size, &mut forced),
+        Matcher::Nfa(aut) => find_windowed(aut, text, size, &mut forced),
+    };
+    (hits, forced)
 }
 
 /// A text over twice this many bytes is searched a window at a time (decision 0141): its
@@ -57,24 +66,41 @@ const LITERAL_MARGIN: usize = 128;
 /// and each begins far enough before the last one ended that the stretch they share holds the
 /// longest skeleton searched, in every layer: so a match lies whole in some window, read there
 /// as the whole text reads it.
-fn find_windowed(aut: &impl Automaton, text: &str, size: usize) -> Vec<(usize, usize)> {
+///
+/// A stretch with no such cut for twice `size` is cut anyway, every quarter of `size`, as the
+/// decoded layers are (decision 0143): the next window begins where the stretch it shares holds
+/// the longest skeleton (or half the window back, where it is that sparse), at its edge, where
+/// a run is read at every alignment; a hit in the run a cut falls in withholds the whole run.
+/// `forced` is set when such a cut is made.
+fn find_windowed(
+    aut: &impl Automaton,
+    text: &str,
+    size: usize,
+    forced_cut: &mut bool,
+) -> Vec<(usize, usize)> {
     if text.len() <= 2 * size {
-        return find_with(aut, text);
+        return find_with(aut, text, false);
     }
     let reach = aut.max_pattern_len();
+    // A forced window holds twice what it shares with the next, at least.
+    let forced = (size / 4).max(4 * reach.saturating_add(LITERAL_MARGIN));
     let mut hits = Vec::new();
-    let mut start = 0;
+    let (mut start, mut edge) = (0, false);
     // Where the window's end is looked for: a window's length past its start, and past the
     // last window's end.
     let mut from = size;
     loop {
-        let end = match text.len() - start <= 2 * size {
-            true => text.len(),
-            false => crate::decoded::next_cut(text, from).unwrap_or(text.len()),
+        let (end, cut) = match text.len() - start <= 2 * size {
+            true => (text.len(), true),
+            false => match (from..=from + size).find(|&at| crate::decoded::cuts_at(text, at)) {
+                Some(end) => (end, true),
+                // A window that grew for room to share keeps its length.
+                None => (forced_end(text, start, forced.max(from - start)), false),
+            },
         };
         let next = match end < text.len() {
-            true => match shared_from(text, start, end, reach) {
-                Some(next) => Some(next),
+            true if cut => match shared_from(text, start, end, reach) {
+                Some(next) => Some((next, false)),
                 None => {
                     // Too little to share before the cut: the window grows, to twice its
                     // length, so that a text with no room to share is read in few windows.
@@ -82,20 +108,60 @@ fn find_windowed(aut: &impl Automaton, text: &str, size: usize) -> Vec<(usize, u
                     continue;
                 }
             },
+            true => {
+                *forced_cut = true;
+                Some((forced_from(text, start, end, reach), true))
+            }
             false => None,
         };
-        hits.extend(
-            find_with(aut, &text[start..end])
-                .into_iter()
-                .map(|(s, e)| (start + s, start + e)),
-        );
-        let Some(next) = next else {
+        let found = find_with(aut, &text[start..end], edge);
+        hits.extend(found.into_iter().map(|(s, e)| {
+            let (s, e) = (start + s, start + e);
+            // A hit in a run cut at either end of the window withholds the whole run.
+            let s = match edge {
+                true => crate::decoded::run_start(text, start, s),
+                false => s,
+            };
+            let e = match !cut && e == end {
+                true => crate::decoded::run_end(text, e),
+                false => e,
+            };
+            (s, e)
+        }));
+        let Some((next, next_edge)) = next else {
             break;
         };
-        start = next;
+        (start, edge) = (next, next_edge);
         from = (start + size).max(end + 1);
     }
     crate::scrub::merge(hits)
+}
+
+/// Where a window that begins at `start` in a stretch with no place to cut is cut: `forced`
+/// bytes on, at a character's start, and at least one character on.
+fn forced_end(text: &str, start: usize, forced: usize) -> usize {
+    (start + forced.max(1)..=text.len())
+        .find(|&at| text.is_char_boundary(at))
+        .unwrap_or(text.len())
+}
+
+/// Where the window after a forced cut at `end` begins: far enough back that the stretch to
+/// `end` holds `reach` skeleton bytes (and [`LITERAL_MARGIN`] more) in each of its layers, the
+/// stretch tried twice as long each time, but no further back than half the window.
+fn forced_from(text: &str, start: usize, end: usize, reach: usize) -> usize {
+    let wanted = reach.saturating_add(LITERAL_MARGIN);
+    let most = (end - start) / 2;
+    let mut back = wanted.saturating_mul(2).min(most);
+    loop {
+        let mut from = end - back;
+        while !text.is_char_boundary(from) {
+            from -= 1;
+        }
+        if back >= most || least_skeleton(&text[from..end]) >= wanted {
+            return from.max(start + 1);
+        }
+        back = back.saturating_mul(2).min(most);
+    }
 }
 
 /// A cut after `start` and before `end` whose stretch to `end` holds `reach` skeleton bytes
@@ -133,11 +199,13 @@ fn least_skeleton(text: &str) -> usize {
     least
 }
 
-fn find_with(aut: &impl Automaton, text: &str) -> Vec<(usize, usize)> {
+/// The hits of one window; with `edge`, it begins at a forced cut.
+fn find_with(aut: &impl Automaton, text: &str, edge: bool) -> Vec<(usize, usize)> {
     let mut scan = Scan {
         aut,
         hits: Vec::new(),
         budget: text.len().saturating_mul(16).saturating_add(1 << 20),
+        edge,
     };
     if is_plain(text) {
         scan.plain(text);
@@ -200,7 +268,9 @@ impl<A: Automaton> Scan<'_, A> {
             }
             // Runs of the original text seen in the layer below are not decoded again.
             let seen = depth > 0 && !charged;
-            encoded::for_each_hidden(&view, seen, |h| self.hidden(h, depth + 1));
+            // A text decoded from a run begins where its run does, never at the edge.
+            let edge = self.edge && !charged;
+            encoded::for_each_hidden(&view, seen, edge, |h| self.hidden(h, depth + 1));
             let Some(next) = view::decode_layer(&view) else {
                 return;
             };

@@ -225,10 +225,53 @@ proptest! {
         let text = pieces.concat();
         let matcher = s.matcher.get_or_init(|| super::build(&s.skeletons)).clone();
         let matcher = matcher.expect("an automaton over two secrets");
-        prop_assert_eq!(
-            crate::secrets::scan::find_in_windows(&matcher, &text, size),
-            s.hits(&text),
-            "{:?}", text
-        );
+        let (windowed, forced) = crate::secrets::scan::find_in_windows(&matcher, &text, size);
+        // A cut forced inside a run may leave a spelling longer than the windows share in no
+        // one window: the next test places spellings as the windows a host uses would read them.
+        if !forced {
+            prop_assert_eq!(windowed, s.hits(&text), "{:?}", text);
+        }
+    }
+}
+
+/// A stretch with no place to cut: base64 letters, escapes and punctuation, no white space.
+fn uncut_stretch(len: usize) -> impl Strategy<Value = String> {
+    let pieces = vec![
+        "QUJD", "x9", "+/", "-_", "%41", r"\u0041", "=3D", "&#x41;", "\"", ",", "ab",
+    ];
+    prop::collection::vec(prop::sample::select(pieces), len / 3..len / 2).prop_map(|p| p.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// A spelling of a secret anywhere in a long stretch with no place to cut, which the search
+    /// cuts anyway (decision 0143), is withheld wherever the whole text's search withholds it:
+    /// the windows a host uses share far more than a spelling spans.
+    #[test]
+    fn a_forced_cut_withholds_what_the_whole_search_withholds(
+        (secret, (spelling, _)) in alnum_secret()
+            .prop_flat_map(|s| (Just(s.clone()), spellings::spelled(s))),
+        before in uncut_stretch(100_000),
+        after in uncut_stretch(100_000),
+    ) {
+        let mut s = Secrets::default();
+        prop_assume!(s.insert(&secret) == Admitted::Searched);
+        prop_assume!(!spelling.contains(char::is_whitespace));
+        let text = format!("{before}{spelling}{after}");
+        let matcher = s.matcher.get_or_init(|| super::build(&s.skeletons)).clone();
+        let matcher = matcher.expect("an automaton over one secret");
+        let (windowed, forced) = crate::secrets::scan::find_in_windows(&matcher, &text, 1 << 16);
+        // A spelling outside ASCII may hold a place to cut.
+        prop_assume!(forced);
+        let covered = |hits: &[(usize, usize)], at: usize| hits.iter().any(|&(s, e)| s <= at && at < e);
+        let whole = s.hits(&text);
+        let spelled = before.len()..before.len() + spelling.len();
+        for at in spelled {
+            prop_assert!(
+                !covered(&whole, at) || covered(&windowed, at),
+                "byte {} of {:?} withheld whole, not in windows", at, spelling
+            );
+        }
     }
 }
