@@ -1,10 +1,11 @@
 //! `cargo xtask memory`: the peak resident memory of `mcpl project` (release build) on each
 //! input the memory target names (issues 18 and 31): the three standard workloads (written to
 //! files by mcpl-testkit's `write_workloads` example), a result of a million tiny text blocks,
-//! and seven 200 MB texts: long lines, short lines, one line of many escapes, many small text
+//! and eight 200 MB texts: long lines, short lines, one line of many escapes, many small text
 //! blocks, and three with no place the first windows could cut (decision 0141): one line of CJK
-//! letters, one line of `\u00e9` escapes, and words that hold percent escapes; and a 40 MB
-//! result of structured content, small rows (decision 0142). One line per
+//! letters, one line of `\u00e9` escapes, and words that hold percent escapes; one line of
+//! base64 (decision 0143); and a 40 MB result of structured content, small rows (decision
+//! 0142). One line per
 //! input: its size, the peak (`VmHWM` from `/proc/<pid>/status`, read
 //! every 5 ms while the run lasts, so this recipe needs Linux), peak ÷ input, and whether the
 //! target, twice the input plus 20 MiB, holds. It fails when a run fails or an input is over
@@ -89,6 +90,11 @@ pub(crate) fn memory(root: &Path) -> Result<(), String> {
         &inputs,
         "text-escaped-words",
         &one_run(TEXT_BYTES, "name%20with%2Fslash "),
+    )?);
+    files.push(write_input(
+        &inputs,
+        "text-base64-line",
+        &base64_line(TEXT_BYTES),
     )?);
     files.push(write_input(
         &inputs,
@@ -213,6 +219,28 @@ fn small_blocks(bytes: usize) -> Vec<u8> {
     }
     json.push_str("]}");
     json.into_bytes()
+}
+
+/// One result of a single text block of about `bytes` bytes: one line of base64 characters
+/// drawn at random, as a file's bytes sent as base64 read, with no place to cut (decision 0143).
+fn base64_line(bytes: usize) -> Vec<u8> {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut json = Vec::with_capacity(bytes + 64);
+    json.extend_from_slice(br#"{"content": [{"type": "text", "text": ""#);
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    while json.len() < bytes {
+        // SplitMix64: ten characters from each draw.
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        for k in 0..10 {
+            json.push(ALPHABET[(z >> (6 * k)) as usize & 63]);
+        }
+    }
+    json.extend_from_slice(br#""}]}"#);
+    json
 }
 
 /// One result of one short text block and about `bytes` bytes of structured content: a list of
