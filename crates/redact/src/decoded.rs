@@ -107,6 +107,8 @@ pub(crate) struct Window<'t> {
     pub(crate) edge: bool,
     /// Where the word that holds the window's last byte ends in the whole text ([`word_end`]).
     reach: usize,
+    /// At an edge, where the base64 run the window begins inside begins in the whole text.
+    run_from: usize,
 }
 
 /// `text` in windows of about `size` bytes: the whole text when it is at most twice as long,
@@ -138,6 +140,7 @@ pub(crate) fn windows_forced(
     // The end of the last word [`word_end`] read to: a word that runs on past several windows
     // is read once, not once a window.
     let mut known = 0;
+    let mut runs = Runs::default();
     std::iter::from_fn(move || {
         if at >= text.len() {
             return None;
@@ -174,6 +177,10 @@ pub(crate) fn windows_forced(
             text: &text[start..end],
             edge: starts_at_edge,
             reach: known,
+            run_from: match starts_at_edge {
+                true => runs.start_at(text, start),
+                false => start,
+            },
         })
     })
 }
@@ -181,30 +188,78 @@ pub(crate) fn windows_forced(
 impl Window<'_> {
     /// A finding's bytes `start..end` of the window, as the bytes of `whole`, the text it is a
     /// window of, that it withholds: up to the end of its word ([`word_end`], which may lie past
-    /// the window), and, in the run a window at an edge begins inside, from where that run
-    /// begins ([`run_start`]).
-    pub(crate) fn whole_span(&self, whole: &str, start: usize, end: usize) -> (usize, usize) {
+    /// the window), and, where it reads the run a window at an edge begins inside, from where
+    /// that run begins ([`Runs::start_at`]).
+    pub(crate) fn whole_span(&self, start: usize, end: usize) -> (usize, usize) {
         let end = match word_end(self.text, end) {
             end if end == self.text.len() => self.reach.max(self.at + end),
             end => self.at + end,
         };
-        let start = self.at + start;
-        match self.edge {
-            true => (run_start(whole, self.at, start), end),
-            false => (start, end),
+        match self.edge && reads_the_first_run(self.text, start) {
+            true => (self.run_from, end),
+            false => (self.at + start, end),
         }
     }
 }
 
-/// Where the base64 run that holds the byte before `end` ends in `text`, for a finding that
-/// ends where a window was cut inside a stretch with no place to cut. Elsewhere, `end`.
-pub(crate) fn run_end(text: &str, end: usize) -> usize {
-    let b = text.as_bytes();
-    let in_run = |i: usize| b.get(i).is_some_and(|&c| encoded::is_base64(char::from(c)));
-    if end == 0 || !in_run(end - 1) {
-        return end;
+/// Whether a finding that begins at `start` of a text is the run the text begins with, read
+/// from one of its first eight bytes (base32's alignments): every byte before it is base64.
+pub(crate) fn reads_the_first_run(text: &str, start: usize) -> bool {
+    start < 8
+        && text
+            .as_bytes()
+            .get(..start)
+            .is_some_and(|b| b.iter().copied().all(in_run))
+}
+
+/// Whether a byte may be part of a base64 run.
+pub(crate) fn in_run(b: u8) -> bool {
+    encoded::is_base64(char::from(b))
+}
+
+/// Where the base64 runs around the cuts of a text begin and end, asked at places that only
+/// move forward: each byte is read a bounded number of times, however many windows ask.
+#[derive(Debug, Default)]
+pub(crate) struct Runs {
+    /// The last place asked by [`Runs::start_at`], and where the run before it began.
+    begins: (usize, usize),
+    /// The last place asked by [`Runs::end_at`], and where the run after it ended.
+    ends: (usize, usize),
+}
+
+impl Runs {
+    /// Where the run of base64 bytes that ends at `at` begins in `text` (`at` itself when the
+    /// byte before it is none). `at` is never less than the last one asked.
+    pub(crate) fn start_at(&mut self, text: &str, at: usize) -> usize {
+        let b = text.as_bytes();
+        let (last, last_start) = self.begins;
+        if at == last {
+            return last_start;
+        }
+        let mut from = at;
+        while from > last && from > 0 && in_run(b[from - 1]) {
+            from -= 1;
+        }
+        let start = match from == last {
+            true => last_start,
+            false => from,
+        };
+        self.begins = (at, start);
+        start
     }
-    (end..b.len()).find(|&i| !in_run(i)).unwrap_or(b.len())
+
+    /// Where the run of base64 bytes that begins at `at` ends in `text` (`at` itself when the
+    /// byte there is none). `at` is never less than the last one asked.
+    pub(crate) fn end_at(&mut self, text: &str, at: usize) -> usize {
+        let b = text.as_bytes();
+        let (last, last_end) = self.ends;
+        let end = match last <= at && at <= last_end && last < last_end {
+            true => last_end,
+            false => (at..b.len()).find(|&i| !in_run(b[i])).unwrap_or(b.len()),
+        };
+        self.ends = (at, end);
+        end
+    }
 }
 
 /// The last character boundary of `text` at or before `at`.
@@ -213,24 +268,6 @@ fn floor_char_boundary(text: &str, mut at: usize) -> usize {
         at -= 1;
     }
     at
-}
-
-/// Where a finding of a window that begins at an `edge` (`at`), which starts at `start` in
-/// `text`, starts in the whole text: where the base64 run the window begins inside starts,
-/// when the finding is that run read from one of its first eight bytes (at one of base32's
-/// alignments), as a finding in a run withholds all of it. A finding elsewhere starts where it
-/// does.
-pub(crate) fn run_start(text: &str, at: usize, start: usize) -> usize {
-    let b = text.as_bytes();
-    let in_run = |i: usize| b.get(i).is_some_and(|&c| encoded::is_base64(char::from(c)));
-    if start < at || start - at >= 8 || !(at..start).all(in_run) {
-        return start;
-    }
-    (0..at)
-        .rev()
-        .take_while(|&i| in_run(i))
-        .last()
-        .unwrap_or(at)
 }
 
 /// The first place at or after `from` that [`windows`] may cut `text` at.
@@ -502,7 +539,7 @@ mod tests {
                     .chain(crate::params::values_in(&d.text, &credentials))
                 {
                     let (start, end) = d.origin(start, end);
-                    spans.push(window.whole_span(text, start, end));
+                    spans.push(window.whole_span(start, end));
                 }
             });
         }
@@ -560,6 +597,27 @@ mod tests {
                     !covered(&whole, at) || covered(&windowed, at),
                     "byte {} of {:?}", at, spelling
                 );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Asked at places that move forward, `Runs` gives where each run begins and ends as a
+        /// scan from the place itself would.
+        #[test]
+        fn runs_read_forward_find_what_a_scan_finds(
+            text in "[a-z+ ,=]{0,200}",
+            mut places in proptest::collection::vec(0usize..=200, 0..20),
+        ) {
+            places.iter_mut().for_each(|at| *at = (*at).min(text.len()));
+            places.sort_unstable();
+            let b = text.as_bytes();
+            let mut runs = Runs::default();
+            for &at in &places {
+                let start = (0..at).rev().take_while(|&i| in_run(b[i])).last().unwrap_or(at);
+                let end = (at..b.len()).find(|&i| !in_run(b[i])).unwrap_or(b.len());
+                proptest::prop_assert_eq!(runs.start_at(&text, at), start, "start at {}", at);
+                proptest::prop_assert_eq!(runs.end_at(&text, at), end, "end at {}", at);
             }
         }
     }

@@ -427,7 +427,7 @@ impl HiddenUris {
                 for (start, end) in self.find_in_view(&view.text) {
                     let (start, end) = view.origin(start, end);
                     let (start, end) = d.origin(start, end);
-                    ranges.push(window.whole_span(joined, start, end));
+                    ranges.push(window.whole_span(start, end));
                 }
             });
         }

@@ -150,7 +150,7 @@ impl Scrubber {
                             .copied()
                             .chain(params::values_in(&d.text, &credentials))
                             .map(|(start, end)| d.origin(start, end))
-                            .map(|(start, end)| window.whole_span(piece, start, end))
+                            .map(|(start, end)| window.whole_span(start, end))
                             .map(shift)
                             .collect::<Vec<_>>();
                         spans.extend(found);

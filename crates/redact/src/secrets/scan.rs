@@ -86,6 +86,7 @@ fn find_windowed(
     let forced = (size / 4).max(4 * reach.saturating_add(LITERAL_MARGIN));
     let mut hits = Vec::new();
     let (mut start, mut edge) = (0, false);
+    let mut runs = crate::decoded::Runs::default();
     // Where the window's end is looked for: a window's length past its start, and past the
     // last window's end.
     let mut from = size;
@@ -114,20 +115,25 @@ fn find_windowed(
             }
             false => None,
         };
-        let found = find_with(aut, &text[start..end], edge);
-        hits.extend(found.into_iter().map(|(s, e)| {
-            let (s, e) = (start + s, start + e);
-            // A hit in a run cut at either end of the window withholds the whole run.
-            let s = match edge {
-                true => crate::decoded::run_start(text, start, s),
-                false => s,
+        let window = &text[start..end];
+        let found = find_with(aut, window, edge);
+        // A hit in a run cut at either end of the window withholds the whole run, read once.
+        let mut run_from = None;
+        let mut run_to = None;
+        for (s, e) in found {
+            let s = match edge && crate::decoded::reads_the_first_run(window, s) {
+                true => *run_from.get_or_insert_with(|| runs.start_at(text, start)),
+                false => start + s,
             };
-            let e = match !cut && e == end {
-                true => crate::decoded::run_end(text, e),
-                false => e,
+            let runs_on = !cut
+                && start + e == end
+                && window.bytes().last().is_some_and(crate::decoded::in_run);
+            let e = match runs_on {
+                true => *run_to.get_or_insert_with(|| runs.end_at(text, end)),
+                false => start + e,
             };
-            (s, e)
-        }));
+            hits.push((s, e));
+        }
         let Some((next, next_edge)) = next else {
             break;
         };
