@@ -146,10 +146,14 @@ pub(crate) fn windows_forced(
             return None;
         }
         let (start, starts_at_edge) = (at, edge);
-        let end = if text.len() - start <= 2 * size {
+        let rest = text.len() - start;
+        // The rest of a stretch already cut anyway is cut on as it was, not read in one window
+        // of up to twice `size`.
+        let end = if rest <= 2 * size && (!starts_at_edge || rest <= forced) {
             text.len()
         } else {
-            let natural = (start + size..=start + 2 * size).find(|&cut| cuts_at(text, cut));
+            let last = (start + 2 * size).min(text.len());
+            let natural = (start + size..=last).find(|&cut| cuts_at(text, cut));
             match natural {
                 Some(cut) => cut,
                 // At least one character, however small `forced` is.

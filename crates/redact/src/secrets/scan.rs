@@ -91,7 +91,9 @@ fn find_windowed(
     // last window's end.
     let mut from = size;
     loop {
-        let (end, cut) = match text.len() - start <= 2 * size {
+        let rest = text.len() - start;
+        // The rest of a stretch already cut anyway is cut on as it was.
+        let (end, cut) = match rest <= 2 * size && (!edge || rest <= forced) {
             true => (text.len(), true),
             false => match (from..=from + size).find(|&at| crate::decoded::cuts_at(text, at)) {
                 Some(end) => (end, true),
