@@ -479,9 +479,7 @@ impl<'de> DataView<'de> {
     pub fn checked(raw: &'de RawValue) -> Result<DataView<'de>, serde_json::Error> {
         let mut deserializer = serde_json::Deserializer::from_str(raw.get());
         de::DeserializeSeed::deserialize(Check, &mut deserializer)?;
-        if raw.get().starts_with(['[', '{']) {
-            RAW_CONTAINER_READ.with(|read| read.set(true));
-        }
+        mark_a_container(raw.get());
         Ok(DataView::Raw(Cow::Borrowed(raw)))
     }
 
@@ -1077,11 +1075,17 @@ fn slot_of_raw(raw: &str) -> Result<Slot<'_>, String> {
             Some(_) => Cow::Owned(unescape(body)?),
         }));
     }
+    mark_a_container(raw);
+    let value: Value = serde_json::from_str(raw).map_err(|error| error.to_string())?;
+    Ok(slot_of(value))
+}
+
+/// Leaves the mark [`RAW_CONTAINER_READ`] when raw JSON read as if at the top is an object or
+/// an array.
+fn mark_a_container(raw: &str) {
     if raw.starts_with(['[', '{']) {
         RAW_CONTAINER_READ.with(|read| read.set(true));
     }
-    let value: Value = serde_json::from_str(raw).map_err(|error| error.to_string())?;
-    Ok(slot_of(value))
 }
 
 thread_local! {

@@ -16,7 +16,7 @@ use crate::markers::WITHHELD_LINK;
 use crate::registry::Registry;
 use crate::route::Route;
 use mcpl_redact::internal::Scope;
-use mcpl_redact::{CONTENT_BLOCK_TYPES, HiddenUris, ServerName, UriPolicy, is_content_block};
+use mcpl_redact::{HiddenUris, ServerName, UriPolicy, is_content_block, names_a_block};
 
 /// What a spill writer does with each payload: given the payload and the text the stored copy
 /// would show for it, returns the text the spill file shows in its place (an attachment's path).
@@ -1232,8 +1232,7 @@ impl<'h> Projector<'h> {
                     let Some(key) = key.filter(|_| !block) else {
                         return;
                     };
-                    block = key == "type"
-                        && raw_str(value).is_some_and(|t| CONTENT_BLOCK_TYPES.contains(&&*t));
+                    block = names_a_block(&key, value);
                     if block {
                         return;
                     }

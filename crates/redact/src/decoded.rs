@@ -154,15 +154,7 @@ pub(crate) fn windows_forced(
         } else {
             let last = (start + 2 * size).min(text.len());
             let natural = (start + size..=last).find(|&cut| cuts_at(text, cut));
-            match natural {
-                Some(cut) => cut,
-                // At least one character, however small `forced` is.
-                None => floor_char_boundary(text, start + forced).max(
-                    (start + 1..=text.len())
-                        .find(|&at| text.is_char_boundary(at))
-                        .unwrap_or(text.len()),
-                ),
-            }
+            natural.unwrap_or_else(|| forced_end(text, start, forced))
         };
         edge = false;
         at = end;
@@ -266,8 +258,16 @@ impl Runs {
     }
 }
 
+/// Where a window that begins at `start` in a stretch with no place to cut is cut: `forced`
+/// bytes on, at a character's start, and at least one character on.
+pub(crate) fn forced_end(text: &str, start: usize, forced: usize) -> usize {
+    (start + forced.max(1)..=text.len())
+        .find(|&at| text.is_char_boundary(at))
+        .unwrap_or(text.len())
+}
+
 /// The last character boundary of `text` at or before `at`.
-fn floor_char_boundary(text: &str, mut at: usize) -> usize {
+pub(crate) fn floor_char_boundary(text: &str, mut at: usize) -> usize {
     while !text.is_char_boundary(at) {
         at -= 1;
     }

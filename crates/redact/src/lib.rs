@@ -50,7 +50,7 @@ pub use uri::{MAX_URLS_PER_STRETCH, is_credential_free, normalised};
 pub use view::{
     CREDENTIAL_PARAMETERS, DECODE_LAYERS, HIDDEN_SET_CAPACITY, REDACT_MIN_CHARS, WITHHELD_LINK,
 };
-pub use walk::{CONTENT_BLOCK_TYPES, block_uris, is_content_block};
+pub use walk::{CONTENT_BLOCK_TYPES, block_uris, is_content_block, names_a_block};
 
 /// Internals the lanes crate builds on: a scope of values and byte views, the label redaction,
 /// and the session's found credential urls. Not for hosts.

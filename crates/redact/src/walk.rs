@@ -17,6 +17,13 @@ pub fn is_content_block(value: &Value) -> bool {
         .is_some_and(|t| CONTENT_BLOCK_TYPES.contains(&t))
 }
 
+/// Whether a member of an object read as raw JSON, its `key` and its `value`, makes the object
+/// a content block, as [`is_content_block`] reads the same object parsed: `type` naming one of
+/// [`CONTENT_BLOCK_TYPES`].
+pub fn names_a_block(key: &str, value: &RawValue) -> bool {
+    key == "type" && raw_str(value).is_some_and(|t| CONTENT_BLOCK_TYPES.contains(&&*t))
+}
+
 /// What a result's uris are read from: values, and the elements of a content array read from
 /// bytes (each as the element of an array, where a `never` counts).
 #[derive(Debug)]
@@ -139,8 +146,7 @@ pub(crate) fn walk_raw(
         if block {
             return;
         }
-        block = key.as_deref() == Some("type")
-            && raw_str(value).is_some_and(|t| CONTENT_BLOCK_TYPES.contains(&&*t));
+        block = key.is_some_and(|key| names_a_block(&key, value));
         if !block {
             walk_raw(value, claims_count, never, uris);
         }

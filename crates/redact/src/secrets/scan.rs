@@ -98,7 +98,10 @@ fn find_windowed(
             false => match (from..=from + size).find(|&at| crate::decoded::cuts_at(text, at)) {
                 Some(end) => (end, true),
                 // A window that grew for room to share keeps its length.
-                None => (forced_end(text, start, forced.max(from - start)), false),
+                None => {
+                    let end = crate::decoded::forced_end(text, start, forced.max(from - start));
+                    (end, false)
+                }
             },
         };
         let next = match end < text.len() {
@@ -145,14 +148,6 @@ fn find_windowed(
     crate::scrub::merge(hits)
 }
 
-/// Where a window that begins at `start` in a stretch with no place to cut is cut: `forced`
-/// bytes on, at a character's start, and at least one character on.
-fn forced_end(text: &str, start: usize, forced: usize) -> usize {
-    (start + forced.max(1)..=text.len())
-        .find(|&at| text.is_char_boundary(at))
-        .unwrap_or(text.len())
-}
-
 /// Where the window after a forced cut at `end` begins: far enough back that the stretch to
 /// `end` holds `reach` skeleton bytes (and [`LITERAL_MARGIN`] more) in each of its layers, the
 /// stretch tried twice as long each time, but no further back than half the window.
@@ -161,10 +156,7 @@ fn forced_from(text: &str, start: usize, end: usize, reach: usize) -> usize {
     let most = (end - start) / 2;
     let mut back = wanted.saturating_mul(2).min(most);
     loop {
-        let mut from = end - back;
-        while !text.is_char_boundary(from) {
-            from -= 1;
-        }
+        let from = crate::decoded::floor_char_boundary(text, end - back);
         if back >= most || least_skeleton(&text[from..end]) >= wanted {
             return from.max(start + 1);
         }
