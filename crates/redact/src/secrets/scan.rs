@@ -52,6 +52,35 @@ pub(crate) fn find_in_windows(
     (hits, forced)
 }
 
+/// The hits of [`Scan::plain`] on `text`, and those of [`Scan::walk`] over the skeleton built
+/// from its units, sorted: the tests check that the walk in place finds what the built
+/// skeleton's walk finds.
+#[cfg(test)]
+pub(crate) fn plain_and_built(matcher: &Matcher, text: &str) -> (Vec<(u32, u32)>, Vec<(u32, u32)>) {
+    fn both(aut: &impl Automaton, text: &str) -> (Vec<(u32, u32)>, Vec<(u32, u32)>) {
+        let scan = || Scan {
+            aut,
+            hits: Vec::new(),
+            budget: usize::MAX,
+            edge: false,
+        };
+        let mut in_place = scan();
+        in_place.plain(text);
+        let mut built = scan();
+        let units = view::units_of(text);
+        let sk = view::skeleton(&units);
+        built.walk(&sk, |o| (units[o as usize].start, units[o as usize].end));
+        let (mut a, mut b) = (in_place.hits, built.hits);
+        a.sort_unstable();
+        b.sort_unstable();
+        (a, b)
+    }
+    match matcher {
+        Matcher::Dfa(aut) => both(aut, text),
+        Matcher::Nfa(aut) => both(aut, text),
+    }
+}
+
 /// A text over twice this many bytes is searched a window at a time (decision 0141): its
 /// views and skeletons, several bytes for each of its bytes, are never made whole.
 const SCAN_WINDOW: usize = 1 << 20;
@@ -232,25 +261,53 @@ fn find_with(aut: &impl Automaton, text: &str, edge: bool) -> Vec<(usize, usize)
     merged
 }
 
+/// Where the last `len` skeleton bytes up to the one at `end` begin in a plain text: the
+/// `len`th letter or digit back from `end`, or the first one when there are fewer.
+fn skeleton_start(bytes: &[u8], end: usize, len: usize) -> usize {
+    let mut first = end;
+    let mut counted = 0;
+    for at in (0..=end).rev() {
+        if bytes[at].is_ascii_alphanumeric() {
+            first = at;
+            counted += 1;
+            if counted == len {
+                break;
+            }
+        }
+    }
+    first
+}
+
 /// True when nothing in the text can be decoded (see [`crate::decoded::may_decode`]).
 fn is_plain(text: &str) -> bool {
     !crate::decoded::may_decode(text)
 }
 
 impl<A: Automaton> Scan<'_, A> {
-    /// The fast path: the skeleton of a plain text is built by one loop over its bytes.
+    /// The fast path: a plain text's skeleton is its ASCII letters and digits, lowercased, so it
+    /// is walked in place, with nothing built. A match's first byte is found by stepping back
+    /// over the text, which a match alone pays for: [`Scan::walk`] over the skeleton finds the
+    /// same hits.
     fn plain(&mut self, text: &str) {
-        let mut sk = Skeleton {
-            bytes: Vec::with_capacity(text.len()),
-            owner: Vec::with_capacity(text.len()),
+        let aut = self.aut;
+        let Ok(mut sid) = aut.start_state(Anchored::No) else {
+            return;
         };
-        for (i, &b) in text.as_bytes().iter().enumerate() {
-            if b.is_ascii_alphanumeric() {
-                sk.bytes.push(b.to_ascii_lowercase());
-                sk.owner.push(i as u32);
+        let bytes = text.as_bytes();
+        for (i, &b) in bytes.iter().enumerate() {
+            if !b.is_ascii_alphanumeric() {
+                continue;
+            }
+            sid = aut.next_state(Anchored::No, sid, b.to_ascii_lowercase());
+            if !(aut.is_special(sid) && aut.is_match(sid)) {
+                continue;
+            }
+            for k in 0..aut.match_len(sid) {
+                let len = aut.pattern_len(aut.match_pattern(sid, k));
+                self.hits
+                    .push((skeleton_start(bytes, i, len) as u32, i as u32 + 1));
             }
         }
-        self.walk(&sk, |o| (o, o + 1));
     }
 
     /// Searches a view and every layer decoded from it, up to `MAX_LAYERS` in all.

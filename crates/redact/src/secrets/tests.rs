@@ -234,6 +234,34 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    /// A plain text's walk in place finds every hit, with the same bounds, that the walk over
+    /// a skeleton built from the text's units finds: two secrets, whole and cut by punctuation,
+    /// among ASCII text (a plain text's skeleton holds ASCII letters and digits alone).
+    #[test]
+    fn the_walk_in_place_finds_what_the_built_skeleton_finds(
+        a in alnum_secret(),
+        b in alnum_secret(),
+        around in prop::collection::vec("[ -~]{0,80}", 3),
+        cut in prop::sample::select(vec!["", "-", " ", "::", "\n", "_."]),
+    ) {
+        let mut s = Secrets::default();
+        prop_assume!(s.insert(&a) == Admitted::Searched && s.insert(&b) == Admitted::Searched);
+        let split = |s: &str| format!("{}{cut}{}", &s[..s.len() / 2], &s[s.len() / 2..]);
+        let text = format!(
+            "{}{a}{}{}{}{b}{}",
+            around[0], split(&b), around[1], split(&a), around[2]
+        );
+        let matcher = s.matcher.get_or_init(|| super::build(&s.skeletons)).clone();
+        let matcher = matcher.expect("an automaton over two secrets");
+        let (in_place, built) = crate::secrets::scan::plain_and_built(&matcher, &text);
+        prop_assert!(!built.is_empty(), "{:?}", text);
+        prop_assert_eq!(in_place, built, "{:?}", text);
+    }
+}
+
 /// A stretch with no place to cut: base64 letters, escapes and punctuation, no white space.
 fn uncut_stretch(len: usize) -> impl Strategy<Value = String> {
     let pieces = vec![
