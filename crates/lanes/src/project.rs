@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::ops::Range;
+use std::sync::OnceLock;
 
 use mcpl_classify::{
     Block, BlockView, ContentView, DataView, Dimensions, EmbeddedBlob, ImageDefect, Invalid,
@@ -16,7 +17,7 @@ use crate::markers::WITHHELD_LINK;
 use crate::registry::Registry;
 use crate::route::Route;
 use mcpl_redact::internal::Scope;
-use mcpl_redact::{HiddenUris, ServerName, UriPolicy, is_content_block, names_a_block};
+use mcpl_redact::{HiddenUris, PassCheck, ServerName, UriPolicy, is_content_block, names_a_block};
 
 /// What a spill writer does with each payload: given the payload and the text the stored copy
 /// would show for it, returns the text the spill file shows in its place (an attachment's path).
@@ -933,43 +934,50 @@ impl<'h> Projector<'h> {
                     run.start = None;
                     run.kept.clear();
                 };
-                for (index, block) in result.blocks().enumerate() {
-                    if let Some(text) = text_of(&block) {
-                        server_text |= !text.trim().is_empty();
-                        let start = *run.start.get_or_insert((index, stored.mark()));
-                        if run.kept.is_empty() && hidden.passes_unchanged(text) {
-                            stored.push_cow(Cow::Borrowed(text));
-                        } else {
-                            if run.kept.is_empty() {
-                                // The run's texts so far go back out, to be redacted with it.
-                                stored.roll_back(start.1);
-                                run.kept.extend(
-                                    result
-                                        .blocks_from(start.0)
-                                        .take(index - start.0)
-                                        .filter_map(|block| text_of(&block)),
-                                );
+                // The blocks come in batches, whose texts may be sorted on two cores first.
+                let mut blocks = result.blocks().enumerate();
+                let mut batch: Vec<(usize, Block<'a>)> = Vec::new();
+                let mut verdicts = Verdicts::default();
+                while next_batch(&mut blocks, &mut batch) {
+                    verdicts.sort(hidden.pass_check(), &batch);
+                    for (at, (index, block)) in batch.drain(..).enumerate() {
+                        if let Some(text) = text_of(&block) {
+                            server_text |= !text.trim().is_empty();
+                            let start = *run.start.get_or_insert((index, stored.mark()));
+                            if run.kept.is_empty() && verdicts.passes(at, text, &hidden) {
+                                stored.push_cow(Cow::Borrowed(text));
+                            } else {
+                                if run.kept.is_empty() {
+                                    // The run's texts so far go back out, to be redacted with it.
+                                    stored.roll_back(start.1);
+                                    run.kept.extend(
+                                        result
+                                            .blocks_from(start.0)
+                                            .take(index - start.0)
+                                            .filter_map(|block| text_of(&block)),
+                                    );
+                                }
+                                run.kept.push(text);
                             }
-                            run.kept.push(text);
+                            continue;
                         }
-                        continue;
-                    }
-                    flush(&mut run, &mut stored);
-                    // A reference's line is written straight into the stored copy: the same
-                    // line its piece would hold, with no string of its own.
-                    if let Block::Reference(reference) = &block {
-                        stored.push_with(STUB_BYTES, |text| {
-                            self.stub_into(text, reference, Provenance::ToolResult, &hidden);
-                        });
+                        flush(&mut run, &mut stored);
+                        // A reference's line is written straight into the stored copy: the same
+                        // line its piece would hold, with no string of its own.
+                        if let Block::Reference(reference) = &block {
+                            stored.push_with(STUB_BYTES, |text| {
+                                self.stub_into(text, reference, Provenance::ToolResult, &hidden);
+                            });
+                            found_elsewhere.extend(hidden.take_found());
+                            continue;
+                        }
+                        let piece = self.tool_result_piece(&block, &hidden, attach);
                         found_elsewhere.extend(hidden.take_found());
-                        continue;
+                        if let Some(part) = piece.native {
+                            natives.push((stored.parts, part));
+                        }
+                        stored.push(&piece.text);
                     }
-                    let piece = self.tool_result_piece(&block, &hidden, attach);
-                    found_elsewhere.extend(hidden.take_found());
-                    if let Some(part) = piece.native {
-                        natives.push((stored.parts, part));
-                    }
-                    stored.push(&piece.text);
                 }
                 flush(&mut run, &mut stored);
             }
@@ -1769,6 +1777,95 @@ impl<'h> Projector<'h> {
 }
 
 /// A text block's text, or an embedded text resource's: what a lane redacts as a run.
+/// The most blocks a batch of [`next_batch`] holds.
+const BATCH_BLOCKS: usize = 8192;
+/// A batch ends after the block that brings its texts to this many bytes.
+const BATCH_TEXT_BYTES: usize = 1 << 20;
+/// A batch whose texts hold fewer bytes is sorted on one core, as its texts are met: a thread
+/// costs more than it would spare.
+const PARALLEL_TEXT_BYTES: usize = 64 << 10;
+
+/// Fills `batch` with the next blocks, up to [`BATCH_BLOCKS`] or [`BATCH_TEXT_BYTES`] of text;
+/// `false` when none are left.
+fn next_batch<'a>(
+    blocks: &mut impl Iterator<Item = (usize, Block<'a>)>,
+    batch: &mut Vec<(usize, Block<'a>)>,
+) -> bool {
+    let mut bytes = 0;
+    for (index, block) in blocks.by_ref() {
+        bytes += text_of(&block).map_or(0, str::len);
+        batch.push((index, block));
+        if batch.len() >= BATCH_BLOCKS || bytes >= BATCH_TEXT_BYTES {
+            break;
+        }
+    }
+    !batch.is_empty()
+}
+
+/// Whether each text of a batch passes redaction unchanged
+/// ([`HiddenUris::passes_unchanged`]), asked on two cores for a batch with much text: a
+/// second thread asks for the batch's second half while this one asks for the first (decision
+/// 0144). The answers are the same either way; a text met inside a run redaction changes is
+/// never asked on one core.
+#[derive(Default)]
+struct Verdicts {
+    /// By the block's place in the batch; empty when the batch is sorted as it is read.
+    passes: Vec<bool>,
+}
+
+impl Verdicts {
+    /// Asks for every text of `batch` at once, when it holds enough text and a second core
+    /// is there; else forgets the last batch's answers.
+    fn sort(&mut self, check: PassCheck<'_>, batch: &[(usize, Block<'_>)]) {
+        self.passes.clear();
+        let texts = || batch.iter().map(|(_, block)| text_of(block));
+        let bytes: usize = texts().map(|text| text.map_or(0, str::len)).sum();
+        if bytes < PARALLEL_TEXT_BYTES || !two_cores() {
+            return;
+        }
+        // The halves hold about as many bytes each.
+        let mut half = 0;
+        let mut seen = 0;
+        for (at, text) in texts().enumerate() {
+            seen += text.map_or(0, str::len);
+            if seen * 2 >= bytes {
+                half = at + 1;
+                break;
+            }
+        }
+        let ask = |blocks: &[(usize, Block<'_>)]| -> Vec<bool> {
+            blocks
+                .iter()
+                .map(|(_, block)| text_of(block).is_some_and(|text| check.passes_unchanged(text)))
+                .collect()
+        };
+        let (first, second) = batch.split_at(half);
+        std::thread::scope(|scope| {
+            let other = std::thread::Builder::new().spawn_scoped(scope, || ask(second));
+            self.passes = ask(first);
+            match other.map(|handle| handle.join()) {
+                Ok(Ok(rest)) => self.passes.extend(rest),
+                // No thread, or one that failed: this one asks for the rest itself.
+                _ => self.passes.extend(ask(second)),
+            }
+        });
+    }
+
+    /// Whether the text of the block at `at` in the batch passes redaction unchanged.
+    fn passes(&self, at: usize, text: &str, hidden: &HiddenUris) -> bool {
+        match self.passes.get(at) {
+            Some(&passes) => passes,
+            None => hidden.passes_unchanged(text),
+        }
+    }
+}
+
+/// Whether this machine runs two threads at once; asked once.
+fn two_cores() -> bool {
+    static TWO: OnceLock<bool> = OnceLock::new();
+    *TWO.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2))
+}
+
 fn text_of<'a>(block: &Block<'a>) -> Option<&'a str> {
     match block {
         Block::Text(text) => Some(text),
@@ -2010,6 +2107,75 @@ mod tests {
     use crate::route::RouteId;
     use base64::Engine as _;
     use serde_json::json;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 24,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// A batch with much text is sorted on two cores when the machine has them: each
+        /// text's answer is the one [`HiddenUris::passes_unchanged`] gives it alone, in the
+        /// batch's order, with blocks that hold no text between. Texts draw on plain words, a
+        /// hidden uri, other urls, a token, escapes and characters outside ASCII.
+        #[test]
+        fn a_batch_sorted_on_two_cores_answers_as_each_text_alone(
+            texts in proptest::collection::vec(
+                proptest::collection::vec(
+                    proptest::sample::select(vec![
+                        "the quick brown fox ",
+                        "jumps over the lazy dog ",
+                        "and keeps running ",
+                        "through fields of data ",
+                        "the quick brown fox ",
+                        "jumps over the lazy dog ",
+                        "and keeps running ",
+                        "through fields of data ",
+                        "https://h.example/files/report.csv ",
+                        "h.example/files/report.csv",
+                        "https://other.example/page ",
+                        "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789 ",
+                        "%68ttps%3A%2F%2F",
+                        "é ü 漢字 ",
+                        "QUJDREVGR0hJSktMTU5PUA== ",
+                    ]),
+                    1..4,
+                ),
+                200..320,
+            ),
+            others in proptest::collection::vec(0usize..320, 0..40),
+        ) {
+            let link = json!({"type": "resource_link", "uri": "https://h.example/files/report.csv"});
+            let hidden = HiddenUris::of(&[&json!({"content": [link]})], UriPolicy::Hidden);
+            let filler = "plain words to make the batch long enough ".repeat(10);
+            let texts: Vec<String> = texts
+                .iter()
+                .map(|pieces| format!("{}{filler}", pieces.concat()))
+                .collect();
+            let image = json!({"type": "image", "data": "aGk=", "mimeType": "image/png"});
+            let mut batch: Vec<(usize, Block<'_>)> = texts
+                .iter()
+                .map(|text| Block::Text(text))
+                .enumerate()
+                .collect();
+            for at in others {
+                let at = at.min(batch.len());
+                batch.insert(at, (0, mcpl_classify::classify(&image)));
+            }
+            let mut verdicts = Verdicts::default();
+            verdicts.sort(hidden.pass_check(), &batch);
+            proptest::prop_assert_eq!(verdicts.passes.is_empty(), !two_cores());
+            for (at, (_, block)) in batch.iter().enumerate() {
+                if let Some(text) = text_of(block) {
+                    let alone = hidden.passes_unchanged(text);
+                    proptest::prop_assert_eq!(verdicts.passes(at, text, &hidden), alone, "{}", text);
+                }
+            }
+            // A text with the hidden uri never passes: the test reads both answers.
+            proptest::prop_assert!(!hidden.passes_unchanged("see h.example/files/report.csv"));
+            proptest::prop_assert!(hidden.passes_unchanged(&filler));
+        }
+    }
 
     /// A tool result is classified once, when it is read: the lanes project the blocks it holds,
     /// and a native image's part carries the type and size classification read from its header,

@@ -35,6 +35,39 @@ pub enum UriPolicy {
     CredentialFree,
 }
 
+/// [`HiddenUris::passes_unchanged`] on its own: it holds nothing it changes, so it may be
+/// asked from several threads at once.
+#[derive(Debug, Clone, Copy)]
+pub struct PassCheck<'h> {
+    compiled: &'h Compiled,
+    scan: bool,
+    scrub: &'h Scrubber,
+}
+
+impl PassCheck<'_> {
+    /// [`HiddenUris::passes_unchanged`].
+    pub fn passes_unchanged(&self, piece: &str) -> bool {
+        self.uris_pass(piece) && self.scrub.passes(piece)
+    }
+
+    /// [`HiddenUris::passes_unchanged`] for the first pass alone.
+    fn uris_pass(&self, piece: &str) -> bool {
+        // A url, and a pattern with `://`, need a `://` in the run's view, which no run of
+        // such pieces holds.
+        let no_url = || piece_holds_no_url(piece) && !decoded::may_spell_more(piece);
+        match self.compiled.is_searched() {
+            false => !self.scan || no_url(),
+            true => self.compiled.lacks_anchors(piece) && no_url(),
+        }
+    }
+}
+
+// A lane asks it from a second thread.
+const _: () = {
+    const fn sync_and_send<T: Sync + Send>() {}
+    sync_and_send::<PassCheck<'static>>();
+};
+
 /// What no lane may show of one result (or one message), and the session's memory of what
 /// was hidden before. Hidden are: every uri a block carries (a reference's, an embedded
 /// resource's, or one beside inline data) unless the policy lets it show, every uri the result
@@ -257,17 +290,16 @@ impl HiddenUris {
     /// not keep the run to redact it. Beside a piece that does not pass, it may change: a url
     /// begun in the piece before runs on into it.
     pub fn passes_unchanged(&self, piece: &str) -> bool {
-        self.uris_pass(piece) && self.scrub.passes(piece)
+        self.pass_check().passes_unchanged(piece)
     }
 
-    /// [`HiddenUris::passes_unchanged`] for the first pass alone.
-    fn uris_pass(&self, piece: &str) -> bool {
-        // A url, and a pattern with `://`, need a `://` in the run's view, which no run of
-        // such pieces holds.
-        let no_url = || piece_holds_no_url(piece) && !decoded::may_spell_more(piece);
-        match self.compiled.is_searched() {
-            false => !self.scan || no_url(),
-            true => self.compiled.lacks_anchors(piece) && no_url(),
+    /// What [`HiddenUris::passes_unchanged`] reads, borrowed, to be asked from other threads
+    /// too: a lane may sort the pieces that pass on two cores.
+    pub fn pass_check(&self) -> PassCheck<'_> {
+        PassCheck {
+            compiled: &self.compiled,
+            scan: self.scan,
+            scrub: &self.scrub,
         }
     }
 
@@ -301,7 +333,9 @@ impl HiddenUris {
     /// One pass of [`HiddenUris::redact_run`].
     fn redact_run_once<'t>(&self, pieces: &[&'t str]) -> Vec<Cow<'t, str>> {
         let borrowed = || pieces.iter().map(|p| Cow::Borrowed(*p)).collect();
-        let uris_pass = pieces.iter().all(|piece| self.uris_pass(piece));
+        let uris_pass = pieces
+            .iter()
+            .all(|piece| self.pass_check().uris_pass(piece));
         if uris_pass && pieces.iter().all(|piece| self.scrub.passes(piece)) {
             return borrowed();
         }

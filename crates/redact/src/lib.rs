@@ -38,7 +38,7 @@ mod view;
 mod walk;
 
 pub use hidden::{
-    HiddenSet, HiddenUris, MAX_REDACTION_PASSES, MAX_URI_PARTS, ServerName, UriPolicy,
+    HiddenSet, HiddenUris, MAX_REDACTION_PASSES, MAX_URI_PARTS, PassCheck, ServerName, UriPolicy,
 };
 pub use params::is_secret_name;
 pub use scrub::{Secrets, WITHHELD_SECRET};
