@@ -666,6 +666,21 @@ fn sync_staged(
     staged: &[(PathBuf, PathBuf)],
     folders: &[StagedFolder],
 ) -> std::io::Result<()> {
+    // The files are counted before any path is kept: a spill of many attachments, synced with
+    // one `syncfs`, keeps no list of them.
+    let mut count = staged.len();
+    for folder in folders {
+        for entry in fs::read_dir(&folder.temporary)? {
+            entry?;
+            count += 1;
+        }
+    }
+    #[cfg(target_os = "linux")]
+    if syncs_file_system(count) {
+        let folder = File::open(dir)?;
+        return rustix::fs::syncfs(&folder).map_err(std::io::Error::from);
+    }
+    let _ = dir;
     let mut files: Vec<PathBuf> = staged
         .iter()
         .map(|(temporary, _)| temporary.clone())
@@ -675,12 +690,6 @@ fn sync_staged(
             files.push(entry?.path());
         }
     }
-    #[cfg(target_os = "linux")]
-    if syncs_file_system(files.len()) {
-        let folder = File::open(dir)?;
-        return rustix::fs::syncfs(&folder).map_err(std::io::Error::from);
-    }
-    let _ = dir;
     for file in &files {
         OpenOptions::new().write(true).open(file)?.sync_all()?;
     }
@@ -929,10 +938,53 @@ pub struct Manifest {
     pub conversation: String,
     /// The spill text's file name.
     pub text: String,
-    /// The spill text's length in bytes.
-    pub bytes: u64,
     /// The attachments, in the order the text names them.
     pub attachments: Vec<ManifestAttachment>,
+    /// The spill text's length in bytes: last, so a spill's manifest is written as its
+    /// attachments are met, in the order of its fields ([`ManifestJson`]).
+    pub bytes: u64,
+}
+
+/// A spill's manifest as JSON, written as its attachments are met: each attachment's JSON is
+/// appended as it is made, so a result of many payloads keeps no list of them, and the bytes
+/// are those `serde_json` writes for the whole [`Manifest`].
+struct ManifestJson {
+    json: Vec<u8>,
+    attachments: usize,
+}
+
+impl ManifestJson {
+    /// A manifest's JSON up to its first attachment.
+    fn begin(conversation: &str, text: &str) -> ManifestJson {
+        let mut json = b"{\"conversation\":".to_vec();
+        // A string always serializes.
+        let _ = serde_json::to_writer(&mut json, conversation);
+        json.extend_from_slice(b",\"text\":");
+        let _ = serde_json::to_writer(&mut json, text);
+        json.extend_from_slice(b",\"attachments\":[");
+        ManifestJson {
+            json,
+            attachments: 0,
+        }
+    }
+
+    /// Appends an attachment.
+    fn push(&mut self, attachment: &ManifestAttachment) {
+        if self.attachments > 0 {
+            self.json.push(b',');
+        }
+        self.attachments += 1;
+        // Strings and an optional string always serialize.
+        let _ = serde_json::to_writer(&mut self.json, attachment);
+    }
+
+    /// The whole manifest's JSON, given the text's length.
+    fn finish(mut self, bytes: u64) -> Vec<u8> {
+        self.json.extend_from_slice(b"],\"bytes\":");
+        self.json.extend_from_slice(bytes.to_string().as_bytes());
+        self.json.push(b'}');
+        self.json
+    }
 }
 
 /// Writes the whole of a result: first each payload as an attachment (decoded bytes, an
@@ -1002,14 +1054,11 @@ fn write_spill_with<'t>(
     store.ready()?;
     let id = SpillId::random()?;
     let notice = store.notice();
-    let mut names: Vec<String> = Vec::new();
+    // Each attachment's extension, which with the spill's id and its place names its file.
+    let mut extensions: Vec<&'static str> = Vec::new();
     let mut attachments = Vec::new();
-    let mut manifest = Manifest {
-        conversation: store.conversation().to_owned(),
-        text: format!("{id}.txt"),
-        bytes: 0,
-        attachments: Vec::new(),
-    };
+    let text_name = format!("{id}.txt");
+    let mut manifest = ManifestJson::begin(store.conversation(), &text_name);
     let mut failure = None;
     let text = text_of(&mut |media: &Media<'_>, shown: &str| {
         if failure.is_some() {
@@ -1023,7 +1072,7 @@ fn write_spill_with<'t>(
         {
             bytes = redacted.into_bytes();
         }
-        let name = attachment_name(&id, names.len() + 1, extension);
+        let name = attachment_name(&id, extensions.len() + 1, extension);
         match store.put(&name, &bytes) {
             Ok(path) => {
                 let place = match notice {
@@ -1034,17 +1083,18 @@ fn write_spill_with<'t>(
                     "[attachment: {place} ({what}, {})]",
                     markers::size_label(bytes.len() as u64)
                 );
-                manifest.attachments.push(ManifestAttachment {
-                    name: name.clone(),
-                    line: line.clone(),
+                let mut attachment = ManifestAttachment {
+                    name,
+                    line,
                     media_type: media
                         .sniffed
                         .and_then(|_| media.best_type())
                         .map(str::to_owned),
-                });
-                names.push(name);
+                };
+                manifest.push(&attachment);
+                extensions.push(extension);
                 attachments.push(path);
-                line
+                std::mem::take(&mut attachment.line)
             }
             Err(error) => {
                 failure = Some(error);
@@ -1052,25 +1102,38 @@ fn write_spill_with<'t>(
             }
         }
     });
-    manifest.bytes = text.len() as u64;
+    let manifest = manifest.finish(text.len() as u64);
     let attached = failure.map_or(Ok(()), Err);
-    finish_spill(store, id, &manifest, &text, attachments, names, attached)
+    finish_spill(
+        store,
+        id,
+        &text_name,
+        manifest,
+        &text,
+        attachments,
+        &extensions,
+        attached,
+    )
 }
 
-/// Writes a spill's text and manifest after its attachments (`names` so far, `attached` the
-/// error that stopped them, if one did), and commits them; on failure every file named is
-/// removed.
+/// Writes a spill's text and manifest after its attachments (one for each of `extensions` so
+/// far, `attached` the error that stopped them, if one did), and commits them; on failure every
+/// file named is removed.
+#[allow(clippy::too_many_arguments)]
 fn finish_spill(
     store: &mut dyn SpillStore,
     id: SpillId,
-    manifest: &Manifest,
+    text_name: &str,
+    manifest: Vec<u8>,
     text: &str,
     attachments: Vec<String>,
-    mut names: Vec<String>,
+    extensions: &[&str],
     attached: Result<(), SpillError>,
 ) -> Result<Spill, SpillError> {
-    let written =
-        attached.and_then(|()| put_text_and_manifest(store, &id, manifest, text, &mut names));
+    let mut written_names = Vec::new();
+    let written = attached.and_then(|()| {
+        put_text_and_manifest(store, &id, text_name, &manifest, text, &mut written_names)
+    });
     match written {
         Ok(path) => Ok(Spill {
             id,
@@ -1079,8 +1142,12 @@ fn finish_spill(
             notice: store.notice(),
         }),
         Err(error) => {
-            for name in &names {
-                store.remove(name);
+            let attachments = extensions
+                .iter()
+                .enumerate()
+                .map(|(at, extension)| attachment_name(&id, at + 1, extension));
+            for name in attachments.chain(written_names) {
+                store.remove(&name);
             }
             Err(error)
         }
@@ -1098,17 +1165,14 @@ fn attachment_name(id: &SpillId, n: usize, extension: &str) -> String {
 fn put_text_and_manifest(
     store: &mut dyn SpillStore,
     id: &SpillId,
-    manifest: &Manifest,
+    text_name: &str,
+    manifest: &[u8],
     text: &str,
     names: &mut Vec<String>,
 ) -> Result<String, SpillError> {
-    let path = store.put(&manifest.text, text.as_bytes())?;
-    names.push(manifest.text.clone());
-    let json = serde_json::to_vec(manifest).map_err(|e| SpillError::Write {
-        path: id.manifest_name(),
-        error: std::io::Error::other(e),
-    })?;
-    store.put(&id.manifest_name(), &json)?;
+    let path = store.put(text_name, text.as_bytes())?;
+    names.push(text_name.to_owned());
+    store.put(&id.manifest_name(), manifest)?;
     names.push(id.manifest_name());
     store.commit().map(|()| path)
 }
@@ -1118,13 +1182,18 @@ fn put_text_and_manifest(
 /// left.
 pub fn write_text_spill(text: &str, store: &mut dyn SpillStore) -> Result<Spill, SpillError> {
     let id = SpillId::random()?;
-    let manifest = Manifest {
-        conversation: store.conversation().to_owned(),
-        text: format!("{id}.txt"),
-        bytes: text.len() as u64,
-        attachments: Vec::new(),
-    };
-    finish_spill(store, id, &manifest, text, Vec::new(), Vec::new(), Ok(()))
+    let text_name = format!("{id}.txt");
+    let manifest = ManifestJson::begin(store.conversation(), &text_name).finish(text.len() as u64);
+    finish_spill(
+        store,
+        id,
+        &text_name,
+        manifest,
+        text,
+        Vec::new(),
+        &[],
+        Ok(()),
+    )
 }
 
 /// A payload's bytes, extension and description. Sound base64 is decoded; anything else is kept
@@ -1184,5 +1253,47 @@ mod sync_tests {
             syncs_file_system(SYNC_EACH_UP_TO + 1),
             cfg!(target_os = "linux")
         );
+    }
+}
+
+#[cfg(test)]
+mod manifest_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn string() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<String>(),
+            "[a-z0-9_/.]{0,40}",
+            Just("é\"\\\n\u{7f}".to_owned())
+        ]
+    }
+
+    proptest! {
+        /// The manifest written as its attachments are met is the JSON `serde_json` writes for
+        /// the whole manifest, byte for byte, and reads back as it.
+        #[test]
+        fn a_manifest_written_as_met_is_the_whole_manifest_s_json(
+            conversation in string(),
+            text in string(),
+            attachments in prop::collection::vec(
+                (string(), string(), prop::option::of(string())),
+                0..6,
+            ),
+            bytes in any::<u64>(),
+        ) {
+            let attachments: Vec<ManifestAttachment> = attachments
+                .into_iter()
+                .map(|(name, line, media_type)| ManifestAttachment { name, line, media_type })
+                .collect();
+            let mut json = ManifestJson::begin(&conversation, &text);
+            for attachment in &attachments {
+                json.push(attachment);
+            }
+            let json = json.finish(bytes);
+            let whole = Manifest { conversation, text, attachments, bytes };
+            prop_assert_eq!(&json, &serde_json::to_vec(&whole).unwrap());
+            prop_assert_eq!(serde_json::from_slice::<Manifest>(&json).unwrap(), whole);
+        }
     }
 }
