@@ -56,8 +56,8 @@ pub(crate) fn find_in_windows(
 /// from its units, sorted: the tests check that the walk in place finds what the built
 /// skeleton's walk finds.
 #[cfg(test)]
-pub(crate) fn plain_and_built(matcher: &Matcher, text: &str) -> (Vec<(u32, u32)>, Vec<(u32, u32)>) {
-    fn both(aut: &impl Automaton, text: &str) -> (Vec<(u32, u32)>, Vec<(u32, u32)>) {
+pub(crate) fn plain_and_built(matcher: &Matcher, text: &str) -> [Vec<(u32, u32)>; 2] {
+    fn both(aut: &impl Automaton, text: &str) -> [Vec<(u32, u32)>; 2] {
         let scan = || Scan {
             aut,
             hits: Vec::new(),
@@ -73,7 +73,7 @@ pub(crate) fn plain_and_built(matcher: &Matcher, text: &str) -> (Vec<(u32, u32)>
         let (mut a, mut b) = (in_place.hits, built.hits);
         a.sort_unstable();
         b.sort_unstable();
-        (a, b)
+        [a, b]
     }
     match matcher {
         Matcher::Dfa(aut) => both(aut, text),

@@ -256,7 +256,7 @@ proptest! {
         );
         let matcher = s.matcher.get_or_init(|| super::build(&s.skeletons)).clone();
         let matcher = matcher.expect("an automaton over two secrets");
-        let (in_place, built) = crate::secrets::scan::plain_and_built(&matcher, &text);
+        let [in_place, built] = crate::secrets::scan::plain_and_built(&matcher, &text);
         prop_assert!(!built.is_empty(), "{:?}", text);
         prop_assert_eq!(in_place, built, "{:?}", text);
     }
