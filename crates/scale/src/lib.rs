@@ -32,6 +32,7 @@ use mcpl_lanes::{RequestLimits, Route};
 use serde_json::Value;
 
 mod png_encode;
+mod thumbnail;
 
 /// What one image must fit to go natively.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,7 +283,7 @@ impl Scaler {
             };
             // Resizing to the same size gives the same pixels: no copy is made for it.
             let resized = (to.width != width || to.height != height)
-                .then(|| image.thumbnail_exact(to.width, to.height));
+                .then(|| thumbnail::exact(&image, to.width, to.height));
             // A PNG is counted before it is built, so one too large is never built (decision
             // 0090); a JPEG is encoded to learn its length.
             let counted = if out_format == ImageFormat::Png {
