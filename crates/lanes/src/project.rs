@@ -1778,12 +1778,12 @@ impl<'h> Projector<'h> {
 
 /// A text block's text, or an embedded text resource's: what a lane redacts as a run.
 /// The most blocks a batch of [`next_batch`] holds.
-const BATCH_BLOCKS: usize = 8192;
+const BATCH_BLOCKS: usize = 2048;
 /// A batch ends after the block that brings its texts to this many bytes.
 const BATCH_TEXT_BYTES: usize = 1 << 20;
 /// A batch whose texts hold fewer bytes is sorted on one core, as its texts are met: a thread
 /// costs more than it would spare.
-const PARALLEL_TEXT_BYTES: usize = 64 << 10;
+const PARALLEL_TEXT_BYTES: usize = 16 << 10;
 
 /// Fills `batch` with the next blocks, up to [`BATCH_BLOCKS`] or [`BATCH_TEXT_BYTES`] of text;
 /// `false` when none are left.
