@@ -467,6 +467,15 @@ mod tests {
         images
     }
 
+    /// Edges that make each filter win somewhere.
+    fn stripes(x: u32, y: u32) -> u8 {
+        if (x / 5 + y / 3).is_multiple_of(2) {
+            200
+        } else {
+            (x * y) as u8
+        }
+    }
+
     #[test]
     fn the_count_and_the_bytes_are_the_encoders_for_every_colour_type() {
         let mut noise = Noise(0x2545_F491_4F6C_DD1D);
@@ -480,17 +489,7 @@ mod tests {
             ("flat", Box::new(|_, _| 7)),
             // Few levels at random: many ties between the Paeth predictor's neighbours.
             ("levels", Box::new(move |_, _| levels.next() % 3 * 40)),
-            // Edges that make each filter win somewhere.
-            (
-                "stripes",
-                Box::new(|x, y| {
-                    if (x / 5 + y / 3) % 2 == 0 {
-                        200
-                    } else {
-                        (x * y) as u8
-                    }
-                }),
-            ),
+            ("stripes", Box::new(stripes)),
         ];
         for (width, height) in [(1, 1), (7, 3), (8, 8), (9, 17), (33, 5), (100, 40)] {
             for (name, sample) in &mut patterns {
@@ -529,16 +528,7 @@ mod tests {
         let mut patterns: Vec<(&str, Pattern)> = vec![
             ("noise", Box::new(move |_, _| noise.next())),
             ("gradient", Box::new(|x, y| (x / 3 + y) as u8)),
-            (
-                "stripes",
-                Box::new(|x, y| {
-                    if (x / 5 + y / 3) % 2 == 0 {
-                        200
-                    } else {
-                        (x * y) as u8
-                    }
-                }),
-            ),
+            ("stripes", Box::new(stripes)),
         ];
         for (name, sample) in &mut patterns {
             // 8-bit grey and 16-bit grey with alpha: the rows as they are and reordered.
