@@ -1776,7 +1776,6 @@ impl<'h> Projector<'h> {
     }
 }
 
-/// A text block's text, or an embedded text resource's: what a lane redacts as a run.
 /// The most blocks a batch of [`next_batch`] holds.
 const BATCH_BLOCKS: usize = 2048;
 /// A batch ends after the block that brings its texts to this many bytes.
@@ -1866,6 +1865,7 @@ fn two_cores() -> bool {
     *TWO.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2))
 }
 
+/// A text block's text, or an embedded text resource's: what a lane redacts as a run.
 fn text_of<'a>(block: &Block<'a>) -> Option<&'a str> {
     match block {
         Block::Text(text) => Some(text),
