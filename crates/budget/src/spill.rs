@@ -666,13 +666,20 @@ fn sync_staged(
     staged: &[(PathBuf, PathBuf)],
     folders: &[StagedFolder],
 ) -> std::io::Result<()> {
-    // The files are counted before any path is kept: a spill of many attachments, synced with
-    // one `syncfs`, keeps no list of them.
-    let mut count = staged.len();
+    let mut files: Vec<PathBuf> = staged
+        .iter()
+        .map(|(temporary, _)| temporary.clone())
+        .collect();
+    let mut count = files.len();
     for folder in folders {
         for entry in fs::read_dir(&folder.temporary)? {
-            entry?;
+            let entry = entry?;
             count += 1;
+            // A path is kept only while the files may still be synced one by one: a spill of
+            // many attachments, synced with one `syncfs`, keeps no list of them.
+            if !syncs_file_system(count) {
+                files.push(entry.path());
+            }
         }
     }
     #[cfg(target_os = "linux")]
@@ -681,15 +688,6 @@ fn sync_staged(
         return rustix::fs::syncfs(&folder).map_err(std::io::Error::from);
     }
     let _ = dir;
-    let mut files: Vec<PathBuf> = staged
-        .iter()
-        .map(|(temporary, _)| temporary.clone())
-        .collect();
-    for folder in folders {
-        for entry in fs::read_dir(&folder.temporary)? {
-            files.push(entry?.path());
-        }
-    }
     for file in &files {
         OpenOptions::new().write(true).open(file)?.sync_all()?;
     }
