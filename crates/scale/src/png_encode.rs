@@ -175,11 +175,16 @@ impl<'i> Layout<'i> {
         let mut current = vec![0; self.row_len + 1];
         let mut previous = vec![0; self.row_len];
         self.rows(|row| {
-            current[0] = adaptive_filter(self.bpp, &previous, row, &mut current[1..]) as u8;
-            each(&current)?;
-            previous.copy_from_slice(row);
-            Ok(())
+            self.filter_row(&mut previous, row, &mut current);
+            each(&current)
         })
+    }
+
+    /// Writes `row`'s filter byte and filtered bytes into `out`, given the row before it in
+    /// `previous`, which then holds `row`.
+    fn filter_row(&self, previous: &mut [u8], row: &[u8], out: &mut [u8]) {
+        out[0] = adaptive_filter(self.bpp, previous, row, &mut out[1..]) as u8;
+        previous.copy_from_slice(row);
     }
 
     /// [`Layout::filtered_rows`] with the rows filtered on a second thread, a chunk of rows at
@@ -207,9 +212,7 @@ impl<'i> Layout<'i> {
                     }
                     let at = chunk.len();
                     chunk.resize(at + stride, 0);
-                    let current = &mut chunk[at..];
-                    current[0] = adaptive_filter(self.bpp, &previous, row, &mut current[1..]) as u8;
-                    previous.copy_from_slice(row);
+                    self.filter_row(&mut previous, row, &mut chunk[at..]);
                     if chunk.len() >= rows_per_chunk * stride {
                         // The reader gone (it met an error) ends the filtering.
                         full.send(std::mem::take(&mut chunk))
@@ -520,8 +523,8 @@ mod tests {
         }
     }
 
-    /// Images whose rows are filtered on a second thread: the same count and bytes, for every
-    /// colour type, compressed and stored.
+    /// Images whose rows are filtered on a second thread: the same count and bytes, for 8-bit
+    /// grey and 16-bit grey with alpha (rows as they are and reordered), compressed and stored.
     #[test]
     fn rows_filtered_beside_give_the_encoders_bytes() {
         let mut noise = Noise(0x5DEE_CE66_D1CE_4E5B);
@@ -531,7 +534,6 @@ mod tests {
             ("stripes", Box::new(stripes)),
         ];
         for (name, sample) in &mut patterns {
-            // 8-bit grey and 16-bit grey with alpha: the rows as they are and reordered.
             let images = every_colour(1030, 1020, sample.as_mut());
             for image in [&images[0], &images[5]] {
                 let layout = Layout::of(image).expect("a covered colour type");
