@@ -333,9 +333,8 @@ impl HiddenUris {
     /// One pass of [`HiddenUris::redact_run`].
     fn redact_run_once<'t>(&self, pieces: &[&'t str]) -> Vec<Cow<'t, str>> {
         let borrowed = || pieces.iter().map(|p| Cow::Borrowed(*p)).collect();
-        let uris_pass = pieces
-            .iter()
-            .all(|piece| self.pass_check().uris_pass(piece));
+        let check = self.pass_check();
+        let uris_pass = pieces.iter().all(|piece| check.uris_pass(piece));
         if uris_pass && pieces.iter().all(|piece| self.scrub.passes(piece)) {
             return borrowed();
         }
