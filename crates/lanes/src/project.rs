@@ -170,6 +170,30 @@ impl<'a> ToolResultCopies<'a> {
         part_spans(&self.part_ends)
     }
 
+    /// For copies a projector has just made of `result` and that say
+    /// [`ToolResultCopies::spills_as_stored`], calls `each` with every payload (image, audio,
+    /// embedded blob) and its part's span in the stored copy, in order: the spill text is the
+    /// stored copy with each of those parts replaced by its attachment's line. `false`, before
+    /// `each` is called, when the copies do not say so or their parts are not one a block.
+    pub fn each_payload(
+        &self,
+        result: &ToolResult<'_>,
+        each: &mut dyn FnMut(Range<usize>, &Media<'_>),
+    ) -> bool {
+        // Structured content the stored copy shows is its last part, the same in a spill.
+        let parts = result.block_count() + usize::from(result.structured.is_some());
+        if !self.spills_as_stored || self.part_ends.len() != parts {
+            return false;
+        }
+        for (block, span) in result.blocks().zip(self.part_spans()) {
+            if let Some(media) = block.media().filter(|media| !media.is_empty()) {
+                // The spans are the stored copy's own, in order.
+                each(span, media);
+            }
+        }
+        true
+    }
+
     /// Parts joined with `\n` as a stored copy holds them: the text and where each part ends.
     pub fn join_parts<'p>(parts: impl IntoIterator<Item = &'p str>) -> (String, PartEnds) {
         let mut stored = StoredText {
@@ -843,24 +867,18 @@ impl<'h> Projector<'h> {
         copies: &'c ToolResultCopies<'_>,
         attach: &mut Attach<'_>,
     ) -> Option<Cow<'c, str>> {
-        // Structured content the stored copy shows is its last part, the same in a spill.
-        let parts = result.block_count() + usize::from(result.structured.is_some());
-        if !copies.spills_as_stored || copies.part_ends.len() != parts {
-            return None;
-        }
         let stored: &'c str = &copies.stored;
         let mut spill: Option<String> = None;
         let mut copied = 0;
-        for (block, span) in result.blocks().zip(copies.part_spans()) {
-            let Some(media) = block.media().filter(|media| !media.is_empty()) else {
-                continue;
-            };
-            // The spans are the stored copy's own, in order.
+        let spills_as_stored = copies.each_payload(result, &mut |span, media| {
             let shown = stored.get(span.clone()).unwrap_or_default();
             let text = spill.get_or_insert_with(|| String::with_capacity(stored.len()));
             text.push_str(stored.get(copied..span.start).unwrap_or_default());
             text.push_str(&attach(media, shown));
             copied = span.end;
+        });
+        if !spills_as_stored {
+            return None;
         }
         match spill {
             None => Some(Cow::Borrowed(stored)),

@@ -147,6 +147,71 @@ fn an_image_comes_back_as_an_image_block_after_its_line() {
     assert_eq!(parts[0].text, std::fs::read_to_string(&spill.path).unwrap());
 }
 
+/// Each attachment's line in the manifest is the line in the spill text, in order, in both
+/// wordings: for bytes of a known type, for a type only the server claimed, for none, and for
+/// data that is not base64. Only the known type is recorded as a media type.
+#[test]
+fn the_manifest_s_lines_are_the_spill_text_s_lines() {
+    for notice in [SpillNotice::Path, SpillNotice::ReadResult] {
+        let dir = TempDir::new("manifest-lines");
+        let png = STANDARD.encode(mcpl_testkit::fixture("image.png"));
+        let unknown = STANDARD.encode([7u8, 1, 2, 3, 4, 5, 6, 7, 8]);
+        let result = json!({"content": [
+            {"type": "text", "text": "before\n".repeat(2000)},
+            {"type": "image", "data": png, "mimeType": "image/png"},
+            {"type": "resource", "resource": {"uri": "file:///a.bin", "blob": unknown,
+                "mimeType": "application/x-thing"}},
+            {"type": "resource", "resource": {"uri": "file:///b.bin", "blob": unknown}},
+            {"type": "image", "data": "not base64 at all!", "mimeType": "image/png"},
+            {"type": "text", "text": "after\n".repeat(2000)},
+        ]});
+        let mut store = LocalSpillStore::new(&dir.0).unwrap().with_notice(notice);
+        let spill = fit(&result, &PricedRoute::ANTHROPIC, 500, Some(&mut store))
+            .spill
+            .expect("a spill");
+        let text = std::fs::read_to_string(&spill.path).unwrap();
+        let manifest = std::fs::read(dir.0.join(spill.id.manifest_name())).unwrap();
+        let manifest: mcpl_budget::Manifest = serde_json::from_slice(&manifest).unwrap();
+        assert_eq!(manifest.bytes, text.len() as u64);
+        assert_eq!(manifest.attachments.len(), spill.attachments.len());
+        let mut from = 0;
+        for (at, attachment) in manifest.attachments.iter().enumerate() {
+            let found = text[from..].find(&attachment.line).map(|i| from + i);
+            let found = found.unwrap_or_else(|| panic!("{} in the text", attachment.line));
+            from = found + attachment.line.len();
+            let place = match notice {
+                SpillNotice::Path => spill.attachments[at].clone(),
+                _ => attachment.name.clone(),
+            };
+            assert!(
+                attachment
+                    .line
+                    .starts_with(&format!("[attachment: {place} (")),
+                "{}",
+                attachment.line
+            );
+        }
+        let lines: Vec<&str> = manifest
+            .attachments
+            .iter()
+            .map(|a| a.line.as_str())
+            .collect();
+        assert!(lines[0].contains("(image/png, 167B)"), "{lines:?}");
+        assert!(lines[1].contains("(application/x-thing, 9B)"), "{lines:?}");
+        assert!(lines[2].contains("(unknown type, 9B)"), "{lines:?}");
+        assert!(
+            lines[3].contains("(not valid base64, kept as sent, 18B)"),
+            "{lines:?}"
+        );
+        let types: Vec<Option<&str>> = manifest
+            .attachments
+            .iter()
+            .map(|a| a.media_type.as_deref())
+            .collect();
+        assert_eq!(types, [Some("image/png"), None, None, None]);
+    }
+}
+
 #[test]
 fn a_spill_is_read_only_in_the_conversation_that_made_it() {
     let dir = TempDir::new("read-back-other");

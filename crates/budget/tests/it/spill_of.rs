@@ -4,8 +4,11 @@
 //! leaves out. A url found for the session no longer stops it: the copies are made by a pass that
 //! learned nothing (decision 0104).
 
-use mcpl_budget::{LocalSpillStore, PricedRoute, SpillStore, write_spill, write_spill_of};
+use mcpl_budget::{
+    LocalSpillStore, Manifest, PricedRoute, SpillStore, write_spill, write_spill_of,
+};
 use mcpl_lanes::ToolResult;
+use proptest::prelude::*;
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -15,8 +18,14 @@ const TINY_PNG: &str =
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg==";
 
 /// Projects `result` with a fresh host, then spills it the one way or the other; the stored
-/// copy, whether it spills as stored, and the spill text as written.
+/// copy, whether it spills as stored, and the spill text and manifest as written.
 fn project_then_spill(result: &Value, from_copies: bool) -> (String, bool, String) {
+    let (stored, flag, text, _) = project_then_spill_whole(result, from_copies);
+    (stored, flag, text)
+}
+
+/// [`project_then_spill`], with the manifest as written too.
+fn project_then_spill_whole(result: &Value, from_copies: bool) -> (String, bool, String, String) {
     let dir = TempDir::new("spill-of");
     let mut store = LocalSpillStore::new(&dir.0).unwrap();
     let read = mcpl_lanes::ResultView::of_value(result);
@@ -30,11 +39,23 @@ fn project_then_spill(result: &Value, from_copies: bool) -> (String, bool, Strin
         (copies, spill.unwrap())
     });
     // Each spill has its own folder and id; what differs besides them counts.
-    let text = std::fs::read_to_string(&spill.path)
-        .unwrap()
-        .replace(&dir.0.display().to_string(), "DIR")
-        .replace(&spill.id.to_string(), "ID");
-    (copies.stored.into_owned(), copies.spills_as_stored, text)
+    let conversation = store.conversation().to_owned();
+    let same = |text: String| {
+        text.replace(&dir.0.display().to_string(), "DIR")
+            .replace(&spill.id.to_string(), "ID")
+            .replace(&conversation, "CONVERSATION")
+    };
+    let text = same(std::fs::read_to_string(&spill.path).unwrap());
+    let manifest = std::fs::read_to_string(dir.0.join(spill.id.manifest_name())).unwrap();
+    let read: Manifest = serde_json::from_str(&manifest).unwrap();
+    assert_eq!(read.bytes, std::fs::metadata(&spill.path).unwrap().len());
+    assert_eq!(read.attachments.len(), spill.attachments.len());
+    (
+        copies.stored.into_owned(),
+        copies.spills_as_stored,
+        text,
+        same(manifest),
+    )
 }
 
 fn content(blocks: Value) -> Value {
@@ -69,10 +90,11 @@ fn a_spill_of_the_copies_is_the_spill_of_a_second_pass(
     #[case] result: Value,
     #[case] spills_as_stored: bool,
 ) {
-    let (stored, flag, of_copies) = project_then_spill(&result, true);
-    let (_, _, second_pass) = project_then_spill(&result, false);
+    let (stored, flag, of_copies, manifest) = project_then_spill_whole(&result, true);
+    let (_, _, second_pass, second_manifest) = project_then_spill_whole(&result, false);
     assert_eq!(flag, spills_as_stored);
     assert_eq!(of_copies, second_pass);
+    assert_eq!(manifest, second_manifest);
     // With no payload to attach, the spill is the stored copy itself.
     if spills_as_stored && !of_copies.contains("[attachment: ") {
         assert_eq!(of_copies, stored);
@@ -134,5 +156,42 @@ fn a_spill_names_the_ids_the_stored_copy_names_past_the_registrys_capacity(
     assert_eq!(spilled.len(), 2_500);
     for id in &kept {
         assert!(spilled.contains(id), "{id} is not in the spill");
+    }
+}
+
+/// A block a spilled result may hold: texts (some with a uri the result hides), payloads of
+/// every kind (sound, not base64, empty, nested in a resource) and links.
+fn block() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        "[a-z ]{0,30}".prop_map(|text| json!({"type": "text", "text": text})),
+        Just(json!({"type": "text", "text": "see https://h.example/r/1?sig=abc"})),
+        Just(json!({"type": "image", "data": TINY_PNG, "mimeType": "image/png"})),
+        Just(json!({"type": "image", "data": TINY_PNG, "mimeType": "image/jpeg"})),
+        Just(json!({"type": "image", "data": "", "mimeType": "image/png"})),
+        "[a-z!]{1,12}".prop_map(|data| json!({"type": "audio", "data": data, "mimeType": "audio/wav"})),
+        "[A-Za-z0-9]{0,6}".prop_map(|name| json!({"type": "resource", "resource": {
+            "uri": format!("file:///{name}.bin"), "blob": "AAEC", "mimeType": "application/x-thing"}})),
+        Just(json!({"type": "resource", "resource": {"uri": "https://h.example/r/1?sig=abc",
+            "mimeType": "text/plain", "text": "body"}})),
+        "[a-z]{1,8}".prop_map(|name| json!({"type": "resource_link",
+            "uri": format!("https://h.example/l/{name}"), "name": name})),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The spill written from the copies, its text streamed from the stored copy with each line
+    /// made again, is byte for byte the spill a second pass writes whole: text and manifest.
+    #[test]
+    fn a_streamed_spill_is_the_spill_of_a_second_pass(
+        blocks in prop::collection::vec(block(), 0..24),
+    ) {
+        let result = content(Value::Array(blocks));
+        let (_, flag, text, manifest) = project_then_spill_whole(&result, true);
+        let (_, _, second_text, second_manifest) = project_then_spill_whole(&result, false);
+        prop_assert!(flag);
+        prop_assert_eq!(text, second_text);
+        prop_assert_eq!(manifest, second_manifest);
     }
 }
