@@ -974,23 +974,42 @@ pub struct Manifest {
 /// One attachment as a spill keeps it until its manifest is written: its line is made again
 /// from where its file went, so a spill of many payloads keeps no line, name or JSON for each.
 struct Attached {
-    /// Its file's extension, which with the spill's id and its place names the file.
-    extension: &'static str,
-    /// What its line says it is: the type its bytes are, the type the server claimed, or why
-    /// it has no type.
-    what: Cow<'static, str>,
-    /// The type its bytes are, which the manifest records as its media type.
-    media_type: Option<&'static str>,
+    /// The type mcpl found its bytes to be: the manifest's media type, and what its line says
+    /// it is.
+    sniffed: Option<Sniffed>,
+    /// The type only the server named, for a line with no type of mcpl's.
+    claimed: Option<Box<str>>,
+    /// Whether its data was sound base64, written decoded; other data is kept as sent.
+    decoded: bool,
     /// Its file's length.
     bytes: u64,
 }
 
 impl Attached {
+    /// Its file's extension, which with the spill's id and its place names the file.
+    fn extension(&self) -> &'static str {
+        match self.decoded {
+            true => extension_for(self.sniffed),
+            false => "b64",
+        }
+    }
+
+    /// What its line says it is: the type its bytes are, the type the server claimed, or why
+    /// it has no type.
+    fn what(&self) -> &str {
+        match (self.decoded, self.sniffed, &self.claimed) {
+            (false, _, _) => "not valid base64, kept as sent",
+            (true, Some(sniffed), _) => sniffed.mime(),
+            (true, None, Some(claimed)) => claimed,
+            (true, None, None) => "unknown type",
+        }
+    }
+
     /// The line standing in its place in the spill text, naming its file by `place`.
     fn line(&self, place: &str) -> String {
         format!(
             "[attachment: {place} ({}, {})]",
-            self.what,
+            self.what(),
             markers::size_label(self.bytes)
         )
     }
@@ -1177,7 +1196,7 @@ impl SpillWriter {
         if self.failure.is_some() {
             return None;
         }
-        let (mut bytes, extension, what) = attachment_of(media);
+        let (mut bytes, mut attached) = attachment_of(media);
         // A payload that is text (SVG, JSON, a text blob, data that is not base64) is a
         // server's string and is redacted as one; binary bytes are written as they are.
         if let Ok(text) = std::str::from_utf8(&bytes)
@@ -1185,15 +1204,11 @@ impl SpillWriter {
         {
             bytes = redacted.into_bytes();
         }
-        let name = attachment_name(&self.id, self.attached.len() + 1, extension);
+        let name = attachment_name(&self.id, self.attached.len() + 1, attached.extension());
         match store.put(&name, &bytes) {
             Ok(path) => {
-                self.attached.push(Attached {
-                    extension,
-                    what,
-                    media_type: media.sniffed.map(Sniffed::mime),
-                    bytes: bytes.len() as u64,
-                });
+                attached.bytes = bytes.len() as u64;
+                self.attached.push(attached);
                 self.attachments.push(path);
                 Some(self.line(self.attached.len() - 1))
             }
@@ -1210,7 +1225,7 @@ impl SpillWriter {
         match self.notice {
             SpillNotice::Path => attachment.line(&self.attachments[at]),
             SpillNotice::ReadResult => {
-                attachment.line(&attachment_name(&self.id, at + 1, attachment.extension))
+                attachment.line(&attachment_name(&self.id, at + 1, attachment.extension()))
             }
         }
     }
@@ -1236,7 +1251,7 @@ impl SpillWriter {
             }),
             Err(error) => {
                 let attachments = self.attached.iter().enumerate().map(|(at, attachment)| {
-                    attachment_name(&self.id, at + 1, attachment.extension)
+                    attachment_name(&self.id, at + 1, attachment.extension())
                 });
                 for name in attachments.chain(written_names) {
                     store.remove(&name);
@@ -1270,9 +1285,9 @@ impl SpillWriter {
                     .iter()
                     .enumerate()
                     .map(|(at, attachment)| ManifestAttachment {
-                        name: attachment_name(&self.id, at + 1, attachment.extension),
+                        name: attachment_name(&self.id, at + 1, attachment.extension()),
                         line: self.line(at),
-                        media_type: attachment.media_type.map(str::to_owned),
+                        media_type: attachment.sniffed.map(|sniffed| sniffed.mime().to_owned()),
                     });
             write_manifest(out, &conversation, &self.text_name, listed, len as u64)
         })?;
@@ -1294,25 +1309,25 @@ pub fn write_text_spill(text: &str, store: &mut dyn SpillStore) -> Result<Spill,
     SpillWriter::new(store)?.finish(store, SpillText::Whole(text))
 }
 
-/// A payload's bytes, extension and description. Sound base64 is decoded; anything else is kept
-/// as the text the server sent, so nothing is lost.
-fn attachment_of(media: &Media<'_>) -> (Vec<u8>, &'static str, Cow<'static, str>) {
-    match STANDARD.decode(media.data) {
-        Ok(bytes) => {
-            // The type its bytes are is named by mcpl, so it is kept without a copy.
-            let what = match (media.sniffed, media.best_type()) {
-                (Some(sniffed), _) => Cow::Borrowed(sniffed.mime()),
-                (None, Some(claimed)) => Cow::Owned(claimed.to_owned()),
-                (None, None) => Cow::Borrowed("unknown type"),
-            };
-            (bytes, extension_for(media.sniffed), what)
-        }
-        Err(_) => (
-            media.data.as_bytes().to_vec(),
-            "b64",
-            Cow::Borrowed("not valid base64, kept as sent"),
-        ),
-    }
+/// A payload's bytes, and what a spill keeps of it besides its length. Sound base64 is decoded;
+/// anything else is kept as the text the server sent, so nothing is lost.
+fn attachment_of(media: &Media<'_>) -> (Vec<u8>, Attached) {
+    let (bytes, decoded) = match STANDARD.decode(media.data) {
+        Ok(bytes) => (bytes, true),
+        Err(_) => (media.data.as_bytes().to_vec(), false),
+    };
+    // The type its bytes are is one mcpl names, so only a type the server claimed is copied.
+    let claimed = match (decoded, media.sniffed) {
+        (true, None) => media.best_type().map(Box::from),
+        _ => None,
+    };
+    let attached = Attached {
+        sniffed: media.sniffed,
+        claimed,
+        decoded,
+        bytes: 0,
+    };
+    (bytes, attached)
 }
 
 /// The extension for a payload, from what its bytes are.
