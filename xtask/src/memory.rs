@@ -4,8 +4,9 @@
 //! seven 200 MB texts: long lines, short lines, one line of many escapes, many small text
 //! blocks, and three with no place the first windows could cut (decision 0141): one line of CJK
 //! letters, one line of `\u00e9` escapes, and words that hold percent escapes; a 60 MB line of
-//! base64 (decision 0143); and a 40 MB result of structured content, small rows (decision
-//! 0142). One line per
+//! base64 (decision 0143); a 40 MB result of structured content, small rows (decision 0142);
+//! and a 40 MB result of small images, each spilled as a file of its own (decision 0147). One
+//! line per
 //! input: its size, the peak (`VmHWM` from `/proc/<pid>/status`, read
 //! every 5 ms while the run lasts, so this recipe needs Linux), peak ÷ input, and whether the
 //! target, twice the input plus 20 MiB, holds. It fails when a run fails or an input is over
@@ -27,6 +28,8 @@ const TEXT_BYTES: usize = 200_000_000;
 const BASE64_BYTES: usize = 60_000_000;
 /// The structured content input's size.
 const STRUCTURED_BYTES: usize = 40_000_000;
+/// The small payloads input's size: about 93,000 images.
+const PAYLOAD_BYTES: usize = 40_000_000;
 
 pub(crate) fn memory(root: &Path) -> Result<(), String> {
     crate::cargo(root, &["build", "--release", "-p", "mcpl-cli"])?;
@@ -103,6 +106,11 @@ pub(crate) fn memory(root: &Path) -> Result<(), String> {
         &inputs,
         "structured-rows",
         &structured_rows(STRUCTURED_BYTES),
+    )?);
+    files.push(write_input(
+        &inputs,
+        "small-payloads",
+        &small_payloads(PAYLOAD_BYTES),
     )?);
     let mcpl = root.join("target").join("release").join("mcpl");
     println!("peak resident memory of mcpl project (target: at most 2 x input + 20 MiB)");
@@ -227,22 +235,64 @@ fn small_blocks(bytes: usize) -> Vec<u8> {
 /// One result of a single text block of about `bytes` bytes: one line of base64 characters
 /// drawn at random, as a file's bytes sent as base64 read, with no place to cut (decision 0143).
 fn base64_line(bytes: usize) -> Vec<u8> {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut json = Vec::with_capacity(bytes + 64);
     json.extend_from_slice(br#"{"content": [{"type": "text", "text": ""#);
-    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut draw = Base64Draw::default();
     while json.len() < bytes {
-        // SplitMix64: ten characters from each draw.
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
+        draw.ten_more(&mut json);
+    }
+    json.extend_from_slice(br#""}]}"#);
+    json
+}
+
+/// Base64 characters drawn at random (SplitMix64), ten from each draw, the same every run.
+struct Base64Draw {
+    state: u64,
+}
+
+impl Default for Base64Draw {
+    fn default() -> Base64Draw {
+        Base64Draw {
+            state: 0x9E37_79B9_7F4A_7C15,
+        }
+    }
+}
+
+impl Base64Draw {
+    fn ten_more(&mut self, out: &mut Vec<u8>) {
+        const ALPHABET: &[u8; 64] =
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^= z >> 31;
         for k in 0..10 {
-            json.push(ALPHABET[(z >> (6 * k)) as usize & 63]);
+            out.push(ALPHABET[(z >> (6 * k)) as usize & 63]);
         }
     }
-    json.extend_from_slice(br#""}]}"#);
+}
+
+/// One result of about `bytes` bytes of small payloads: images of 300 bytes each (400 base64
+/// characters drawn at random), a type claimed and none found, so each is written to the spill
+/// as an attachment of its own (decision 0147).
+fn small_payloads(bytes: usize) -> Vec<u8> {
+    let mut json = Vec::with_capacity(bytes + 512);
+    json.extend_from_slice(br#"{"content": ["#);
+    let mut draw = Base64Draw::default();
+    let mut first = true;
+    while json.len() < bytes {
+        if !first {
+            json.push(b',');
+        }
+        first = false;
+        json.extend_from_slice(br#"{"type": "image", "data": ""#);
+        for _ in 0..40 {
+            draw.ten_more(&mut json);
+        }
+        json.extend_from_slice(br#"", "mimeType": "image/png"}"#);
+    }
+    json.extend_from_slice(b"]}");
     json
 }
 
