@@ -1101,6 +1101,11 @@ pub fn write_spill_of(
         let mut at = 0;
         let mut written = Ok(());
         copies.each_payload(result, &mut |span, _| {
+            // The same payloads, in the same order, as the first reading; one more would have
+            // no attachment, and the spill fails rather than guess.
+            if written.is_ok() && at >= writer.attached.len() {
+                written = Err(std::io::Error::other("the result read differently twice"));
+            }
             if written.is_ok() {
                 let before = stored.get(copied..span.start).unwrap_or_default();
                 written = out
