@@ -398,24 +398,14 @@ impl LocalSpillStore {
             self.folders.remove(at);
         }
     }
-}
 
-impl SpillStore for LocalSpillStore {
-    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<String, SpillError> {
-        self.put_with(name, &mut |file| file.write_all(bytes))
-    }
-
-    fn put_with(
+    /// Writes one file under `name` as [`SpillStore::put`] says, `write` writing its bytes to
+    /// the new file.
+    fn write_file(
         &mut self,
         name: &str,
-        write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+        write: &mut dyn FnMut(File) -> std::io::Result<()>,
     ) -> Result<String, SpillError> {
-        // Pieces are gathered 64 KiB at a time; a piece as large goes to the file as it is.
-        let mut write_to = |file: File| {
-            let mut file = std::io::BufWriter::with_capacity(64 << 10, file);
-            write(&mut file)?;
-            file.flush()
-        };
         let path = self.path_of(name)?;
         let fail = |error| SpillError::Write {
             path: path.display().to_string(),
@@ -428,7 +418,7 @@ impl SpillStore for LocalSpillStore {
         match name.split_once('/') {
             Some((folder, file)) => {
                 let staging = self.staging_folder(folder).map_err(fail)?;
-                let written = create_private_file_in(staging, file).and_then(&mut write_to);
+                let written = create_private_file_in(staging, file).and_then(&mut *write);
                 if let Err(error) = written {
                     // The staged file's path is made only to remove it.
                     let _ = fs::remove_file(staging.temporary.join(file));
@@ -443,7 +433,7 @@ impl SpillStore for LocalSpillStore {
             }
             None => {
                 let temporary = self.dir.join(format!(".{name}.partial"));
-                let written = create_private_file(&temporary).and_then(&mut write_to);
+                let written = create_private_file(&temporary).and_then(&mut *write);
                 if let Err(error) = written {
                     let _ = fs::remove_file(&temporary);
                     return Err(fail(error));
@@ -453,6 +443,26 @@ impl SpillStore for LocalSpillStore {
                 Ok(shown)
             }
         }
+    }
+}
+
+impl SpillStore for LocalSpillStore {
+    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<String, SpillError> {
+        // Bytes made whole go to the file as they are, with no buffer between.
+        self.write_file(name, &mut |mut file| file.write_all(bytes))
+    }
+
+    fn put_with(
+        &mut self,
+        name: &str,
+        write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<String, SpillError> {
+        // Pieces are gathered 64 KiB at a time; a piece as large goes to the file as it is.
+        self.write_file(name, &mut |file| {
+            let mut file = std::io::BufWriter::with_capacity(64 << 10, file);
+            write(&mut file)?;
+            file.flush()
+        })
     }
 
     fn remove(&mut self, name: &str) {
@@ -1224,14 +1234,16 @@ impl SpillWriter {
         }
     }
 
+    /// The store name of attachment `at` (from 0).
+    fn name(&self, at: usize) -> String {
+        attachment_name(&self.id, at + 1, self.attached[at].extension())
+    }
+
     /// The line standing in the place of attachment `at` (from 0).
     fn line(&self, at: usize) -> String {
-        let attachment = &self.attached[at];
         match self.notice {
-            SpillNotice::Path => attachment.line(&self.attachments[at]),
-            SpillNotice::ReadResult => {
-                attachment.line(&attachment_name(&self.id, at + 1, attachment.extension()))
-            }
+            SpillNotice::Path => self.attached[at].line(&self.attachments[at]),
+            SpillNotice::ReadResult => self.attached[at].line(&self.name(at)),
         }
     }
 
@@ -1255,9 +1267,7 @@ impl SpillWriter {
                 notice: self.notice,
             }),
             Err(error) => {
-                let attachments = self.attached.iter().enumerate().map(|(at, attachment)| {
-                    attachment_name(&self.id, at + 1, attachment.extension())
-                });
+                let attachments = (0..self.attached.len()).map(|at| self.name(at));
                 for name in attachments.chain(written_names) {
                     store.remove(&name);
                 }
@@ -1275,10 +1285,13 @@ impl SpillWriter {
         names: &mut Vec<String>,
     ) -> Result<String, SpillError> {
         let (path, len) = match text {
-            SpillText::Whole(text) => (store.put(&self.text_name, text.as_bytes())?, text.len()),
+            SpillText::Whole(text) => (
+                store.put(&self.text_name, text.as_bytes())?,
+                text.len() as u64,
+            ),
             SpillText::Pieces { len, write } => (
                 store.put_with(&self.text_name, &mut |out| write(self, out))?,
-                usize::try_from(len).unwrap_or(usize::MAX),
+                len,
             ),
         };
         names.push(self.text_name.clone());
@@ -1290,11 +1303,11 @@ impl SpillWriter {
                     .iter()
                     .enumerate()
                     .map(|(at, attachment)| ManifestAttachment {
-                        name: attachment_name(&self.id, at + 1, attachment.extension()),
+                        name: self.name(at),
                         line: self.line(at),
                         media_type: attachment.sniffed.map(|sniffed| sniffed.mime().to_owned()),
                     });
-            write_manifest(out, &conversation, &self.text_name, listed, len as u64)
+            write_manifest(out, &conversation, &self.text_name, listed, len)
         })?;
         names.push(manifest_name);
         store.commit().map(|()| path)
