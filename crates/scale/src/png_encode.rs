@@ -294,10 +294,7 @@ fn adaptive_filter(bpp: usize, previous: &[u8], current: &[u8], output: &mut [u8
     let mut choice = Filter::Up;
     for filter in [Filter::Up, Filter::Sub, Filter::Avg, Filter::Paeth] {
         apply(filter, bpp, previous, current, output);
-        let cost = output
-            .iter()
-            .map(|&b| u64::from((b as i8).unsigned_abs()))
-            .sum::<u64>();
+        let cost = cost(output);
         if cost <= best {
             best = cost;
             choice = filter;
@@ -310,6 +307,23 @@ fn adaptive_filter(bpp: usize, previous: &[u8], current: &[u8], output: &mut [u8
         apply(choice, bpp, previous, current, output);
     }
     choice
+}
+
+/// The sum of a filtered row's bytes read as signed: what the adaptive choice makes smallest.
+/// Each 256 bytes are summed in 16 bits (each byte adds at most 128), so the loop takes sixteen
+/// bytes at a time. Summed in 64 bits, it took four, and choosing a row's filter took over three
+/// times as long.
+fn cost(filtered: &[u8]) -> u64 {
+    filtered
+        .chunks(256)
+        .map(|chunk| {
+            let part: u16 = chunk
+                .iter()
+                .map(|&b| u16::from((b as i8).unsigned_abs()))
+                .sum();
+            u64::from(part)
+        })
+        .sum()
 }
 
 /// One filter over a row: `a` is the byte one pixel to the left (zero before the first pixel),
@@ -503,6 +517,25 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_rows_cost_is_the_sum_of_its_bytes_read_as_signed() {
+        let mut noise = Noise(0x9E37_79B9_7F4A_7C15);
+        // 0x80 reads as -128, the most a byte adds: 513 of them cross two 256-byte sums.
+        let rows = [
+            vec![0x80; 513],
+            (0..1000).map(|_| noise.next()).collect(),
+            vec![0xFF; 3],
+            Vec::new(),
+        ];
+        for row in rows {
+            let plain: u64 = row
+                .iter()
+                .map(|&b| u64::from((b as i8).unsigned_abs()))
+                .sum();
+            assert_eq!(super::cost(&row), plain, "a row of {} bytes", row.len());
         }
     }
 
