@@ -128,29 +128,63 @@ fn fill<const C: usize>(
     out: &mut [u8],
 ) {
     let out_row = columns.len() * C;
-    let mut sums = vec![[0u32; C]; columns.len()];
+    // A box's rows are summed down first, a sum a sample, and then each box's columns across:
+    // summed box by box, every input row was read through the boxes' short, uneven loops.
+    // The sums wrap as the crate's do, so the order changes no byte.
+    let mut down = vec![0u32; in_row];
     for (&(bottom, top), line) in rows.iter().zip(out.chunks_exact_mut(out_row)) {
-        sums.fill([0; C]);
-        for y in bottom..top {
-            let start = y as usize * in_row;
-            let input = &samples[start..start + in_row];
-            for (&(left, right), sum) in columns.iter().zip(sums.iter_mut()) {
-                let pixels = &input[left as usize * C..right as usize * C];
+        let row = |y: u32| &samples[y as usize * in_row..][..in_row];
+        let n_rows = top - bottom;
+        if n_rows == 1 {
+            across::<C, u8>(row(bottom), columns, n_rows, line);
+            continue;
+        }
+        for (sum, &sample) in down.iter_mut().zip(row(bottom)) {
+            *sum = u32::from(sample);
+        }
+        for y in bottom + 1..top {
+            for (sum, &sample) in down.iter_mut().zip(row(y)) {
+                *sum = sum.wrapping_add(u32::from(sample));
+            }
+        }
+        across::<C, u32>(&down, columns, n_rows, line);
+    }
+}
+
+/// One output row from its rows' sums down (`n_rows` rows each), each box's columns summed.
+#[inline(always)]
+fn across<const C: usize, T: Copy + Into<u32>>(
+    down: &[T],
+    columns: &[(u32, u32)],
+    n_rows: u32,
+    line: &mut [u8],
+) {
+    for (&(left, right), out) in columns.iter().zip(line.chunks_exact_mut(C)) {
+        let pixels = &down[left as usize * C..right as usize * C];
+        let mut sum = [0u32; C];
+        match pixels.len() / C {
+            1 => {
+                for c in 0..C {
+                    sum[c] = pixels[c].into();
+                }
+            }
+            2 => {
+                for c in 0..C {
+                    sum[c] = pixels[c].into().wrapping_add(pixels[C + c].into());
+                }
+            }
+            _ => {
                 for pixel in pixels.chunks_exact(C) {
                     for c in 0..C {
-                        sum[c] = sum[c].wrapping_add(u32::from(pixel[c]));
+                        sum[c] = sum[c].wrapping_add(pixel[c].into());
                     }
                 }
             }
         }
-        for ((&(left, right), sum), samples) in
-            columns.iter().zip(&sums).zip(line.chunks_exact_mut(C))
-        {
-            let n = (right - left) * (top - bottom);
-            let round = n / 2;
-            for c in 0..C {
-                samples[c] = (sum[c].wrapping_add(round) / n).min(255) as u8;
-            }
+        let n = (right - left) * n_rows;
+        let round = n / 2;
+        for c in 0..C {
+            out[c] = (sum[c].wrapping_add(round) / n).min(255) as u8;
         }
     }
 }
