@@ -51,8 +51,8 @@ pub const LONG_ASCII_PIECE: usize = 1024;
 /// An upper bound on o200k's count of any text: o200k's count of each piece, or its bytes for
 /// a long word or the random part of an id (see the module's documentation).
 ///
-/// The first price of a process that counts a piece loads o200k's vocabulary (40 to 50 ms,
-/// about 4 MiB); a text of one byte or none never needs it.
+/// A price reads o200k's vocabulary from tables in the binary, made when the crate was built
+/// (decision 0148); a text of one byte or none never reads it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Bound;
 

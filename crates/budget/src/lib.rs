@@ -100,6 +100,7 @@ pub mod bound;
 pub mod fit;
 pub mod image;
 mod o200k;
+mod o200k_hash;
 pub mod read_back;
 pub mod route;
 pub mod spill;

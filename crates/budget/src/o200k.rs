@@ -1,9 +1,10 @@
 //! o200k's vocabulary and pattern, kept compact (decision 0137): the exact count of a piece and
 //! the pieces of a text outside ASCII, without `bpe-openai`'s tables.
 //!
-//! The vocabulary is OpenAI's `o200k_base.tiktoken` (vendored gzipped in `data/`), read once per
-//! process into one buffer of every token's bytes, in rank order, and an open-addressing table
-//! from a token's bytes to its rank: about 4 MiB. A piece is counted with tiktoken's byte-pair
+//! The vocabulary is OpenAI's `o200k_base.tiktoken` (vendored gzipped in `data/`), made by the
+//! build script into one buffer of every token's bytes, in rank order, and an open-addressing
+//! table from a token's bytes to its rank: about 4 MiB, in the binary (decision 0148), so a run
+//! reads only the pages its pieces need. A piece is counted with tiktoken's byte-pair
 //! merge: from single bytes, the adjacent pair whose join has the lowest rank is merged first,
 //! the leftmost on ties, until no join is a token. A short piece is merged by scanning its parts;
 //! a longer one with a heap of adjacent pairs, stale entries skipped when popped. A piece of
@@ -17,38 +18,24 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io::BufRead;
 use std::sync::LazyLock;
 
-use base64::Engine;
+use crate::o200k_hash::{RANK_BITS, hash, tag};
+
 use regex_automata::meta::Regex;
 use regex_automata::{Anchored, Input};
 
-/// `o200k_base.tiktoken`, gzipped: one token a line, its bytes in base64, a space, its rank.
-const VOCABULARY_GZ: &[u8] = include_bytes!("../data/o200k_base.tiktoken.gz");
-
-/// The vendored file's tokens, and their bytes in all: the buffers' sizes (another file still
-/// reads, its buffers grown as needed).
-const VENDORED_TOKENS: usize = 199_998;
-const VENDORED_BYTES: usize = 1_397_670;
+/// Every token's bytes, one after the other, in rank order.
+static BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k.bytes"));
+/// Where each token's bytes end in [`BYTES`], by rank: 32-bit little-endian numbers.
+static ENDS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k.ends"));
+/// The rank table's slots, 32-bit little-endian (see [`RANK_BITS`]).
+static TABLE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k.table"));
+/// The length of the longest token.
+const LONGEST: usize = include!(concat!(env!("OUT_DIR"), "/o200k.longest"));
 
 /// No rank: a join that is no token.
 const EMPTY: u32 = u32::MAX;
-
-/// A token in a slot of the rank table, in 32 bits, so a cache line holds sixteen and the table
-/// 2 MiB: its rank (bits 0 to 19), the top eleven bits of its hash (20 to 30), and a set bit 31,
-/// so 0 is no token. A probe compares the hash's bits before it reads the token's bytes.
-fn slot(rank: u32, hash: u64) -> u32 {
-    rank | tag(hash) << RANK_BITS | 1 << 31
-}
-
-/// The bits of a rank in a slot.
-const RANK_BITS: u32 = 20;
-
-/// The eleven bits of a hash a slot keeps.
-fn tag(hash: u64) -> u32 {
-    (hash >> 53) as u32
-}
 
 /// A piece up to this many bytes is merged by scanning its parts; a longer one with a heap.
 const SCAN_PIECE: usize = 64;
@@ -56,134 +43,68 @@ const SCAN_PIECE: usize = 64;
 /// digit or punctuation) is counted by `bpe-openai`, whose tables load only then.
 pub(crate) const MERGE_PIECE: usize = 1024;
 
-/// o200k's tokens: their bytes, in rank order, and a table from bytes to rank.
+/// o200k's tokens: their bytes, in rank order, and a table from bytes to rank, as the build
+/// script wrote them.
 pub(crate) struct Vocabulary {
     /// Every token's bytes, one after the other, in rank order.
-    bytes: Vec<u8>,
-    /// Where each token's bytes end in `bytes`, by rank.
-    ends: Vec<u32>,
-    /// Open addressing, linear probing: a token as [`slot`] packs it, or 0 where there is none.
-    table: Vec<u32>,
-    /// The length of the longest token.
-    longest: usize,
+    bytes: &'static [u8],
+    /// Where each token's bytes end in `bytes`, by rank, four bytes each.
+    ends: &'static [u8],
+    /// Open addressing, linear probing, four bytes a slot: a token's rank and tag, or 0 where
+    /// there is none.
+    table: &'static [u8],
 }
 
-static VOCABULARY: LazyLock<Vocabulary> =
-    LazyLock::new(|| Vocabulary::read(VOCABULARY_GZ).expect("the vendored o200k vocabulary"));
+static VOCABULARY: Vocabulary = Vocabulary {
+    bytes: BYTES,
+    ends: ENDS,
+    table: TABLE,
+};
 
-/// o200k's vocabulary, read on first use.
+/// o200k's vocabulary.
 pub(crate) fn vocabulary() -> &'static Vocabulary {
     &VOCABULARY
 }
 
-/// A hash of a short byte string, for the rank table.
-fn hash(bytes: &[u8]) -> u64 {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut h = (bytes.len() as u64).wrapping_mul(K);
-    let mut chunks = bytes.chunks_exact(8);
-    for chunk in &mut chunks {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        h = (h ^ u64::from_le_bytes(word))
-            .wrapping_mul(K)
-            .rotate_left(26);
-    }
-    let mut last = [0u8; 8];
-    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-    h = (h ^ u64::from_le_bytes(last)).wrapping_mul(K);
-    h ^ (h >> 31)
+/// The 32-bit little-endian number at `index` of `words`; 0 past its end.
+fn word(words: &[u8], index: usize) -> u32 {
+    words
+        .get(index * 4..index * 4 + 4)
+        .and_then(|four| <[u8; 4]>::try_from(four).ok())
+        .map_or(0, u32::from_le_bytes)
 }
 
 impl Vocabulary {
-    /// Reads a gzipped `.tiktoken` file whose ranks are its line numbers, from 0.
-    pub(crate) fn read(gz: &[u8]) -> Result<Vocabulary, String> {
-        // A line at a time: the whole text is never held.
-        let mut reader = std::io::BufReader::new(flate2::read::GzDecoder::new(gz));
-        // Sized for the vendored file at once: a buffer grown by doubling would hold its old
-        // and new copies together, and that would be the run's peak for a small result.
-        let mut bytes = Vec::with_capacity(VENDORED_BYTES);
-        let mut ends = Vec::with_capacity(VENDORED_TOKENS);
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            reader
-                .read_until(b'\n', &mut line)
-                .map_err(|e| format!("gunzip: {e}"))?;
-            if line.last() == Some(&b'\n') {
-                line.pop();
-            }
-            if line.is_empty() {
-                break;
-            }
-            let number = ends.len();
-            let space = memchr::memchr(b' ', &line).ok_or(format!("line {number}: no space"))?;
-            base64::engine::general_purpose::STANDARD
-                .decode_vec(&line[..space], &mut bytes)
-                .map_err(|e| format!("line {number}: {e}"))?;
-            let rank = std::str::from_utf8(&line[space + 1..])
-                .ok()
-                .and_then(|rank| rank.parse::<usize>().ok());
-            if rank != Some(number) {
-                return Err(format!("line {number}: the rank is not the line's number"));
-            }
-            // What `ends` and a slot can say: 16 MiB of bytes, a million tokens.
-            if bytes.len() >= 1 << 24 || number >= 1 << 20 {
-                return Err(format!("line {number}: too many tokens or bytes"));
-            }
-            ends.push(bytes.len() as u32);
-        }
-        bytes.shrink_to_fit();
-        let size = (ends.len() * 2).next_power_of_two().max(2);
-        let mut vocabulary = Vocabulary {
-            bytes,
-            ends,
-            table: vec![0; size],
-            longest: 0,
-        };
-        for rank in 0..vocabulary.ends.len() as u32 {
-            let length = vocabulary.token(rank).len();
-            if !(1..=255).contains(&length) {
-                return Err(format!("token {rank} is {length} bytes"));
-            }
-            vocabulary.longest = vocabulary.longest.max(length);
-            let token = vocabulary.token(rank);
-            if vocabulary.rank(token).is_some() {
-                return Err(format!("token {rank} is there twice"));
-            }
-            let hash = hash(token);
-            let mask = vocabulary.table.len() - 1;
-            let mut at = hash as usize & mask;
-            while vocabulary.table[at] != 0 {
-                at = (at + 1) & mask;
-            }
-            vocabulary.table[at] = slot(rank, hash);
-        }
-        Ok(vocabulary)
-    }
-
     /// How many tokens there are.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.ends.len()
+        self.ends.len() / 4
     }
 
     /// The bytes of the token of rank `rank`.
     pub(crate) fn token(&self, rank: u32) -> &[u8] {
         let rank = rank as usize;
-        let start = if rank == 0 { 0 } else { self.ends[rank - 1] };
-        &self.bytes[start as usize..self.ends[rank] as usize]
+        let start = if rank == 0 {
+            0
+        } else {
+            word(self.ends, rank - 1)
+        };
+        let end = word(self.ends, rank);
+        self.bytes
+            .get(start as usize..end as usize)
+            .unwrap_or_default()
     }
 
     /// The rank of the token spelled `bytes`, if it is one.
     pub(crate) fn rank(&self, bytes: &[u8]) -> Option<u32> {
-        if bytes.len() > self.longest || bytes.is_empty() {
+        if bytes.len() > LONGEST || bytes.is_empty() {
             return None;
         }
         let hash = hash(bytes);
-        let (mask, tag) = (self.table.len() - 1, tag(hash));
+        let (mask, tag) = ((self.table.len() / 4).saturating_sub(1), tag(hash));
         let mut at = hash as usize & mask;
         loop {
-            let entry = self.table[at];
+            let entry = word(self.table, at);
             if entry == 0 {
                 return None;
             }
@@ -409,11 +330,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_buffers_are_sized_for_the_vendored_file() {
+    fn the_tables_hold_the_vendored_file() {
         let vocabulary = vocabulary();
-        assert_eq!(vocabulary.ends.len(), VENDORED_TOKENS);
-        assert_eq!(vocabulary.bytes.len(), VENDORED_BYTES);
-        assert_eq!(vocabulary.bytes.capacity(), VENDORED_BYTES);
+        assert_eq!(vocabulary.len(), 199_998);
+        assert_eq!(vocabulary.bytes.len(), 1_397_670);
+        // A slot a token and as many empty, in a power of two.
+        assert_eq!(vocabulary.table.len() / 4, 1 << 19);
+        let longest = (0..vocabulary.len() as u32)
+            .map(|rank| vocabulary.token(rank).len())
+            .max();
+        assert_eq!(longest, Some(LONGEST));
     }
 
     /// o200k's pieces of `text`, by [`first_piece`] alone.
