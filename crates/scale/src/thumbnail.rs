@@ -134,11 +134,6 @@ fn fill<const C: usize>(
     let mut down = vec![0u32; in_row];
     for (&(bottom, top), line) in rows.iter().zip(out.chunks_exact_mut(out_row)) {
         let row = |y: u32| &samples[y as usize * in_row..][..in_row];
-        let n_rows = top - bottom;
-        if n_rows == 1 {
-            across::<C, u8>(row(bottom), columns, n_rows, line);
-            continue;
-        }
         for (sum, &sample) in down.iter_mut().zip(row(bottom)) {
             *sum = u32::from(sample);
         }
@@ -147,44 +142,18 @@ fn fill<const C: usize>(
                 *sum = sum.wrapping_add(u32::from(sample));
             }
         }
-        across::<C, u32>(&down, columns, n_rows, line);
-    }
-}
-
-/// One output row from its rows' sums down (`n_rows` rows each), each box's columns summed.
-#[inline(always)]
-fn across<const C: usize, T: Copy + Into<u32>>(
-    down: &[T],
-    columns: &[(u32, u32)],
-    n_rows: u32,
-    line: &mut [u8],
-) {
-    for (&(left, right), out) in columns.iter().zip(line.chunks_exact_mut(C)) {
-        let pixels = &down[left as usize * C..right as usize * C];
-        let mut sum = [0u32; C];
-        match pixels.len() / C {
-            1 => {
+        for (&(left, right), samples) in columns.iter().zip(line.chunks_exact_mut(C)) {
+            let mut sum = [0u32; C];
+            for pixel in down[left as usize * C..right as usize * C].chunks_exact(C) {
                 for c in 0..C {
-                    sum[c] = pixels[c].into();
+                    sum[c] = sum[c].wrapping_add(pixel[c]);
                 }
             }
-            2 => {
-                for c in 0..C {
-                    sum[c] = pixels[c].into().wrapping_add(pixels[C + c].into());
-                }
+            let n = (right - left) * (top - bottom);
+            let round = n / 2;
+            for c in 0..C {
+                samples[c] = (sum[c].wrapping_add(round) / n).min(255) as u8;
             }
-            _ => {
-                for pixel in pixels.chunks_exact(C) {
-                    for c in 0..C {
-                        sum[c] = sum[c].wrapping_add(pixel[c].into());
-                    }
-                }
-            }
-        }
-        let n = (right - left) * n_rows;
-        let round = n / 2;
-        for c in 0..C {
-            out[c] = (sum[c].wrapping_add(round) / n).min(255) as u8;
         }
     }
 }
