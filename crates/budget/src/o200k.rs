@@ -25,12 +25,6 @@ use crate::o200k_hash::{RANK_BITS, hash, tag};
 use regex_automata::meta::Regex;
 use regex_automata::{Anchored, Input};
 
-/// Every token's bytes, one after the other, in rank order.
-static BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k.bytes"));
-/// Where each token's bytes end in [`BYTES`], by rank: 32-bit little-endian numbers.
-static ENDS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k.ends"));
-/// The rank table's slots, 32-bit little-endian (see [`RANK_BITS`]).
-static TABLE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k.table"));
 /// The length of the longest token.
 const LONGEST: usize = include!(concat!(env!("OUT_DIR"), "/o200k.longest"));
 
@@ -48,17 +42,17 @@ pub(crate) const MERGE_PIECE: usize = 1024;
 pub(crate) struct Vocabulary {
     /// Every token's bytes, one after the other, in rank order.
     bytes: &'static [u8],
-    /// Where each token's bytes end in `bytes`, by rank, four bytes each.
+    /// Where each token's bytes end in `bytes`, by rank: 32-bit little-endian numbers.
     ends: &'static [u8],
-    /// Open addressing, linear probing, four bytes a slot: a token's rank and tag, or 0 where
-    /// there is none.
+    /// Open addressing, linear probing, a 32-bit little-endian slot each: a token's rank and
+    /// tag (see [`RANK_BITS`]), or 0 where there is none.
     table: &'static [u8],
 }
 
 static VOCABULARY: Vocabulary = Vocabulary {
-    bytes: BYTES,
-    ends: ENDS,
-    table: TABLE,
+    bytes: include_bytes!(concat!(env!("OUT_DIR"), "/o200k.bytes")),
+    ends: include_bytes!(concat!(env!("OUT_DIR"), "/o200k.ends")),
+    table: include_bytes!(concat!(env!("OUT_DIR"), "/o200k.table")),
 };
 
 /// o200k's vocabulary.
