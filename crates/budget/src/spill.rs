@@ -225,6 +225,12 @@ pub trait SpillStore {
     fn notice(&self) -> SpillNotice {
         SpillNotice::Path
     }
+
+    /// The most payloads one spill writes as files; the text keeps each one after them
+    /// ([`MAX_ATTACHMENT_FILES`] unless the store says fewer).
+    fn attachment_files(&self) -> usize {
+        MAX_ATTACHMENT_FILES
+    }
 }
 
 /// The default store: secure local files in one folder, named by their spill: `spill_<id>.txt`
@@ -240,6 +246,8 @@ pub struct LocalSpillStore {
     dir: PathBuf,
     conversation: String,
     notice: SpillNotice,
+    /// The most attachment files a spill writes ([`SpillStore::attachment_files`]).
+    attachment_files: usize,
     /// Flat files written but not yet committed: their temporary and real paths.
     staged: Vec<(PathBuf, PathBuf)>,
     /// Folders written but not yet committed, in the order they were begun.
@@ -286,6 +294,7 @@ impl LocalSpillStore {
             dir,
             conversation: SpillId::random()?.0,
             notice: SpillNotice::Path,
+            attachment_files: MAX_ATTACHMENT_FILES,
             staged: Vec::new(),
             folders: Vec::new(),
             since_writeback: 0,
@@ -302,6 +311,13 @@ impl LocalSpillStore {
     /// The same store, its notices worded as `notice` says.
     pub fn with_notice(mut self, notice: SpillNotice) -> LocalSpillStore {
         self.notice = notice;
+        self
+    }
+
+    /// The store with at most `files` attachment files a spill, fewer than
+    /// [`MAX_ATTACHMENT_FILES`] (a larger number is that one).
+    pub fn with_attachment_files(mut self, files: usize) -> LocalSpillStore {
+        self.attachment_files = files.min(MAX_ATTACHMENT_FILES);
         self
     }
 
@@ -613,6 +629,10 @@ impl SpillStore for LocalSpillStore {
 
     fn notice(&self) -> SpillNotice {
         self.notice
+    }
+
+    fn attachment_files(&self) -> usize {
+        self.attachment_files
     }
 }
 
@@ -927,7 +947,8 @@ pub struct Spill {
     pub id: SpillId,
     /// Where the spill text is (a path for the local store).
     pub path: String,
-    /// Where each payload is, in the order the text names them.
+    /// Where each payload written as a file is, in the order the text names them: at most
+    /// [`MAX_ATTACHMENT_FILES`]; the payloads after them are kept in the text itself.
     pub attachments: Vec<String>,
     /// How notices name this spill.
     pub notice: SpillNotice,
@@ -1023,7 +1044,27 @@ impl Attached {
             markers::size_label(self.bytes)
         )
     }
+
+    /// The line standing in the place of a payload past the spill's last file: the same line,
+    /// its place a `data:` uri that holds `bytes`, what its file would have held.
+    fn inline_line(&self, bytes: &[u8]) -> String {
+        let media_type = match (self.decoded, self.sniffed, &self.claimed) {
+            (true, Some(sniffed), _) => sniffed.mime(),
+            (true, None, Some(claimed)) => claimed,
+            _ => "application/octet-stream",
+        };
+        self.line(&format!(
+            "data:{media_type};base64,{}",
+            STANDARD.encode(bytes)
+        ))
+    }
 }
+
+/// The most files one spill writes for its payloads: the 100,000 attachments a spill writes in
+/// a few seconds (decision 0080). A server can send over a million payloads of a few bytes in
+/// one 64 MiB result; as files they took a million inodes and most of a minute. The payloads
+/// after these are kept in the spill text, each line's place a `data:` uri (decision 0149).
+pub const MAX_ATTACHMENT_FILES: usize = 100_000;
 
 /// Writes a spill's manifest to `out` as `serde_json` writes the whole [`Manifest`], one
 /// attachment at a time, so the whole is never held.
@@ -1110,17 +1151,23 @@ pub fn write_spill_of(
         let mut copied = 0;
         let mut at = 0;
         let mut written = Ok(());
-        copies.each_payload(result, &mut |span, _| {
+        copies.each_payload(result, &mut |span, media| {
             // The same payloads, in the same order, as the first reading; one more would have
             // no attachment, and the spill fails rather than guess.
-            if written.is_ok() && at >= writer.attached.len() {
+            if written.is_ok() && at >= writer.attached.len() + writer.inline {
                 written = Err(std::io::Error::other("the result read differently twice"));
             }
             if written.is_ok() {
                 let before = stored.get(copied..span.start).unwrap_or_default();
+                // A payload past the last file is made into its line again, as the first
+                // reading made it: its bytes are never kept.
+                let line = match at < writer.attached.len() {
+                    true => writer.line(at),
+                    false => inline_line_of(&hidden, media),
+                };
                 written = out
                     .write_all(before.as_bytes())
-                    .and_then(|()| out.write_all(writer.line(at).as_bytes()));
+                    .and_then(|()| out.write_all(line.as_bytes()));
             }
             copied = span.end;
             at += 1;
@@ -1181,6 +1228,8 @@ struct SpillWriter {
     notice: SpillNotice,
     text_name: String,
     attached: Vec<Attached>,
+    /// How many payloads after the last file were kept in the text.
+    inline: usize,
     /// Where each attachment's file is, for the spill to say.
     attachments: Vec<String>,
     /// The error that stopped the attachments, if one did: the spill then fails whole.
@@ -1195,13 +1244,15 @@ impl SpillWriter {
             id,
             notice: store.notice(),
             attached: Vec::new(),
+            inline: 0,
             attachments: Vec::new(),
             failure: None,
         })
     }
 
     /// Writes `media` as the next attachment and returns its line; `None` once a write has
-    /// failed, as every later one then is not tried.
+    /// failed, as every later one then is not tried. Past the store's
+    /// [`SpillStore::attachment_files`] no file is written: the line holds the payload.
     fn attach(
         &mut self,
         store: &mut dyn SpillStore,
@@ -1211,14 +1262,11 @@ impl SpillWriter {
         if self.failure.is_some() {
             return None;
         }
-        let (mut bytes, mut attached) = attachment_of(media);
-        // A payload that is text (SVG, JSON, a text blob, data that is not base64) is a
-        // server's string and is redacted as one; binary bytes are written as they are.
-        if let Ok(text) = std::str::from_utf8(&bytes)
-            && let Cow::Owned(redacted) = hidden.redact(text)
-        {
-            bytes = redacted.into_bytes();
+        if self.attached.len() >= store.attachment_files().min(MAX_ATTACHMENT_FILES) {
+            self.inline += 1;
+            return Some(inline_line_of(hidden, media));
         }
+        let (bytes, mut attached) = attachment_of(hidden, media);
         let name = attachment_name(&self.id, self.attached.len() + 1, attached.extension());
         match store.put(&name, &bytes) {
             Ok(path) => {
@@ -1327,13 +1375,27 @@ pub fn write_text_spill(text: &str, store: &mut dyn SpillStore) -> Result<Spill,
     SpillWriter::new(store)?.finish(store, SpillText::Whole(text))
 }
 
+/// The line of a payload kept in the spill text: what its file would hold, as a `data:` uri.
+fn inline_line_of(hidden: &HiddenUris, media: &Media<'_>) -> String {
+    let (bytes, mut attached) = attachment_of(hidden, media);
+    attached.bytes = bytes.len() as u64;
+    attached.inline_line(&bytes)
+}
+
 /// A payload's bytes, and what a spill keeps of it besides its length. Sound base64 is decoded;
-/// anything else is kept as the text the server sent, so nothing is lost.
-fn attachment_of(media: &Media<'_>) -> (Vec<u8>, Attached) {
-    let (bytes, decoded) = match STANDARD.decode(media.data) {
+/// anything else is kept as the text the server sent, so nothing is lost. A payload that is
+/// text (SVG, JSON, a text blob, data that is not base64) is a server's string and is redacted
+/// as one; binary bytes are kept as they are.
+fn attachment_of(hidden: &HiddenUris, media: &Media<'_>) -> (Vec<u8>, Attached) {
+    let (mut bytes, decoded) = match STANDARD.decode(media.data) {
         Ok(bytes) => (bytes, true),
         Err(_) => (media.data.as_bytes().to_vec(), false),
     };
+    if let Ok(text) = std::str::from_utf8(&bytes)
+        && let Cow::Owned(redacted) = hidden.redact(text)
+    {
+        bytes = redacted.into_bytes();
+    }
     // The type its bytes are is one mcpl names, so only a type the server claimed is copied.
     let claimed = match (decoded, media.sniffed) {
         (true, None) => media.best_type().map(Box::from),
@@ -1387,6 +1449,38 @@ mod sync_tests {
             syncs_file_system(SYNC_EACH_UP_TO + 1),
             cfg!(target_os = "linux")
         );
+    }
+}
+
+#[cfg(test)]
+mod file_cap_tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_doc_names_the_most_files_a_spill_writes() {
+        let doc = include_str!("../../../docs/budget.md").replace("\n  ", " ");
+        let most = MAX_ATTACHMENT_FILES
+            .to_string()
+            .as_bytes()
+            .rchunks(3)
+            .rev()
+            .map(|digits| std::str::from_utf8(digits).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join(",");
+        let claim = format!("A spill writes at most `MAX_ATTACHMENT_FILES` ({most}) payloads");
+        assert!(doc.contains(&claim), "{claim}");
+    }
+
+    #[test]
+    fn a_store_asks_for_fewer_files_never_more() {
+        let dir = std::env::temp_dir().join(format!("mcpl-file-cap-{}", std::process::id()));
+        let store = LocalSpillStore::new(&dir).unwrap();
+        assert_eq!(store.attachment_files(), MAX_ATTACHMENT_FILES);
+        let fewer = store.with_attachment_files(3);
+        assert_eq!(fewer.attachment_files(), 3);
+        let more = fewer.with_attachment_files(MAX_ATTACHMENT_FILES + 1);
+        assert_eq!(more.attachment_files(), MAX_ATTACHMENT_FILES);
+        let _ = fs::remove_dir_all(&dir);
     }
 }
 

@@ -4,8 +4,11 @@
 //! leaves out. A url found for the session no longer stops it: the copies are made by a pass that
 //! learned nothing (decision 0104).
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use mcpl_budget::{
-    LocalSpillStore, Manifest, PricedRoute, SpillStore, write_spill, write_spill_of,
+    LocalSpillStore, MAX_ATTACHMENT_FILES, Manifest, PricedRoute, SpillStore, write_spill,
+    write_spill_of,
 };
 use mcpl_lanes::ToolResult;
 use proptest::prelude::*;
@@ -26,8 +29,19 @@ fn project_then_spill(result: &Value, from_copies: bool) -> (String, bool, Strin
 
 /// [`project_then_spill`], with the manifest as written too.
 fn project_then_spill_whole(result: &Value, from_copies: bool) -> (String, bool, String, String) {
+    project_then_spill_with_files(result, from_copies, MAX_ATTACHMENT_FILES)
+}
+
+/// [`project_then_spill_whole`] into a store that writes at most `files` attachment files.
+fn project_then_spill_with_files(
+    result: &Value,
+    from_copies: bool,
+    files: usize,
+) -> (String, bool, String, String) {
     let dir = TempDir::new("spill-of");
-    let mut store = LocalSpillStore::new(&dir.0).unwrap();
+    let mut store = LocalSpillStore::new(&dir.0)
+        .unwrap()
+        .with_attachment_files(files);
     let read = mcpl_lanes::ResultView::of_value(result);
     let result = ToolResult::from_view(&read);
     let (copies, spill) = with_projector(&PricedRoute::ANTHROPIC, |projector| {
@@ -50,6 +64,10 @@ fn project_then_spill_whole(result: &Value, from_copies: bool) -> (String, bool,
     let read: Manifest = serde_json::from_str(&manifest).unwrap();
     assert_eq!(read.bytes, std::fs::metadata(&spill.path).unwrap().len());
     assert_eq!(read.attachments.len(), spill.attachments.len());
+    // A file for each attachment the spill names, and no other.
+    let folder = dir.0.join(spill.id.to_string());
+    let files = std::fs::read_dir(folder).map_or(0, Iterator::count);
+    assert_eq!(files, spill.attachments.len());
     (
         copies.stored.into_owned(),
         copies.spills_as_stored,
@@ -99,6 +117,57 @@ fn a_spill_of_the_copies_is_the_spill_of_a_second_pass(
     if spills_as_stored && !of_copies.contains("[attachment: ") {
         assert_eq!(of_copies, stored);
     }
+}
+
+/// A server can send a million payloads of a few bytes in one result; each was a file, so
+/// one result took a million inodes and most of a minute. A spill writes at most its store's
+/// `attachment_files` files (`MAX_ATTACHMENT_FILES` at most; a few here, for speed). Each payload
+/// after them is kept in the text, its line's place a `data:` uri of what its file would hold:
+/// decoded, and redacted when it is text. Both ways of spilling write the same text and manifest.
+#[test]
+fn a_spill_writes_at_most_its_files_and_keeps_each_payload_after_them_in_its_text() {
+    const FILES: usize = 4;
+    let hidden_uri = "https://h.example/r/1?sig=abc";
+    let told = format!("see {hidden_uri} now");
+    let mut blocks = vec![json!({"type": "resource", "resource": {
+        "uri": hidden_uri, "mimeType": "text/plain", "text": "body"}})];
+    let image = json!({"type": "image", "data": TINY_PNG, "mimeType": "image/png"});
+    blocks.extend(std::iter::repeat_n(image, FILES + 2));
+    blocks.push(json!({"type": "text", "text": "the last text"}));
+    blocks.push(json!({"type": "resource", "resource": {
+        "uri": "file:///told.txt", "mimeType": "text/plain", "blob": STANDARD.encode(&told)}}));
+    let result = content(Value::Array(blocks));
+
+    let (_, flag, of_copies, manifest) = project_then_spill_with_files(&result, true, FILES);
+    let (_, _, second_pass, second_manifest) = project_then_spill_with_files(&result, false, FILES);
+    assert!(flag, "a result of blocks spills as stored");
+    assert!(of_copies == second_pass && manifest == second_manifest);
+
+    let manifest: Manifest = serde_json::from_str(&manifest).unwrap();
+    assert_eq!(manifest.attachments.len(), FILES);
+    let last_file = format!("[attachment: DIR/ID/{FILES}.png (image/png, ");
+    assert!(of_copies.contains(&last_file));
+    let inline: Vec<(&str, Vec<u8>)> = of_copies
+        .match_indices("[attachment: data:")
+        .map(|(at, _)| {
+            let line = &of_copies[at..at + of_copies[at..].find(']').unwrap()];
+            let (media_type, rest) = line["[attachment: data:".len()..]
+                .split_once(";base64,")
+                .unwrap();
+            let data = rest.split_once(' ').unwrap().0;
+            (media_type, STANDARD.decode(data).unwrap())
+        })
+        .collect();
+    assert_eq!(inline.len(), 3);
+    let png = STANDARD.decode(TINY_PNG).unwrap();
+    assert_eq!(inline[0], ("image/png", png.clone()));
+    assert_eq!(inline[1], ("image/png", png));
+    let (media_type, bytes) = &inline[2];
+    assert_eq!(*media_type, "text/plain");
+    let kept = String::from_utf8(bytes.clone()).unwrap();
+    assert!(kept.starts_with("see ") && kept.ends_with(" now"), "{kept}");
+    assert!(!kept.contains("sig=abc"), "{kept}");
+    assert!(of_copies.contains("the last text"));
 }
 
 /// More references than the registry keeps: a second pass gave every one a new id (the first
@@ -182,14 +251,17 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
     /// The spill written from the copies, its text streamed from the stored copy with each line
-    /// made again, is byte for byte the spill a second pass writes whole: text and manifest.
+    /// made again, is byte for byte the spill a second pass writes whole: text and manifest,
+    /// into a store of any few attachment files, so payloads past them are kept in the text.
     #[test]
     fn a_streamed_spill_is_the_spill_of_a_second_pass(
         blocks in prop::collection::vec(block(), 0..24),
+        files in prop_oneof![Just(MAX_ATTACHMENT_FILES), 0..4usize],
     ) {
         let result = content(Value::Array(blocks));
-        let (_, flag, text, manifest) = project_then_spill_whole(&result, true);
-        let (_, _, second_text, second_manifest) = project_then_spill_whole(&result, false);
+        let (_, flag, text, manifest) = project_then_spill_with_files(&result, true, files);
+        let (_, _, second_text, second_manifest) =
+            project_then_spill_with_files(&result, false, files);
         prop_assert!(flag);
         prop_assert_eq!(text, second_text);
         prop_assert_eq!(manifest, second_manifest);
