@@ -1457,7 +1457,7 @@ mod file_cap_tests {
     use super::*;
 
     #[test]
-    fn the_budget_doc_names_the_most_files_a_spill_writes() {
+    fn the_docs_name_the_most_files_a_spill_writes() {
         let doc = include_str!("../../../docs/budget.md").replace("\n  ", " ");
         let most = MAX_ATTACHMENT_FILES
             .to_string()
@@ -1469,6 +1469,9 @@ mod file_cap_tests {
             .join(",");
         let claim = format!("A spill writes at most `MAX_ATTACHMENT_FILES` ({most}) payloads");
         assert!(doc.contains(&claim), "{claim}");
+        let cli = include_str!("../../../docs/cli.md").replace("\n  ", " ");
+        let claim = format!("A spill writes at most {most} files");
+        assert!(cli.contains(&claim), "{claim}");
     }
 
     #[test]
