@@ -147,11 +147,35 @@ enum Entry<'de> {
 }
 
 /// An object's values, in one allocation: which fields are present (bit `i` for the field at
-/// `i`), then their values in the fields' order.
+/// `i`), then their values in the fields' order. A `type` that is one of MCP's five block types
+/// is not among them: `kind` says which it is (its place in [`BLOCK_TYPES`], from 1), so a small
+/// block's allocation is three machine words smaller. `kind` is 0 for any other `type`, which is
+/// held as any field is.
 #[derive(Debug, PartialEq)]
 struct Held<E: ?Sized> {
     present: u16,
+    kind: u8,
     entries: E,
+}
+
+/// The `type` of an object whose [`Held::kind`] is not 0: `KINDS[kind - 1]`.
+static KINDS: [Entry<'static>; 5] = [
+    Entry::Slot(Slot::Str(Cow::Borrowed("text"))),
+    Entry::Slot(Slot::Str(Cow::Borrowed("image"))),
+    Entry::Slot(Slot::Str(Cow::Borrowed("audio"))),
+    Entry::Slot(Slot::Str(Cow::Borrowed("resource"))),
+    Entry::Slot(Slot::Str(Cow::Borrowed("resource_link"))),
+];
+
+/// [`Held::kind`] for a `type` read as `value`: its place in [`BLOCK_TYPES`] from 1, or 0.
+fn kind_of(value: Option<&Entry<'_>>) -> u8 {
+    let Some(Entry::Slot(Slot::Str(kind))) = value else {
+        return 0;
+    };
+    BLOCK_TYPES
+        .iter()
+        .position(|known| known == kind)
+        .map_or(0, |at| at as u8 + 1)
 }
 
 /// An object read from bytes: the fields classification reads, and the values of the others
@@ -180,14 +204,23 @@ impl<'de> ObjectView<'de> {
 
     /// The value held for the field at `at`, when the object has that field.
     fn entry(&self, at: usize) -> Option<&Entry<'de>> {
+        if at == KIND && self.0.kind != 0 {
+            return KINDS.get(usize::from(self.0.kind) - 1);
+        }
         let bit = 1u16 << at;
-        let present = self.0.present;
-        if present & bit == 0 {
+        let stored = self.stored();
+        if stored & bit == 0 {
             return None;
         }
         self.0
             .entries
-            .get((present & (bit - 1)).count_ones() as usize)
+            .get((stored & (bit - 1)).count_ones() as usize)
+    }
+
+    /// The bits of the fields whose values are in the allocation: all but a `type` that
+    /// [`Held::kind`] says.
+    fn stored(&self) -> u16 {
+        self.0.present & !(u16::from(self.0.kind != 0) << KIND)
     }
 
     /// A known field's value, when it has one.
@@ -302,9 +335,10 @@ impl<'de> ObjectView<'de> {
         /// `N` values and the presence bits in one box, unsized to a slice.
         fn sized<'de, const N: usize>(
             present: u16,
+            kind: u8,
             values: &mut Values<'de>,
         ) -> Box<Held<[Entry<'de>]>> {
-            let mut bits = present;
+            let mut bits = present & !(u16::from(kind != 0) << KIND);
             // Each of `present`'s bits marks a value, so the empty string is never used: it
             // only spares a panic.
             let entries: [Entry<'de>; N] = std::array::from_fn(|_| {
@@ -315,36 +349,51 @@ impl<'de> ObjectView<'de> {
                     .and_then(Option::take)
                     .unwrap_or(Entry::Slot(Slot::Str(Cow::Borrowed(""))))
             });
-            Box::new(Held { present, entries })
+            Box::new(Held {
+                present,
+                kind,
+                entries,
+            })
         }
+        let kind = match present & 1 << KIND {
+            0 => 0,
+            _ => kind_of(values[KIND].as_ref()),
+        };
+        let stored = present & !(u16::from(kind != 0) << KIND);
         // Fourteen bits at most (`NESTED` is the last).
-        ObjectView(match present.count_ones() {
-            0 => sized::<0>(present, values),
-            1 => sized::<1>(present, values),
-            2 => sized::<2>(present, values),
-            3 => sized::<3>(present, values),
-            4 => sized::<4>(present, values),
-            5 => sized::<5>(present, values),
-            6 => sized::<6>(present, values),
-            7 => sized::<7>(present, values),
-            8 => sized::<8>(present, values),
-            9 => sized::<9>(present, values),
-            10 => sized::<10>(present, values),
-            11 => sized::<11>(present, values),
-            12 => sized::<12>(present, values),
-            13 => sized::<13>(present, values),
-            _ => sized::<14>(present, values),
+        ObjectView(match stored.count_ones() {
+            0 => sized::<0>(present, kind, values),
+            1 => sized::<1>(present, kind, values),
+            2 => sized::<2>(present, kind, values),
+            3 => sized::<3>(present, kind, values),
+            4 => sized::<4>(present, kind, values),
+            5 => sized::<5>(present, kind, values),
+            6 => sized::<6>(present, kind, values),
+            7 => sized::<7>(present, kind, values),
+            8 => sized::<8>(present, kind, values),
+            9 => sized::<9>(present, kind, values),
+            10 => sized::<10>(present, kind, values),
+            11 => sized::<11>(present, kind, values),
+            12 => sized::<12>(present, kind, values),
+            13 => sized::<13>(present, kind, values),
+            _ => sized::<14>(present, kind, values),
         })
     }
 
-    /// Each value held, with the place of its field.
+    /// Each value held, with the place of its field: a `type` [`Held::kind`] says first (it is
+    /// the first field), then those in the allocation.
     fn held(&self) -> impl Iterator<Item = (usize, &Entry<'de>)> {
-        let mut bits = self.0.present;
-        self.0.entries.iter().map(move |entry| {
-            let at = bits.trailing_zeros() as usize;
-            bits &= bits.wrapping_sub(1);
-            (at, entry)
-        })
+        let kind = match self.0.kind {
+            0 => None,
+            kind => KINDS.get(usize::from(kind) - 1).map(|entry| (KIND, entry)),
+        };
+        let mut bits = self.stored();
+        kind.into_iter()
+            .chain(self.0.entries.iter().map(move |entry| {
+                let at = bits.trailing_zeros() as usize;
+                bits &= bits.wrapping_sub(1);
+                (at, entry)
+            }))
     }
 
     /// The known fields' values, each with its field's place ([`Fields::of_view`] reads them
@@ -822,7 +871,10 @@ impl ObjectView<'_> {
     fn into_owned(self) -> ObjectView<'static> {
         let present = self.0.present;
         let mut values: Values<'static> = [const { None }; NESTED + 1];
-        let mut bits = present;
+        if self.0.kind != 0 {
+            values[KIND] = KINDS.get(usize::from(self.0.kind) - 1).cloned();
+        }
+        let mut bits = self.stored();
         let mut held = self.0;
         for entry in held.entries.iter_mut() {
             let entry = std::mem::replace(entry, Entry::Slot(Slot::Str(Cow::Borrowed(""))));
@@ -1686,7 +1738,9 @@ mod tests {
             panic!("five objects")
         };
         assert_eq!(held(link), ["type", "uri", "mimeType", "name"]);
-        assert_eq!(link.0.entries.len(), 4);
+        // Its `type`, one of the five, is told by a byte beside the presence bits.
+        assert_eq!(link.0.entries.len(), 3);
+        assert_eq!(link.kind().and_then(Slot::as_str), Some("resource_link"));
         assert_eq!(link.name().and_then(Slot::as_str), Some("n"));
         assert_eq!(link.text(), None);
         // An embedded resource: its block's two fields, its resource's three.
