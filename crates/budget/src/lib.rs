@@ -123,9 +123,10 @@ pub use route::{
     OPENAI_AUDIO_TOKENS_PER_SECOND, PageRule, PricedRoute, Pricer, Unpriceable,
 };
 pub use spill::{
-    LocalSpillStore, MAX_ATTACHMENT_FILES, Manifest, ManifestAttachment, SPILL_ID_LENGTH,
-    SPILL_ID_PREFIX, SPILL_WRITEBACK_EVERY, Spill, SpillError, SpillId, SpillNotice, SpillStore,
-    extension_for, is_spill_name, private_dir, write_spill, write_spill_of, write_text_spill,
+    LocalSpillStore, MAX_ATTACHMENT_FILES, Manifest, ManifestAttachment, REST_FILE,
+    SPILL_ID_LENGTH, SPILL_ID_PREFIX, SPILL_WRITEBACK_EVERY, Spill, SpillError, SpillId,
+    SpillNotice, SpillStore, extension_for, is_spill_name, private_dir, write_spill,
+    write_spill_of, write_text_spill,
 };
 pub use store_config::{S3Location, SpillStoreConfig};
 pub use text::{

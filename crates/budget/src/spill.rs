@@ -226,10 +226,16 @@ pub trait SpillStore {
         SpillNotice::Path
     }
 
-    /// The most payloads one spill writes as files; the text keeps each one after them
-    /// ([`MAX_ATTACHMENT_FILES`] unless the store says fewer).
+    /// The most payloads one spill writes as files of their own; the ones after them go into
+    /// its [`REST_FILE`] ([`MAX_ATTACHMENT_FILES`] unless the store says fewer).
     fn attachment_files(&self) -> usize {
         MAX_ATTACHMENT_FILES
+    }
+
+    /// Where the file `name` is, as [`SpillStore::put`] answers once it is written: a line
+    /// names a file by it before the file is written.
+    fn place(&self, name: &str) -> String {
+        name.to_owned()
     }
 }
 
@@ -634,6 +640,10 @@ impl SpillStore for LocalSpillStore {
     fn attachment_files(&self) -> usize {
         self.attachment_files
     }
+
+    fn place(&self, name: &str) -> String {
+        self.dir.join(name).display().to_string()
+    }
 }
 
 /// Removes a spill's folder: its regular files with spill names, then the folder if that left
@@ -947,8 +957,9 @@ pub struct Spill {
     pub id: SpillId,
     /// Where the spill text is (a path for the local store).
     pub path: String,
-    /// Where each payload written as a file is, in the order the text names them: at most
-    /// [`MAX_ATTACHMENT_FILES`]; the payloads after them are kept in the text itself.
+    /// Where each payload written as a file of its own is, in the order the text names them:
+    /// at most [`MAX_ATTACHMENT_FILES`]; the payloads after them are in the spill's
+    /// [`REST_FILE`], which their lines name.
     pub attachments: Vec<String>,
     /// How notices name this spill.
     pub notice: SpillNotice,
@@ -1044,27 +1055,17 @@ impl Attached {
             markers::size_label(self.bytes)
         )
     }
-
-    /// The line standing in the place of a payload past the spill's last file: the same line,
-    /// its place a `data:` uri that holds `bytes`, what its file would have held.
-    fn inline_line(&self, bytes: &[u8]) -> String {
-        let media_type = match (self.decoded, self.sniffed, &self.claimed) {
-            (true, Some(sniffed), _) => sniffed.mime(),
-            (true, None, Some(claimed)) => claimed,
-            _ => "application/octet-stream",
-        };
-        self.line(&format!(
-            "data:{media_type};base64,{}",
-            STANDARD.encode(bytes)
-        ))
-    }
 }
 
 /// The most files one spill writes for its payloads: the 100,000 attachments a spill writes in
 /// a few seconds (decision 0080). A server can send over a million payloads of a few bytes in
 /// one 64 MiB result; as files they took a million inodes and most of a minute. The payloads
-/// after these are kept in the spill text, each line's place a `data:` uri (decision 0149).
+/// after these go into one more file, [`REST_FILE`], a line each (decision 0149).
 pub const MAX_ATTACHMENT_FILES: usize = 100_000;
+
+/// The file in a spill's folder that holds the payloads after its last attachment file: one
+/// line each, the base64 of what its own file would have held.
+pub const REST_FILE: &str = "rest.b64";
 
 /// Writes a spill's manifest to `out` as `serde_json` writes the whole [`Manifest`], one
 /// attachment at a time, so the whole is never held.
@@ -1154,16 +1155,18 @@ pub fn write_spill_of(
         copies.each_payload(result, &mut |span, media| {
             // The same payloads, in the same order, as the first reading; one more would have
             // no attachment, and the spill fails rather than guess.
-            if written.is_ok() && at >= writer.attached.len() + writer.inline {
+            if written.is_ok() && at >= writer.attached.len() + writer.rest_lines {
                 written = Err(std::io::Error::other("the result read differently twice"));
             }
             if written.is_ok() {
                 let before = stored.get(copied..span.start).unwrap_or_default();
-                // A payload past the last file is made into its line again, as the first
-                // reading made it: its bytes are never kept.
+                // A payload past the last file has its line made again, as the first reading
+                // made it, from the payload.
                 let line = match at < writer.attached.len() {
                     true => writer.line(at),
-                    false => inline_line_of(&hidden, media),
+                    false => {
+                        writer.rest_line(&rest_entry(&hidden, media).1, at - writer.attached.len())
+                    }
                 };
                 written = out
                     .write_all(before.as_bytes())
@@ -1228,8 +1231,12 @@ struct SpillWriter {
     notice: SpillNotice,
     text_name: String,
     attached: Vec<Attached>,
-    /// How many payloads after the last file were kept in the text.
-    inline: usize,
+    /// The payloads after the last file, for [`REST_FILE`]: a line each.
+    rest: Vec<u8>,
+    /// How many lines `rest` holds.
+    rest_lines: usize,
+    /// Where [`REST_FILE`] is, as a line names it.
+    rest_place: String,
     /// Where each attachment's file is, for the spill to say.
     attachments: Vec<String>,
     /// The error that stopped the attachments, if one did: the spill then fails whole.
@@ -1239,12 +1246,18 @@ struct SpillWriter {
 impl SpillWriter {
     fn new(store: &dyn SpillStore) -> Result<SpillWriter, SpillError> {
         let id = SpillId::random()?;
+        let rest_name = attachment_rest_name(&id);
         Ok(SpillWriter {
             text_name: format!("{id}.txt"),
             id,
             notice: store.notice(),
             attached: Vec::new(),
-            inline: 0,
+            rest: Vec::new(),
+            rest_lines: 0,
+            rest_place: match store.notice() {
+                SpillNotice::Path => store.place(&rest_name),
+                SpillNotice::ReadResult => rest_name,
+            },
             attachments: Vec::new(),
             failure: None,
         })
@@ -1252,7 +1265,7 @@ impl SpillWriter {
 
     /// Writes `media` as the next attachment and returns its line; `None` once a write has
     /// failed, as every later one then is not tried. Past the store's
-    /// [`SpillStore::attachment_files`] no file is written: the line holds the payload.
+    /// [`SpillStore::attachment_files`] the payload joins [`REST_FILE`], written at the end.
     fn attach(
         &mut self,
         store: &mut dyn SpillStore,
@@ -1263,8 +1276,11 @@ impl SpillWriter {
             return None;
         }
         if self.attached.len() >= store.attachment_files().min(MAX_ATTACHMENT_FILES) {
-            self.inline += 1;
-            return Some(inline_line_of(hidden, media));
+            let (encoded, attached) = rest_entry(hidden, media);
+            self.rest.extend_from_slice(encoded.as_bytes());
+            self.rest.push(b'\n');
+            self.rest_lines += 1;
+            return Some(self.rest_line(&attached, self.rest_lines - 1));
         }
         let (bytes, mut attached) = attachment_of(hidden, media);
         let name = attachment_name(&self.id, self.attached.len() + 1, attached.extension());
@@ -1280,6 +1296,11 @@ impl SpillWriter {
                 None
             }
         }
+    }
+
+    /// The line standing in the place of the payload on line `at` (from 0) of [`REST_FILE`].
+    fn rest_line(&self, attached: &Attached, at: usize) -> String {
+        attached.line(&format!("{}, line {}", self.rest_place, at + 1))
     }
 
     /// The store name of attachment `at` (from 0).
@@ -1305,7 +1326,9 @@ impl SpillWriter {
         let mut written_names = Vec::new();
         let written = match self.failure.take() {
             Some(error) => Err(error),
-            None => self.put_text_and_manifest(store, text, &mut written_names),
+            None => self
+                .put_rest(store, &mut written_names)
+                .and_then(|()| self.put_text_and_manifest(store, text, &mut written_names)),
         };
         match written {
             Ok(path) => Ok(Spill {
@@ -1322,6 +1345,23 @@ impl SpillWriter {
                 Err(error)
             }
         }
+    }
+
+    /// Writes [`REST_FILE`] when a payload went past the last file; its name is added to
+    /// `names`, for the caller to remove on failure.
+    fn put_rest(
+        &mut self,
+        store: &mut dyn SpillStore,
+        names: &mut Vec<String>,
+    ) -> Result<(), SpillError> {
+        if self.rest_lines == 0 {
+            return Ok(());
+        }
+        let name = attachment_rest_name(&self.id);
+        let rest = std::mem::take(&mut self.rest);
+        let put = store.put(&name, &rest);
+        names.push(name);
+        put.map(drop)
     }
 
     /// Writes the text, then the manifest, and commits them; returns where the text is. Each
@@ -1375,11 +1415,17 @@ pub fn write_text_spill(text: &str, store: &mut dyn SpillStore) -> Result<Spill,
     SpillWriter::new(store)?.finish(store, SpillText::Whole(text))
 }
 
-/// The line of a payload kept in the spill text: what its file would hold, as a `data:` uri.
-fn inline_line_of(hidden: &HiddenUris, media: &Media<'_>) -> String {
+/// A payload past a spill's last file: its line in [`REST_FILE`], the base64 of what its own
+/// file would have held, and what its line in the text says of it.
+fn rest_entry(hidden: &HiddenUris, media: &Media<'_>) -> (String, Attached) {
     let (bytes, mut attached) = attachment_of(hidden, media);
     attached.bytes = bytes.len() as u64;
-    attached.inline_line(&bytes)
+    (STANDARD.encode(&bytes), attached)
+}
+
+/// The store name of a spill's [`REST_FILE`].
+fn attachment_rest_name(id: &SpillId) -> String {
+    format!("{id}/{REST_FILE}")
 }
 
 /// A payload's bytes, and what a spill keeps of it besides its length. Sound base64 is decoded;
@@ -1469,9 +1515,13 @@ mod file_cap_tests {
             .join(",");
         let claim = format!("A spill writes at most `MAX_ATTACHMENT_FILES` ({most}) payloads");
         assert!(doc.contains(&claim), "{claim}");
+        let rest = format!("one more file, `<id>/{REST_FILE}`");
+        assert!(doc.contains(&rest), "{rest}");
         let cli = include_str!("../../../docs/cli.md").replace("\n  ", " ");
         let claim = format!("A spill writes at most {most} files");
         assert!(cli.contains(&claim), "{claim}");
+        let rest = format!("`<spill-dir>/spill_<id>/{REST_FILE}`");
+        assert!(cli.contains(&rest), "{rest}");
     }
 
     #[test]

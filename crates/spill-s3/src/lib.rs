@@ -288,6 +288,10 @@ impl SpillStore for S3SpillStore {
     fn notice(&self) -> SpillNotice {
         self.notice
     }
+
+    fn place(&self, name: &str) -> String {
+        format!("s3://{}/{}", self.bucket, self.key(name))
+    }
 }
 
 /// The store's runtime, safe to use and drop from any thread: inside a caller's tokio runtime

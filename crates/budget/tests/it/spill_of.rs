@@ -7,8 +7,8 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use mcpl_budget::{
-    LocalSpillStore, MAX_ATTACHMENT_FILES, Manifest, PricedRoute, SpillStore, write_spill,
-    write_spill_of,
+    LocalSpillStore, MAX_ATTACHMENT_FILES, Manifest, PricedRoute, REST_FILE, SpillStore,
+    write_spill, write_spill_of,
 };
 use mcpl_lanes::ToolResult;
 use proptest::prelude::*;
@@ -64,15 +64,22 @@ fn project_then_spill_with_files(
     let read: Manifest = serde_json::from_str(&manifest).unwrap();
     assert_eq!(read.bytes, std::fs::metadata(&spill.path).unwrap().len());
     assert_eq!(read.attachments.len(), spill.attachments.len());
-    // A file for each attachment the spill names, and no other.
+    // A file for each attachment the spill names, and the rest file when a line names it.
     let folder = dir.0.join(spill.id.to_string());
-    let files = std::fs::read_dir(folder).map_or(0, Iterator::count);
-    assert_eq!(files, spill.attachments.len());
+    let files = std::fs::read_dir(&folder).map_or(0, Iterator::count);
+    let rest = folder.join(REST_FILE).exists();
+    assert_eq!(files, spill.attachments.len() + usize::from(rest));
+    assert_eq!(rest, text.contains(&format!("/{REST_FILE}, line 1 (")));
+    // The text's length counts the folder's path, whose length differs between folders.
+    let manifest = same(manifest).replace(
+        &format!(",\"bytes\":{}}}", read.bytes),
+        &format!(",\"bytes\":{}}}", text.len()),
+    );
     (
         copies.stored.into_owned(),
         copies.spills_as_stored,
         text,
-        same(manifest),
+        manifest,
     )
 }
 
@@ -121,11 +128,12 @@ fn a_spill_of_the_copies_is_the_spill_of_a_second_pass(
 
 /// A server can send a million payloads of a few bytes in one result; each was a file, so
 /// one result took a million inodes and most of a minute. A spill writes at most its store's
-/// `attachment_files` files (`MAX_ATTACHMENT_FILES` at most; a few here, for speed). Each payload
-/// after them is kept in the text, its line's place a `data:` uri of what its file would hold:
-/// decoded, and redacted when it is text. Both ways of spilling write the same text and manifest.
+/// `attachment_files` files (`MAX_ATTACHMENT_FILES` at most; a few here, for speed). The
+/// payloads after them go into one more file, `REST_FILE`, a line each: the base64 of what its
+/// own file would hold, decoded, and redacted when it is text. Each one's line in the text names
+/// that file and the line. Both ways of spilling write the same text and manifest.
 #[test]
-fn a_spill_writes_at_most_its_files_and_keeps_each_payload_after_them_in_its_text() {
+fn a_spill_writes_at_most_its_files_and_the_payloads_after_them_into_one_more() {
     const FILES: usize = 4;
     let hidden_uri = "https://h.example/r/1?sig=abc";
     let told = format!("see {hidden_uri} now");
@@ -142,32 +150,43 @@ fn a_spill_writes_at_most_its_files_and_keeps_each_payload_after_them_in_its_tex
     let (_, _, second_pass, second_manifest) = project_then_spill_with_files(&result, false, FILES);
     assert!(flag, "a result of blocks spills as stored");
     assert!(of_copies == second_pass && manifest == second_manifest);
-
     let manifest: Manifest = serde_json::from_str(&manifest).unwrap();
     assert_eq!(manifest.attachments.len(), FILES);
-    let last_file = format!("[attachment: DIR/ID/{FILES}.png (image/png, ");
-    assert!(of_copies.contains(&last_file));
-    let inline: Vec<(&str, Vec<u8>)> = of_copies
-        .match_indices("[attachment: data:")
-        .map(|(at, _)| {
-            let line = &of_copies[at..at + of_copies[at..].find(']').unwrap()];
-            let (media_type, rest) = line["[attachment: data:".len()..]
-                .split_once(";base64,")
-                .unwrap();
-            let data = rest.split_once(' ').unwrap().0;
-            (media_type, STANDARD.decode(data).unwrap())
-        })
+    assert!(of_copies.contains(&format!("[attachment: DIR/ID/{FILES}.png (image/png, ")));
+    for (line, what) in [
+        (1, "image/png, 67B"),
+        (2, "image/png, 67B"),
+        (3, "text/plain, "),
+    ] {
+        let named = format!("[attachment: DIR/ID/{REST_FILE}, line {line} ({what}");
+        assert!(of_copies.contains(&named), "{named} in {of_copies}");
+    }
+    assert!(!of_copies.contains(", line 4 ("));
+    assert!(of_copies.contains("the last text"));
+
+    // The rest file itself.
+    let dir = TempDir::new("spill-rest");
+    let mut store = LocalSpillStore::new(&dir.0)
+        .unwrap()
+        .with_attachment_files(FILES);
+    let read = mcpl_lanes::ResultView::of_value(&result);
+    let read = ToolResult::from_view(&read);
+    let spill = with_projector(&PricedRoute::ANTHROPIC, |projector| {
+        let copies = projector.tool_result(&read);
+        write_spill_of(projector, &read, &copies, &mut store).unwrap()
+    });
+    assert_eq!(spill.attachments.len(), FILES);
+    let rest = std::fs::read_to_string(dir.0.join(spill.id.to_string()).join(REST_FILE)).unwrap();
+    let lines: Vec<Vec<u8>> = rest
+        .lines()
+        .map(|line| STANDARD.decode(line).unwrap())
         .collect();
-    assert_eq!(inline.len(), 3);
     let png = STANDARD.decode(TINY_PNG).unwrap();
-    assert_eq!(inline[0], ("image/png", png.clone()));
-    assert_eq!(inline[1], ("image/png", png));
-    let (media_type, bytes) = &inline[2];
-    assert_eq!(*media_type, "text/plain");
-    let kept = String::from_utf8(bytes.clone()).unwrap();
+    assert_eq!(lines[..2], [png.clone(), png]);
+    assert_eq!(lines.len(), 3);
+    let kept = String::from_utf8(lines[2].clone()).unwrap();
     assert!(kept.starts_with("see ") && kept.ends_with(" now"), "{kept}");
     assert!(!kept.contains("sig=abc"), "{kept}");
-    assert!(of_copies.contains("the last text"));
 }
 
 /// More references than the registry keeps: a second pass gave every one a new id (the first
