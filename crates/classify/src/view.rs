@@ -158,14 +158,27 @@ struct Held<E: ?Sized> {
     entries: E,
 }
 
-/// The `type` of an object whose [`Held::kind`] is not 0: `KINDS[kind - 1]`.
-static KINDS: [Entry<'static>; 5] = [
-    Entry::Slot(Slot::Str(Cow::Borrowed("text"))),
-    Entry::Slot(Slot::Str(Cow::Borrowed("image"))),
-    Entry::Slot(Slot::Str(Cow::Borrowed("audio"))),
-    Entry::Slot(Slot::Str(Cow::Borrowed("resource"))),
-    Entry::Slot(Slot::Str(Cow::Borrowed("resource_link"))),
-];
+/// The `type` of an object whose [`Held::kind`] is not 0: `KINDS[kind - 1]`, as
+/// [`known_kind`] gives it.
+static KINDS: [Entry<'static>; 5] = {
+    const fn kind(at: usize) -> Entry<'static> {
+        Entry::Slot(Slot::Str(Cow::Borrowed(BLOCK_TYPES[at])))
+    }
+    [kind(0), kind(1), kind(2), kind(3), kind(4)]
+};
+
+/// The `type` a [`Held::kind`] says, or `None` for 0 (a `type` held as any field is).
+fn known_kind(kind: u8) -> Option<&'static Entry<'static>> {
+    usize::from(kind)
+        .checked_sub(1)
+        .and_then(|at| KINDS.get(at))
+}
+
+/// The presence bits of the values in an allocation: all of `present` but a `type` that `kind`
+/// says.
+fn stored_bits(present: u16, kind: u8) -> u16 {
+    present & !(u16::from(kind != 0) << KIND)
+}
 
 /// [`Held::kind`] for a `type` read as `value`: its place in [`BLOCK_TYPES`] from 1, or 0.
 fn kind_of(value: Option<&Entry<'_>>) -> u8 {
@@ -204,8 +217,10 @@ impl<'de> ObjectView<'de> {
 
     /// The value held for the field at `at`, when the object has that field.
     fn entry(&self, at: usize) -> Option<&Entry<'de>> {
-        if at == KIND && self.0.kind != 0 {
-            return KINDS.get(usize::from(self.0.kind) - 1);
+        if at == KIND
+            && let Some(kind) = known_kind(self.0.kind)
+        {
+            return Some(kind);
         }
         let bit = 1u16 << at;
         let stored = self.stored();
@@ -220,7 +235,7 @@ impl<'de> ObjectView<'de> {
     /// The bits of the fields whose values are in the allocation: all but a `type` that
     /// [`Held::kind`] says.
     fn stored(&self) -> u16 {
-        self.0.present & !(u16::from(self.0.kind != 0) << KIND)
+        stored_bits(self.0.present, self.0.kind)
     }
 
     /// A known field's value, when it has one.
@@ -338,7 +353,7 @@ impl<'de> ObjectView<'de> {
             kind: u8,
             values: &mut Values<'de>,
         ) -> Box<Held<[Entry<'de>]>> {
-            let mut bits = present & !(u16::from(kind != 0) << KIND);
+            let mut bits = stored_bits(present, kind);
             // Each of `present`'s bits marks a value, so the empty string is never used: it
             // only spares a panic.
             let entries: [Entry<'de>; N] = std::array::from_fn(|_| {
@@ -359,9 +374,8 @@ impl<'de> ObjectView<'de> {
             0 => 0,
             _ => kind_of(values[KIND].as_ref()),
         };
-        let stored = present & !(u16::from(kind != 0) << KIND);
         // Fourteen bits at most (`NESTED` is the last).
-        ObjectView(match stored.count_ones() {
+        ObjectView(match stored_bits(present, kind).count_ones() {
             0 => sized::<0>(present, kind, values),
             1 => sized::<1>(present, kind, values),
             2 => sized::<2>(present, kind, values),
@@ -383,10 +397,7 @@ impl<'de> ObjectView<'de> {
     /// Each value held, with the place of its field: a `type` [`Held::kind`] says first (it is
     /// the first field), then those in the allocation.
     fn held(&self) -> impl Iterator<Item = (usize, &Entry<'de>)> {
-        let kind = match self.0.kind {
-            0 => None,
-            kind => KINDS.get(usize::from(kind) - 1).map(|entry| (KIND, entry)),
-        };
+        let kind = known_kind(self.0.kind).map(|entry| (KIND, entry));
         let mut bits = self.stored();
         kind.into_iter()
             .chain(self.0.entries.iter().map(move |entry| {
@@ -871,9 +882,7 @@ impl ObjectView<'_> {
     fn into_owned(self) -> ObjectView<'static> {
         let present = self.0.present;
         let mut values: Values<'static> = [const { None }; NESTED + 1];
-        if self.0.kind != 0 {
-            values[KIND] = KINDS.get(usize::from(self.0.kind) - 1).cloned();
-        }
+        values[KIND] = known_kind(self.0.kind).cloned();
         let mut bits = self.stored();
         let mut held = self.0;
         for entry in held.entries.iter_mut() {
