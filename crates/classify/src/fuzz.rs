@@ -12,13 +12,23 @@ use crate::{
 };
 
 /// Parses `bytes` as JSON and classifies every object and array at any depth, checking what
-/// must hold of each answer, and reads the same bytes as a tool result straight from bytes
-/// ([`view_matches_value`]).
+/// must hold of each answer, reads the same bytes as a tool result straight from bytes
+/// ([`view_matches_value`]), and writes the `Value` out again as a request body is written
+/// ([`compact_matches_serde_json`]).
 pub fn classify_json_bytes(bytes: &[u8]) {
     view_matches_value(bytes);
     if let Ok(value) = serde_json::from_slice::<Value>(bytes) {
         classify_everywhere(&value);
+        compact_matches_serde_json(&value);
     }
+}
+
+/// Checks that [`crate::compact_json`] writes what `serde_json::to_vec` writes, and that
+/// [`crate::compact_json_len`] counts it.
+pub fn compact_matches_serde_json(value: &Value) {
+    let expected = serde_json::to_vec(value).expect("a `Value` serialises");
+    assert_eq!(crate::compact_json(value), expected, "{value:?}");
+    assert_eq!(crate::compact_json_len(value), expected.len() as u64);
 }
 
 /// Checks that a tool result read from bytes ([`ResultView`]) is what the same bytes parsed into

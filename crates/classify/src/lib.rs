@@ -37,6 +37,7 @@
 //! Classification never fails and does no I/O; it knows nothing about lanes, tokens or routes.
 
 mod block;
+mod compact;
 mod duration;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz;
@@ -52,6 +53,7 @@ pub use block::{
     Block, Contradiction, ContradictionSource, EmbeddedBlob, EmbeddedText, EmbeddedUnreadable,
     Invalid, InvalidReason, Unreadable, classify,
 };
+pub use compact::{compact_json, compact_json_len, write_compact_json, write_json_str};
 pub use duration::audio_duration_ms;
 pub use lenient::{
     MAX_DEPTH, TOO_DEEP, json_string_end, parse_json_lenient, parse_json_repaired,

@@ -323,20 +323,21 @@ impl Encoder {
     }
 }
 
-/// The bytes a request body takes serialised as it is sent (compact JSON, as `serde_json`
-/// writes it), counted without writing it out.
+/// The bytes a request body takes serialised as it is sent ([`body_bytes`]), counted without
+/// writing it out.
 pub fn body_len(body: &Value) -> u64 {
-    /// Counts what is written and keeps nothing.
-    struct Counter(u64);
-    impl std::fmt::Write for Counter {
-        fn write_str(&mut self, text: &str) -> std::fmt::Result {
-            self.0 += text.len() as u64;
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    // `Value`'s `Display` is its compact serialisation; writing to a counter cannot fail.
-    std::fmt::Write::write_fmt(&mut counter, format_args!("{body}")).map_or(0, |()| counter.0)
+    mcpl_classify::compact_json_len(body)
+}
+
+/// A request body as it is sent: compact JSON, the bytes `serde_json::to_vec` writes, written
+/// faster where it carries long strings (decision 0150).
+pub fn body_bytes(body: &Value) -> Vec<u8> {
+    mcpl_classify::compact_json(body)
+}
+
+/// Writes a request body to `out` as it is sent: the bytes of [`body_bytes`].
+pub fn write_body(out: &mut (impl std::io::Write + ?Sized), body: &Value) -> std::io::Result<()> {
+    mcpl_classify::write_compact_json(out, body)
 }
 
 /// Whether the route takes an image of this type natively in a user message.

@@ -1861,7 +1861,7 @@ fn place_injections<'h>(
 }
 
 fn write_line(out: &mut dyn Write, body: &Value) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *out, body)?;
+    mcpl_encode::write_body(&mut *out, body)?;
     out.write_all(b"\n")?;
     out.flush()
 }

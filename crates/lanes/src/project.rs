@@ -1962,7 +1962,7 @@ impl DataWriter<'_, '_, '_> {
 /// Writes `text` as a JSON string.
 fn write_json_str(out: &mut Vec<u8>, text: &str) {
     // Writing a string into a `Vec` cannot fail.
-    let _ = serde_json::to_writer(out, text);
+    let _ = mcpl_classify::write_json_str(out, text);
 }
 
 fn numbered(redacted: &str, count: &mut usize) -> String {

@@ -436,7 +436,7 @@ impl Endpoint {
         if let (true, Some(object)) = (self.model_in_body, body.as_object_mut()) {
             object.insert("model".to_owned(), Value::String(self.model.clone()));
         }
-        let bytes = serde_json::to_vec(&body).map_err(|e| self.error(e.to_string()))?;
+        let bytes = mcpl_encode::body_bytes(&body);
         let mut waited = Duration::ZERO;
         let mut retry = 0;
         let (status, text) = loop {

@@ -37,9 +37,10 @@ fn spilling_session(folder: &Path) -> Session {
     Session::new(RouteId::Anthropic).with_spill_store(store)
 }
 
-/// The request body's bytes for a shown result's content.
+/// The request body's bytes for a shown result's content, written as the model client writes
+/// a body.
 fn written(content: &Value) -> usize {
-    serde_json::to_vec(content).map_or(0, |body| body.len())
+    mcpl_encode::body_bytes(content).len()
 }
 
 /// The JSON-RPC response that carries `result`, as a server writes it on one line.
