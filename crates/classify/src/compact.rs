@@ -69,16 +69,18 @@ pub fn compact_json_len(value: &Value) -> u64 {
         Value::Number(number) => number.to_string().len() as u64,
         Value::String(text) => json_str_len(text),
         Value::Array(items) => {
-            let commas = items.len().saturating_sub(1) as u64;
-            2 + commas + items.iter().map(compact_json_len).sum::<u64>()
+            let mut len = 1 + items.len().max(1) as u64;
+            for item in items {
+                len += compact_json_len(item);
+            }
+            len
         }
         Value::Object(map) => {
-            let commas = map.len().saturating_sub(1) as u64;
-            let members = map
-                .iter()
-                .map(|(key, item)| json_str_len(key) + 1 + compact_json_len(item))
-                .sum::<u64>();
-            2 + commas + members
+            let mut len = 1 + map.len().max(1) as u64;
+            for (key, item) in map {
+                len += json_str_len(key) + 1 + compact_json_len(item);
+            }
+            len
         }
     }
 }
