@@ -5,7 +5,8 @@
 //! written out, and measured, on every turn. `serde_json` looks up each byte of a string in a
 //! table to find what must be escaped; this writer asks eight bytes at a time, as one word,
 //! whether any of them is a quote, a backslash or a control character, so a run with nothing
-//! to escape costs little more than a copy. Where a byte must be escaped, it is escaped as `serde_json` does (decision 0150).
+//! to escape costs little more than a copy. Where a byte must be escaped, it is escaped as
+//! `serde_json` does (decision 0150). A length is what the writer writes, counted.
 
 use std::io::{self, Write};
 
@@ -60,29 +61,23 @@ pub fn write_compact_json<W: Write + ?Sized>(out: &mut W, value: &Value) -> io::
 }
 
 /// The length of `value`'s compact JSON, counted without writing it:
-/// `serde_json::to_vec(value).len()`.
+/// `serde_json::to_vec(value).len()`. It is what [`write_compact_json`] writes, counted.
 pub fn compact_json_len(value: &Value) -> u64 {
-    match value {
-        Value::Null => 4,
-        Value::Bool(true) => 4,
-        Value::Bool(false) => 5,
-        Value::Number(number) => number.to_string().len() as u64,
-        Value::String(text) => json_str_len(text),
-        Value::Array(items) => {
-            let mut len = 1 + items.len().max(1) as u64;
-            for item in items {
-                len += compact_json_len(item);
-            }
-            len
+    /// Counts the bytes written and keeps none.
+    struct Count(u64);
+    impl Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0 += bytes.len() as u64;
+            Ok(bytes.len())
         }
-        Value::Object(map) => {
-            let mut len = 1 + map.len().max(1) as u64;
-            for (key, item) in map {
-                len += json_str_len(key) + 1 + compact_json_len(item);
-            }
-            len
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
         }
     }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail.
+    let _ = write_compact_json(&mut count, value);
+    count.0
 }
 
 /// Writes `text` as a JSON string, quotes and all, escaped as `serde_json` escapes it.
@@ -101,44 +96,9 @@ pub fn write_json_str<W: Write + ?Sized>(out: &mut W, text: &str) -> io::Result<
     out.write_all(b"\"")
 }
 
-/// The length of `text` written as a JSON string, quotes and all.
-#[inline]
-fn json_str_len(text: &str) -> u64 {
-    let bytes = text.as_bytes();
-    let extra = |run: &[u8]| -> u64 { run.iter().map(|&b| u64::from(EXTRA[usize::from(b)])).sum() };
-    let mut chunks = bytes.chunks_exact(CHUNK);
-    let mut len = 2 + bytes.len() as u64;
-    for chunk in &mut chunks {
-        let mut word = [0; CHUNK];
-        word.copy_from_slice(chunk);
-        if holds_escape(u64::from_le_bytes(word)) {
-            len += extra(chunk);
-        }
-    }
-    len + extra(chunks.remainder())
-}
-
-/// The bytes each byte's escape adds: none for most, one for `\n` and its kind, five for
-/// `\u00XX`.
-static EXTRA: [u8; 256] = {
-    let mut extra = [0; 256];
-    let mut byte = 0;
-    while byte < 256 {
-        let b = byte as u8;
-        if needs_escape(b) {
-            extra[byte] = match escape_of(b) {
-                Escape::Short(_) => 1,
-                Escape::Unicode(_) => 5,
-            };
-        }
-        byte += 1;
-    }
-    extra
-};
-
 /// Whether JSON needs `byte` escaped in a string.
 #[inline]
-const fn needs_escape(byte: u8) -> bool {
+fn needs_escape(byte: u8) -> bool {
     byte < 0x20 || byte == b'"' || byte == b'\\'
 }
 
@@ -177,7 +137,7 @@ fn holds_escape(word: u64) -> bool {
 }
 
 /// What a byte JSON needs escaped is written as, as `serde_json` writes it.
-const fn escape_of(byte: u8) -> Escape {
+fn escape_of(byte: u8) -> Escape {
     match byte {
         b'"' => Escape::Short(b'"'),
         b'\\' => Escape::Short(b'\\'),
