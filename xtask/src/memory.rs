@@ -5,8 +5,9 @@
 //! blocks, and three with no place the first windows could cut (decision 0141): one line of CJK
 //! letters, one line of `\u00e9` escapes, and words that hold percent escapes; a 60 MB line of
 //! base64 (decision 0143); a 40 MB result of structured content, small rows (decision 0142);
-//! and a 40 MB result of small images, each spilled as a file of its own (decision 0147). One
-//! line per
+//! a 40 MB result of small images, each spilled as a file of its own (decision 0147); and a
+//! 40 MB result of resource links with signed urls, whose hidden-uri patterns were most of a
+//! run's memory (decision 0151; still over its target). One line per
 //! input: its size, the peak (`VmHWM` from `/proc/<pid>/status`, read
 //! every 5 ms while the run lasts, so this recipe needs Linux), peak ÷ input, and whether the
 //! target, twice the input plus 20 MiB, holds. It fails when a run fails or an input is over
@@ -30,6 +31,8 @@ const BASE64_BYTES: usize = 60_000_000;
 const STRUCTURED_BYTES: usize = 40_000_000;
 /// The small payloads input's size: about 90,000 images of 445 bytes of JSON each.
 const PAYLOAD_BYTES: usize = 40_000_000;
+/// The signed links input's size: about 250,000 links of 160 bytes of JSON each.
+const LINK_BYTES: usize = 40_000_000;
 
 pub(crate) fn memory(root: &Path) -> Result<(), String> {
     crate::cargo(root, &["build", "--release", "-p", "mcpl-cli"])?;
@@ -111,6 +114,11 @@ pub(crate) fn memory(root: &Path) -> Result<(), String> {
         &inputs,
         "small-payloads",
         &small_payloads(PAYLOAD_BYTES),
+    )?);
+    files.push(write_input(
+        &inputs,
+        "signed-links",
+        &signed_links(LINK_BYTES),
     )?);
     let mcpl = root.join("target").join("release").join("mcpl");
     println!("peak resident memory of mcpl project (target: at most 2 x input + 20 MiB)");
@@ -296,6 +304,39 @@ fn small_payloads(bytes: usize) -> Vec<u8> {
     json
 }
 
+/// One result of about `bytes` bytes of resource links, each to an object in a bucket by a url
+/// signed with 64 hex digits drawn at random (decision 0151).
+fn signed_links(bytes: usize) -> Vec<u8> {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut json = Vec::with_capacity(bytes + 512);
+    json.extend_from_slice(br#"{"content": ["#);
+    let mut draw = Base64Draw::default();
+    let mut digits = Vec::with_capacity(80);
+    let mut i = 0u64;
+    while json.len() < bytes {
+        if i > 0 {
+            json.push(b',');
+        }
+        digits.clear();
+        for _ in 0..7 {
+            draw.ten_more(&mut digits);
+        }
+        let signature: String = digits[..64]
+            .iter()
+            .map(|&c| char::from(HEX[usize::from(c) & 15]))
+            .collect();
+        json.extend_from_slice(
+            format!(
+                r#"{{"type": "resource_link", "uri": "https://b.s3.amazonaws.com/k/{i}.txt?X-Amz-Signature={signature}", "name": "f{i}"}}"#
+            )
+            .as_bytes(),
+        );
+        i += 1;
+    }
+    json.extend_from_slice(b"]}");
+    json
+}
+
 /// One result of one short text block and about `bytes` bytes of structured content: a list of
 /// small rows, each an id, a name and a url (decision 0142).
 fn structured_rows(bytes: usize) -> Vec<u8> {
@@ -352,7 +393,7 @@ fn measure(mcpl: &Path, file: &Path, spill: &Path) -> Result<(u64, Duration), St
 
 #[cfg(test)]
 mod tests {
-    use super::{big_text, long_line, one_run, small_blocks, tiny_blocks};
+    use super::{big_text, long_line, one_run, signed_links, small_blocks, tiny_blocks};
 
     #[test]
     fn the_made_inputs_are_results_of_the_asked_size() {
@@ -385,5 +426,18 @@ mod tests {
         assert!((30_000..30_200).contains(&blocks.len()), "{}", blocks.len());
         let blocks: serde_json::Value = serde_json::from_slice(&blocks).unwrap();
         assert!(blocks["content"].as_array().unwrap().len() > 300);
+        let links = signed_links(30_000);
+        assert!((30_000..30_300).contains(&links.len()), "{}", links.len());
+        let links: serde_json::Value = serde_json::from_slice(&links).unwrap();
+        let links = links["content"].as_array().unwrap();
+        assert!(links.len() > 150);
+        let uri = links[7]["uri"].as_str().unwrap();
+        let (path, signature) = uri.split_once("?X-Amz-Signature=").unwrap();
+        assert_eq!(path, "https://b.s3.amazonaws.com/k/7.txt");
+        assert!(signature.len() == 64 && signature.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(
+            links[8]["uri"].as_str().unwrap().split_once('=').unwrap().1,
+            signature
+        );
     }
 }

@@ -904,10 +904,17 @@ mod tests {
     use crate::view::*;
     use serde_json::json;
 
-    fn strings(items: &[String]) -> Strings {
-        let mut set = Strings::default();
-        for item in items {
-            set.insert(item);
+    /// The items as a pattern set over `base`, their concatenation: every other one a span of
+    /// it, the rest copies.
+    fn strings(base: &str, items: &[String]) -> PatternSet {
+        let mut set = PatternSet::default();
+        let mut at = 0;
+        for (n, item) in items.iter().enumerate() {
+            match n % 2 {
+                0 => set.insert(base, &base[at..at + item.len()]),
+                _ => set.insert(base, item),
+            };
+            at += item.len();
         }
         set
     }
@@ -916,52 +923,68 @@ mod tests {
     fn strings_that_share_their_tails_in_numbers_are_searched_by_an_automaton() {
         // Distinct beginnings (so not by prefix), one shared last eight bytes.
         let shared: Vec<String> = (0..100).map(|i| format!("{i:08}/report.pdf")).collect();
-        let searcher = Searcher::new(&strings(&shared));
+        let base = shared.concat();
+        let set = strings(&base, &shared);
+        let searcher = Searcher::new(set.over(&base));
         assert!(matches!(searcher, Searcher::Automaton(_)), "{searcher:?}");
         let text = format!("x {} y {}", shared[7], "report.pdf ".repeat(1000));
         let start = text.find(&shared[7]).unwrap_or_default();
         assert_eq!(
-            searcher.find_all(&strings(&shared), &text),
+            searcher.find_all(set.over(&base), &text),
             [(start, start + shared[7].len())]
         );
         // The same strings with distinct tails keep the faster search.
         let distinct: Vec<String> = (0..100).map(|i| format!("{i:08}/report/{i:08}")).collect();
-        let searcher = Searcher::new(&strings(&distinct));
+        let base = distinct.concat();
+        let searcher = Searcher::new(strings(&base, &distinct).over(&base));
         assert!(matches!(searcher, Searcher::ByTail { .. }), "{searcher:?}");
     }
 
     #[test]
     fn one_beginning_in_many_lengths_is_searched_by_an_automaton() {
         let many: Vec<String> = (8..200).map(|len| "h".repeat(len)).collect();
-        let searcher = Searcher::new(&strings(&many));
+        let base = many.concat();
+        let searcher = Searcher::new(strings(&base, &many).over(&base));
         assert!(matches!(searcher, Searcher::Automaton(_)), "{searcher:?}");
         let few: Vec<String> = (8..20).map(|len| "h".repeat(len)).collect();
+        let base = few.concat();
         assert!(matches!(
-            Searcher::new(&strings(&few)),
+            Searcher::new(strings(&base, &few).over(&base)),
             Searcher::ByPrefix { .. }
         ));
     }
 
     proptest::proptest! {
-        /// Whichever search a set of strings gets, it finds what the others find.
+        /// Whichever search a set of strings gets, it finds what the others find, with the
+        /// strings held as spans of a base or as copies.
         #[test]
         fn every_search_finds_the_same(
             patterns in proptest::collection::vec("[ab:/]{8,14}", 1..12),
             text in "[ab:/ ]{0,80}",
         ) {
-            let set = strings(&patterns);
-            let automaton = Searcher::automaton(&set);
+            let base = patterns.concat();
+            let held = strings(&base, &patterns);
+            let set = held.over(&base);
+            let automaton = Searcher::automaton(set);
             proptest::prop_assert!(automaton.is_some());
-            let expected = automaton.map(|a| a.find_all(&set, &text)).unwrap_or_default();
-            proptest::prop_assert_eq!(Searcher::by_tail(&set).find_all(&set, &text), expected.clone());
+            let expected = automaton.map(|a| a.find_all(set, &text)).unwrap_or_default();
+            proptest::prop_assert_eq!(Searcher::by_tail(set).find_all(set, &text), expected.clone());
             // The search by tails reads the strings by index alone.
-            let mut without_table = strings(&patterns);
+            let mut without_table = strings(&base, &patterns);
             without_table.forget_table();
             proptest::prop_assert_eq!(
-                Searcher::by_tail(&set).find_all(&without_table, &text),
+                Searcher::by_tail(set).find_all(without_table.over(&base), &text),
                 expected.clone()
             );
-            proptest::prop_assert_eq!(Searcher::new(&set).find_all(&set, &text), expected);
+            // Every string is found where it is, read back as it was added.
+            let mut seen = std::collections::HashSet::new();
+            let distinct: Vec<&str> = patterns
+                .iter()
+                .map(String::as_str)
+                .filter(|p| seen.insert(*p))
+                .collect();
+            proptest::prop_assert!(set.iter().eq(distinct));
+            proptest::prop_assert_eq!(Searcher::new(set).find_all(set, &text), expected);
         }
     }
 

@@ -29,17 +29,6 @@ impl Strings {
         }
     }
 
-    /// An empty set with room for `capacity` strings of `text` bytes in all, and no table: its
-    /// strings are added with [`Strings::push_unindexed`] by a caller that tells a new string from
-    /// a held one itself.
-    pub(crate) fn unindexed(capacity: usize, text: usize) -> Strings {
-        Strings {
-            text: String::with_capacity(text),
-            ends: Vec::with_capacity(capacity),
-            ..Strings::default()
-        }
-    }
-
     /// Room for `more` strings besides those held.
     pub(crate) fn reserve(&mut self, more: usize) {
         self.ends.reserve(more);
@@ -65,14 +54,6 @@ impl Strings {
         &text[start..ends[index]]
     }
 
-    /// The bytes of the string at `index`, of those inserted, read without slicing the buffer
-    /// as text (no character boundary to check: every string is whole).
-    pub(crate) fn bytes(&self, index: u32) -> &[u8] {
-        let index = index as usize;
-        let start = if index == 0 { 0 } else { self.ends[index - 1] };
-        &self.text.as_bytes()[start..self.ends[index]]
-    }
-
     /// How many strings the set holds.
     pub(crate) fn len(&self) -> usize {
         self.ends.len()
@@ -91,43 +72,12 @@ impl Strings {
             .is_some()
     }
 
-    /// Drops the table that finds a string again, once nothing will insert into the set or ask
-    /// whether it holds a string ([`Strings::contains`] then answers `false`): the strings stay,
-    /// by index.
-    pub(crate) fn forget_table(&mut self) {
-        self.table = hashbrown::HashTable::new();
-    }
-
     /// Gives back what the buffers reserved beyond what they hold.
     pub(crate) fn shrink_to_fit(&mut self) {
         self.text.shrink_to_fit();
         self.ends.shrink_to_fit();
         self.table
             .shrink_to_fit(|&i| Strings::hash_at(&self.hasher, &self.text, &self.ends, i));
-    }
-
-    /// Appends `s` without looking for it in the set, which must not hold it (the table, if the
-    /// set has one, is not told): its index, or `None` past `u32::MAX` strings (more than any
-    /// input limit lets in), when nothing is added.
-    pub(crate) fn push_unindexed(&mut self, s: &str) -> Option<u32> {
-        let next = u32::try_from(self.ends.len()).ok()?;
-        self.text.push_str(s);
-        self.ends.push(self.text.len());
-        Some(next)
-    }
-
-    /// Makes the table that finds each string again, for a set whose strings were appended with
-    /// [`Strings::push_unindexed`] (so are distinct).
-    pub(crate) fn index_all(&mut self) {
-        self.table = hashbrown::HashTable::with_capacity(self.ends.len());
-        for index in 0..self.ends.len() {
-            // Fewer than `u32::MAX` strings are ever held.
-            let index = index as u32;
-            let hash = Strings::hash_at(&self.hasher, &self.text, &self.ends, index);
-            self.table.insert_unique(hash, index, |&i| {
-                Strings::hash_at(&self.hasher, &self.text, &self.ends, i)
-            });
-        }
     }
 
     /// Adds `s`; whether it was new.
@@ -154,6 +104,166 @@ impl Strings {
     }
 }
 
+/// The strings a set of hidden uris is searched for. Most are its canonical forms or parts of
+/// them (a query, a credential's value), held as spans of the forms' own buffer, the `base`;
+/// only the others (a form spelled with its default port) are copied, into `own`. Signed links
+/// by the hundred thousand make patterns some three times their forms: as copies they were
+/// most of a projection's memory.
+#[derive(Debug, Default)]
+pub(crate) struct PatternSet {
+    /// The strings that are no span of the base, one after another.
+    own: String,
+    /// Each string's start and end: in the base below its length, else in `own`, past it.
+    spans: Vec<(usize, usize)>,
+    /// Each string's index, by the string's hash, while the set asks whether it holds one.
+    table: hashbrown::HashTable<u32>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl PatternSet {
+    /// An empty set with room for `capacity` strings, `own` bytes of them copied.
+    pub(crate) fn with_capacity(capacity: usize, own: usize) -> PatternSet {
+        PatternSet {
+            own: String::with_capacity(own),
+            spans: Vec::with_capacity(capacity),
+            ..PatternSet::default()
+        }
+    }
+
+    /// The set read beside its base.
+    pub(crate) fn over<'p>(&'p self, base: &'p str) -> Patterns<'p> {
+        Patterns { base, set: self }
+    }
+
+    /// Appends `s` without looking for it in the set, which must not hold it (the table, if the
+    /// set has one, is not told): a span of `base` when `s` lies in it, else a copy. Its index,
+    /// or `None` past `u32::MAX` strings (more than any input limit lets in), when nothing is
+    /// added.
+    pub(crate) fn push_unindexed(&mut self, base: &str, s: &str) -> Option<u32> {
+        let next = u32::try_from(self.spans.len()).ok()?;
+        let span = match span_in(base, s) {
+            Some(start) => (start, start + s.len()),
+            None => {
+                let start = base.len() + self.own.len();
+                self.own.push_str(s);
+                (start, start + s.len())
+            }
+        };
+        self.spans.push(span);
+        Some(next)
+    }
+
+    /// Makes the table that finds each string again, for a set whose strings were appended with
+    /// [`PatternSet::push_unindexed`] (so are distinct).
+    pub(crate) fn index_all(&mut self, base: &str) {
+        let mut table = hashbrown::HashTable::with_capacity(self.spans.len());
+        let patterns = self.over(base);
+        for index in 0..self.spans.len() {
+            // Fewer than `u32::MAX` strings are ever held.
+            let index = index as u32;
+            table.insert_unique(patterns.hash_at(index), index, |&i| patterns.hash_at(i));
+        }
+        self.table = table;
+    }
+
+    /// Adds `s`, looking for it in the table; whether it was new.
+    pub(crate) fn insert(&mut self, base: &str, s: &str) -> bool {
+        let patterns = self.over(base);
+        let hash = self.hasher.hash_one(s);
+        if self.table.find(hash, |&i| patterns.at(i) == s).is_some() {
+            return false;
+        }
+        let Some(index) = self.push_unindexed(base, s) else {
+            return false;
+        };
+        let PatternSet {
+            own,
+            spans,
+            table,
+            hasher,
+        } = self;
+        let hash_at = |i: u32| {
+            let (start, end) = spans[i as usize];
+            hasher.hash_one(text_at(base, own, start, end))
+        };
+        table.insert_unique(hash, index, |&i| hash_at(i));
+        true
+    }
+
+    /// Drops the table that finds a string again, once nothing will insert into the set or ask
+    /// whether it holds a string ([`Patterns::contains`] then answers `false`): the strings stay,
+    /// by index.
+    pub(crate) fn forget_table(&mut self) {
+        self.table = hashbrown::HashTable::new();
+    }
+
+    /// Gives back what the buffers reserved beyond what they hold.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.own.shrink_to_fit();
+        self.spans.shrink_to_fit();
+    }
+}
+
+/// Where `s` starts in `base`, when it is a slice of it.
+fn span_in(base: &str, s: &str) -> Option<usize> {
+    let start = (s.as_ptr() as usize).checked_sub(base.as_ptr() as usize)?;
+    (start.checked_add(s.len())? <= base.len() && !s.is_empty()).then_some(start)
+}
+
+/// The string a span names, in `base` or in `own` past it.
+fn text_at<'t>(base: &'t str, own: &'t str, start: usize, end: usize) -> &'t str {
+    match start.checked_sub(base.len()) {
+        None => &base[start..end],
+        Some(at) => &own[at..end - base.len()],
+    }
+}
+
+/// A [`PatternSet`] beside its base: the strings as they read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Patterns<'p> {
+    base: &'p str,
+    set: &'p PatternSet,
+}
+
+impl<'p> Patterns<'p> {
+    /// The string at `index`.
+    pub(crate) fn at(&self, index: u32) -> &'p str {
+        let (start, end) = self.set.spans[index as usize];
+        text_at(self.base, &self.set.own, start, end)
+    }
+
+    /// The bytes of the string at `index`, read without slicing a buffer as text (no character
+    /// boundary to check: every string is whole).
+    pub(crate) fn bytes(&self, index: u32) -> &'p [u8] {
+        let (start, end) = self.set.spans[index as usize];
+        let base = self.base.len();
+        match start.checked_sub(base) {
+            None => &self.base.as_bytes()[start..end],
+            Some(at) => &self.set.own.as_bytes()[at..end - base],
+        }
+    }
+
+    fn hash_at(&self, index: u32) -> u64 {
+        self.set.hasher.hash_one(self.at(index))
+    }
+
+    /// How many strings the set holds.
+    pub(crate) fn len(&self) -> usize {
+        self.set.spans.len()
+    }
+
+    /// The strings, in the order they were first added.
+    pub(crate) fn iter(self) -> impl DoubleEndedIterator<Item = &'p str> {
+        (0..self.set.spans.len()).map(move |i| self.at(i as u32))
+    }
+
+    /// Whether the set holds `s` (`false` once its table is forgotten).
+    pub(crate) fn contains(&self, s: &str) -> bool {
+        let hash = self.set.hasher.hash_one(s);
+        self.set.table.find(hash, |&i| self.at(i) == s).is_some()
+    }
+}
+
 /// A set of hidden uris, ready to search for: their canonical forms, and what a text must
 /// hold for one of their patterns to be in it. The patterns themselves, and the search made of
 /// them, are built the first time a text may hold one (decision 0100): a result whose texts
@@ -176,8 +286,8 @@ pub(crate) struct Compiled {
 /// The strings searched for, and the search made of them.
 #[derive(Debug, Default)]
 pub(crate) struct Search {
-    /// Every string searched for.
-    pub(crate) patterns: Strings,
+    /// Every string searched for, most of them spans of the keys' buffer.
+    pub(crate) patterns: PatternSet,
     pub(crate) searcher: Option<Searcher>,
 }
 
@@ -265,7 +375,7 @@ impl Compiled {
 
     /// The search and the patterns it finds, built on the first call; `None` when no string is
     /// searched for.
-    pub(crate) fn searcher(&self) -> Option<(&Searcher, &Strings)> {
+    pub(crate) fn searcher(&self) -> Option<(&Searcher, Patterns<'_>)> {
         if !self.searched {
             return None;
         }
@@ -273,14 +383,18 @@ impl Compiled {
         search
             .searcher
             .as_ref()
-            .map(|searcher| (searcher, &search.patterns))
+            .map(|searcher| (searcher, self.patterns()))
+    }
+
+    /// The patterns, as they read (built on the first call).
+    pub(crate) fn patterns(&self) -> Patterns<'_> {
+        self.search().patterns.over(&self.keys.text)
     }
 
     /// The patterns and their search, built on the first call.
     pub(crate) fn search(&self) -> &Search {
         self.search.get_or_init(|| {
-            let key_bytes = self.keys.text.len();
-            let mut gathering = Gathering::by_tails(self.keys.len(), key_bytes);
+            let mut gathering = Gathering::by_tails(&self.keys.text, self.keys.len());
             let mut scratch = String::new();
             for (key, with_parts) in self.each_key() {
                 each_pattern(key, with_parts, &mut scratch, |pattern| {
@@ -316,60 +430,64 @@ fn each_pattern(key: &str, with_parts: bool, scratch: &mut String, mut each: imp
 /// Patterns being gathered, each kept once: while they tell, by their last eight bytes, which
 /// the search by tails then keeps (decision 0094); else by the set's own table, once more of
 /// them end alike than the search by tails takes.
-pub(crate) struct Gathering {
-    patterns: Strings,
+pub(crate) struct Gathering<'b> {
+    /// The canonical forms' buffer, whose slices are kept as spans.
+    base: &'b str,
+    patterns: PatternSet,
     tails: Option<Tails>,
 }
 
-impl Gathering {
-    /// Room for the patterns of about `uris` uris, held in `key_bytes` bytes of canonical
-    /// forms, told apart by their last eight bytes.
-    pub(crate) fn by_tails(uris: usize, key_bytes: usize) -> Gathering {
+impl<'b> Gathering<'b> {
+    /// Room for the patterns of about `uris` uris, whose canonical forms are held in `base`,
+    /// told apart by their last eight bytes.
+    pub(crate) fn by_tails(base: &'b str, uris: usize) -> Gathering<'b> {
         // A uri's patterns mostly end alike (its form, the same with its default port, its
-        // query and its last credential value): about one last eight bytes a uri. Their text
-        // is about twice the forms', and a query more.
-        let text = (key_bytes / 2)
-            .saturating_mul(5)
-            .saturating_add(uris.saturating_mul(8));
+        // query and its last credential value): about one last eight bytes a uri. Only the
+        // forms with their default ports are copied: each a form and a port.
+        let own = base.len().saturating_add(uris.saturating_mul(4));
         Gathering {
-            patterns: Strings::unindexed(uris.saturating_mul(3), text),
-            tails: Some(Tails::with_capacity(uris, uris.saturating_mul(3))),
+            base,
+            patterns: PatternSet::with_capacity(uris.saturating_mul(4), own),
+            tails: Some(Tails::with_capacity(uris, uris.saturating_mul(4))),
         }
     }
 
     /// Patterns told apart by the set's own table from the start.
     #[cfg(test)]
-    pub(crate) fn by_table() -> Gathering {
+    pub(crate) fn by_table(base: &'b str) -> Gathering<'b> {
         Gathering {
-            patterns: Strings::default(),
+            base,
+            patterns: PatternSet::default(),
             tails: None,
         }
     }
 
-    /// Adds a pattern (at least eight bytes), unless it is held.
+    /// Adds a pattern (at least eight bytes), unless it is held: a slice of the base is kept
+    /// as a span of it.
     pub(crate) fn add(&mut self, pattern: &str) {
         if let Some(tails) = &mut self.tails {
-            match tails.add(&mut self.patterns, pattern) {
+            match tails.add(&mut self.patterns, self.base, pattern) {
                 Added::New | Added::Held => return,
                 Added::Crowded => {
-                    self.patterns.index_all();
+                    self.patterns.index_all(self.base);
                     self.tails = None;
                 }
             }
         }
-        self.patterns.insert(pattern);
+        self.patterns.insert(self.base, pattern);
     }
 
     /// The patterns gathered, in the order first added, and the search made of them.
     pub(crate) fn finish(self) -> Search {
         let Gathering {
+            base,
             mut patterns,
             tails,
         } = self;
         let searcher = match tails {
-            _ if patterns.len() == 0 => None,
-            Some(tails) => Some(Searcher::of_tails(&mut patterns, tails)),
-            None => Some(Searcher::new(&patterns)),
+            _ if patterns.spans.is_empty() => None,
+            Some(tails) => Some(Searcher::of_tails(&mut patterns, base, tails)),
+            None => Some(Searcher::new(patterns.over(base))),
         };
         // Only the search by beginnings asks whether a string is a pattern; the others find
         // patterns by index, and nothing adds to a finished set.
@@ -501,7 +619,7 @@ impl Searcher {
     const MAX_SAME_TAIL: u32 = 32;
 
     /// A searcher for every string in `patterns`, each at least eight bytes long.
-    pub(crate) fn new(patterns: &Strings) -> Searcher {
+    pub(crate) fn new(patterns: Patterns<'_>) -> Searcher {
         match Searcher::heads(patterns) {
             Heads::Few(prefixes) => Searcher::by_prefix(prefixes),
             Heads::InManyLengths => {
@@ -514,21 +632,22 @@ impl Searcher {
     /// [`Searcher::new`] for strings gathered by their last eight bytes (none of which more than
     /// [`Searcher::MAX_SAME_TAIL`] end in), which the search by tails keeps as they are. The
     /// search by beginnings asks whether a string is one of them: `patterns` gains its table.
-    pub(crate) fn of_tails(patterns: &mut Strings, tails: Tails) -> Searcher {
-        match Searcher::heads(patterns) {
+    pub(crate) fn of_tails(patterns: &mut PatternSet, base: &str, tails: Tails) -> Searcher {
+        let read = patterns.over(base);
+        match Searcher::heads(read) {
             Heads::Few(prefixes) => {
-                patterns.index_all();
+                patterns.index_all(base);
                 Searcher::by_prefix(prefixes)
             }
             Heads::InManyLengths => {
-                Searcher::automaton(patterns).unwrap_or_else(|| tails.into_searcher(patterns))
+                Searcher::automaton(read).unwrap_or_else(|| tails.into_searcher(read))
             }
-            Heads::Many => tails.into_searcher(patterns),
+            Heads::Many => tails.into_searcher(read),
         }
     }
 
     /// Which search the strings' beginnings call for.
-    fn heads(patterns: &Strings) -> Heads {
+    fn heads(patterns: Patterns<'_>) -> Heads {
         // Each distinct beginning, with the distinct lengths of the strings that have it. There
         // are few, so a list serves better than a map that hashes every string.
         let mut prefixes: Vec<(u64, Vec<usize>)> = Vec::new();
@@ -570,7 +689,7 @@ impl Searcher {
         Searcher::ByPrefix { starts }
     }
 
-    pub(crate) fn by_tail(patterns: &Strings) -> Searcher {
+    pub(crate) fn by_tail(patterns: Patterns<'_>) -> Searcher {
         let mut shift = Box::new([Self::MAX_SHIFT; 1 << 16]);
         let hasher = foldhash::fast::RandomState::default();
         let tail_of = |index: u32| {
@@ -625,7 +744,7 @@ impl Searcher {
 
     /// An automaton for the strings; `None` when it cannot be built (it would be too large),
     /// and then the caller's search serves, slower but correct.
-    pub(crate) fn automaton(patterns: &Strings) -> Option<Searcher> {
+    pub(crate) fn automaton(patterns: Patterns<'_>) -> Option<Searcher> {
         // The crate would build a DFA for up to 100 patterns, whatever their length.
         let kind = if patterns.len() <= 100 && dfa_affordable(patterns.iter()) {
             aho_corasick::AhoCorasickKind::DFA
@@ -643,7 +762,7 @@ impl Searcher {
     /// The leftmost-longest occurrences in `text` of the strings of `patterns` (the set this
     /// searcher was made from), as byte ranges that do not overlap, in order. A match of a
     /// whole UTF-8 string always falls on character boundaries.
-    pub(crate) fn find_all(&self, patterns: &Strings, text: &str) -> Vec<(usize, usize)> {
+    pub(crate) fn find_all(&self, patterns: Patterns<'_>, text: &str) -> Vec<(usize, usize)> {
         let bytes = text.as_bytes();
         let mut found: Vec<(usize, usize)> = Vec::new();
         match self {
@@ -761,9 +880,9 @@ impl Tails {
         }
     }
 
-    /// Adds `s` (at least eight bytes) to `strings` (the set these tails index) unless the set
-    /// holds it.
-    pub(crate) fn add(&mut self, strings: &mut Strings, s: &str) -> Added {
+    /// Adds `s` (at least eight bytes) to `strings` (the set these tails index, beside its
+    /// `base`) unless the set holds it.
+    pub(crate) fn add(&mut self, strings: &mut PatternSet, base: &str, s: &str) -> Added {
         let bytes = s.as_bytes();
         if bytes.len() < 8 {
             // Never asked: every pattern is at least eight bytes long.
@@ -776,8 +895,9 @@ impl Tails {
             next,
             last,
         } = self;
+        let read = strings.over(base);
         let tail_of = |index: u32| {
-            let held = strings.bytes(index);
+            let held = read.bytes(index);
             tail_key(held, held.len())
         };
         let head = match *last {
@@ -787,10 +907,11 @@ impl Tails {
                 .copied(),
         };
         let Some(head) = head else {
-            if let Some(index) = strings.push_unindexed(s) {
+            if let Some(index) = strings.push_unindexed(base, s) {
                 next.push(u32::MAX);
+                let read = strings.over(base);
                 heads.insert_unique(hasher.hash_one(tail), index, |&held| {
-                    let held = strings.bytes(held);
+                    let held = read.bytes(held);
                     hasher.hash_one(tail_key(held, held.len()))
                 });
                 *last = Some((tail, index));
@@ -801,7 +922,7 @@ impl Tails {
         let mut count = 0;
         let mut at = head;
         while at != u32::MAX {
-            if strings.bytes(at) == bytes {
+            if read.bytes(at) == bytes {
                 return Added::Held;
             }
             count += 1;
@@ -810,7 +931,7 @@ impl Tails {
         if count >= Searcher::MAX_SAME_TAIL {
             return Added::Crowded;
         }
-        if let Some(index) = strings.push_unindexed(s)
+        if let Some(index) = strings.push_unindexed(base, s)
             && let Some(after) = next.get_mut(head as usize)
         {
             // Second in the chain: the first stays where the table finds it.
@@ -821,7 +942,7 @@ impl Tails {
     }
 
     /// The search by tails of the strings these tails index.
-    fn into_searcher(self, strings: &Strings) -> Searcher {
+    fn into_searcher(self, strings: Patterns<'_>) -> Searcher {
         let mut shift = Box::new([Searcher::MAX_SHIFT; 1 << 16]);
         let mut previous = None;
         for pattern in strings.iter() {
