@@ -1,6 +1,7 @@
 //! `cargo xtask memory`: the peak resident memory of `mcpl project` (release build) on each
 //! input the memory target names (issues 18 and 31): the three standard workloads (written to
 //! files by mcpl-testkit's `write_workloads` example), a result of a million tiny text blocks,
+//! the same with `annotations` on each (an audience and a priority, decision 0152),
 //! seven 200 MB texts: long lines, short lines, one line of many escapes, many small text
 //! blocks, and three with no place the first windows could cut (decision 0141): one line of CJK
 //! letters, one line of `\u00e9` escapes, and words that hold percent escapes; a 60 MB line of
@@ -60,7 +61,12 @@ pub(crate) fn memory(root: &Path) -> Result<(), String> {
     files.push(write_input(
         &inputs,
         "tiny-1m-blocks",
-        &tiny_blocks(TINY_BLOCKS),
+        &tiny_blocks(TINY_BLOCKS, ""),
+    )?);
+    files.push(write_input(
+        &inputs,
+        "tiny-annotated",
+        &tiny_blocks(TINY_BLOCKS, ANNOTATIONS),
     )?);
     files.push(write_input(
         &inputs,
@@ -175,14 +181,22 @@ fn write_input(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, String> 
     Ok(path)
 }
 
-/// One result of `count` text blocks of a few bytes each.
-fn tiny_blocks(count: usize) -> Vec<u8> {
+/// The annotations each block of `tiny-annotated` carries: what MCP's annotations hold.
+const ANNOTATIONS: &str =
+    r#", "annotations": {"audience": ["user", "assistant"], "priority": 0.5}"#;
+
+/// One result of `count` text blocks of a few bytes each, each with `more` (JSON members,
+/// after a comma) after its text.
+fn tiny_blocks(count: usize, more: &str) -> Vec<u8> {
     let mut json = String::from(r#"{"content": ["#);
     for i in 0..count {
         if i > 0 {
             json.push(',');
         }
-        json.push_str(&format!(r#"{{"type": "text", "text": "b{}"}}"#, i % 1000));
+        json.push_str(&format!(
+            r#"{{"type": "text", "text": "b{}"{more}}}"#,
+            i % 1000
+        ));
     }
     json.push_str("]}");
     json.into_bytes()
@@ -393,14 +407,22 @@ fn measure(mcpl: &Path, file: &Path, spill: &Path) -> Result<(u64, Duration), St
 
 #[cfg(test)]
 mod tests {
-    use super::{big_text, long_line, one_run, signed_links, small_blocks, tiny_blocks};
+    use super::{
+        ANNOTATIONS, big_text, long_line, one_run, signed_links, small_blocks, tiny_blocks,
+    };
 
     #[test]
     fn the_made_inputs_are_results_of_the_asked_size() {
-        let tiny: serde_json::Value = serde_json::from_slice(&tiny_blocks(1001)).unwrap();
+        let tiny: serde_json::Value = serde_json::from_slice(&tiny_blocks(1001, "")).unwrap();
         let blocks = tiny["content"].as_array().unwrap();
         assert_eq!(blocks.len(), 1001);
         assert_eq!(blocks[1000]["text"], "b0");
+        let annotated: serde_json::Value =
+            serde_json::from_slice(&tiny_blocks(3, ANNOTATIONS)).unwrap();
+        assert_eq!(
+            annotated["content"][2]["annotations"]["audience"],
+            serde_json::json!(["user", "assistant"])
+        );
         for line in [
             long_line().as_str(),
             "a short line\\n",

@@ -80,7 +80,7 @@ fn view_reads_as(value: &Value, view: &ResultView<'_>) {
                         .filter(|(key, v)| {
                             !v.is_string()
                                 && (key.as_str() != "resource" || !v.is_object())
-                                && (KNOWN.contains(&key.as_str()) || v.is_object() || v.is_array())
+                                && (KNOWN.contains(&key.as_str()) || read_nested(key, v))
                         })
                         .map(|(_, v)| v)
                         .collect();
@@ -93,6 +93,28 @@ fn view_reads_as(value: &Value, view: &ResultView<'_>) {
         (Some(ContentView::Data(data)), Some(value)) => assert_eq!(&**data, value),
         (view, value) => panic!("content read as {view:?}, in the value {value:?}"),
     }
+}
+
+/// Whether another field's value is one a reader may use, said here on its own: an object or
+/// an array holding the string `type` anywhere (a key or a value), or `annotations` whose
+/// `audience` is one or more `"user"` and nothing else.
+fn read_nested(key: &str, value: &Value) -> bool {
+    fn holds(value: &Value, word: &str) -> bool {
+        match value {
+            Value::String(s) => s == word,
+            Value::Array(items) => items.iter().any(|item| holds(item, word)),
+            Value::Object(object) => object.iter().any(|(k, v)| k == word || holds(v, word)),
+            _ => false,
+        }
+    }
+    let user_alone = match value.get("audience") {
+        Some(Value::Array(roles)) => {
+            !roles.is_empty() && roles.iter().all(|role| role.as_str() == Some("user"))
+        }
+        _ => false,
+    };
+    (value.is_object() || value.is_array())
+        && (holds(value, "type") || (key == "annotations" && user_alone))
 }
 
 /// The fields an [`ObjectView`](crate::ObjectView) keeps by name.

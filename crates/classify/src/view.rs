@@ -323,7 +323,10 @@ impl<'de> ObjectView<'de> {
         }
     }
 
-    /// Every other field whose value is an object or an array, by name, in order.
+    /// Every other field whose value is an object or an array a reader may use, by name, in
+    /// order: one that holds the string `type` (a key or a value, at any depth), where a content
+    /// block may sit; or `annotations` whose audience is the user alone
+    /// ([`for_the_user_alone`]). Any other is dropped as it is read (decision 0152).
     pub fn nested(&self) -> &[(Cow<'de, str>, Value)] {
         match self.entry(NESTED) {
             Some(Entry::Nested(nested)) => nested,
@@ -332,7 +335,8 @@ impl<'de> ObjectView<'de> {
     }
 
     /// The known fields' values that are JSON other than strings (a uri may sit in them), and
-    /// every other field's object or array, in the fields' order.
+    /// every other field's object or array a reader may use ([`ObjectView::nested`]), in the
+    /// fields' order.
     pub fn json_values(&self) -> impl Iterator<Item = &Value> {
         self.0.entries.iter().flat_map(|entry| {
             let (one, many): (Option<&Value>, &[(Cow<'de, str>, Value)]) = match entry {
@@ -945,7 +949,7 @@ fn fields_of_value<'de>(
     let mut nested: Vec<(Cow<'de, str>, Value)> = Vec::new();
     for (key, value) in object {
         let Some(at) = field_at(key) else {
-            if value.is_object() || value.is_array() {
+            if may_be_read(key, value) {
                 nested.push((Cow::Borrowed(key.as_str()), value.clone()));
             }
             continue;
@@ -1353,7 +1357,8 @@ fn read_fields_from<'de, A: MapAccess<'de>>(
             },
         };
         let Some(at) = field_at(&key) else {
-            let value = map.next_value::<Nested>()?.0;
+            let raw = map.next_value::<&'de RawValue>()?;
+            let value = nested_of_raw(&key, raw.get()).map_err(de::Error::custom)?;
             // A repeated key keeps only its last value, as a `Value` does.
             nested.retain(|(name, _)| *name != key);
             nested.extend(value.map(|value| (key, value)));
@@ -1406,29 +1411,56 @@ impl<'de> Deserialize<'de> for Skip {
     }
 }
 
-/// Another field's value: kept when it is an object or an array, skipped otherwise.
-struct Nested(Option<Value>);
+/// Another field's value, from its raw JSON: kept when a reader may use it ([`may_be_read`]),
+/// else checked as a `Value`'s parse checks it and dropped. A million tiny blocks that each
+/// carry `annotations` or `_meta` no reader looks in cost no `Value` each (decision 0152).
+fn nested_of_raw(key: &str, raw: &str) -> Result<Option<Value>, String> {
+    let escaped = memchr::memchr(b'\\', raw.as_bytes()).is_some();
+    if raw.starts_with('"') && !escaped {
+        // A plain string: serde_json has checked all a `Value` would.
+        return Ok(None);
+    }
+    mark_a_container(raw);
+    // Without an escape, each string is spelt in the raw JSON as it is: one that a reader looks
+    // for, quoted, is in the text whenever it is in the value.
+    let named = |quoted: &[u8]| escaped || memchr::memmem::find(raw.as_bytes(), quoted).is_some();
+    let container = raw.starts_with(['[', '{']);
+    if container && (named(b"\"type\"") || (key == "annotations" && named(b"\"user\""))) {
+        let value: Value = serde_json::from_str(raw).map_err(|error| error.to_string())?;
+        return Ok(may_be_read(key, &value).then_some(value));
+    }
+    // Numbers in range and escapes that pair, as a `Value` would have them.
+    serde_json::from_str::<Skip>(raw).map_err(|error| error.to_string())?;
+    Ok(None)
+}
 
-impl<'de> Deserialize<'de> for Nested {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct NestedVisitor;
-        impl<'de> Visitor<'de> for NestedVisitor {
-            type Value = Nested;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Nested, A::Error> {
-                map_value(map).map(|value| Nested(Some(value)))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Nested, A::Error> {
-                seq_value(seq).map(|value| Nested(Some(value)))
-            }
-            fn visit_borrowed_str<E: de::Error>(self, _: &'de str) -> Result<Nested, E> {
-                Ok(Nested(None))
-            }
-            scalars_as!(|_| Nested(None));
-        }
-        deserializer.deserialize_any(NestedVisitor)
+/// Whether a reader may use another field's value: an object or an array that holds the
+/// string `type` (a key or a value, at any depth), where a content block may sit for the uri
+/// walk; or `annotations` whose audience is the user alone ([`for_the_user_alone`]), a block a
+/// host shows the user and not the model.
+fn may_be_read(key: &str, value: &Value) -> bool {
+    (value.is_object() || value.is_array())
+        && (holds_string(value, "type") || (key == "annotations" && for_the_user_alone(value)))
+}
+
+/// Whether a block's `annotations` name the user alone as its audience: an `audience` of one
+/// role or more, each `"user"`.
+fn for_the_user_alone(annotations: &Value) -> bool {
+    annotations
+        .get("audience")
+        .and_then(Value::as_array)
+        .is_some_and(|roles| !roles.is_empty() && roles.iter().all(|role| role == "user"))
+}
+
+/// Whether `word` is a key or a string anywhere in `value`.
+fn holds_string(value: &Value, word: &str) -> bool {
+    match value {
+        Value::String(s) => s == word,
+        Value::Array(items) => items.iter().any(|item| holds_string(item, word)),
+        Value::Object(object) => object
+            .iter()
+            .any(|(key, item)| key == word || holds_string(item, word)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
     }
 }
 
@@ -1559,7 +1591,15 @@ mod tests {
     #[case::type_repeated(r#"{"type":"image","text":"a","type":"text"}"#, true)]
     #[case::text_repeated(r#"{"type":"text","text":1,"text":"b"}"#, true)]
     #[case::type_repeated_last_not_text(r#"{"type":"text","text":"a","type":"image"}"#, false)]
-    #[case::nested_kept(r#"{"type":"text","text":"a","annotations":{"x":1}}"#, false)]
+    #[case::nested_unread(r#"{"type":"text","text":"a","annotations":{"x":1}}"#, true)]
+    #[case::nested_kept(
+        r#"{"type":"text","text":"a","annotations":{"audience":["user"]}}"#,
+        false
+    )]
+    #[case::nested_unread_audience(
+        r#"{"type":"text","text":"a","annotations":{"audience":["assistant"]}}"#,
+        true
+    )]
     #[case::text_not_a_string(r#"{"type":"text","text":["a"]}"#, false)]
     #[case::not_a_text(r#"{"type":"image","text":"a"}"#, false)]
     #[case::no_text(r#"{"type":"text"}"#, false)]
@@ -1694,7 +1734,13 @@ mod tests {
     #[case::escaped(r#"{"type":"text","text":"\u0074"}"#, true)]
     #[case::a_uri(r#"{"type":"text","text":"t","uri":"u"}"#, false)]
     #[case::a_name(r#"{"type":"text","text":"t","name":"n"}"#, false)]
-    #[case::nested(r#"{"type":"text","text":"t","_meta":{"a":1}}"#, false)]
+    #[case::nested_unread(r#"{"type":"text","text":"t","_meta":{"a":1}}"#, true)]
+    #[case::annotations_unread(r#"{"type":"text","text":"t","annotations":{"priority":1}}"#, true)]
+    #[case::nested_block(r#"{"type":"text","text":"t","_meta":[{"type":"text"}]}"#, false)]
+    #[case::for_the_user(
+        r#"{"type":"text","text":"t","annotations":{"audience":["user"]}}"#,
+        false
+    )]
     #[case::a_disposition(r#"{"type":"text","text":"t","disposition":"never"}"#, false)]
     #[case::text_not_a_string(r#"{"type":"text","text":1}"#, false)]
     #[case::another_type(r#"{"type":"image","text":"t"}"#, false)]
@@ -1733,7 +1779,7 @@ mod tests {
         let bytes = br#"[{"type":"resource_link","uri":"u","name":"n","mimeType":"text/csv"},
             {"type":"resource","resource":{"uri":"u","mimeType":"text/plain","text":"t"}},
             {"type":"image","data":"AAAA","annotations":{"a":1},"annotations":2},
-            {"type":"image","data":"AAAA","_meta":3,"x":[1]},
+            {"type":"image","data":"AAAA","_meta":3,"x":[{"type":1}],"y":[1]},
             {"type":"resource","resource":"r","disposition":"never","digest":{}}]"#;
         let blocks = blocks(bytes);
         let [
@@ -1758,17 +1804,18 @@ mod tests {
         assert_eq!(held(inner), ["text", "uri", "mimeType"]);
         assert_eq!(inner.0.entries.len(), 3);
         assert_eq!(inner.text().and_then(Slot::as_str), Some("t"));
-        // The repeated key's last value, a scalar, is not kept; another's array is.
+        // The repeated key's last value, a scalar, is not kept; an array that holds `type` is,
+        // and one no reader looks in is not.
         assert_eq!(held(repeated), ["type", "data"]);
         assert!(repeated.nested().is_empty());
         assert_eq!(held(scalar), ["type", "data", "(nested)"]);
         assert_eq!(
             scalar.nested(),
-            [(Cow::Borrowed("x"), serde_json::json!([1]))]
+            [(Cow::Borrowed("x"), serde_json::json!([{"type": 1}]))]
         );
         assert_eq!(
             scalar.json_values().collect::<Vec<_>>(),
-            [&serde_json::json!([1])]
+            [&serde_json::json!([{"type": 1}])]
         );
         // A resource that is no object is a value like any other.
         assert_eq!(held(other), ["type", "disposition", "digest", "resource"]);
@@ -1786,7 +1833,7 @@ mod tests {
 
     #[test]
     fn a_repeated_key_keeps_its_last_value() {
-        let bytes = br#"[{"type":"image","uri":"a","_meta":{"a":1},"uri":"b","_meta":[2],
+        let bytes = br#"[{"type":"image","uri":"a","_meta":{"type":1},"uri":"b","_meta":["type"],
             "resource":{"uri":"c"},"resource":{"name":"d"}}]"#;
         let blocks = blocks(bytes);
         let [BlockView::Object(object)] = &blocks[..] else {
@@ -1795,13 +1842,73 @@ mod tests {
         assert_eq!(object.uri().and_then(Slot::as_str), Some("b"));
         assert_eq!(
             object.nested(),
-            [(Cow::Borrowed("_meta"), serde_json::json!([2]))]
+            [(Cow::Borrowed("_meta"), serde_json::json!(["type"]))]
         );
+        // A last value no reader looks in drops the one before it, as a `Value` keeps the last.
+        let bytes = br#"[{"type":"image","_meta":{"type":1},"_meta":{"a":1}}]"#;
+        let Some(ContentView::Blocks(again)) = ResultView::parse(bytes).unwrap().content else {
+            panic!("a content array")
+        };
+        let [BlockView::Object(dropped)] = &again[..] else {
+            panic!("an object")
+        };
+        assert!(dropped.nested().is_empty());
         let inner = object.resource_object().unwrap();
         assert_eq!(held(inner), ["name"]);
         // A clone holds what the object holds.
         assert_eq!(&object.clone(), object);
         assert_eq!(format!("{object:?}"), format!("{:?}", object.clone()));
+    }
+
+    /// Another field's value is kept exactly when a reader may use it, read from bytes as from
+    /// a `Value`, however its strings are spelt; one dropped still fails where a `Value` fails.
+    #[rstest::rstest]
+    #[case::priority(r#"{"priority":0.5}"#, "annotations", false)]
+    #[case::audience(r#"{"audience":["user"],"priority":0.5}"#, "annotations", true)]
+    #[case::audience_both(r#"{"audience":["user","assistant"]}"#, "annotations", false)]
+    #[case::audience_none(r#"{"audience":[]}"#, "annotations", false)]
+    #[case::audience_twice(
+        r#"{"audience":["user"],"audience":["assistant"]}"#,
+        "annotations",
+        false
+    )]
+    #[case::audience_elsewhere(r#"{"audience":["user"]}"#, "_meta", false)]
+    #[case::audience_escaped(r#"{"audi\u0065nce":["\u0075ser"]}"#, "annotations", true)]
+    #[case::a_block(r#"[{"type":"resource_link","uri":"u"}]"#, "_meta", true)]
+    #[case::type_escaped(r#"{"k":{"typ\u0065":1}}"#, "_meta", true)]
+    #[case::type_as_a_value(r#"["type"]"#, "x", true)]
+    #[case::other_escapes(r#"{"k":"a\nb"}"#, "x", false)]
+    #[case::typed_but_longer(r#"{"types":"typed"}"#, "x", false)]
+    #[case::overridden(r#"{"a":"type","a":1}"#, "x", false)]
+    fn another_fields_value_is_kept_when_a_reader_may_use_it(
+        #[case] value: &str,
+        #[case] key: &str,
+        #[case] kept: bool,
+    ) {
+        let block = format!(r#"{{"type":"image","data":"AAAA","{key}":{value}}}"#);
+        let bytes = format!("[{block}]");
+        let from_bytes = blocks(bytes.as_bytes());
+        let whole: Value = serde_json::from_str(&block).unwrap();
+        let from_value = BlockView::of_value(&whole);
+        for view in [&from_bytes[0], &from_value] {
+            let BlockView::Object(object) = view else {
+                panic!("an object")
+            };
+            assert_eq!(object.nested().len(), usize::from(kept), "{block}");
+            if kept {
+                assert_eq!(object.nested()[0].1, whole[key], "{block}");
+            }
+        }
+    }
+
+    #[rstest::rstest]
+    #[case::out_of_range(r#"[{"type":"text","text":"t","annotations":{"priority":1e999}}]"#)]
+    #[case::lone_surrogate(r#"[{"type":"text","text":"t","_meta":{"k":"\udfff"}}]"#)]
+    #[case::lone_surrogate_in_a_string(r#"[{"type":"text","text":"t","x":"\ud800"}]"#)]
+    #[case::big_number(r#"[{"type":"text","text":"t","x":-1e400}]"#)]
+    fn a_value_dropped_unread_still_fails_where_a_value_fails(#[case] bytes: &str) {
+        assert!(serde_json::from_str::<Value>(bytes).is_err());
+        assert!(ResultView::parse(bytes.as_bytes()).is_err(), "{bytes}");
     }
 
     #[test]
