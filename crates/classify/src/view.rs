@@ -740,6 +740,15 @@ pub struct ResultView<'de> {
 impl<'de> ResultView<'de> {
     /// Reads a result. Fails where `serde_json::from_slice::<Value>` fails on the same bytes.
     pub fn parse(bytes: &'de [u8]) -> Result<ResultView<'de>, serde_json::Error> {
+        // serde_json reads an object whose first key is its raw value token as a raw value, and
+        // fails where it is none; only a `Value`'s parse says where.
+        static RAW_VALUE_TOKEN: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| {
+                memchr::memmem::Finder::new(b"$serde_json::private::RawValue")
+            });
+        if RAW_VALUE_TOKEN.find(bytes).is_some() {
+            serde_json::from_slice::<Value>(bytes)?;
+        }
         RAW_CONTAINER_READ.with(|read| read.set(false));
         let mut deserializer = serde_json::Deserializer::from_slice(bytes);
         let read = deserializer.deserialize_any(ResultVisitor)?;
