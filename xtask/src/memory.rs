@@ -1,7 +1,8 @@
 //! `cargo xtask memory`: the peak resident memory of `mcpl project` (release build) on each
 //! input the memory target names (issues 18 and 31): the three standard workloads (written to
 //! files by mcpl-testkit's `write_workloads` example), a result of a million tiny text blocks,
-//! the same with `annotations` on each (an audience and a priority, decision 0152),
+//! the same with `annotations` on each (an audience and a priority, decision 0152), a million
+//! text blocks of one url each (read as one run, decision 0153; still over its target),
 //! seven 200 MB texts: long lines, short lines, one line of many escapes, many small text
 //! blocks, and three with no place the first windows could cut (decision 0141): one line of CJK
 //! letters, one line of `\u00e9` escapes, and words that hold percent escapes; a 60 MB line of
@@ -67,6 +68,11 @@ pub(crate) fn memory(root: &Path) -> Result<(), String> {
         &inputs,
         "tiny-annotated",
         &tiny_blocks(TINY_BLOCKS, ANNOTATIONS),
+    )?);
+    files.push(write_input(
+        &inputs,
+        "tiny-url-blocks",
+        &url_blocks(TINY_BLOCKS),
     )?);
     files.push(write_input(
         &inputs,
@@ -196,6 +202,21 @@ fn tiny_blocks(count: usize, more: &str) -> Vec<u8> {
         json.push_str(&format!(
             r#"{{"type": "text", "text": "b{}"{more}}}"#,
             i % 1000
+        ));
+    }
+    json.push_str("]}");
+    json.into_bytes()
+}
+
+/// One result of `count` text blocks of one url each, as a tool that lists links writes them.
+fn url_blocks(count: usize) -> Vec<u8> {
+    let mut json = String::from(r#"{"content": ["#);
+    for i in 0..count {
+        if i > 0 {
+            json.push(',');
+        }
+        json.push_str(&format!(
+            r#"{{"type": "text", "text": "https://a.example/files/{i}"}}"#
         ));
     }
     json.push_str("]}");
@@ -409,6 +430,7 @@ fn measure(mcpl: &Path, file: &Path, spill: &Path) -> Result<(u64, Duration), St
 mod tests {
     use super::{
         ANNOTATIONS, big_text, long_line, one_run, signed_links, small_blocks, tiny_blocks,
+        url_blocks,
     };
 
     #[test]
@@ -448,6 +470,8 @@ mod tests {
         assert!((30_000..30_200).contains(&blocks.len()), "{}", blocks.len());
         let blocks: serde_json::Value = serde_json::from_slice(&blocks).unwrap();
         assert!(blocks["content"].as_array().unwrap().len() > 300);
+        let urls: serde_json::Value = serde_json::from_slice(&url_blocks(3)).unwrap();
+        assert_eq!(urls["content"][2]["text"], "https://a.example/files/2");
         let links = signed_links(30_000);
         assert!((30_000..30_300).contains(&links.len()), "{}", links.len());
         let links: serde_json::Value = serde_json::from_slice(&links).unwrap();

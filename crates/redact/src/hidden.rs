@@ -480,12 +480,18 @@ impl HiddenUris {
         ranges
     }
 
-    /// The credential-shaped (or crowded) urls of a stretch of a view that starts at `offset`,
-    /// as ranges of the view, each remembered for the session.
+    /// The credential-shaped urls of a stretch of a view that starts at `offset`, and those
+    /// withheld unread ([`urls_in`]), as ranges of the view; each credential-shaped one is
+    /// remembered for the session.
     fn scan_urls(&self, stretch: &str, offset: usize, ranges: &mut Vec<(usize, usize)>) {
-        for (start, end, crowded) in urls_in(stretch) {
+        for (start, end, unread) in urls_in(stretch) {
             let url = &stretch[start..end];
-            if crowded || is_credential_shaped(url) {
+            if unread {
+                // Withheld unread (crowded, or too long to read): nothing says it carries a
+                // credential, so the session does not hide it from now on (a stretch of a
+                // million urls would be keys of megabytes).
+                ranges.push((offset + start, offset + end));
+            } else if is_credential_shaped(url) {
                 ranges.push((offset + start, offset + end));
                 self.found.borrow_mut().push(canonical(url));
             }

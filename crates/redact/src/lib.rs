@@ -46,7 +46,7 @@ pub use secrets::Admitted;
 /// The grammar of secret spellings: proptest strategies for generative leak tests.
 #[cfg(feature = "spellings")]
 pub use secrets::spellings;
-pub use uri::{MAX_URLS_PER_STRETCH, is_credential_free, normalised};
+pub use uri::{MAX_URL_BYTES, MAX_URLS_PER_STRETCH, is_credential_free, normalised};
 pub use view::{
     CREDENTIAL_PARAMETERS, DECODE_LAYERS, HIDDEN_SET_CAPACITY, REDACT_MIN_CHARS, WITHHELD_LINK,
 };

@@ -225,15 +225,24 @@ pub fn is_credential_free(uri: &str) -> bool {
 /// no ordinary text strings that many urls together.
 pub const MAX_URLS_PER_STRETCH: usize = 32;
 
+/// The longest url read for its shape. A longer one (a run of texts with no white space between
+/// them joins into one) is withheld whole, unread and not remembered: reading and remembering
+/// each of a stretch's urls, each up to the stretch's end, would cost the stretch's length many
+/// times over.
+pub const MAX_URL_BYTES: usize = 8 * 1024;
+
 /// The longest scheme read back from a `://`.
 const MAX_SCHEME_CHARS: usize = 32;
 
 /// Every url in a view: from each `scheme://`, overlapping ones included, up to white space, a
 /// quote, `<`, `>`, a backtick, `{`, `}`, `|`, `\` or `^`, less trailing punctuation; byte
-/// ranges, each with whether it is past [`MAX_URLS_PER_STRETCH`] (then it runs to the stretch's
-/// end and is withheld whatever its shape). Every `://` is read, even inside another url, so that
+/// ranges, each with whether it is withheld unread, whatever its shape: past
+/// [`MAX_URLS_PER_STRETCH`] (then it runs to the stretch's end) or longer than
+/// [`MAX_URL_BYTES`]. Every `://` is read, even inside another url, so that
 /// whatever a later search finds of a url found here, this reading found too (a stored copy made
-/// twice reads the same).
+/// twice reads the same); but a stretch gives one crowded url at most, the first past the limit,
+/// which holds every later one. A stretch of many urls thus costs its length, not its length
+/// times its urls.
 pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize, bool)> {
     let b = view.as_bytes();
     let mut found = Vec::new();
@@ -263,8 +272,11 @@ pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize, bool)> {
             continue;
         }
         if in_stretch > MAX_URLS_PER_STRETCH {
-            // Withheld whole: from this url to the stretch's end.
-            found.push((start, stretch_end, true));
+            // Withheld whole: from this url to the stretch's end, which holds every later url of
+            // the stretch.
+            if in_stretch == MAX_URLS_PER_STRETCH + 1 {
+                found.push((start, stretch_end, true));
+            }
             continue;
         }
         let mut end = stretch_end;
@@ -272,7 +284,7 @@ pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize, bool)> {
             end -= 1;
         }
         if view.is_char_boundary(end) {
-            found.push((start, end, false));
+            found.push((start, end, end - start > MAX_URL_BYTES));
         }
     }
     found
