@@ -246,8 +246,9 @@ const MAX_SCHEME_CHARS: usize = 32;
 pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize, bool)> {
     let b = view.as_bytes();
     let mut found = Vec::new();
-    // The end of the stretch the last `://` was in, and how many it held so far.
-    let (mut stretch_end, mut in_stretch) = (0, 0);
+    // The end of the stretch the last `://` was in, how many it held so far, and whether its
+    // crowded url (which holds every later one) is given.
+    let (mut stretch_end, mut in_stretch, mut crowded) = (0, 0, false);
     let schemes = memchr::memchr_iter(b':', b).filter(|&i| b[i..].starts_with(b"://"));
     for i in schemes {
         if i >= stretch_end {
@@ -256,6 +257,7 @@ pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize, bool)> {
                 stretch_end += 1;
             }
             in_stretch = 0;
+            crowded = false;
         }
         in_stretch += 1;
         let mut start = i;
@@ -274,8 +276,9 @@ pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize, bool)> {
         if in_stretch > MAX_URLS_PER_STRETCH {
             // Withheld whole: from this url to the stretch's end, which holds every later url of
             // the stretch.
-            if in_stretch == MAX_URLS_PER_STRETCH + 1 {
+            if !crowded {
                 found.push((start, stretch_end, true));
+                crowded = true;
             }
             continue;
         }

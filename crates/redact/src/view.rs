@@ -427,6 +427,15 @@ mod tests {
                 .iter()
                 .all(|&(_, _, unread)| unread)
         );
+        // A `://` with no scheme before it counts towards the limit but gives no url: the next
+        // one is the stretch's crowded url.
+        let schemeless = format!(
+            "{}/://b://h/?token=SECRET",
+            "a://".repeat(MAX_URLS_PER_STRETCH)
+        );
+        let crowded = urls_in(&schemeless).pop().unwrap();
+        let b = schemeless.find("b://").unwrap();
+        assert_eq!(crowded, (b, schemeless.len(), true));
         let short = format!(
             "see https://a.example/{} now",
             "x".repeat(MAX_URL_BYTES - 30)
