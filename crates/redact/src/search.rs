@@ -176,17 +176,11 @@ impl PatternSet {
         let Some(index) = self.push_unindexed(base, s) else {
             return false;
         };
-        let PatternSet {
-            own,
-            spans,
-            table,
-            hasher,
-        } = self;
-        let hash_at = |i: u32| {
-            let (start, end) = spans[i as usize];
-            hasher.hash_one(text_at(base, own, start, end))
-        };
-        table.insert_unique(hash, index, |&i| hash_at(i));
+        // The table is taken out while it grows, so that it rehashes by reading the set.
+        let mut table = std::mem::take(&mut self.table);
+        let patterns = self.over(base);
+        table.insert_unique(hash, index, |&i| patterns.hash_at(i));
+        self.table = table;
         true
     }
 

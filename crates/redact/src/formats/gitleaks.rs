@@ -98,7 +98,7 @@ fn compiled(index: usize) -> Option<&'static Compiled> {
         .as_ref()
 }
 
-fn global_regexes() -> &'static [AllowCompiled] {
+fn global_allows() -> &'static [AllowCompiled] {
     static CELL: OnceLock<Vec<AllowCompiled>> = OnceLock::new();
     CELL.get_or_init(|| compile_allows(std::slice::from_ref(&GLOBAL)))
 }
@@ -222,7 +222,7 @@ pub(crate) fn scan(index: usize, text: &str, out: &mut Vec<Found>) {
             matched: secret_text(text, start, end).map_or("", |t| t.2),
             line: secret_text(text, l_start, l_end).map_or("", |t| t.2),
         };
-        if any_allowed(std::slice::from_ref(&GLOBAL), global_regexes(), &seen)
+        if any_allowed(std::slice::from_ref(&GLOBAL), global_allows(), &seen)
             || any_allowed(spec.allows, &rule.allows, &seen)
         {
             continue;
