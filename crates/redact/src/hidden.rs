@@ -15,8 +15,8 @@ use crate::search::{Compiled, Strings};
 use crate::secrets::Admitted;
 use crate::uri::secret_parts;
 use crate::uri::{
-    canonical, canonical_into, is_credential_free, is_credential_shaped, is_url_terminator,
-    piece_holds_no_url, plain_case, safe_cut, urls_in, view_holds_no_url,
+    canonical, canonical_into, credential_urls, is_credential_free, is_url_terminator,
+    piece_holds_no_url, plain_case, safe_cut, view_holds_no_url,
 };
 use crate::view::{
     FastMap, FastSet, HIDDEN_SET_CAPACITY, View, WITHHELD_LINK, is_control_or_format,
@@ -480,22 +480,17 @@ impl HiddenUris {
         ranges
     }
 
-    /// The credential-shaped urls of a stretch of a view that starts at `offset`, and those
-    /// withheld unread ([`urls_in`]), as ranges of the view; each credential-shaped one is
-    /// remembered for the session.
+    /// The credential-shaped urls of a stretch of a view that starts at `offset`, as ranges of
+    /// the view ([`credential_urls`]); each one remembered is remembered for the session.
     fn scan_urls(&self, stretch: &str, offset: usize, ranges: &mut Vec<(usize, usize)>) {
-        for (start, end, unread) in urls_in(stretch) {
-            let url = &stretch[start..end];
-            if unread {
-                // Withheld unread (crowded, or too long to read): nothing says it carries a
-                // credential, so the session does not hide it from now on (a stretch of a
-                // million urls would be keys of megabytes).
-                ranges.push((offset + start, offset + end));
-            } else if is_credential_shaped(url) {
-                ranges.push((offset + start, offset + end));
-                self.found.borrow_mut().push(canonical(url));
+        credential_urls(stretch, |start, end, remember| {
+            ranges.push((offset + start, offset + end));
+            if remember {
+                self.found
+                    .borrow_mut()
+                    .push(canonical(&stretch[start..end]));
             }
-        }
+        });
     }
 
     /// What [`HiddenUris::find_in_view`] finds in the view of `text`, mapped back to `text`'s

@@ -220,77 +220,309 @@ pub fn is_credential_free(uri: &str) -> bool {
         && !is_credential_shaped(&view)
 }
 
-/// The most `://` one stretch without a terminator may hold before the whole stretch is withheld
-/// as one: each is judged with the rest of the stretch, so more would cost quadratic time, and
-/// no ordinary text strings that many urls together.
+/// The most urls of one stretch (a run without a terminator) remembered for the session: a
+/// stretch of many urls gives many credential-shaped ones, each holding the next, and
+/// remembering every one would cost the stretch's length many times over.
 pub const MAX_URLS_PER_STRETCH: usize = 32;
 
-/// The longest url read for its shape. A longer one (a run of texts with no white space between
-/// them joins into one) is withheld whole, unread and not remembered: reading and remembering
-/// each of a stretch's urls, each up to the stretch's end, would cost the stretch's length many
-/// times over.
+/// The longest url remembered for the session. A longer credential-shaped url is withheld but
+/// not remembered: a run of texts with no white space between them joins into one stretch, and
+/// each url in it runs to the stretch's end.
 pub const MAX_URL_BYTES: usize = 8 * 1024;
 
 /// The longest scheme read back from a `://`.
 const MAX_SCHEME_CHARS: usize = 32;
 
-/// Every url in a view: from each `scheme://`, overlapping ones included, up to white space, a
-/// quote, `<`, `>`, a backtick, `{`, `}`, `|`, `\` or `^`, less trailing punctuation; byte
-/// ranges, each with whether it is withheld unread, whatever its shape: past
-/// [`MAX_URLS_PER_STRETCH`] (then it runs to the stretch's end) or longer than
-/// [`MAX_URL_BYTES`]. Every `://` is read, even inside another url, so that
-/// whatever a later search finds of a url found here, this reading found too (a stored copy made
-/// twice reads the same); but a stretch gives one crowded url at most, the first past the limit,
-/// which holds every later one. A stretch of many urls thus costs its length, not its length
-/// times its urls.
-pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize, bool)> {
+/// The longest name in [`CREDENTIAL_PARAMETERS`]: a parameter's name is read this far at most.
+const MAX_PARAMETER_NAME: usize = {
+    let (mut longest, mut at) = (0, 0);
+    while at < CREDENTIAL_PARAMETERS.len() {
+        if CREDENTIAL_PARAMETERS[at].len() > longest {
+            longest = CREDENTIAL_PARAMETERS[at].len();
+        }
+        at += 1;
+    }
+    longest
+};
+
+/// Every credential-shaped url of a view, as [`is_credential_shaped`] judges
+/// `view[start..end]`, handed to `each` with whether it is remembered for the session. A url
+/// runs from each `scheme://`, overlapping ones included, up to white space, a quote, `<`, `>`,
+/// a backtick, `{`, `}`, `|`, `\\` or `^`, less trailing punctuation: so the urls of one
+/// stretch without a terminator share their end, and each holds every later one.
+///
+/// Each stretch gives its first credential-shaped url, whose range holds every later one's,
+/// and every credential-shaped url among its first [`MAX_URLS_PER_STRETCH`] that is at most
+/// [`MAX_URL_BYTES`] long, with `true` (remembered). Every url is judged, in time linear in the
+/// view: a stretch's urls are judged together ([`Stretch`]), each reading only what is its
+/// own, so a stretch of a million urls costs its length, not its length a million times.
+pub(crate) fn credential_urls(view: &str, mut each: impl FnMut(usize, usize, bool)) {
     let b = view.as_bytes();
-    let mut found = Vec::new();
-    // The end of the stretch the last `://` was in, how many it held so far, and whether its
-    // crowded url (which holds every later one) is given.
-    let (mut stretch_end, mut in_stretch, mut crowded) = (0, 0, false);
+    let mut stretch: Option<Stretch<'_>> = None;
+    // The end of the stretch the last `://` was in, how many urls it held so far, and whether
+    // its first credential-shaped url is given.
+    let (mut stretch_end, mut in_stretch, mut given) = (0, 0, false);
     let schemes = memchr::memchr_iter(b':', b).filter(|&i| b[i..].starts_with(b"://"));
     for i in schemes {
         if i >= stretch_end {
-            stretch_end = i + 3;
-            while stretch_end < b.len() && !is_url_terminator(b[stretch_end]) {
-                stretch_end += 1;
-            }
+            stretch_end = url_end(b, i);
+            stretch = Some(Stretch::new(
+                b,
+                i.saturating_sub(MAX_SCHEME_CHARS),
+                stretch_end,
+            ));
             in_stretch = 0;
-            crowded = false;
+            given = false;
         }
+        let (Some(start), Some(judge)) = (scheme_start(b, i), stretch.as_mut()) else {
+            continue;
+        };
         in_stretch += 1;
-        let mut start = i;
-        while start > 0
-            && i - start < MAX_SCHEME_CHARS
-            && (b[start - 1].is_ascii_alphanumeric() || matches!(b[start - 1], b'+' | b'-' | b'.'))
-        {
-            start -= 1;
-        }
-        while start < i && !b[start].is_ascii_alphabetic() {
-            start += 1;
-        }
-        if start == i {
+        if !view.is_char_boundary(stretch_end) || !judge.is_credential_shaped(start, i) {
             continue;
         }
-        if in_stretch > MAX_URLS_PER_STRETCH {
-            // Withheld whole: from this url to the stretch's end, which holds every later url of
-            // the stretch.
-            if !crowded {
-                found.push((start, stretch_end, true));
-                crowded = true;
-            }
-            continue;
-        }
-        let mut end = stretch_end;
-        while end > i + 3 && matches!(b[end - 1], b'.' | b',' | b';' | b':' | b'!' | b'?') {
-            end -= 1;
-        }
-        if view.is_char_boundary(end) {
-            found.push((start, end, end - start > MAX_URL_BYTES));
+        let remember = in_stretch <= MAX_URLS_PER_STRETCH && stretch_end - start <= MAX_URL_BYTES;
+        if remember || !given {
+            each(start, stretch_end, remember);
+            given = true;
         }
     }
-    found
+}
+
+/// Where the url whose `://` is at `colon` ends: at the first terminator after it, less
+/// trailing `.,;:!?`. Every url of a stretch ends there: the byte before each `://`'s end is a
+/// `/`, which is not trimmed.
+fn url_end(b: &[u8], colon: usize) -> usize {
+    let mut end = colon + 3;
+    while end < b.len() && !is_url_terminator(b[end]) {
+        end += 1;
+    }
+    while end > colon + 3 && matches!(b[end - 1], b'.' | b',' | b';' | b':' | b'!' | b'?') {
+        end -= 1;
+    }
+    end
+}
+
+/// Where the scheme before the `://` at `colon` starts: up to [`MAX_SCHEME_CHARS`] letters,
+/// digits, `+`, `-` or `.`, from the first letter. None when there is no letter.
+fn scheme_start(b: &[u8], colon: usize) -> Option<usize> {
+    let mut start = colon;
+    while start > 0
+        && colon - start < MAX_SCHEME_CHARS
+        && (b[start - 1].is_ascii_alphanumeric() || matches!(b[start - 1], b'+' | b'-' | b'.'))
+    {
+        start -= 1;
+    }
+    while start < colon && !b[start].is_ascii_alphabetic() {
+        start += 1;
+    }
+    (start < colon).then_some(start)
+}
+
+/// The urls of one stretch judged as [`is_credential_shaped`] judges each, in turn, in time
+/// linear in the stretch. Each url runs to the same end and starts later than the one before,
+/// so what decides its shape is either its own (its authority, the first pair of its query or
+/// fragment) or the same for every url that reaches it (a later pair, a JWT): the first is
+/// read url by url, each no further than the next url's `://`; the second is found once, by
+/// cursors that only move forward.
+struct Stretch<'v> {
+    b: &'v [u8],
+    end: usize,
+    /// The first `#` and the first `?` at or after a place.
+    hash: NextByte,
+    question: NextByte,
+    /// The first `&` or `;` that starts a credential pair, in a query (where a `#` ends a pair)
+    /// and in a fragment (where it does not).
+    query_pair: NextPair,
+    fragment_pair: NextPair,
+    /// Where the stretch's last JWT starts: a url holds one when it starts no later.
+    last_jwt: Option<usize>,
+}
+
+impl<'v> Stretch<'v> {
+    /// The stretch of `b` that ends at `end`, whose urls start at `from` or later.
+    fn new(b: &'v [u8], from: usize, end: usize) -> Self {
+        Stretch {
+            b,
+            end,
+            hash: NextByte::new(b'#'),
+            question: NextByte::new(b'?'),
+            query_pair: NextPair::new(true),
+            fragment_pair: NextPair::new(false),
+            last_jwt: last_jwt(&b[..end], from),
+        }
+    }
+
+    /// [`is_credential_shaped`] of the url from `start` (its `://` at `colon`) to the end.
+    fn is_credential_shaped(&mut self, start: usize, colon: usize) -> bool {
+        let (b, end) = (self.b, self.end);
+        let authority = colon + 3;
+        let authority_end =
+            memchr::memchr3(b'/', b'?', b'#', &b[authority..end]).map_or(end, |at| authority + at);
+        if memchr::memchr(b'@', &b[authority..authority_end]).is_some() {
+            return true;
+        }
+        let hash = self.hash.at_or_after(b, start, end);
+        let before_fragment = hash.unwrap_or(end);
+        let query = self
+            .question
+            .at_or_after(b, start, end)
+            .filter(|&at| at < before_fragment);
+        if let Some(at) = query {
+            let first = at + 1;
+            if pair_is_credential(b, first, end, true)
+                || self
+                    .query_pair
+                    .at_or_after(b, first, end)
+                    .is_some_and(|separator| separator < before_fragment)
+            {
+                return true;
+            }
+        }
+        if let Some(at) = hash {
+            let first = at + 1;
+            if pair_is_credential(b, first, end, false)
+                || self.fragment_pair.at_or_after(b, first, end).is_some()
+            {
+                return true;
+            }
+        }
+        self.last_jwt.is_some_and(|at| start <= at)
+    }
+}
+
+/// The first place of a byte at or after a place, for places that only grow.
+struct NextByte {
+    byte: u8,
+    /// The last answer, and how far the view was looked through for it.
+    found: Option<usize>,
+    looked: usize,
+}
+
+impl NextByte {
+    fn new(byte: u8) -> Self {
+        NextByte {
+            byte,
+            found: None,
+            looked: 0,
+        }
+    }
+
+    fn at_or_after(&mut self, b: &[u8], from: usize, end: usize) -> Option<usize> {
+        if let Some(at) = self.found
+            && at >= from
+        {
+            return Some(at);
+        }
+        if self.found.is_none() && self.looked >= end {
+            return None;
+        }
+        let from = from.max(self.looked);
+        self.found = memchr::memchr(self.byte, &b[from..end]).map(|at| from + at);
+        self.looked = self.found.map_or(end, |at| at + 1);
+        self.found
+    }
+}
+
+/// The first `&` or `;` at or after a place whose pair is a credential ([`pair_is_credential`]),
+/// for places that only grow.
+struct NextPair {
+    hash_ends: bool,
+    found: Option<usize>,
+    looked: usize,
+}
+
+impl NextPair {
+    fn new(hash_ends: bool) -> Self {
+        NextPair {
+            hash_ends,
+            found: None,
+            looked: 0,
+        }
+    }
+
+    fn at_or_after(&mut self, b: &[u8], from: usize, end: usize) -> Option<usize> {
+        if let Some(at) = self.found
+            && at >= from
+        {
+            return Some(at);
+        }
+        if self.found.is_none() && self.looked >= end {
+            return None;
+        }
+        let mut from = from.max(self.looked);
+        self.found = loop {
+            match memchr::memchr2(b'&', b';', &b[from..end]) {
+                None => break None,
+                Some(at) if pair_is_credential(b, from + at + 1, end, self.hash_ends) => {
+                    break Some(from + at);
+                }
+                Some(at) => from += at + 1,
+            }
+        };
+        self.looked = self.found.map_or(end, |at| at + 1);
+        self.found
+    }
+}
+
+/// Whether the pair that starts at `at` (it ends at `&`, `;`, the end, or, in a query, `#`) has
+/// a name in [`CREDENTIAL_PARAMETERS`] and a value that is not empty, as `parameters` reads it.
+/// A name is read [`MAX_PARAMETER_NAME`] bytes at most.
+fn pair_is_credential(b: &[u8], at: usize, end: usize, hash_ends: bool) -> bool {
+    let ends_pair = |c: u8| c == b'&' || c == b';' || (hash_ends && c == b'#');
+    let limit = end.min(at + MAX_PARAMETER_NAME + 1);
+    for equals in at..limit {
+        match b[equals] {
+            b'=' => {
+                let name = &b[at..equals];
+                let valued = equals + 1 < end && !ends_pair(b[equals + 1]);
+                return valued && CREDENTIAL_PARAMETERS.iter().any(|p| p.as_bytes() == name);
+            }
+            c if ends_pair(c) => return false,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Where the last JWT [`has_jwt`] finds in `b` starts, of those that start at `from` or later:
+/// `eyj`, base64url to ten characters at least, a dot, ten more at least, a dot. Each run of
+/// base64url is read once.
+fn last_jwt(b: &[u8], from: usize) -> Option<usize> {
+    let is_b64 = |c: u8| c.is_ascii_alphanumeric() || c == b'-' || c == b'_';
+    let mut last = None;
+    let mut at = from;
+    while at < b.len() {
+        if !is_b64(b[at]) {
+            at += 1;
+            continue;
+        }
+        let run = at;
+        while at < b.len() && is_b64(b[at]) {
+            at += 1;
+        }
+        if at - run >= 10 && b.get(at) == Some(&b'.') {
+            let second = b[at + 1..].iter().take_while(|&&c| is_b64(c)).count();
+            if second >= 10 && b.get(at + 1 + second) == Some(&b'.') {
+                // A start ten characters at least before the run's end.
+                let starts = &b[run..at - 10 + 3];
+                if let Some(found) = memchr::memmem::rfind(starts, b"eyj") {
+                    last = Some(run + found);
+                }
+            }
+        }
+    }
+    last
+}
+
+/// Every url in a view, each as its byte range ([`credential_urls`] reads the same urls).
+#[cfg(test)]
+pub(crate) fn urls_in(view: &str) -> Vec<(usize, usize)> {
+    let b = view.as_bytes();
+    memchr::memchr_iter(b':', b)
+        .filter(|&i| b[i..].starts_with(b"://"))
+        .filter_map(|i| Some((scheme_start(b, i)?, url_end(b, i))))
+        .collect()
 }
 
 /// Whether the view of `text` holds no `://`, so that [`urls_in`] finds nothing in it, told

@@ -384,7 +384,7 @@ mod tests {
     #[test]
     fn urls_are_found_and_judged_in_a_view() {
         let view = "see https://a.example/x?token=1, and (ftp://b.example/y).";
-        let urls: Vec<&str> = urls_in(view).iter().map(|&(s, e, _)| &view[s..e]).collect();
+        let urls: Vec<&str> = urls_in(view).iter().map(|&(s, e)| &view[s..e]).collect();
         assert_eq!(urls, ["https://a.example/x?token=1", "ftp://b.example/y)"]);
         assert!(is_credential_shaped("https://a.example/x?token=1"));
         assert!(is_credential_shaped("https://u:p@a.example/"));
@@ -395,60 +395,77 @@ mod tests {
         let nested = "x://a/?q=https://u:p@b.example/";
         let urls: Vec<&str> = urls_in(nested)
             .iter()
-            .map(|&(s, e, _)| &nested[s..e])
+            .map(|&(s, e)| &nested[s..e])
             .collect();
         assert_eq!(urls, [nested, "https://u:p@b.example/"]);
-        let crowded = "a://".repeat(MAX_URLS_PER_STRETCH + 1);
-        let last = urls_in(&crowded).pop().unwrap();
-        assert_eq!(last, (4 * MAX_URLS_PER_STRETCH, crowded.len(), true));
+        assert_eq!(credentials(nested), [(9, nested.len(), true)]);
     }
 
-    /// A stretch of many urls gives at most one crowded url, which holds the rest; a url longer
-    /// than `MAX_URL_BYTES` is withheld unread. So a stretch costs its length, whatever it holds:
-    /// ten thousand tiny texts of one url each, joined in a run, took 9.8 GiB and 92 s.
+    /// The redaction doc states the limits on remembered urls as the code has them.
     #[test]
-    fn a_stretch_of_many_urls_gives_one_crowded_url() {
-        let stretch: String = (0..10_000)
-            .map(|i| format!("https://a.example/{i}"))
-            .collect();
-        let urls = urls_in(&stretch);
-        assert_eq!(urls.len(), MAX_URLS_PER_STRETCH + 1);
-        let (start, end, unread) = urls[MAX_URLS_PER_STRETCH];
-        assert!(unread);
-        assert_eq!(end, stretch.len());
+    fn the_redaction_doc_names_the_limits_on_remembered_urls() {
+        let doc = include_str!("../../../docs/redaction.md").replace("\n   ", " ");
+        for claim in [
+            format!("`MAX_URLS_PER_STRETCH` = {MAX_URLS_PER_STRETCH}"),
+            format!(
+                "`MAX_URL_BYTES` = {},{:03} bytes",
+                MAX_URL_BYTES / 1000,
+                MAX_URL_BYTES % 1000
+            ),
+            "only a credential-shaped one is withheld".to_owned(),
+        ] {
+            assert!(doc.contains(&claim), "{claim}");
+        }
+    }
+
+    /// What [`credential_urls`] gives for a view: each range and whether it is remembered.
+    fn credentials(view: &str) -> Vec<(usize, usize, bool)> {
+        let mut found = Vec::new();
+        credential_urls(view, |start, end, remember| {
+            found.push((start, end, remember))
+        });
+        found
+    }
+
+    /// A list of urls one a text block joins into one stretch, each url running to its end.
+    /// Every url is judged as it would be alone with the rest of the stretch, in linear time:
+    /// none is withheld for being crowded or long (a list of 400 plain links was withheld
+    /// whole), and a credential-shaped one withholds the stretch from where it starts.
+    #[test]
+    fn every_url_of_a_long_stretch_is_judged_in_linear_time() {
+        let list = |n: usize, odd: Option<(usize, &str)>| -> String {
+            (0..n)
+                .map(|i| match odd {
+                    Some((at, url)) if at == i => url.to_owned(),
+                    _ => format!("https://a.example/files/{i}"),
+                })
+                .collect()
+        };
+        for n in [33, 400, 100_000] {
+            assert_eq!(credentials(&list(n, None)), []);
+        }
+        // Userinfo is the url's own: the urls before it are credential-free.
+        let stretch = list(100_000, Some((40, "https://u:p@b.example/")));
+        let at = stretch.find("https://u:p@").unwrap();
+        assert_eq!(credentials(&stretch), [(at, stretch.len(), false)]);
+        // A query reaches every url before it: the first url is credential-shaped, and none of
+        // the first 32 is short enough to remember.
+        let stretch = list(100_000, Some((50_000, "https://b.example/?token=SECRET")));
+        assert_eq!(credentials(&stretch), [(0, stretch.len(), false)]);
+        // A short stretch remembers its first 32 credential-shaped urls.
+        let stretch = list(40, Some((39, "https://b.example/#sig=SECRET")));
+        let found = credentials(&stretch);
+        assert_eq!(found.len(), MAX_URLS_PER_STRETCH);
         assert!(
-            urls[..MAX_URLS_PER_STRETCH]
+            found
                 .iter()
-                .all(|&(s, _, _)| s < start)
+                .all(|&(_, end, remember)| remember && end == stretch.len())
         );
-        // The first urls run to the stretch's end too, far past the longest read.
-        assert!(
-            urls[..MAX_URLS_PER_STRETCH]
-                .iter()
-                .all(|&(_, _, unread)| unread)
+        let long = format!(
+            "see https://a.example/{}?token=1 now",
+            "x".repeat(MAX_URL_BYTES)
         );
-        // A `://` with no scheme before it counts towards the limit but gives no url: the next
-        // one is the stretch's crowded url.
-        let schemeless = format!(
-            "{}/://b://h/?token=SECRET",
-            "a://".repeat(MAX_URLS_PER_STRETCH)
-        );
-        let crowded = urls_in(&schemeless).pop().unwrap();
-        let b = schemeless.find("b://").unwrap();
-        assert_eq!(crowded, (b, schemeless.len(), true));
-        let short = format!(
-            "see https://a.example/{} now",
-            "x".repeat(MAX_URL_BYTES - 30)
-        );
-        let long = format!("see https://a.example/{} now", "x".repeat(MAX_URL_BYTES));
-        assert_eq!(
-            urls_in(&short).iter().map(|u| u.2).collect::<Vec<_>>(),
-            [false]
-        );
-        assert_eq!(
-            urls_in(&long).iter().map(|u| u.2).collect::<Vec<_>>(),
-            [true]
-        );
+        assert_eq!(credentials(&long), [(4, long.len() - 4, false)]);
     }
 
     #[test]
@@ -588,6 +605,52 @@ mod tests {
         assert_eq!(piece_holds_no_url(piece), holds_none);
     }
 
+    /// The words random views are made of: schemes, authorities, userinfo, queries and
+    /// fragments with credential names and others, separators, JWT pieces, terminators and
+    /// trailing punctuation, so that urls nest, share stretches and end in every way.
+    const URL_WORDS: &[&str] = &[
+        "https://",
+        "a://",
+        "://",
+        "x+y.z://",
+        "1://",
+        "a.example",
+        "/",
+        "/p",
+        "u:p@",
+        "@",
+        "?",
+        "#",
+        "&",
+        ";",
+        "=",
+        "=v",
+        "token",
+        "token=s",
+        "tokens=s",
+        "sig=",
+        "x-amz-signature=",
+        "code=1",
+        "access_token",
+        "eyj",
+        "eyjaaaaaaaaaa",
+        "aaaaaaaaaaa",
+        ".",
+        "-",
+        "_",
+        " ",
+        "\n",
+        "\"",
+        "<",
+        ",",
+        ":",
+        "!",
+        "é",
+        "jwt=x&",
+        "?a=1&token=t#k",
+        "#sig=1",
+    ];
+
     proptest::proptest! {
         /// A text said to hold no url in its view is one with nothing to decode whose view has
         /// no `://`.
@@ -619,6 +682,42 @@ mod tests {
                 proptest::prop_assert!(!View::of(&joined).text.contains("://"));
                 proptest::prop_assert!(urls_in(&View::of(&joined).text).is_empty());
             }
+        }
+
+        /// Every url of a view is judged as `is_credential_shaped` judges it alone: the
+        /// ranges given cover exactly the credential-shaped urls, and those remembered are the
+        /// credential-shaped among each stretch's first `MAX_URLS_PER_STRETCH` (a stretch's
+        /// urls share their end), none longer than `MAX_URL_BYTES`.
+        #[test]
+        fn credential_urls_judge_every_url_as_it_is_judged_alone(
+            words in proptest::collection::vec(proptest::sample::select(URL_WORDS), 0..80),
+        ) {
+            let view = words.concat();
+            let urls = urls_in(&view);
+            let shaped: Vec<(usize, usize)> = urls
+                .iter()
+                .copied()
+                .filter(|&(s, e)| is_credential_shaped(&view[s..e]))
+                .collect();
+            let mut remembered = Vec::new();
+            let mut covered = vec![false; view.len()];
+            for &(s, e) in &shaped {
+                let place = urls.iter().filter(|&&(_, end)| end == e).position(|&u| u == (s, e));
+                if place.is_some_and(|p| p < MAX_URLS_PER_STRETCH) && e - s <= MAX_URL_BYTES {
+                    remembered.push((s, e));
+                }
+                covered[s..e].iter_mut().for_each(|c| *c = true);
+            }
+            let found = credentials(&view);
+            let mut given = vec![false; view.len()];
+            for &(s, e, _) in &found {
+                proptest::prop_assert!(shaped.contains(&(s, e)), "{:?} in {:?}", (s, e), view);
+                given[s..e].iter_mut().for_each(|c| *c = true);
+            }
+            proptest::prop_assert_eq!(given, covered, "{:?}", view);
+            let kept: Vec<(usize, usize)> =
+                found.iter().filter(|f| f.2).map(|&(s, e, _)| (s, e)).collect();
+            proptest::prop_assert_eq!(kept, remembered, "{:?}", view);
         }
 
         /// The short way for plain text is exact: where `plain_case` says a string is plain,

@@ -480,9 +480,9 @@ fn raw_structured_content_shows_every_member_and_hides_its_uris() {
 }
 
 /// Thousands of texts of one url each join into one run with no white space between them: one
-/// stretch of urls. Each of the first ones runs to the stretch's end, and those past the limit
-/// are withheld unread; the work and the session's memory stay linear. Ten thousand such texts
-/// took 9.8 GiB and 92 s, each url up to the end found and remembered.
+/// stretch of urls, each running to the stretch's end. Every url is judged, and the first holds
+/// every later one's token; the work and the session's memory stay linear. Ten thousand such
+/// texts took 9.8 GiB and 92 s, each url up to the end found and remembered.
 #[test]
 fn a_run_of_thousands_of_url_texts_is_withheld_in_linear_work() {
     let blocks: Vec<Value> = (0..3000)
@@ -494,13 +494,42 @@ fn a_run_of_thousands_of_url_texts_is_withheld_in_linear_work() {
     for i in [0, 31, 32, 1500, 2999] {
         assert_absent(&texts, &format!("SECRET{i:05}"));
     }
-    // In the run, the urls are too long to be read for their shape, and none of them is
-    // remembered for the session: the session holds only urls a text holds alone (a lane that
-    // reads the first text by itself finds its url), never one that runs across texts.
+    // In the run, the urls are too long to be remembered for the session: the session holds
+    // only urls a text holds alone (a lane that reads the first text by itself finds its url),
+    // never one that runs across texts.
     let hidden = host.registry.hidden();
     let own = (0..3000)
         .filter(|i| hidden.contains(&format!("https://a.example/x?token=SECRET{i:05}")))
         .count();
     assert!(hidden.len() <= 1, "{}", hidden.len());
     assert_eq!(own, hidden.len());
+}
+
+/// A tool that lists links one a text block: the run is one stretch of urls, and none of them
+/// carries a credential, so every link comes through. Before, the urls past the 32nd were
+/// withheld as crowded, and a list longer than 8 KiB was withheld whole as one url too long to
+/// read.
+#[test]
+fn a_list_of_plain_links_one_a_block_comes_through_whole() {
+    for count in [40, 400, 5000] {
+        let links: Vec<String> = (0..count)
+            .map(|i| format!("https://docs.example/page/{i}"))
+            .collect();
+        let blocks: Vec<Value> = links
+            .iter()
+            .map(|link| json!({"type": "text", "text": link}))
+            .collect();
+        let texts = outputs(
+            &mut Host::new(),
+            &json!({"content": blocks}),
+            UriPolicy::Hidden,
+        );
+        for text in &texts {
+            assert!(!text.contains("[withheld"), "{count} links: {text:.200}");
+        }
+        let all = texts.concat();
+        for link in &links {
+            assert!(all.contains(link.as_str()), "{count} links: no {link}");
+        }
+    }
 }
