@@ -427,11 +427,14 @@ struct StoredMark {
 }
 
 /// A run of adjacent texts in a tool result's content: where it began (the block's index, and
-/// the stored copy there) and, from its first text redaction may change, its texts.
+/// the stored copy there), the index past its last text, and whether a text redaction may
+/// change is in it, so that the run is redacted as one (its texts are read from the result
+/// again, not listed).
 #[derive(Default)]
-struct TextRun<'a> {
+struct TextRun {
     start: Option<(usize, StoredMark)>,
-    kept: Vec<&'a str>,
+    end: usize,
+    redacted: bool,
 }
 
 impl<'a> StoredText<'a> {
@@ -610,6 +613,17 @@ impl<'a> ToolResult<'a> {
             .unwrap_or_default()
             .iter()
             .map(BlockView::classify)
+    }
+
+    /// The texts of the content array's blocks `start..end`, which are all texts (a run), as
+    /// [`ToolResult::blocks`] gives them; an iterator that may be cloned to read them again.
+    fn texts_in(&self, start: usize, end: usize) -> impl Iterator<Item = &'a str> + Clone + 'a {
+        let views: &'a [BlockView<'a>] = self.views.unwrap_or_default();
+        views
+            .get(start..end)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|view| text_of(&view.classify()))
     }
 
     /// How many blocks the content array holds; none when it is not an array.
@@ -936,21 +950,24 @@ impl<'h> Projector<'h> {
             _ if result.has_blocks() => {
                 // Adjacent texts are redacted as one, so that a uri split across them is found.
                 // A text redaction surely leaves as it is goes straight into the stored copy;
-                // a run is kept only from its first text that redaction may change, when the
-                // texts before it are taken back out (decision 0088). A million tiny texts with
-                // nothing to hide cost no list of a million texts. A lone text redaction leaves
-                // as it is stays borrowed (decision 0091).
+                // a run is redacted as one from its first text that redaction may change, when
+                // the texts before it are taken back out (decision 0088). Its texts are read
+                // from the result again, and redaction lists them only when it changes them: a
+                // million tiny texts cost no list of a million texts. A lone text redaction
+                // leaves as it is stays borrowed (decision 0091).
                 let mut run = TextRun::default();
-                let mut flush = |run: &mut TextRun<'a>, stored: &mut StoredText<'a>| {
-                    if !run.kept.is_empty() {
-                        for text in hidden.redact_run(&run.kept) {
-                            stored.push_cow(text);
+                let mut flush = |run: &mut TextRun, stored: &mut StoredText<'a>| {
+                    if let Some((start, _)) = run.start
+                        && run.redacted
+                    {
+                        let texts = result.texts_in(start, run.end);
+                        match hidden.redact_run_changed(texts.clone()) {
+                            Some(redacted) => redacted.into_iter().for_each(|t| stored.push_cow(t)),
+                            None => texts.for_each(|text| stored.push_cow(Cow::Borrowed(text))),
                         }
                         found_in_texts.extend(hidden.take_found());
                     }
-                    // The list is kept for the next run: most runs are short.
-                    run.start = None;
-                    run.kept.clear();
+                    *run = TextRun::default();
                 };
                 // The blocks come in batches, whose texts may be sorted on two cores first.
                 let mut blocks = result.blocks().enumerate();
@@ -962,20 +979,13 @@ impl<'h> Projector<'h> {
                         if let Some(text) = text_of(&block) {
                             server_text |= !text.trim().is_empty();
                             let start = *run.start.get_or_insert((index, stored.mark()));
-                            if run.kept.is_empty() && verdicts.passes(at, text, &hidden) {
+                            run.end = index + 1;
+                            if !run.redacted && verdicts.passes(at, text, &hidden) {
                                 stored.push_cow(Cow::Borrowed(text));
-                            } else {
-                                if run.kept.is_empty() {
-                                    // The run's texts so far go back out, to be redacted with it.
-                                    stored.roll_back(start.1);
-                                    run.kept.extend(
-                                        result
-                                            .blocks_from(start.0)
-                                            .take(index - start.0)
-                                            .filter_map(|block| text_of(&block)),
-                                    );
-                                }
-                                run.kept.push(text);
+                            } else if !run.redacted {
+                                // The run's texts so far go back out, to be redacted with it.
+                                stored.roll_back(start.1);
+                                run.redacted = true;
                             }
                             continue;
                         }

@@ -311,47 +311,69 @@ impl HiddenUris {
     /// reads the context (a word's start) may see it otherwise, so redacting what mcpl wrote
     /// changes nothing.
     pub fn redact_run<'t>(&self, pieces: &[&'t str]) -> Vec<Cow<'t, str>> {
-        let mut out = self.redact_run_once(pieces);
+        self.redact_run_changed(pieces.iter().copied())
+            .unwrap_or_else(|| pieces.iter().map(|piece| Cow::Borrowed(*piece)).collect())
+    }
+
+    /// [`HiddenUris::redact_run`] of the pieces an iterator gives (it is cloned to read them
+    /// again), or `None` when it leaves every piece as it is: a run of a million pieces with
+    /// nothing to withhold costs no list of its pieces, borrowed or redacted.
+    pub fn redact_run_changed<'t, I>(&self, pieces: I) -> Option<Vec<Cow<'t, str>>>
+    where
+        I: Iterator<Item = &'t str> + Clone,
+    {
+        let mut out = self.redact_run_once(pieces)?;
         for _ in 1..MAX_REDACTION_PASSES {
             if out.iter().all(|piece| matches!(piece, Cow::Borrowed(_))) {
                 break;
             }
             let texts: Vec<&str> = out.iter().map(AsRef::as_ref).collect();
-            let again: Vec<String> = self
-                .redact_run_once(&texts)
-                .into_iter()
-                .map(Cow::into_owned)
-                .collect();
+            let Some(again) = self.redact_run_once(texts.iter().copied()) else {
+                break;
+            };
+            let again: Vec<String> = again.into_iter().map(Cow::into_owned).collect();
             if again.iter().zip(&out).all(|(a, b)| a == b.as_ref()) {
                 break;
             }
             out = again.into_iter().map(Cow::Owned).collect();
         }
-        out
+        Some(out)
     }
 
-    /// One pass of [`HiddenUris::redact_run`].
-    fn redact_run_once<'t>(&self, pieces: &[&'t str]) -> Vec<Cow<'t, str>> {
-        let borrowed = || pieces.iter().map(|p| Cow::Borrowed(*p)).collect();
+    /// One pass of [`HiddenUris::redact_run`]; `None` when it changes nothing.
+    fn redact_run_once<'t, I>(&self, pieces: I) -> Option<Vec<Cow<'t, str>>>
+    where
+        I: Iterator<Item = &'t str> + Clone,
+    {
         let check = self.pass_check();
-        let uris_pass = pieces.iter().all(|piece| check.uris_pass(piece));
-        if uris_pass && pieces.iter().all(|piece| self.scrub.passes(piece)) {
-            return borrowed();
+        let uris_pass = pieces.clone().all(|piece| check.uris_pass(piece));
+        if uris_pass && pieces.clone().all(|piece| self.scrub.passes(piece)) {
+            return None;
         }
-        let length: usize = pieces.iter().map(|piece| piece.len()).sum();
-        let mut kept = match pieces {
-            [_] => None,
-            _ if length <= KEPT_JOIN_BYTES => self.joined.try_borrow_mut().ok(),
+        let (count, length) = pieces.clone().fold((0, 0), |(count, length), piece| {
+            (count + 1, length + piece.len())
+        });
+        let one = match count {
+            1 => pieces.clone().next(),
             _ => None,
         };
-        let joined: Cow<'_, str> = match (pieces, kept.as_deref_mut()) {
-            ([one], _) => Cow::Borrowed(*one),
-            (_, Some(buffer)) => {
+        let mut kept = match one {
+            Some(_) => None,
+            None if length <= KEPT_JOIN_BYTES => self.joined.try_borrow_mut().ok(),
+            None => None,
+        };
+        let joined: Cow<'_, str> = match (one, kept.as_deref_mut()) {
+            (Some(one), _) => Cow::Borrowed(one),
+            (None, Some(buffer)) => {
                 buffer.clear();
-                pieces.iter().for_each(|piece| buffer.push_str(piece));
+                pieces.clone().for_each(|piece| buffer.push_str(piece));
                 Cow::Borrowed(buffer.as_str())
             }
-            (_, None) => Cow::Owned(pieces.concat()),
+            (None, None) => {
+                let mut joined = String::with_capacity(length);
+                pieces.clone().for_each(|piece| joined.push_str(piece));
+                Cow::Owned(joined)
+            }
         };
         // Both passes read the same original text: a url the first cuts short at an encoded
         // space leaves the rest of its secret to the second, which reads it whole.
@@ -360,14 +382,14 @@ impl HiddenUris {
         } else {
             self.merged_ranges(&joined)
         };
-        let merged = with_markers(links, self.scrub.spans_of_run(pieces, &joined));
+        let merged = with_markers(links, self.scrub.spans_of_run(pieces.clone(), &joined));
         if merged.is_empty() {
-            return borrowed();
+            return None;
         }
         // Each piece's share of the joined text: a link that began in an earlier piece leaves
         // no second placeholder.
         // The ranges are sorted and apart, so the first that can reach a piece only moves on.
-        let mut out = Vec::with_capacity(pieces.len());
+        let mut out = Vec::with_capacity(count);
         let mut piece_start = 0;
         let mut first = 0;
         for piece in pieces {
@@ -399,11 +421,11 @@ impl HiddenUris {
                 text.push_str(&joined[at..piece_end]);
                 out.push(Cow::Owned(text));
             } else {
-                out.push(Cow::Borrowed(*piece));
+                out.push(Cow::Borrowed(piece));
             }
             piece_start = piece_end;
         }
-        out
+        Some(out)
     }
 
     /// Where hidden uris and, when scanning, credential-shaped urls are in `joined`, as its
@@ -417,9 +439,15 @@ impl HiddenUris {
         {
             return merge(spans);
         }
-        spans.extend(if joined.len() > 2 * REDACT_WINDOW {
+        let plain = plain_case(joined);
+        spans.extend(if plain == Some(false) {
+            // The view of plain text with no upper case is the text itself, byte for byte:
+            // nothing to copy, however long (a window would copy a stretch with no terminator
+            // whole, and a list of urls, one a text, is one such stretch).
+            self.find_in_view(joined)
+        } else if joined.len() > 2 * REDACT_WINDOW {
             self.find_windowed(joined, REDACT_WINDOW)
-        } else if let Some(upper) = plain_case(joined) {
+        } else if let Some(upper) = plain {
             // The view of plain text is the text in lower case, byte for byte: no view to build
             // and no way back to map.
             let lower: Cow<'_, str> = if upper {

@@ -103,13 +103,17 @@ pub(crate) struct Scrubber {
 impl Scrubber {
     /// The byte ranges of `text` to withhold, sorted and merged.
     pub(crate) fn spans(&self, text: &str) -> Vec<(usize, usize)> {
-        self.spans_of_run(&[text], text)
+        self.spans_of_run([text], text)
     }
 
     /// The byte ranges of `joined`, the pieces side by side, to withhold. A registered secret
     /// is searched in the whole run, so one split across pieces is found; parameters and token
     /// formats in each piece alone, so a token at a piece's end never runs on into the next.
-    pub(crate) fn spans_of_run(&self, pieces: &[&str], joined: &str) -> Vec<(usize, usize)> {
+    pub(crate) fn spans_of_run<'t>(
+        &self,
+        pieces: impl IntoIterator<Item = &'t str>,
+        joined: &str,
+    ) -> Vec<(usize, usize)> {
         // Sorted and merged, as `Sweep` reads them.
         let hits = self.secrets.hits(joined);
         let mut spans = Vec::new();
