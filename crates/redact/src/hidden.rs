@@ -362,7 +362,7 @@ impl HiddenUris {
             None if length <= KEPT_JOIN_BYTES => self.joined.try_borrow_mut().ok(),
             None => None,
         };
-        let joined: Cow<'_, str> = match (one, kept.as_deref_mut()) {
+        let mut joined: Cow<'_, str> = match (one, kept.as_deref_mut()) {
             (Some(one), _) => Cow::Borrowed(one),
             (None, Some(buffer)) => {
                 buffer.clear();
@@ -376,13 +376,19 @@ impl HiddenUris {
             }
         };
         // Both passes read the same original text: a url the first cuts short at an encoded
-        // space leaves the rest of its secret to the second, which reads it whole.
+        // space leaves the rest of its secret to the second, which reads it whole. The
+        // registered secrets are looked for first, as the first pass may turn a joined text
+        // of its own into its view; the second pass reads each piece itself, and none that
+        // lies whole in a withheld link (what it finds there would be withheld with it).
+        let hits = self.scrub.hits(&joined);
         let links = if uris_pass {
             Vec::new()
         } else {
-            self.merged_ranges(&joined)
+            self.merged_ranges(&mut joined)
         };
-        let merged = with_markers(links, self.scrub.spans_of_run(pieces.clone(), &joined));
+        drop(joined);
+        let scrubbed = self.scrub.spans_of_pieces(pieces.clone(), hits, &links);
+        let merged = with_markers(links, scrubbed);
         if merged.is_empty() {
             return None;
         }
@@ -411,14 +417,14 @@ impl HiddenUris {
                     continue;
                 }
                 changed = true;
-                text.push_str(&joined[at..start.max(piece_start)]);
+                text.push_str(&piece[at - piece_start..start.max(piece_start) - piece_start]);
                 if start >= piece_start {
                     text.push_str(marker);
                 }
                 at = end.min(piece_end);
             }
             if changed {
-                text.push_str(&joined[at..piece_end]);
+                text.push_str(&piece[at - piece_start..]);
                 out.push(Cow::Owned(text));
             } else {
                 out.push(Cow::Borrowed(piece));
@@ -430,7 +436,10 @@ impl HiddenUris {
 
     /// Where hidden uris and, when scanning, credential-shaped urls are in `joined`, as its
     /// byte ranges, in order, those that overlap or touch merged.
-    fn merged_ranges(&self, joined: &str) -> Vec<(usize, usize)> {
+    ///
+    /// A joined text of its own that is plain ([`plain_case`]) is turned into its view in place:
+    /// the text in lower case.
+    fn merged_ranges(&self, joined: &mut Cow<'_, str>) -> Vec<(usize, usize)> {
         // Only urls are looked for, or patterns the text surely lacks (decision 0099), and the
         // text's view can hold no url: no view to make.
         let mut spans = self.decoded_ranges(joined);
@@ -440,29 +449,36 @@ impl HiddenUris {
             return merge(spans);
         }
         let plain = plain_case(joined);
-        spans.extend(if plain == Some(false) {
-            // The view of plain text with no upper case is the text itself, byte for byte:
-            // nothing to copy, however long (a window would copy a stretch with no terminator
-            // whole, and a list of urls, one a text, is one such stretch).
-            self.find_in_view(joined)
-        } else if joined.len() > 2 * REDACT_WINDOW {
-            self.find_windowed(joined, REDACT_WINDOW)
-        } else if let Some(upper) = plain {
-            // The view of plain text is the text in lower case, byte for byte: no view to build
-            // and no way back to map.
-            let lower: Cow<'_, str> = if upper {
-                Cow::Owned(joined.to_ascii_lowercase())
+        spans.extend(
+            if let (Some(upper), Cow::Owned(text)) = (plain, &mut *joined) {
+                // The view of plain text is the text in lower case, byte for byte: made in place,
+                // however long (a window would copy a stretch with no terminator whole, and a list
+                // of urls, one a text, is one such stretch).
+                if upper {
+                    text.make_ascii_lowercase();
+                }
+                self.find_in_view(text)
+            } else if plain == Some(false) {
+                self.find_in_view(joined)
+            } else if joined.len() > 2 * REDACT_WINDOW {
+                self.find_windowed(joined, REDACT_WINDOW)
+            } else if let Some(upper) = plain {
+                // The view of plain text is the text in lower case, byte for byte: no view to build
+                // and no way back to map.
+                let lower: Cow<'_, str> = if upper {
+                    Cow::Owned(joined.to_ascii_lowercase())
+                } else {
+                    Cow::Borrowed(joined)
+                };
+                self.find_in_view(&lower)
             } else {
-                Cow::Borrowed(joined)
-            };
-            self.find_in_view(&lower)
-        } else {
-            let view = View::of(joined);
-            self.find_in_view(&view.text)
-                .into_iter()
-                .map(|(start, end)| view.origin(start, end))
-                .collect()
-        });
+                let view = View::of(joined);
+                self.find_in_view(&view.text)
+                    .into_iter()
+                    .map(|(start, end)| view.origin(start, end))
+                    .collect()
+            },
+        );
         if spans.len() < 2 {
             return spans;
         }
@@ -1281,6 +1297,54 @@ mod tests {
                 proptest::prop_assert_eq!(uris.redact_label(label), alone);
                 proptest::prop_assert_eq!(uris.take_found(), alone_found);
             }
+        }
+    }
+
+    /// Words of runs whose urls withhold whole pieces: urls with a credential, in upper case
+    /// and lower, secrets the second pass finds alone, and white space that ends a url.
+    const RUN_WORDS: &[&str] = &[
+        "https://a.example/x?token=SECRET1",
+        "HTTPS://A.EXAMPLE/Y?TOKEN=SECRET2",
+        "https://files.example/q3?sig=abcdef0123456789",
+        "https://u:p@b.example/",
+        "plain words ",
+        "token=tok.en.value",
+        "AKIAIOSFODNN7EXAMPLE",
+        " ",
+        "\n",
+        "https:",
+        "//",
+        "Q",
+    ];
+
+    proptest::proptest! {
+        /// A run's ranges are those of both passes read over the whole joined text: reading
+        /// the registered secrets first, turning a joined text of its own into its view in
+        /// place, and leaving out the pieces that lie whole in a withheld link change nothing.
+        #[test]
+        fn a_run_withholds_what_both_passes_read_whole_withhold(
+            pieces in proptest::collection::vec(
+                proptest::collection::vec(proptest::sample::select(RUN_WORDS), 0..4),
+                1..8,
+            ),
+            scan: bool,
+            many: bool,
+        ) {
+            let pieces: Vec<String> = pieces.iter().map(|words| words.concat()).collect();
+            let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+            let uris = hidden_uris(scan, many);
+            let joined = pieces.concat();
+            let whole = {
+                let links = uris.merged_ranges(&mut Cow::Borrowed(&joined));
+                with_markers(links, uris.scrub.spans_of_run(pieces.iter().copied(), &joined))
+            };
+            let whole_found = uris.take_found();
+            let hits = uris.scrub.hits(&joined);
+            let links = uris.merged_ranges(&mut Cow::Owned(joined.clone()));
+            let skipped = uris.scrub.spans_of_pieces(pieces.iter().copied(), hits, &links);
+            let fast = with_markers(links, skipped);
+            proptest::prop_assert_eq!(fast, whole);
+            proptest::prop_assert_eq!(uris.take_found(), whole_found);
         }
     }
 

@@ -114,15 +114,44 @@ impl Scrubber {
         pieces: impl IntoIterator<Item = &'t str>,
         joined: &str,
     ) -> Vec<(usize, usize)> {
-        // Sorted and merged, as `Sweep` reads them.
-        let hits = self.secrets.hits(joined);
+        self.spans_of_pieces(pieces, self.hits(joined), &[])
+    }
+
+    /// The registered secrets' hits in `joined`, sorted and merged.
+    pub(crate) fn hits(&self, joined: &str) -> Vec<(usize, usize)> {
+        self.secrets.hits(joined)
+    }
+
+    /// [`Scrubber::spans_of_run`], given the registered secrets' hits in the joined text
+    /// ([`Scrubber::hits`]) and ranges of it the caller withholds anyway (`withheld`, sorted
+    /// and apart): a piece that lies whole in one is not read, as whatever it holds is
+    /// withheld with it. A run of a million texts each in one withheld url costs no range a
+    /// text.
+    pub(crate) fn spans_of_pieces<'t>(
+        &self,
+        pieces: impl IntoIterator<Item = &'t str>,
+        hits: Vec<(usize, usize)>,
+        withheld: &[(usize, usize)],
+    ) -> Vec<(usize, usize)> {
         let mut spans = Vec::new();
         if self.scan {
             // The registered secrets' hits, read beside each piece in turn: a run of many pieces
             // and many hits costs their sum, not their product.
             let mut hits = Sweep::new(&hits);
             let mut offset = 0;
+            let mut cover = 0;
             for piece in pieces {
+                let piece_end = offset + piece.len();
+                while withheld.get(cover).is_some_and(|range| range.1 < piece_end) {
+                    cover += 1;
+                }
+                if withheld
+                    .get(cover)
+                    .is_some_and(|range| range.0 <= offset && piece_end <= range.1)
+                {
+                    offset = piece_end;
+                    continue;
+                }
                 let shift = |(start, end): (usize, usize)| (offset + start, offset + end);
                 let credentials: Vec<(usize, usize)> = formats::credentials_in(piece)
                     .iter()
@@ -250,18 +279,25 @@ impl<'s> Sweep<'s> {
     }
 }
 
-/// Sorted ranges with overlapping and touching ones joined.
+/// Sorted ranges with overlapping and touching ones joined, in place: a run of a million
+/// texts may give a million ranges.
 pub(crate) fn merge(mut spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
     spans.retain(|&(start, end)| start < end);
     spans.sort_unstable();
-    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
-    for (start, end) in spans {
-        match merged.last_mut() {
+    let mut kept: usize = 0;
+    for at in 0..spans.len() {
+        let (start, end) = spans[at];
+        match kept.checked_sub(1).map(|last| &mut spans[last]) {
             Some(last) if start <= last.1 => last.1 = last.1.max(end),
-            _ => merged.push((start, end)),
+            _ => {
+                spans[kept] = (start, end);
+                kept += 1;
+            }
         }
     }
-    merged
+    spans.truncate(kept);
+    spans.shrink_to_fit();
+    spans
 }
 
 #[cfg(test)]
