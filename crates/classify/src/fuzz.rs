@@ -80,13 +80,18 @@ fn view_reads_as(value: &Value, view: &ResultView<'_>) {
                         .filter(|(key, v)| {
                             !v.is_string()
                                 && (key.as_str() != "resource" || !v.is_object())
-                                && (KNOWN.contains(&key.as_str()) || read_nested(key, v))
+                                && (KNOWN.contains(&key.as_str()) || read_nested(v))
                         })
                         .map(|(_, v)| v)
                         .collect();
                     kept.sort_by_key(|v| v.to_string());
                     expected.sort_by_key(|v| v.to_string());
                     assert_eq!(kept, expected, "values kept for the uri walk");
+                    let flagged = match view {
+                        BlockView::Object(object) => object.for_the_user_alone(),
+                        _ => false,
+                    };
+                    assert_eq!(flagged, user_alone(object), "for the user alone");
                 }
             }
         }
@@ -96,9 +101,8 @@ fn view_reads_as(value: &Value, view: &ResultView<'_>) {
 }
 
 /// Whether another field's value is one a reader may use, said here on its own: an object or
-/// an array holding the string `type` anywhere (a key or a value), or `annotations` whose
-/// `audience` is one or more `"user"` and nothing else.
-fn read_nested(key: &str, value: &Value) -> bool {
+/// an array holding the string `type` anywhere (a key or a value).
+fn read_nested(value: &Value) -> bool {
     fn holds(value: &Value, word: &str) -> bool {
         match value {
             Value::String(s) => s == word,
@@ -107,14 +111,18 @@ fn read_nested(key: &str, value: &Value) -> bool {
             _ => false,
         }
     }
-    let user_alone = match value.get("audience") {
+    (value.is_object() || value.is_array()) && holds(value, "type")
+}
+
+/// Whether a block's `annotations` name the user alone, said here on its own: an object whose
+/// `audience` is one or more `"user"` and nothing else.
+fn user_alone(block: &serde_json::Map<String, Value>) -> bool {
+    match block.get("annotations").and_then(|a| a.get("audience")) {
         Some(Value::Array(roles)) => {
             !roles.is_empty() && roles.iter().all(|role| role.as_str() == Some("user"))
         }
         _ => false,
-    };
-    (value.is_object() || value.is_array())
-        && (holds(value, "type") || (key == "annotations" && user_alone))
+    }
 }
 
 /// The fields an [`ObjectView`](crate::ObjectView) keeps by name.

@@ -113,6 +113,9 @@ pub(crate) const SIZE_BYTES: usize = 10;
 pub(crate) const DIGEST: usize = 11;
 pub(crate) const RESOURCE: usize = 12;
 pub(crate) const NESTED: usize = 13;
+/// Not a field but a flag, a presence bit with no value: the object's `annotations` name the
+/// user alone as its audience ([`for_the_user_alone`]; decision 0155).
+pub(crate) const USER_ALONE: usize = 14;
 
 /// A known field's place by its name: its index in [`FIELDS`].
 pub(crate) fn field_at(name: &str) -> Option<usize> {
@@ -177,7 +180,7 @@ fn known_kind(kind: u8) -> Option<&'static Entry<'static>> {
 /// The presence bits of the values in an allocation: all of `present` but a `type` that `kind`
 /// says.
 fn stored_bits(present: u16, kind: u8) -> u16 {
-    present & !(u16::from(kind != 0) << KIND)
+    present & !(u16::from(kind != 0) << KIND) & !(1 << USER_ALONE)
 }
 
 /// [`Held::kind`] for a `type` read as `value`: its place in [`BLOCK_TYPES`] from 1, or 0.
@@ -323,15 +326,22 @@ impl<'de> ObjectView<'de> {
         }
     }
 
-    /// Every other field whose value is an object or an array a reader may use, by name, in
-    /// order: one that holds the string `type` (a key or a value, at any depth), where a content
-    /// block may sit; or `annotations` whose audience is the user alone
-    /// ([`for_the_user_alone`]). Any other is dropped as it is read (decision 0152).
+    /// Every other field whose value is an object or an array that holds the string `type` (a
+    /// key or a value, at any depth), where a content block may sit, by name, in order. Any
+    /// other is dropped as it is read (decisions 0152 and 0155).
     pub fn nested(&self) -> &[(Cow<'de, str>, Value)] {
         match self.entry(NESTED) {
             Some(Entry::Nested(nested)) => nested,
             Some(Entry::Slot(_) | Entry::Object(_)) | None => &[],
         }
+    }
+
+    /// Whether the object's `annotations` (the last, where the key repeats, as in a `Value`)
+    /// name the user alone as its audience: an `audience` of one role or more, each `"user"`.
+    /// A block for the user alone is shown to the user, not the model; the view keeps this
+    /// answer, not the annotations (decision 0155).
+    pub fn for_the_user_alone(&self) -> bool {
+        self.0.present & (1 << USER_ALONE) != 0
     }
 
     /// The known fields' values that are JSON other than strings (a uri may sit in them), and
@@ -958,7 +968,10 @@ fn fields_of_value<'de>(
     let mut nested: Vec<(Cow<'de, str>, Value)> = Vec::new();
     for (key, value) in object {
         let Some(at) = field_at(key) else {
-            if may_be_read(key, value) {
+            if key == "annotations" && for_the_user_alone(value) {
+                present |= 1 << USER_ALONE;
+            }
+            if may_be_read(value) {
                 nested.push((Cow::Borrowed(key.as_str()), value.clone()));
             }
             continue;
@@ -1367,8 +1380,11 @@ fn read_fields_from<'de, A: MapAccess<'de>>(
         };
         let Some(at) = field_at(&key) else {
             let raw = map.next_value::<&'de RawValue>()?;
-            let value = nested_of_raw(&key, raw.get()).map_err(de::Error::custom)?;
+            let (value, user_alone) = nested_of_raw(&key, raw.get()).map_err(de::Error::custom)?;
             // A repeated key keeps only its last value, as a `Value` does.
+            if key == "annotations" {
+                present = (present & !(1 << USER_ALONE)) | u16::from(user_alone) << USER_ALONE;
+            }
             nested.retain(|(name, _)| *name != key);
             nested.extend(value.map(|value| (key, value)));
             continue;
@@ -1421,35 +1437,79 @@ impl<'de> Deserialize<'de> for Skip {
 }
 
 /// Another field's value, from its raw JSON: kept when a reader may use it ([`may_be_read`]),
-/// else checked as a `Value`'s parse checks it and dropped. A million tiny blocks that each
-/// carry `annotations` or `_meta` no reader looks in cost no `Value` each (decision 0152).
-fn nested_of_raw(key: &str, raw: &str) -> Result<Option<Value>, String> {
+/// else checked as a `Value`'s parse checks it and dropped; and, for `annotations`, whether
+/// they name the user alone ([`for_the_user_alone`]), which the view keeps as a flag. A
+/// million tiny blocks that each carry `annotations` or `_meta` cost no `Value` each
+/// (decisions 0152 and 0155).
+fn nested_of_raw(key: &str, raw: &str) -> Result<(Option<Value>, bool), String> {
     let escaped = memchr::memchr(b'\\', raw.as_bytes()).is_some();
     if raw.starts_with('"') && !escaped {
         // A plain string: serde_json has checked all a `Value` would.
-        return Ok(None);
+        return Ok((None, false));
     }
     mark_a_container(raw);
     // Without an escape, each string is spelt in the raw JSON as it is: one that a reader looks
     // for, quoted, is in the text whenever it is in the value.
     let named = |quoted: &[u8]| escaped || memchr::memmem::find(raw.as_bytes(), quoted).is_some();
+    let annotations = key == "annotations" && raw.starts_with('{');
+    if annotations && named(b"\"user\"") && !named(b"\"type\"") {
+        // Only the audience is read: a small struct, not a `Value`, checked as a `Value` is.
+        let audience: Audience = serde_json::from_str(raw).map_err(|error| error.to_string())?;
+        return Ok((None, audience.is_user_alone()));
+    }
     let container = raw.starts_with(['[', '{']);
-    if container && (named(b"\"type\"") || (key == "annotations" && named(b"\"user\""))) {
+    if container && named(b"\"type\"") {
         let value: Value = serde_json::from_str(raw).map_err(|error| error.to_string())?;
-        return Ok(may_be_read(key, &value).then_some(value));
+        let user_alone = key == "annotations" && for_the_user_alone(&value);
+        return Ok((may_be_read(&value).then_some(value), user_alone));
     }
     // Numbers in range and escapes that pair, as a `Value` would have them.
     serde_json::from_str::<Skip>(raw).map_err(|error| error.to_string())?;
-    Ok(None)
+    Ok((None, false))
+}
+
+/// An `annotations` object as [`for_the_user_alone`] reads it: its last `audience`, and every
+/// other field read and dropped as [`Skip`] reads it (as a `Value`'s parse would check it).
+struct Audience(Option<Value>);
+
+impl Audience {
+    fn is_user_alone(&self) -> bool {
+        self.0
+            .as_ref()
+            .and_then(Value::as_array)
+            .is_some_and(|roles| !roles.is_empty() && roles.iter().all(|role| role == "user"))
+    }
+}
+
+impl<'de> Deserialize<'de> for Audience {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct AudienceVisitor;
+        impl<'de> Visitor<'de> for AudienceVisitor {
+            type Value = Audience;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Audience, A::Error> {
+                let mut audience = None;
+                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                    if key == "audience" {
+                        audience = Some(map.next_value::<Value>()?);
+                    } else {
+                        map.next_value::<Skip>()?;
+                    }
+                }
+                Ok(Audience(audience))
+            }
+        }
+        deserializer.deserialize_map(AudienceVisitor)
+    }
 }
 
 /// Whether a reader may use another field's value: an object or an array that holds the
 /// string `type` (a key or a value, at any depth), where a content block may sit for the uri
-/// walk; or `annotations` whose audience is the user alone ([`for_the_user_alone`]), a block a
-/// host shows the user and not the model.
-fn may_be_read(key: &str, value: &Value) -> bool {
-    (value.is_object() || value.is_array())
-        && (holds_string(value, "type") || (key == "annotations" && for_the_user_alone(value)))
+/// walk.
+fn may_be_read(value: &Value) -> bool {
+    (value.is_object() || value.is_array()) && holds_string(value, "type")
 }
 
 /// Whether a block's `annotations` name the user alone as its audience: an `audience` of one
@@ -1871,28 +1931,45 @@ mod tests {
 
     /// Another field's value is kept exactly when a reader may use it, read from bytes as from
     /// a `Value`, however its strings are spelt; one dropped still fails where a `Value` fails.
+    /// Annotations for the user alone are kept as a flag, not a value (decision 0155).
     #[rstest::rstest]
-    #[case::priority(r#"{"priority":0.5}"#, "annotations", false)]
-    #[case::audience(r#"{"audience":["user"],"priority":0.5}"#, "annotations", true)]
-    #[case::audience_both(r#"{"audience":["user","assistant"]}"#, "annotations", false)]
-    #[case::audience_none(r#"{"audience":[]}"#, "annotations", false)]
+    #[case::priority(r#"{"priority":0.5}"#, "annotations", false, false)]
+    #[case::audience(r#"{"audience":["user"],"priority":0.5}"#, "annotations", false, true)]
+    #[case::audience_both(r#"{"audience":["user","assistant"]}"#, "annotations", false, false)]
+    #[case::audience_none(r#"{"audience":[]}"#, "annotations", false, false)]
     #[case::audience_twice(
         r#"{"audience":["user"],"audience":["assistant"]}"#,
         "annotations",
+        false,
         false
     )]
-    #[case::audience_elsewhere(r#"{"audience":["user"]}"#, "_meta", false)]
-    #[case::audience_escaped(r#"{"audi\u0065nce":["\u0075ser"]}"#, "annotations", true)]
-    #[case::a_block(r#"[{"type":"resource_link","uri":"u"}]"#, "_meta", true)]
-    #[case::type_escaped(r#"{"k":{"typ\u0065":1}}"#, "_meta", true)]
-    #[case::type_as_a_value(r#"["type"]"#, "x", true)]
-    #[case::other_escapes(r#"{"k":"a\nb"}"#, "x", false)]
-    #[case::typed_but_longer(r#"{"types":"typed"}"#, "x", false)]
-    #[case::overridden(r#"{"a":"type","a":1}"#, "x", false)]
+    #[case::audience_twice_user_last(
+        r#"{"audience":["assistant"],"audience":["user"]}"#,
+        "annotations",
+        false,
+        true
+    )]
+    #[case::audience_not_a_list(r#"{"audience":"user"}"#, "annotations", false, false)]
+    #[case::audience_other_role(r#"{"audience":["user",1]}"#, "annotations", false, false)]
+    #[case::audience_elsewhere(r#"{"audience":["user"]}"#, "_meta", false, false)]
+    #[case::audience_escaped(r#"{"audi\u0065nce":["\u0075ser"]}"#, "annotations", false, true)]
+    #[case::audience_and_a_block(
+        r#"{"audience":["user"],"x":[{"type":"resource_link","uri":"u"}]}"#,
+        "annotations",
+        true,
+        true
+    )]
+    #[case::a_block(r#"[{"type":"resource_link","uri":"u"}]"#, "_meta", true, false)]
+    #[case::type_escaped(r#"{"k":{"typ\u0065":1}}"#, "_meta", true, false)]
+    #[case::type_as_a_value(r#"["type"]"#, "x", true, false)]
+    #[case::other_escapes(r#"{"k":"a\nb"}"#, "x", false, false)]
+    #[case::typed_but_longer(r#"{"types":"typed"}"#, "x", false, false)]
+    #[case::overridden(r#"{"a":"type","a":1}"#, "x", false, false)]
     fn another_fields_value_is_kept_when_a_reader_may_use_it(
         #[case] value: &str,
         #[case] key: &str,
         #[case] kept: bool,
+        #[case] user_alone: bool,
     ) {
         let block = format!(r#"{{"type":"image","data":"AAAA","{key}":{value}}}"#);
         let bytes = format!("[{block}]");
@@ -1907,6 +1984,25 @@ mod tests {
             if kept {
                 assert_eq!(object.nested()[0].1, whole[key], "{block}");
             }
+            assert_eq!(object.for_the_user_alone(), user_alone, "{block}");
+        }
+        assert_eq!(from_bytes[0], from_value, "{block}");
+    }
+
+    /// A block's repeated `annotations` key keeps its last value, as a `Value` does: the flag
+    /// for the user alone is the last one's, and a text block flagged is no plain text.
+    #[rstest::rstest]
+    #[case::user_last(r#"{"priority":1},"annotations":{"audience":["user"]}"#, true)]
+    #[case::user_first(r#"{"audience":["user"]},"annotations":{"priority":1}"#, false)]
+    fn repeated_annotations_keep_the_last_ones_flag(#[case] both: &str, #[case] user: bool) {
+        let bytes = format!(r#"[{{"type":"text","text":"t","annotations":{both}}}]"#);
+        match &blocks(bytes.as_bytes())[0] {
+            BlockView::Object(object) => {
+                assert!(user);
+                assert!(object.for_the_user_alone());
+            }
+            BlockView::Text(_) => assert!(!user),
+            BlockView::Other(_) => panic!("an object or a text"),
         }
     }
 

@@ -185,17 +185,15 @@ impl<'v> Checked<'v> {
     }
 }
 
-/// Whether a result read from bytes may hold a block for the user alone: a block with an
-/// `annotations` object (any of them, where a key repeats) whose audience is the user. A
-/// result that may is read as a `Value`, where [`split`] decides.
+/// Whether a result read from bytes may hold a block for the user alone: a block whose
+/// `annotations` name the user alone as its audience, as the view reads them. A result that
+/// may is read as a `Value`, where [`split`] decides.
 fn may_hold_user_blocks(view: &mcpl_classify::ResultView<'_>) -> bool {
     let Some(mcpl_classify::ContentView::Blocks(blocks)) = &view.content else {
         return false;
     };
     blocks.iter().any(|block| match block {
-        mcpl_classify::BlockView::Object(object) => object.nested().iter().any(|(key, value)| {
-            key == "annotations" && Audience::of_annotations(Some(value)) == Audience::User
-        }),
+        mcpl_classify::BlockView::Object(object) => object.for_the_user_alone(),
         mcpl_classify::BlockView::Text(_) | mcpl_classify::BlockView::Other(_) => false,
     })
 }
