@@ -824,11 +824,14 @@ impl<'h> Projector<'h> {
 
     /// [`Projector::remember`] for urls already taken from the lane's search, in order.
     fn remember_found(&mut self, keys: impl IntoIterator<Item = String>) -> bool {
-        let mut learned = false;
+        let mut learned = 0;
         for key in keys {
-            learned |= self.registry.hidden_mut().insert_found(key);
+            learned += usize::from(self.registry.hidden_mut().insert_found(key));
         }
-        learned
+        // A pass that teaches more urls than the session holds evicts the first of them, so
+        // the next would teach those again, and so on: no pass can settle it, and it is not run
+        // again (a result with thousands of credential-shaped urls ran four times over).
+        learned > 0 && learned <= mcpl_redact::HIDDEN_SET_CAPACITY
     }
 
     /// Runs one pass of a lane again while it teaches the session a credential-shaped url it
@@ -2321,6 +2324,35 @@ mod tests {
         // The bytes are a PNG whatever the label says.
         assert_eq!(parts[0].media_type(), Some("image/png"));
         assert_eq!(parts[1].media_type(), None);
+    }
+
+    /// A pass that teaches the session more urls than it holds is not run again: the next
+    /// would teach again the first it evicted, and so on (a result of thousands of
+    /// credential-shaped urls ran four times over). One that teaches fewer runs again until
+    /// it teaches none.
+    #[test]
+    fn a_pass_that_teaches_more_urls_than_the_session_holds_is_not_run_again() {
+        let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
+        let server = ServerName::new("s");
+        let mut projector = Projector {
+            registry: &mut registry,
+            ledger: &mut ledger,
+            route: RouteId::Anthropic.route(),
+            server: &server,
+            uri_policy: UriPolicy::Hidden,
+        };
+        let capacity = mcpl_redact::HIDDEN_SET_CAPACITY;
+        for (count, passes) in [(10, 2), (capacity, 2), (capacity + 1, 1), (3 * capacity, 1)] {
+            let keys: Vec<String> = (0..count)
+                .map(|i| format!("https://a.example/{count}/x?token=t{i}"))
+                .collect();
+            let mut ran = 0;
+            projector.settled(|projector| {
+                ran += 1;
+                ((), projector.remember_found(keys.iter().cloned()))
+            });
+            assert_eq!(ran, passes, "{count} urls");
+        }
     }
 
     fn b64(bytes: &[u8]) -> String {
