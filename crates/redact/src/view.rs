@@ -413,6 +413,11 @@ mod tests {
                 MAX_URL_BYTES % 1000
             ),
             "only a credential-shaped one is withheld".to_owned(),
+            format!(
+                "(`HIDDEN_SET_CAPACITY` = {},{:03}) is not run again",
+                HIDDEN_SET_CAPACITY / 1000,
+                HIDDEN_SET_CAPACITY % 1000
+            ),
         ] {
             assert!(doc.contains(&claim), "{claim}");
         }
