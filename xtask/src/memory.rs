@@ -1,8 +1,9 @@
 //! `cargo xtask memory`: the peak resident memory of `mcpl project` (release build) on each
 //! input the memory target names (issues 18 and 31): the three standard workloads (written to
 //! files by mcpl-testkit's `write_workloads` example), a result of a million tiny text blocks,
-//! the same with `annotations` on each (an audience and a priority, decision 0152), a million
-//! text blocks of one url each (read as one run, decision 0153; still over its target),
+//! the same with `annotations` on each (an audience and a priority, decision 0152), the same for
+//! the user alone (kept as a flag, decision 0155), a million text blocks of one url each (read
+//! as one run, decisions 0153 and 0154),
 //! seven 200 MB texts: long lines, short lines, one line of many escapes, many small text
 //! blocks, and three with no place the first windows could cut (decision 0141): one line of CJK
 //! letters, one line of `\u00e9` escapes, and words that hold percent escapes; a 60 MB line of
@@ -68,6 +69,11 @@ pub(crate) fn memory(root: &Path) -> Result<(), String> {
         &inputs,
         "tiny-annotated",
         &tiny_blocks(TINY_BLOCKS, ANNOTATIONS),
+    )?);
+    files.push(write_input(
+        &inputs,
+        "tiny-user-blocks",
+        &tiny_blocks(TINY_BLOCKS, USER_ANNOTATIONS),
     )?);
     files.push(write_input(
         &inputs,
@@ -190,6 +196,9 @@ fn write_input(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, String> 
 /// The annotations each block of `tiny-annotated` carries: what MCP's annotations hold.
 const ANNOTATIONS: &str =
     r#", "annotations": {"audience": ["user", "assistant"], "priority": 0.5}"#;
+
+/// The annotations each block of `tiny-user-blocks` carries: a block for the user alone.
+const USER_ANNOTATIONS: &str = r#", "annotations": {"audience": ["user"], "priority": 0.5}"#;
 
 /// One result of `count` text blocks of a few bytes each, each with `more` (JSON members,
 /// after a comma) after its text.
