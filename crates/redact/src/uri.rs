@@ -391,24 +391,24 @@ impl<'v> Stretch<'v> {
     }
 }
 
-/// The first place of a byte at or after a place, for places that only grow.
-struct NextByte {
-    byte: u8,
-    /// The last answer, and how far the view was looked through for it.
+/// The first place at or after a place where something is, for places that only grow: the
+/// last answer is kept, and the view is looked through once.
+#[derive(Default)]
+struct Cursor {
     found: Option<usize>,
+    /// How far the view was looked through for the last answer.
     looked: usize,
 }
 
-impl NextByte {
-    fn new(byte: u8) -> Self {
-        NextByte {
-            byte,
-            found: None,
-            looked: 0,
-        }
-    }
-
-    fn at_or_after(&mut self, b: &[u8], from: usize, end: usize) -> Option<usize> {
+impl Cursor {
+    /// The first place at or after `from` (and before `end`) that `next` finds, where `next`
+    /// gives the first place at or after the one it is given.
+    fn at_or_after(
+        &mut self,
+        from: usize,
+        end: usize,
+        next: impl FnOnce(usize) -> Option<usize>,
+    ) -> Option<usize> {
         if let Some(at) = self.found
             && at >= from
         {
@@ -417,10 +417,31 @@ impl NextByte {
         if self.found.is_none() && self.looked >= end {
             return None;
         }
-        let from = from.max(self.looked);
-        self.found = memchr::memchr(self.byte, &b[from..end]).map(|at| from + at);
+        self.found = next(from.max(self.looked));
         self.looked = self.found.map_or(end, |at| at + 1);
         self.found
+    }
+}
+
+/// The first place of a byte at or after a place, for places that only grow.
+struct NextByte {
+    byte: u8,
+    cursor: Cursor,
+}
+
+impl NextByte {
+    fn new(byte: u8) -> Self {
+        NextByte {
+            byte,
+            cursor: Cursor::default(),
+        }
+    }
+
+    fn at_or_after(&mut self, b: &[u8], from: usize, end: usize) -> Option<usize> {
+        let byte = self.byte;
+        self.cursor.at_or_after(from, end, |from| {
+            memchr::memchr(byte, &b[from..end]).map(|at| from + at)
+        })
     }
 }
 
@@ -428,40 +449,30 @@ impl NextByte {
 /// for places that only grow.
 struct NextPair {
     hash_ends: bool,
-    found: Option<usize>,
-    looked: usize,
+    cursor: Cursor,
 }
 
 impl NextPair {
     fn new(hash_ends: bool) -> Self {
         NextPair {
             hash_ends,
-            found: None,
-            looked: 0,
+            cursor: Cursor::default(),
         }
     }
 
     fn at_or_after(&mut self, b: &[u8], from: usize, end: usize) -> Option<usize> {
-        if let Some(at) = self.found
-            && at >= from
-        {
-            return Some(at);
-        }
-        if self.found.is_none() && self.looked >= end {
-            return None;
-        }
-        let mut from = from.max(self.looked);
-        self.found = loop {
-            match memchr::memchr2(b'&', b';', &b[from..end]) {
-                None => break None,
-                Some(at) if pair_is_credential(b, from + at + 1, end, self.hash_ends) => {
-                    break Some(from + at);
+        let hash_ends = self.hash_ends;
+        self.cursor.at_or_after(from, end, |mut from| {
+            loop {
+                match memchr::memchr2(b'&', b';', &b[from..end]) {
+                    None => return None,
+                    Some(at) if pair_is_credential(b, from + at + 1, end, hash_ends) => {
+                        return Some(from + at);
+                    }
+                    Some(at) => from += at + 1,
                 }
-                Some(at) => from += at + 1,
             }
-        };
-        self.looked = self.found.map_or(end, |at| at + 1);
-        self.found
+        })
     }
 }
 
