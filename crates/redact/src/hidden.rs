@@ -462,15 +462,10 @@ impl HiddenUris {
                 self.find_in_view(joined)
             } else if joined.len() > 2 * REDACT_WINDOW {
                 self.find_windowed(joined, REDACT_WINDOW)
-            } else if let Some(upper) = plain {
-                // The view of plain text is the text in lower case, byte for byte: no view to build
-                // and no way back to map.
-                let lower: Cow<'_, str> = if upper {
-                    Cow::Owned(joined.to_ascii_lowercase())
-                } else {
-                    Cow::Borrowed(joined)
-                };
-                self.find_in_view(&lower)
+            } else if plain == Some(true) {
+                // Borrowed plain text with upper case: its view is a lower-case copy, with no way
+                // back to map.
+                self.find_in_view(&joined.to_ascii_lowercase())
             } else {
                 let view = View::of(joined);
                 self.find_in_view(&view.text)

@@ -498,7 +498,7 @@ fn pair_is_credential(b: &[u8], at: usize, end: usize, hash_ends: bool) -> bool 
 
 /// Where the last JWT [`has_jwt`] finds in `b` starts, of those that start at `from` or later:
 /// `eyj`, base64url to ten characters at least, a dot, ten more at least, a dot. Each run of
-/// base64url is read once.
+/// base64url is read twice at most (as a JWT's second part, then as a run of its own).
 fn last_jwt(b: &[u8], from: usize) -> Option<usize> {
     let is_b64 = |c: u8| c.is_ascii_alphanumeric() || c == b'-' || c == b'_';
     let mut last = None;
