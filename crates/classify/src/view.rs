@@ -1474,10 +1474,7 @@ struct Audience(Option<Value>);
 
 impl Audience {
     fn is_user_alone(&self) -> bool {
-        self.0
-            .as_ref()
-            .and_then(Value::as_array)
-            .is_some_and(|roles| !roles.is_empty() && roles.iter().all(|role| role == "user"))
+        names_the_user_alone(self.0.as_ref())
     }
 }
 
@@ -1515,8 +1512,12 @@ fn may_be_read(value: &Value) -> bool {
 /// Whether a block's `annotations` name the user alone as its audience: an `audience` of one
 /// role or more, each `"user"`.
 fn for_the_user_alone(annotations: &Value) -> bool {
-    annotations
-        .get("audience")
+    names_the_user_alone(annotations.get("audience"))
+}
+
+/// Whether an `audience` names the user alone: a list of one role or more, each `"user"`.
+fn names_the_user_alone(audience: Option<&Value>) -> bool {
+    audience
         .and_then(Value::as_array)
         .is_some_and(|roles| !roles.is_empty() && roles.iter().all(|role| role == "user"))
 }
