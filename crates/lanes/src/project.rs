@@ -606,7 +606,7 @@ impl<'a> ToolResult<'a> {
 
     /// The content array's blocks from the one at `start`, as [`ToolResult::blocks`] gives
     /// them.
-    fn blocks_from(&self, start: usize) -> impl Iterator<Item = Block<'a>> + 'a {
+    fn blocks_from(&self, start: usize) -> impl Iterator<Item = Block<'a>> + Clone + 'a {
         let views: &'a [BlockView<'a>] = self.views.unwrap_or_default();
         views
             .get(start..)
@@ -618,12 +618,9 @@ impl<'a> ToolResult<'a> {
     /// The texts of the content array's blocks `start..end`, which are all texts (a run), as
     /// [`ToolResult::blocks`] gives them; an iterator that may be cloned to read them again.
     fn texts_in(&self, start: usize, end: usize) -> impl Iterator<Item = &'a str> + Clone + 'a {
-        let views: &'a [BlockView<'a>] = self.views.unwrap_or_default();
-        views
-            .get(start..end)
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|view| text_of(&view.classify()))
+        self.blocks_from(start)
+            .take(end.saturating_sub(start))
+            .filter_map(|block| text_of(&block))
     }
 
     /// How many blocks the content array holds; none when it is not an array.
@@ -2297,15 +2294,9 @@ mod tests {
         let uris: Vec<&str> = result.references().map(|r| r.uri).collect();
         assert_eq!(uris, ["https://files.example/a"]);
 
-        let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
-        let server = ServerName::new("s");
-        let mut projector = Projector {
-            registry: &mut registry,
-            ledger: &mut ledger,
-            route: RouteId::Anthropic.route(),
-            server: &server,
-            uri_policy: UriPolicy::Hidden,
-        };
+        let mut parts = TestParts::new();
+
+        let mut projector = parts.projector(RouteId::Anthropic);
         let copies = projector.tool_result(&result);
         let LiveCopy::Native(parts) = &copies.live else {
             panic!("not native: {:?}", copies.live);
@@ -2332,15 +2323,8 @@ mod tests {
     /// it teaches none.
     #[test]
     fn a_pass_that_teaches_more_urls_than_the_session_holds_is_not_run_again() {
-        let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
-        let server = ServerName::new("s");
-        let mut projector = Projector {
-            registry: &mut registry,
-            ledger: &mut ledger,
-            route: RouteId::Anthropic.route(),
-            server: &server,
-            uri_policy: UriPolicy::Hidden,
-        };
+        let mut parts = TestParts::new();
+        let mut projector = parts.projector(RouteId::Anthropic);
         let capacity = mcpl_redact::HIDDEN_SET_CAPACITY;
         for (count, passes) in [(10, 2), (capacity, 2), (capacity + 1, 1), (3 * capacity, 1)] {
             let keys: Vec<String> = (0..count)
@@ -2355,21 +2339,42 @@ mod tests {
         }
     }
 
+    /// What a test's projector borrows: a seeded registry and ledger, and a server.
+    struct TestParts {
+        registry: Registry,
+        ledger: ImageLedger,
+        server: ServerName,
+    }
+
+    impl TestParts {
+        fn new() -> TestParts {
+            TestParts {
+                registry: Registry::with_seed(1),
+                ledger: ImageLedger::with_seed(2),
+                server: ServerName::new("s"),
+            }
+        }
+
+        /// A projector on `route` that hides every uri a block carries.
+        fn projector(&mut self, route: RouteId) -> Projector<'_> {
+            Projector::new(
+                &mut self.registry,
+                &mut self.ledger,
+                route.route(),
+                &self.server,
+                UriPolicy::Hidden,
+            )
+        }
+    }
+
     fn b64(bytes: &[u8]) -> String {
         base64::engine::general_purpose::STANDARD.encode(bytes)
     }
 
     /// Both copies of `result` on `route`.
     fn copies_on<'a>(route: RouteId, read: &'a ResultView<'a>) -> (String, LiveCopy<'a>) {
-        let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
-        let server = ServerName::new("s");
-        let mut projector = Projector {
-            registry: &mut registry,
-            ledger: &mut ledger,
-            route: route.route(),
-            server: &server,
-            uri_policy: UriPolicy::Hidden,
-        };
+        let mut parts = TestParts::new();
+        let mut projector = parts.projector(route);
         let parsed = ToolResult::from_view(read);
         let copies = projector.tool_result(&parsed);
         (copies.stored.into_owned(), copies.live)
@@ -2391,15 +2396,8 @@ mod tests {
         let view = mcpl_classify::ResultView::parse(bytes.as_bytes()).unwrap();
         let read = crate::ResultView::of_value(&result);
         for parsed in [ToolResult::from_view(&read), ToolResult::from_view(&view)] {
-            let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
-            let server = ServerName::new("s");
-            let mut projector = Projector {
-                registry: &mut registry,
-                ledger: &mut ledger,
-                route: RouteId::Anthropic.route(),
-                server: &server,
-                uri_policy: UriPolicy::Hidden,
-            };
+            let mut parts = TestParts::new();
+            let mut projector = parts.projector(RouteId::Anthropic);
             let copies = projector.tool_result(&parsed);
             let parts: Vec<&str> = copies.stored_parts().collect();
             assert_eq!(parts.len(), 6, "{parts:?}");
@@ -2420,15 +2418,8 @@ mod tests {
             {"type": "image", "mimeType": "image/png", "data": png},
             {"type": "text", "text": ""},
         ]});
-        let (mut registry, mut ledger) = (Registry::with_seed(1), ImageLedger::with_seed(2));
-        let server = ServerName::new("s");
-        let mut projector = Projector {
-            registry: &mut registry,
-            ledger: &mut ledger,
-            route: RouteId::Anthropic.route(),
-            server: &server,
-            uri_policy: UriPolicy::Hidden,
-        };
+        let mut parts = TestParts::new();
+        let mut projector = parts.projector(RouteId::Anthropic);
         let read = crate::ResultView::of_value(&result);
         let parsed = ToolResult::from_view(&read);
         let copies = projector.tool_result(&parsed);
