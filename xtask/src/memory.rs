@@ -7,7 +7,9 @@
 //! seven 200 MB texts: long lines, short lines, one line of many escapes, many small text
 //! blocks, and three with no place the first windows could cut (decision 0141): one line of CJK
 //! letters, one line of `\u00e9` escapes, and words that hold percent escapes; a 60 MB line of
-//! base64 (decision 0143); a 40 MB result of structured content, small rows (decision 0142);
+//! base64 (decision 0143); a 10 MB result of small text blocks with a few escapes each, where
+//! what redaction holds for a window is most of the peak (decision 0157); a 40 MB result of
+//! structured content, small rows (decision 0142);
 //! a 40 MB result of small images, each spilled as a file of its own (decision 0147); and a
 //! 40 MB result of resource links with signed urls, whose hidden-uri patterns were most of a
 //! run's memory (decision 0151; still over its target). One line per
@@ -34,6 +36,14 @@ const BASE64_BYTES: usize = 60_000_000;
 const STRUCTURED_BYTES: usize = 40_000_000;
 /// The small payloads input's size: about 90,000 images of 445 bytes of JSON each.
 const PAYLOAD_BYTES: usize = 40_000_000;
+/// The escaped blocks input's size: small enough that what redaction holds for each window of
+/// text it decodes, not the input, is most of the peak (decision 0157).
+const ESCAPED_BYTES: usize = 10_000_000;
+/// What each block of `text-small-blocks` says after its number.
+const SENTENCE: &str = "the quick brown fox jumps over the lazy dog";
+/// What each block of `escaped-blocks` says after its number: a few escapes to decode (a
+/// percent-encoding, an HTML reference, a JSON escape) and a link.
+const ESCAPED_SENTENCE: &str = r"see name%20with%2Fslash &amp; caf\\u00e9 at https://h.example/x";
 /// The signed links input's size: about 250,000 links of 160 bytes of JSON each.
 const LINK_BYTES: usize = 40_000_000;
 
@@ -98,7 +108,12 @@ pub(crate) fn memory(root: &Path) -> Result<(), String> {
     files.push(write_input(
         &inputs,
         "text-small-blocks",
-        &small_blocks(TEXT_BYTES),
+        &small_blocks(TEXT_BYTES, SENTENCE),
+    )?);
+    files.push(write_input(
+        &inputs,
+        "escaped-blocks",
+        &small_blocks(ESCAPED_BYTES, ESCAPED_SENTENCE),
     )?);
     files.push(write_input(
         &inputs,
@@ -266,8 +281,8 @@ fn long_line() -> String {
     line
 }
 
-/// One result of about `bytes` bytes of small text blocks, a short sentence each.
-fn small_blocks(bytes: usize) -> Vec<u8> {
+/// One result of about `bytes` bytes of small text blocks, each `block <i>: ` then `sentence`.
+fn small_blocks(bytes: usize, sentence: &str) -> Vec<u8> {
     let mut json = String::with_capacity(bytes + 64);
     json.push_str(r#"{"content": ["#);
     let mut i = 0u64;
@@ -276,7 +291,7 @@ fn small_blocks(bytes: usize) -> Vec<u8> {
             json.push(',');
         }
         json.push_str(&format!(
-            r#"{{"type": "text", "text": "block {i}: the quick brown fox jumps over the lazy dog"}}"#
+            r#"{{"type": "text", "text": "block {i}: {sentence}"}}"#
         ));
         i += 1;
     }
@@ -438,8 +453,8 @@ fn measure(mcpl: &Path, file: &Path, spill: &Path) -> Result<(u64, Duration), St
 #[cfg(test)]
 mod tests {
     use super::{
-        ANNOTATIONS, big_text, long_line, one_run, signed_links, small_blocks, tiny_blocks,
-        url_blocks,
+        ANNOTATIONS, ESCAPED_SENTENCE, SENTENCE, big_text, long_line, one_run, signed_links,
+        small_blocks, tiny_blocks, url_blocks,
     };
 
     #[test]
@@ -475,7 +490,13 @@ mod tests {
             let run: serde_json::Value = serde_json::from_slice(&run).unwrap();
             assert!(run["content"][0]["text"].as_str().unwrap().len() > 9_000);
         }
-        let blocks = small_blocks(30_000);
+        let escaped: serde_json::Value =
+            serde_json::from_slice(&small_blocks(300, ESCAPED_SENTENCE)).unwrap();
+        assert_eq!(
+            escaped["content"][1]["text"],
+            r"block 1: see name%20with%2Fslash &amp; caf\u00e9 at https://h.example/x"
+        );
+        let blocks = small_blocks(30_000, SENTENCE);
         assert!((30_000..30_200).contains(&blocks.len()), "{}", blocks.len());
         let blocks: serde_json::Value = serde_json::from_slice(&blocks).unwrap();
         assert!(blocks["content"].as_array().unwrap().len() > 300);

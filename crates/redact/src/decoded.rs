@@ -117,15 +117,15 @@ pub(crate) struct Window<'t> {
 /// reaches across either, as each is spelled in ASCII.
 ///
 /// A stretch with no such place for twice `size` (one line of base64, of minified JSON) is cut
-/// anyway, every quarter of `size`, and each window after such a cut begins a sixty-fourth of
-/// `size` before it, at its `edge` (decision 0143): an escape cut there is whole in the next
+/// anyway, every quarter of `size`, and each window after such a cut begins a sixteenth of
+/// `size` before it, at its `edge` (decisions 0143, 0157): an escape cut there is whole in the next
 /// window, as is a finding no longer than that, and a run the cut falls in is read from the
 /// edge at every alignment. Its views, several bytes for each of its bytes, are never made
 /// whole.
 pub(crate) fn windows(text: &str, size: usize) -> impl Iterator<Item = Window<'_>> {
     let size = size.max(1);
     let forced = (size / 4).max(2);
-    windows_forced(text, size, forced, (size / 64).clamp(1, forced / 2))
+    windows_forced(text, size, forced, (size / 16).clamp(1, forced / 2))
 }
 
 /// [`windows`], a stretch with no place to cut cut every `forced` bytes, each window after such

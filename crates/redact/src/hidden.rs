@@ -645,7 +645,10 @@ impl HiddenUris {
 
 /// How many bytes of a text redaction reads at a time: a text more than twice as long is read
 /// in windows about this long ([`HiddenUris::find_windowed`]), so its whole view is never made.
-pub(crate) const REDACT_WINDOW: usize = 1 << 20;
+/// A view holds several bytes for each byte of its window, and the layers below it twelve a
+/// character, two at once: windows of a mebibyte held some fifty mebibytes whatever the text
+/// (decision 0157).
+pub(crate) const REDACT_WINDOW: usize = 256 << 10;
 
 /// The bytes of the text a range of one character of the whole view came from, given the
 /// pieces the text was cut into (each one's offset, its view's offset, its view).
@@ -1521,5 +1524,30 @@ mod tests {
         #[case] shown: bool,
     ) {
         assert_eq!(is_credential_free(uri), shown);
+    }
+
+    /// The docs state the window redaction reads a long text in as the code has it: its views
+    /// grow with the window, so the window bounds what redaction holds (decision 0157).
+    #[test]
+    fn the_docs_name_the_window_a_long_text_is_read_in() {
+        let (window, threshold) = (REDACT_WINDOW >> 10, REDACT_WINDOW >> 9);
+        let redaction = include_str!("../../../docs/redaction.md").replace('\n', " ");
+        let claim =
+            format!("A text longer than {threshold} KiB is read a window of about {window} KiB");
+        assert!(redaction.contains(&claim), "{claim}");
+        let architecture = include_str!("../../../docs/architecture.md").replace('\n', " ");
+        let claim = format!("A text over {threshold} KiB is read a window of about {window} KiB");
+        assert!(architecture.contains(&claim), "{claim}");
+        // Cut anyway every quarter window, each window reaching back a sixteenth.
+        let forced = format!(
+            "they cut anyway, every {} KiB or more, into windows that overlap by {} KiB",
+            REDACT_WINDOW >> 12,
+            REDACT_WINDOW >> 14
+        );
+        assert!(architecture.contains(&forced), "{forced}");
+        let text = "x".repeat(3 * REDACT_WINDOW);
+        let windows: Vec<_> = decoded::windows(&text, REDACT_WINDOW).collect();
+        assert_eq!(windows[1].at, REDACT_WINDOW / 4 - REDACT_WINDOW / 16);
+        assert!(windows.iter().all(|w| w.text.len() <= 2 * REDACT_WINDOW));
     }
 }

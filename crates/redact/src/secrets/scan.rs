@@ -82,8 +82,10 @@ pub(crate) fn plain_and_built(matcher: &Matcher, text: &str) -> [Vec<(u32, u32)>
 }
 
 /// A text over twice this many bytes is searched a window at a time (decision 0141): its
-/// views and skeletons, several bytes for each of its bytes, are never made whole.
-const SCAN_WINDOW: usize = 1 << 20;
+/// views and skeletons, several bytes for each of its bytes, are never made whole. A window of
+/// a mebibyte held some fifty mebibytes of them whatever the text; a quarter of that holds a
+/// quarter (decision 0157).
+const SCAN_WINDOW: usize = crate::hidden::REDACT_WINDOW;
 
 /// How many skeleton bytes more than the longest skeleton two windows share: a match that
 /// begins at a decoded character's literal reading ([`Scan::resume`]) reads the literal in place
