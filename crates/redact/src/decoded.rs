@@ -111,31 +111,55 @@ pub(crate) struct Window<'t> {
     run_from: usize,
 }
 
-/// `text` in windows of about `size` bytes: the whole text when it is at most twice as long,
-/// else cut after white space that ends no soft line break (`=` then a line break), or between
-/// two characters outside ASCII (a line of CJK text has no space): no escape or encoded run
-/// reaches across either, as each is spelled in ASCII.
+/// `text` in windows of about a quarter of `size` bytes: the whole text when it is at most half
+/// `size`, else cut after white space that ends no soft line break (`=` then a line break), or
+/// between two characters outside ASCII (a line of CJK text has no space): no escape or encoded
+/// run reaches across either, as each is spelled in ASCII. Where the first such place is
+/// further on, the window runs to it; a text of at most twice `size` with no such place is one
+/// window.
 ///
 /// A stretch with no such place for twice `size` (one line of base64, of minified JSON) is cut
 /// anyway, every quarter of `size`, and each window after such a cut begins a sixteenth of
-/// `size` before it, at its `edge` (decisions 0143, 0157): an escape cut there is whole in the next
-/// window, as is a finding no longer than that, and a run the cut falls in is read from the
+/// `size` before it, at its `edge` (decisions 0143, 0157): an escape cut there is whole in the
+/// next window, as is a finding no longer than that, and a run the cut falls in is read from the
 /// edge at every alignment. Its views, several bytes for each of its bytes, are never made
-/// whole.
+/// whole, and a text with places to cut makes views of a quarter of `size` at a time.
 pub(crate) fn windows(text: &str, size: usize) -> impl Iterator<Item = Window<'_>> {
     let size = size.max(1);
     let forced = (size / 4).max(2);
-    windows_forced(text, size, forced, (size / 16).clamp(1, forced / 2))
+    windows_cut_at(
+        text,
+        (size / 4).max(1),
+        size,
+        forced,
+        (size / 16).clamp(1, forced / 2),
+    )
 }
 
 /// [`windows`], a stretch with no place to cut cut every `forced` bytes, each window after such
-/// a cut reaching `overlap` bytes back over the one before it.
+/// a cut reaching `overlap` bytes back over the one before it, and a window with a place to cut
+/// cut at the first one `size` bytes on.
+#[cfg(test)]
 pub(crate) fn windows_forced(
     text: &str,
     size: usize,
     forced: usize,
     overlap: usize,
 ) -> impl Iterator<Item = Window<'_>> {
+    windows_cut_at(text, size, size, forced, overlap)
+}
+
+/// The windows of [`windows`]: a window with a place to cut ends at the first one `first_cut`
+/// bytes on (at most `size`), and one with none for twice `size` is cut anyway, every `forced`
+/// bytes, the next window reaching `overlap` bytes back.
+fn windows_cut_at(
+    text: &str,
+    first_cut: usize,
+    size: usize,
+    forced: usize,
+    overlap: usize,
+) -> impl Iterator<Item = Window<'_>> {
+    let first_cut = first_cut.clamp(1, size.max(1));
     let (mut at, mut edge) = (0, false);
     // The end of the last word [`word_end`] read to: a word that runs on past several windows
     // is read once, not once a window.
@@ -149,12 +173,16 @@ pub(crate) fn windows_forced(
         let rest = text.len() - start;
         // The rest of a stretch already cut anyway is cut on as it was, not read in one window
         // of up to twice `size`.
-        let end = if rest <= 2 * size && (!starts_at_edge || rest <= forced) {
+        let end = if rest <= 2 * first_cut && (!starts_at_edge || rest <= forced) {
             text.len()
         } else {
             let last = (start + 2 * size).min(text.len());
-            let natural = (start + size..=last).find(|&cut| cuts_at(text, cut));
-            natural.unwrap_or_else(|| forced_end(text, start, forced))
+            match (start + first_cut..=last).find(|&cut| cuts_at(text, cut)) {
+                Some(cut) => cut,
+                // A text no longer than it would have been whole had it been read whole.
+                None if rest <= 2 * size && !starts_at_edge => text.len(),
+                None => forced_end(text, start, forced),
+            }
         };
         edge = false;
         at = end;

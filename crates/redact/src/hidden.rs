@@ -1549,5 +1549,14 @@ mod tests {
         let windows: Vec<_> = decoded::windows(&text, REDACT_WINDOW).collect();
         assert_eq!(windows[1].at, REDACT_WINDOW / 4 - REDACT_WINDOW / 16);
         assert!(windows.iter().all(|w| w.text.len() <= 2 * REDACT_WINDOW));
+        // A text with places to cut is read a quarter window at a time.
+        let prose = "a few words ".repeat(3 * REDACT_WINDOW / 12);
+        let windows: Vec<_> = decoded::windows(&prose, REDACT_WINDOW).collect();
+        assert!(windows.len() >= 10, "{}", windows.len());
+        assert!(windows.iter().all(|w| w.text.len() <= REDACT_WINDOW / 2));
+        assert_eq!(
+            windows.iter().map(|w| w.text.len()).sum::<usize>(),
+            prose.len()
+        );
     }
 }
