@@ -179,7 +179,7 @@ fn windows_cut_at(
             let last = (start + 2 * size).min(text.len());
             match (start + first_cut..=last).find(|&cut| cuts_at(text, cut)) {
                 Some(cut) => cut,
-                // A text no longer than it would have been whole had it been read whole.
+                // No place to cut in a text of at most twice `size`: one window, as it was.
                 None if rest <= 2 * size && !starts_at_edge => text.len(),
                 None => forced_end(text, start, forced),
             }
