@@ -1,22 +1,20 @@
 //! `cargo xtask memory`: the peak resident memory of `mcpl project` (release build) on each
 //! input the memory target names (issues 18 and 31): the three standard workloads (written to
-//! files by mcpl-testkit's `write_workloads` example), a result of a million tiny text blocks,
+//! files by mcpl-testkit's `write_workloads` example); a result of a million tiny text blocks,
 //! the same with `annotations` on each (an audience and a priority, decision 0152), the same for
-//! the user alone (kept as a flag, decision 0155), a million text blocks of one url each (read
-//! as one run, decisions 0153 and 0154),
-//! seven 200 MB texts: long lines, short lines, one line of many escapes, many small text
-//! blocks, and three with no place the first windows could cut (decision 0141): one line of CJK
-//! letters, one line of `\u00e9` escapes, and words that hold percent escapes; a 60 MB line of
-//! base64 (decision 0143); a 10 MB result of small text blocks with a few escapes each, where
-//! what redaction holds for a window is most of the peak (decision 0157); a 40 MB result of
-//! structured content, small rows (decision 0142);
-//! a 40 MB result of small images, each spilled as a file of its own (decision 0147); and a
-//! 40 MB result of resource links with signed urls, whose hidden-uri patterns were most of a
-//! run's memory (decision 0151; still over its target). One line per
-//! input: its size, the peak (`VmHWM` from `/proc/<pid>/status`, read
-//! every 5 ms while the run lasts, so this recipe needs Linux), peak ÷ input, and whether the
-//! target, twice the input plus 20 MiB, holds. It fails when a run fails or an input is over
-//! its target.
+//! the user alone (kept as a flag, decision 0155), and a million text blocks of one url each
+//! (read as one run, decisions 0153 and 0154); seven 200 MB texts: long lines, short lines, one
+//! line of many escapes, many small text blocks, and three with no place the first windows could
+//! cut (decision 0141): one line of CJK letters, one line of `\u00e9` escapes, and words that
+//! hold percent escapes; a 60 MB line of base64 (decision 0143); a 10 MB result of small text
+//! blocks with a few escapes each, where what redaction holds for a window is most of the peak
+//! (decision 0157); a 40 MB result of structured content, small rows (decision 0142); a 40 MB
+//! result of small images, each spilled as a file of its own (decision 0147); and a 40 MB result
+//! of resource links with signed urls, whose hidden-uri patterns were most of a run's memory
+//! (decision 0151; still over its target). One line per input: its size, the peak (`VmHWM` from
+//! `/proc/<pid>/status`, read every 5 ms while the run lasts, so this recipe needs Linux),
+//! peak ÷ input, and whether the target, twice the input plus 20 MiB, holds. It fails when a run
+//! fails or an input is over its target.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

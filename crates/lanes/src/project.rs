@@ -2295,7 +2295,6 @@ mod tests {
         assert_eq!(uris, ["https://files.example/a"]);
 
         let mut parts = TestParts::new();
-
         let mut projector = parts.projector(RouteId::Anthropic);
         let copies = projector.tool_result(&result);
         let LiveCopy::Native(parts) = &copies.live else {

@@ -449,6 +449,22 @@ mod tests {
         out
     }
 
+    /// A stretch with no place to cut is cut every quarter window, the next window reaching a
+    /// sixteenth back, and prose is read a quarter window at a time, whole (decision 0157).
+    #[test]
+    fn long_texts_are_walked_a_quarter_window_at_a_time() {
+        use crate::hidden::REDACT_WINDOW;
+        let text = "x".repeat(3 * REDACT_WINDOW);
+        let cut: Vec<_> = windows(&text, REDACT_WINDOW).collect();
+        assert_eq!(cut[1].at, REDACT_WINDOW / 4 - REDACT_WINDOW / 16);
+        assert!(cut.iter().all(|w| w.text.len() <= 2 * REDACT_WINDOW));
+        let prose = "a few words ".repeat(3 * REDACT_WINDOW / 12);
+        let cut: Vec<_> = windows(&prose, REDACT_WINDOW).collect();
+        assert!(cut.len() >= 10, "{}", cut.len());
+        assert!(cut.iter().all(|w| w.text.len() <= REDACT_WINDOW / 2));
+        assert_eq!(cut.iter().map(|w| w.text.len()).sum::<usize>(), prose.len());
+    }
+
     #[test]
     fn quoted_printable_and_octal_decode_to_texts_of_their_own() {
         assert!(texts("a=3Db").contains(&"a=b".to_owned()));
