@@ -510,7 +510,9 @@ impl HiddenUris {
     /// view's byte ranges.
     fn find_in_view(&self, view: &str) -> Vec<(usize, usize)> {
         let mut ranges: Vec<(usize, usize)> = Vec::new();
-        if let Some((searcher, patterns)) = self.compiled.searcher() {
+        if self.compiled.may_hold_a_pattern(view.len())
+            && let Some((searcher, patterns)) = self.compiled.searcher()
+        {
             ranges.extend(searcher.find_all(patterns, view));
         }
         if self.scan {
@@ -1167,6 +1169,31 @@ mod tests {
         assert_eq!(
             uris.redact("see files.example/q3?page=2&sort=name now"),
             format!("see files.example/q3?{WITHHELD_LINK} now")
+        );
+        assert!(uris.compiled.is_built());
+    }
+
+    /// A text whose view is shorter than every pattern is redacted without the patterns being
+    /// built, even where the anchors cannot tell (a signature of hex digits holds none): a
+    /// result of signed links with short names never builds them (decision 0158). A text as
+    /// long as the shortest pattern builds them, and is redacted as before.
+    #[rstest::rstest]
+    fn a_text_shorter_than_every_pattern_builds_none(#[values(false, true)] scan: bool) {
+        let signature = "0123456789abcdef0123456789abcdef";
+        let content = json!([
+            {"type": "resource_link", "uri": format!("https://b.example/k/1.txt?X-Amz-Signature={signature}")},
+        ]);
+        let uris =
+            HiddenUris::in_session(&[&content], UriPolicy::Hidden, &mut HiddenSet::new(), scan);
+        assert_eq!(uris.compiled.anchors, None);
+        for label in ["f1", "name: f123", "0123456789abcdef0123456789abcde"] {
+            assert_eq!(uris.redact_label(label), label);
+        }
+        assert_eq!(uris.redact_run(&["f1", "f2"]), ["f1", "f2"]);
+        assert!(!uris.compiled.is_built());
+        assert_eq!(
+            uris.redact(&format!("sig {}", signature.to_uppercase())),
+            format!("sig {WITHHELD_LINK}")
         );
         assert!(uris.compiled.is_built());
     }

@@ -271,6 +271,9 @@ pub(crate) struct Compiled {
     alone: Vec<u32>,
     /// Whether any string is searched for.
     searched: bool,
+    /// The length of the shortest string searched for, in bytes (`usize::MAX` when none is):
+    /// a view shorter than it holds none, and needs no search (decision 0158).
+    shortest: usize,
     /// Which of [`ANCHOR_BYTES`] every pattern without `://` holds one of; `None` when some
     /// pattern holds neither (decision 0099).
     pub(crate) anchors: Option<Anchors>,
@@ -333,15 +336,16 @@ impl Compiled {
         })
     }
 
-    /// The set as added, its anchors read from every pattern its keys make (no pattern kept).
-    /// A form's default-port spelling is read only until some pattern is long enough to search
-    /// for: it holds `://` whenever there is one ([`patterns_of`]), so it needs no anchor.
+    /// The set as added, its anchors and its shortest pattern read from every pattern its keys
+    /// make (no pattern kept). A form's default-port spelling is read only until some pattern is
+    /// long enough to search for, or where the form is too short: it holds `://` whenever there
+    /// is one ([`patterns_of`]), so it needs no anchor, and it is longer than its form.
     pub(crate) fn finish(mut self) -> Compiled {
         self.keys.shrink_to_fit();
         let mut anchors = AnchorsOf::default();
         let mut scratch = String::new();
         for (key, with_parts) in self.each_key() {
-            match with_parts && !anchors.searched {
+            match with_parts && (!anchors.searched || !is_searchable(key)) {
                 true => patterns_of(key, &mut scratch, |pattern| anchors.note(pattern)),
                 false => {
                     anchors.note(key);
@@ -352,6 +356,7 @@ impl Compiled {
             }
         }
         self.searched = anchors.searched;
+        self.shortest = anchors.shortest;
         self.anchors = anchors.mask.map(Anchors::of_mask);
         self
     }
@@ -359,6 +364,13 @@ impl Compiled {
     /// Whether any string is searched for.
     pub(crate) fn is_searched(&self) -> bool {
         self.searched
+    }
+
+    /// Whether some string searched for may be in a view of `len` bytes: one is, and the
+    /// shortest is no longer than the view. A short text (a link's name, a label) asks no search,
+    /// and so never builds one.
+    pub(crate) fn may_hold_a_pattern(&self, len: usize) -> bool {
+        self.searched && len >= self.shortest
     }
 
     /// Whether the patterns and their search have been built.
@@ -498,6 +510,8 @@ impl<'b> Gathering<'b> {
 pub(crate) struct AnchorsOf {
     /// Whether any pattern was long enough to search for.
     searched: bool,
+    /// The length of the shortest pattern long enough to search for (`usize::MAX` before one).
+    shortest: usize,
     /// Bit `k` for `ANCHOR_BYTES[k]`; `None` once a pattern holds neither `://` nor an anchor.
     pub(crate) mask: Option<u8>,
 }
@@ -506,6 +520,7 @@ impl Default for AnchorsOf {
     fn default() -> AnchorsOf {
         AnchorsOf {
             searched: false,
+            shortest: usize::MAX,
             mask: Some(0),
         }
     }
@@ -518,6 +533,7 @@ impl AnchorsOf {
             return;
         }
         self.searched = true;
+        self.shortest = self.shortest.min(pattern.len());
         let bytes = pattern.as_bytes();
         if let Some(held) = self.mask
             && !holds_scheme_separator(bytes)

@@ -823,6 +823,14 @@ mod tests {
                 built.note(pattern);
             }
             proptest::prop_assert_eq!(compiled.anchors, built.mask.map(Anchors::of_mask));
+            // The shortest length read from the forms is the shortest pattern's.
+            let shortest = compiled.patterns().iter().map(str::len).min();
+            for length in [0, 1, 31, 32, 33, 36, 48, 64] {
+                proptest::prop_assert_eq!(
+                    compiled.may_hold_a_pattern(length),
+                    shortest.is_some_and(|shortest| length >= shortest)
+                );
+            }
             proptest::prop_assert_eq!(compiled.is_searched(), compiled.patterns().len() > 0);
             proptest::prop_assert_eq!(compiled.is_searched(), search.searcher.is_some());
         }

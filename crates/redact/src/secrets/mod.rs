@@ -70,6 +70,8 @@ pub(crate) struct Secrets {
     skeletons: BTreeSet<String>,
     /// `None` inside when the automaton could not be built: every text is withheld then.
     matcher: OnceLock<Option<Arc<Matcher>>>,
+    /// How many characters the shortest skeleton has, read on first use.
+    shortest: OnceLock<usize>,
 }
 
 impl fmt::Debug for Secrets {
@@ -91,7 +93,7 @@ impl Secrets {
                 Admitted::Searched => {
                     searched = true;
                     if self.skeletons.insert(skeleton) {
-                        self.matcher = OnceLock::new();
+                        self.forget_matcher();
                     }
                 }
                 // The longest refused skeleton gives the reason.
@@ -140,8 +142,34 @@ impl Secrets {
         !self.hits(text).is_empty()
     }
 
+    /// Drops the automaton and what was read from the skeletons, once they change.
+    fn forget_matcher(&mut self) {
+        self.matcher = OnceLock::new();
+        self.shortest = OnceLock::new();
+    }
+
+    /// Whether `text` is too short to spell any secret: its skeleton is its letters and digits
+    /// alone, fewer than the shortest skeleton's characters. That holds for a text of ASCII
+    /// without a byte that begins an escape (`%`, `\`, `&`, `=`), shorter than a base64 or
+    /// base32 run ([`encoded::MIN_RUN`]): nothing in it decodes, and each byte reads as at most
+    /// one character. A link's name or a short label then builds no automaton (decision 0158).
+    fn too_short_for_any(&self, text: &str) -> bool {
+        text.len() < encoded::MIN_RUN
+            && text
+                .bytes()
+                .all(|b| b.is_ascii() && !matches!(b, b'%' | b'\\' | b'&' | b'='))
+            && text.len()
+                < *self.shortest.get_or_init(|| {
+                    self.skeletons
+                        .iter()
+                        .map(|skeleton| skeleton.chars().count())
+                        .min()
+                        .unwrap_or(usize::MAX)
+                })
+    }
+
     pub(crate) fn hits(&self, text: &str) -> Vec<(usize, usize)> {
-        if self.skeletons.is_empty() || text.is_empty() {
+        if self.skeletons.is_empty() || text.is_empty() || self.too_short_for_any(text) {
             return Vec::new();
         }
         let matcher = self.matcher.get_or_init(|| build(&self.skeletons));
@@ -218,7 +246,7 @@ impl Secrets {
         let before = self.skeletons.len();
         self.skeletons.extend(other.skeletons.iter().cloned());
         if self.skeletons.len() != before {
-            self.matcher = OnceLock::new();
+            self.forget_matcher();
         }
     }
 }

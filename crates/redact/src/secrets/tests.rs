@@ -303,3 +303,44 @@ proptest! {
         }
     }
 }
+
+/// A short label asks the secrets nothing they must build an automaton for; a text as long
+/// as the shortest secret's skeleton still does, and is found (decision 0158).
+#[test]
+fn a_text_shorter_than_every_secret_builds_no_automaton() {
+    let s = secrets(&["a8f3k2j9x7q1", "zq81pw0x6n2k4m9t"]);
+    for short in ["f12", "a8f3k2j9x7q", "A8F3-k2j9_x", ""] {
+        assert!(s.hits(short).is_empty(), "{short}");
+    }
+    assert!(s.matcher.get().is_none());
+    // An escape or a non-ASCII character may read as more: the automaton is built then.
+    assert_eq!(s.hits("a8f3k2j9x7q%31"), [(0, 14)]);
+    assert!(s.matcher.get().is_some());
+    assert_eq!(s.hits("A8F3-k2j9_x7q1"), [(0, 14)]);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    /// A text the quick answer calls too short holds no secret for the automaton either: the
+    /// oracle is the automaton's own search of the text.
+    #[test]
+    fn a_text_called_too_short_holds_no_secret(
+        secret in prop_oneof![alnum_secret(), token_secret()],
+        text in prop::collection::vec(
+            prop_oneof![
+                prop::char::range('\u{0}', '\u{7f}').prop_map(String::from),
+                prop::sample::select(vec!["%41", "\\u0041", "&#65;", "=41", "A", "7", "\u{fdfa}", "ﬁ"])
+                    .prop_map(str::to_owned),
+            ],
+            0..16,
+        ).prop_map(|pieces| pieces.concat()),
+    ) {
+        let mut s = Secrets::default();
+        prop_assume!(s.insert(&secret) == Admitted::Searched);
+        let matcher = super::build(&s.skeletons).expect("an automaton over one secret");
+        if s.too_short_for_any(&text) {
+            prop_assert!(crate::secrets::scan::find(&matcher, &text).is_empty(), "{:?}", text);
+        }
+    }
+}
