@@ -814,21 +814,32 @@ impl<'h> Projector<'h> {
     }
 
     /// Keeps the credential-shaped urls a lane found, so they stay hidden for the session;
-    /// whether the session did not hide one of them yet.
+    /// whether the session did not hide one of them yet, and another pass would search for it.
     fn remember(&mut self, hidden: &HiddenUris) -> bool {
-        self.remember_found(hidden.take_found())
+        self.remember_found(hidden, hidden.take_found())
     }
 
-    /// [`Projector::remember`] for urls already taken from the lane's search, in order.
-    fn remember_found(&mut self, keys: impl IntoIterator<Item = String>) -> bool {
+    /// [`Projector::remember`] for urls already taken from `hidden`'s search, in order.
+    fn remember_found(
+        &mut self,
+        hidden: &HiddenUris,
+        keys: impl IntoIterator<Item = String>,
+    ) -> bool {
+        let secrets = self.registry.hidden().secrets().len();
         let mut learned = 0;
         for key in keys {
             learned += usize::from(self.registry.hidden_mut().insert_found(key));
         }
+        // A result with more uris than the session holds replaces the session's set with them
+        // each time it is read: another pass would not search for the urls this one learned,
+        // only for the secrets their parts added. Without one, it would read exactly as this
+        // one (decision 0159).
+        let searched_again =
+            hidden.learns_for_another_pass() || self.registry.hidden().secrets().len() > secrets;
         // A pass that teaches more urls than the session holds evicts the first of them, so
         // the next would teach those again, and so on: no pass can settle it, and it is not run
         // again (a result with thousands of credential-shaped urls ran four times over).
-        learned > 0 && learned <= mcpl_redact::HIDDEN_SET_CAPACITY
+        learned > 0 && learned <= mcpl_redact::HIDDEN_SET_CAPACITY && searched_again
     }
 
     /// Runs one pass of a lane again while it teaches the session a credential-shaped url it
@@ -1035,7 +1046,8 @@ impl<'h> Projector<'h> {
         found_elsewhere.extend(hidden.take_found());
         // A url found that the session did not hide yet is hidden from now on, so a second
         // pass could redact more.
-        let learned = self.remember_found(found_in_texts.into_iter().chain(found_elsewhere));
+        let learned =
+            self.remember_found(&hidden, found_in_texts.into_iter().chain(found_elsewhere));
         spill_differs |= learned;
         // A piece is native only where the route takes it (a text-only route takes nothing);
         // only a native live copy needs the texts twice.
@@ -2320,11 +2332,50 @@ mod tests {
     /// would teach again the first it evicted, and so on (a result of thousands of
     /// credential-shaped urls ran four times over). One that teaches fewer runs again until
     /// it teaches none.
+    /// A result with more uris than the session holds replaces the session's set with them
+    /// each time it is read: a pass over it that learns a url runs again only when the url's
+    /// parts added a secret the next pass searches for (decision 0159). One such result of
+    /// embedded texts with credential-shaped urls ran nine passes over its blocks.
+    #[test]
+    fn a_pass_over_more_uris_than_the_session_holds_runs_again_only_for_new_secrets() {
+        let mut parts = TestParts::new();
+        let mut projector = parts.projector(RouteId::Anthropic);
+        let capacity = mcpl_redact::HIDDEN_SET_CAPACITY;
+        let links: Vec<Value> = (0..=capacity)
+            .map(|i| json!({"type": "resource_link", "uri": format!("demo://r/{i}")}))
+            .collect();
+        let content = Value::Array(links);
+        let crowded = HiddenUris::in_session(
+            &[&content],
+            UriPolicy::Hidden,
+            projector.registry.hidden_mut(),
+            true,
+        );
+        assert!(!crowded.learns_for_another_pass());
+        // Its part is too short to be a secret: another pass would read as this one.
+        let short = ["https://a.example/x?token=t1".to_owned()];
+        assert!(!projector.remember_found(&crowded, short));
+        // Its part is a secret now searched for.
+        let secret = ["https://a.example/x?token=a8f3k2j9x7q1zw".to_owned()];
+        assert!(projector.remember_found(&crowded, secret));
+        // A result the session holds whole searches for what its pass learned.
+        let few = HiddenUris::in_session(
+            &[&json!([{"type": "resource_link", "uri": "demo://r/1"}])],
+            UriPolicy::Hidden,
+            projector.registry.hidden_mut(),
+            true,
+        );
+        assert!(few.learns_for_another_pass());
+        let again = ["https://b.example/x?token=t2".to_owned()];
+        assert!(projector.remember_found(&few, again));
+    }
+
     #[test]
     fn a_pass_that_teaches_more_urls_than_the_session_holds_is_not_run_again() {
         let mut parts = TestParts::new();
         let mut projector = parts.projector(RouteId::Anthropic);
         let capacity = mcpl_redact::HIDDEN_SET_CAPACITY;
+        let searched_none = HiddenUris::of(&[], UriPolicy::Hidden);
         for (count, passes) in [(10, 2), (capacity, 2), (capacity + 1, 1), (3 * capacity, 1)] {
             let keys: Vec<String> = (0..count)
                 .map(|i| format!("https://a.example/{count}/x?token=t{i}"))
@@ -2332,7 +2383,10 @@ mod tests {
             let mut ran = 0;
             projector.settled(|projector| {
                 ran += 1;
-                ((), projector.remember_found(keys.iter().cloned()))
+                (
+                    (),
+                    projector.remember_found(&searched_none, keys.iter().cloned()),
+                )
             });
             assert_eq!(ran, passes, "{count} urls");
         }

@@ -274,6 +274,9 @@ pub(crate) struct Compiled {
     /// The length of the shortest string searched for, in bytes (`usize::MAX` when none is):
     /// a view shorter than it holds none, and needs no search (decision 0158).
     shortest: usize,
+    /// Whether these are a result's uris alone, which were more than the session's set keeps:
+    /// the set then holds the newest of them and nothing else ([`crate::HiddenSet`]).
+    pub(crate) fills_the_set: bool,
     /// Which of [`ANCHOR_BYTES`] every pattern without `://` holds one of; `None` when some
     /// pattern holds neither (decision 0099).
     pub(crate) anchors: Option<Anchors>,
@@ -642,6 +645,11 @@ impl Searcher {
     /// [`Searcher::new`] for strings gathered by their last eight bytes (none of which more than
     /// [`Searcher::MAX_SAME_TAIL`] end in), which the search by tails keeps as they are. The
     /// search by beginnings asks whether a string is one of them: `patterns` gains its table.
+    ///
+    /// Strings that share a beginning in many lengths are searched by their tails too, not by an
+    /// automaton: so few share their tails that the search by tails is quick on any text, and it
+    /// is built in time and room linear in the strings. An automaton of a few hundred thousand
+    /// uris took seconds to build, and some forty bytes a state (decision 0159).
     pub(crate) fn of_tails(patterns: &mut PatternSet, base: &str, tails: Tails) -> Searcher {
         let read = patterns.over(base);
         match Searcher::heads(read) {
@@ -649,10 +657,7 @@ impl Searcher {
                 patterns.index_all(base);
                 Searcher::by_prefix(prefixes)
             }
-            Heads::InManyLengths => {
-                Searcher::automaton(read).unwrap_or_else(|| tails.into_searcher(read))
-            }
-            Heads::Many => tails.into_searcher(read),
+            Heads::InManyLengths | Heads::Many => tails.into_searcher(read),
         }
     }
 
