@@ -2328,10 +2328,6 @@ mod tests {
         assert_eq!(parts[1].media_type(), None);
     }
 
-    /// A pass that teaches the session more urls than it holds is not run again: the next
-    /// would teach again the first it evicted, and so on (a result of thousands of
-    /// credential-shaped urls ran four times over). One that teaches fewer runs again until
-    /// it teaches none.
     /// A result with more uris than the session holds replaces the session's set with them
     /// each time it is read: a pass over it that learns a url runs again only when the url's
     /// parts added a secret the next pass searches for (decision 0159). One such result of
@@ -2370,6 +2366,10 @@ mod tests {
         assert!(projector.remember_found(&few, again));
     }
 
+    /// A pass that teaches the session more urls than it holds is not run again: the next
+    /// would teach again the first it evicted, and so on (a result of thousands of
+    /// credential-shaped urls ran four times over). One that teaches fewer runs again until
+    /// it teaches none.
     #[test]
     fn a_pass_that_teaches_more_urls_than_the_session_holds_is_not_run_again() {
         let mut parts = TestParts::new();

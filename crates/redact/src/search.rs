@@ -619,6 +619,214 @@ pub(crate) enum Searcher {
     /// beginning in many lengths, or share their last eight bytes): an Aho-Corasick automaton,
     /// slower to build, linear in the text whatever the strings.
     Automaton(aho_corasick::AhoCorasick),
+    /// The same, when they are too many for an automaton ([`AUTOMATON_MOST_BYTES`]): found by
+    /// their last eight bytes, then by a hash of the text read back from there, one byte at a
+    /// time, up to the longest string that ends in those bytes (decision 0160). It is built in
+    /// time and room linear in the strings, and reads each place the last eight bytes of a
+    /// string are found once for each byte of that longest string.
+    ByHashedTail(Box<HashedTails>),
+}
+
+/// The most bytes of strings an automaton is built of. An automaton takes some forty bytes a
+/// byte of its strings, and its build follows long cycles: of 400,000 uris (18 MB) it took
+/// 700 MiB and seconds. Past this, the search by hashed tails serves.
+pub(crate) const AUTOMATON_MOST_BYTES: usize = 256 * 1024;
+
+/// What [`Searcher::ByHashedTail`] holds.
+#[derive(Debug, Clone)]
+pub(crate) struct HashedTails {
+    /// How far the end of a window may move, by its last two bytes.
+    shift: Box<[u8; 1 << 16]>,
+    /// Each distinct last eight bytes, with the length of the longest string that ends in them.
+    tails: hashbrown::HashTable<(u64, u32)>,
+    /// Each string's index, by its [`BackHash`] and its length.
+    strings: hashbrown::HashTable<u32>,
+    /// A bit for each string's key, by its low bits: most stretches of a text that end in a
+    /// string's last eight bytes are no string, and are told so here without the table.
+    filter: Vec<u64>,
+    hasher: foldhash::fast::RandomState,
+    /// The base of the strings' hashes, drawn at random.
+    base: u64,
+    /// The longest string's length.
+    longest: usize,
+}
+
+/// A polynomial hash of a string read from its end, modulo the prime 2^61 - 1: each byte read
+/// before the ones hashed adds its value times the next power of the base. A base drawn at random
+/// leaves a text no way to make many of its stretches collide with a string.
+#[derive(Debug, Clone, Copy)]
+struct BackHash {
+    hash: u64,
+    power: u64,
+}
+
+impl BackHash {
+    const PRIME: u64 = (1 << 61) - 1;
+
+    fn new() -> BackHash {
+        BackHash { hash: 0, power: 1 }
+    }
+
+    /// `value` below the prime, given it is below twice the prime.
+    fn reduce(value: u64) -> u64 {
+        if value >= Self::PRIME {
+            value - Self::PRIME
+        } else {
+            value
+        }
+    }
+
+    fn mul(a: u64, b: u64) -> u64 {
+        let product = u128::from(a) * u128::from(b);
+        // Both below 2^61: the product is below 2^122, and folding it once leaves a sum below
+        // twice the prime.
+        let folded = (product as u64 & Self::PRIME) + (product >> 61) as u64;
+        BackHash::reduce(folded)
+    }
+
+    /// The hash with `byte` read before the bytes hashed so far.
+    fn prepend(self, byte: u8, base: u64) -> BackHash {
+        BackHash {
+            hash: BackHash::reduce(self.hash + BackHash::mul(u64::from(byte), self.power)),
+            power: BackHash::mul(self.power, base),
+        }
+    }
+
+    /// The hash of `bytes` whole.
+    fn of(bytes: &[u8], base: u64) -> u64 {
+        bytes
+            .iter()
+            .rev()
+            .fold(BackHash::new(), |hash, &byte| hash.prepend(byte, base))
+            .hash
+    }
+
+    /// What the table of strings finds a string of `len` bytes by.
+    fn key(hash: u64, len: usize) -> u64 {
+        hash ^ (len as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+}
+
+impl HashedTails {
+    fn new(patterns: Patterns<'_>) -> HashedTails {
+        let hasher = foldhash::fast::RandomState::default();
+        // Below the prime, and far from 0 and 1.
+        let base = (hasher.hash_one(0x5eed_u64) % (BackHash::PRIME - 512)) + 256;
+        let mut shift = Box::new([Searcher::MAX_SHIFT; 1 << 16]);
+        let mut tails: hashbrown::HashTable<(u64, u32)> = hashbrown::HashTable::new();
+        let mut strings: hashbrown::HashTable<u32> =
+            hashbrown::HashTable::with_capacity(patterns.len());
+        let key_of = |index: u32| {
+            let bytes = patterns.bytes(index);
+            BackHash::key(BackHash::of(bytes, base), bytes.len())
+        };
+        for index in 0..patterns.len() {
+            // Fewer than `u32::MAX` strings are ever held.
+            let index = index as u32;
+            let bytes = patterns.bytes(index);
+            let tail = &bytes[bytes.len() - 8..];
+            for j in 0..=6 {
+                let block = usize::from(u16::from_le_bytes([tail[j], tail[j + 1]]));
+                shift[block] = shift[block].min((6 - j) as u8);
+            }
+            let tail = tail_key(bytes, bytes.len());
+            let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+            match tails.entry(
+                hasher.hash_one(tail),
+                |&(held, _)| held == tail,
+                |&(held, _)| hasher.hash_one(held),
+            ) {
+                hashbrown::hash_table::Entry::Occupied(mut held) => {
+                    held.get_mut().1 = held.get().1.max(len);
+                }
+                hashbrown::hash_table::Entry::Vacant(vacant) => {
+                    vacant.insert((tail, len));
+                }
+            }
+            strings.insert_unique(key_of(index), index, |&held| key_of(held));
+        }
+        let longest = patterns.iter().map(str::len).max().unwrap_or(0);
+        // About sixteen bits a string.
+        let mut filter = vec![0u64; (patterns.len() / 4).next_power_of_two()];
+        for index in 0..patterns.len() {
+            let key = key_of(index as u32);
+            let bit = key as usize & (filter.len() * 64 - 1);
+            filter[bit / 64] |= 1 << (bit % 64);
+        }
+        HashedTails {
+            shift,
+            tails,
+            strings,
+            filter,
+            hasher,
+            base,
+            longest,
+        }
+    }
+
+    /// The leftmost-longest occurrences of the strings in `bytes`, apart, in order: every
+    /// occurrence is found, and only the longest at each start is kept while any string could
+    /// still begin before it, so what is held stays within the longest string's reach.
+    fn find_kept(&self, patterns: Patterns<'_>, bytes: &[u8], found: &mut Vec<(usize, usize)>) {
+        // The longest occurrence at each start not yet settled.
+        let mut pending: std::collections::BTreeMap<usize, usize> = Default::default();
+        let mut kept_end = 0;
+        let mut settle = |pending: &mut std::collections::BTreeMap<usize, usize>, before: usize| {
+            while let Some(entry) = pending.first_entry() {
+                if *entry.key() >= before {
+                    break;
+                }
+                let (start, end) = entry.remove_entry();
+                if start >= kept_end {
+                    found.push((start, end));
+                    kept_end = end;
+                }
+            }
+        };
+        let mut end = 8;
+        while end <= bytes.len() {
+            let block = usize::from(u16::from_le_bytes([bytes[end - 2], bytes[end - 1]]));
+            let step = self.shift[block];
+            if step > 0 {
+                end += usize::from(step);
+                continue;
+            }
+            // No occurrence found from here on begins before this.
+            settle(&mut pending, end.saturating_sub(self.longest));
+            let tail = tail_key(bytes, end);
+            if let Some(&(_, longest)) = self
+                .tails
+                .find(self.hasher.hash_one(tail), |&(held, _)| held == tail)
+            {
+                let longest = (longest as usize).min(end);
+                let mut hash = BackHash::new();
+                for len in 1..=longest {
+                    hash = hash.prepend(bytes[end - len], self.base);
+                    if len < 8 {
+                        continue;
+                    }
+                    let key = BackHash::key(hash.hash, len);
+                    // The filter's length in bits is a power of two.
+                    let bit = key as usize & (self.filter.len() * 64 - 1);
+                    if self.filter[bit / 64] & (1 << (bit % 64)) == 0 {
+                        continue;
+                    }
+                    let candidate = &bytes[end - len..end];
+                    // Strings whose hashes agree are told apart by their bytes.
+                    if self
+                        .strings
+                        .iter_hash(key)
+                        .any(|&index| patterns.bytes(index) == candidate)
+                    {
+                        let longest_here = pending.entry(end - len).or_insert(end);
+                        *longest_here = (*longest_here).max(end);
+                    }
+                }
+            }
+            end += 1;
+        }
+        settle(&mut pending, usize::MAX);
+    }
 }
 
 impl Searcher {
@@ -635,11 +843,25 @@ impl Searcher {
     pub(crate) fn new(patterns: Patterns<'_>) -> Searcher {
         match Searcher::heads(patterns) {
             Heads::Few(prefixes) => Searcher::by_prefix(prefixes),
-            Heads::InManyLengths => {
-                Searcher::automaton(patterns).unwrap_or_else(|| Searcher::by_tail(patterns))
-            }
+            Heads::InManyLengths => Searcher::crowded(patterns),
             Heads::Many => Searcher::by_tail(patterns),
         }
+    }
+
+    /// A search for strings the searches by prefix and by tail would be slow on (see
+    /// [`Searcher::Automaton`]): an automaton when they are few enough, else by hashed tails.
+    pub(crate) fn crowded(patterns: Patterns<'_>) -> Searcher {
+        let bytes: usize = patterns.iter().map(str::len).sum();
+        let automaton = match bytes <= AUTOMATON_MOST_BYTES {
+            true => Searcher::automaton(patterns),
+            false => None,
+        };
+        automaton.unwrap_or_else(|| Searcher::by_hashed_tail(patterns))
+    }
+
+    /// The search by hashed tails of `patterns`.
+    pub(crate) fn by_hashed_tail(patterns: Patterns<'_>) -> Searcher {
+        Searcher::ByHashedTail(Box::new(HashedTails::new(patterns)))
     }
 
     /// [`Searcher::new`] for strings gathered by their last eight bytes (none of which more than
@@ -743,10 +965,8 @@ impl Searcher {
             next.push(previous.unwrap_or(u32::MAX));
             let count = previous.map_or(1, |p| same_tail[p as usize] + 1);
             same_tail.push(count);
-            if count > Self::MAX_SAME_TAIL
-                && let Some(automaton) = Searcher::automaton(patterns)
-            {
-                return automaton;
+            if count > Self::MAX_SAME_TAIL {
+                return Searcher::crowded(patterns);
             }
         }
         Searcher::ByTail {
@@ -825,6 +1045,7 @@ impl Searcher {
                     end += 1;
                 }
             }
+            Searcher::ByHashedTail(tails) => tails.find_kept(patterns, bytes, &mut found),
             Searcher::Automaton(automaton) => {
                 found.extend(
                     automaton
