@@ -678,8 +678,9 @@ impl BackHash {
 
     fn mul(a: u64, b: u64) -> u64 {
         let product = u128::from(a) * u128::from(b);
-        // Both below 2^61: the product is below 2^122, and folding it once leaves a sum below
-        // twice the prime.
+        // Both below the prime (every hash, power and base is): the product is below the
+        // prime squared, so its high part is below the prime too, and folding it once (2^61 is 1
+        // modulo the prime) leaves a sum below twice the prime.
         let folded = (product as u64 & Self::PRIME) + (product >> 61) as u64;
         BackHash::reduce(folded)
     }
