@@ -888,6 +888,28 @@ impl BlockView<'_> {
     }
 }
 
+impl<'de> ObjectView<'de> {
+    /// The same object with `data` and `mimeType` set to these strings.
+    fn with_image(self, data: String, mime: &str) -> ObjectView<'de> {
+        let present = self.0.present | 1 << DATA | 1 << MIME_TYPE;
+        let mut values: Values<'de> = [const { None }; NESTED + 1];
+        values[KIND] = known_kind(self.0.kind).cloned();
+        let mut bits = self.stored();
+        let mut held = self.0;
+        for entry in held.entries.iter_mut() {
+            let entry = std::mem::replace(entry, Entry::Slot(Slot::Str(Cow::Borrowed(""))));
+            let at = bits.trailing_zeros() as usize;
+            bits &= bits.wrapping_sub(1);
+            if let Some(value) = values.get_mut(at) {
+                *value = Some(entry);
+            }
+        }
+        values[DATA] = Some(Entry::Slot(Slot::Str(Cow::Owned(data))));
+        values[MIME_TYPE] = Some(Entry::Slot(Slot::Str(Cow::Owned(mime.to_owned()))));
+        ObjectView::hold(present, &mut values)
+    }
+}
+
 impl ObjectView<'_> {
     fn borrowed_bytes(&self) -> usize {
         self.0
@@ -945,6 +967,17 @@ impl<'de> ContentView<'de> {
 }
 
 impl<'de> BlockView<'de> {
+    /// The same block with its `data` and `mimeType` set to these strings, what a scaled
+    /// image's block holds: what [`BlockView::of_value`] gives for the block's object with those
+    /// two fields replaced (or added) and the others as they were. An element that is no object
+    /// holds no image and is given back as it was.
+    pub fn with_image(self, data: String, mime: &str) -> BlockView<'de> {
+        match self {
+            BlockView::Object(object) => BlockView::Object(object.with_image(data, mime)),
+            other => other,
+        }
+    }
+
     /// An element of a content array as read from a `Value`: what the bytes of the same
     /// element give.
     pub fn of_value(value: &'de Value) -> BlockView<'de> {

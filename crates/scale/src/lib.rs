@@ -23,10 +23,13 @@
 //! assert!(Scaler::default().scale(png, Sniffed::Png, Dimensions { width: 1, height: 1 }, tight).is_err());
 //! ```
 
+use std::borrow::Cow;
 use std::io::Cursor;
 
 use image::{DynamicImage, ImageFormat, ImageReader};
-use mcpl_classify::{Block, Dimensions, Media, Payload, Sniffed, classify};
+use mcpl_classify::{
+    Block, BlockView, ContentView, Dimensions, Media, Payload, ResultView, Sniffed, classify,
+};
 use mcpl_lanes::markers::size_label;
 use mcpl_lanes::{RequestLimits, Route};
 use serde_json::Value;
@@ -447,6 +450,53 @@ impl Scaler {
         scaled_any
     }
 
+    /// [`Scaler::scale_result`] for a result read from bytes into a view, its blocks moved, not
+    /// copied: each image over `fit` is scaled where it stands and followed by its notice.
+    /// `is_object` says whether the bytes were an object: `scale_result` scales only an
+    /// object's `content`, so an array's blocks are left as they are. Whether an image was
+    /// scaled.
+    pub fn scale_result_view(
+        &self,
+        view: &mut ResultView<'_>,
+        is_object: bool,
+        route: &Route,
+        fit: Fit,
+        diagnostics: &mut Vec<String>,
+    ) -> bool {
+        let Some(ContentView::Blocks(blocks)) = &mut view.content else {
+            return false;
+        };
+        if !is_object
+            || !blocks
+                .iter()
+                .any(|block| would_scale(&block.classify(), route, fit))
+        {
+            return false;
+        }
+        let mut scaled_any = false;
+        let mut out = Vec::with_capacity(blocks.len() + 1);
+        for (index, block) in std::mem::take(blocks).into_iter().enumerate() {
+            let scaled = self.scale_classified(
+                &block.classify(),
+                index,
+                route,
+                Place::ToolResult,
+                fit,
+                diagnostics,
+            );
+            match scaled {
+                Some((scaled, notice)) => {
+                    out.push(block.with_image(scaled.data, scaled.sniffed.mime()));
+                    out.push(BlockView::Text(Cow::Owned(notice)));
+                    scaled_any = true;
+                }
+                None => out.push(block),
+            }
+        }
+        *blocks = out;
+        scaled_any
+    }
+
     /// One block scaled, with its notice, when it is an image over `fit` that the route takes at
     /// `place`; an image that could not be scaled is said in the diagnostics.
     fn scale_block(
@@ -458,13 +508,26 @@ impl Scaler {
         fit: Fit,
         diagnostics: &mut Vec<String>,
     ) -> Option<(Scaled, String)> {
-        let Block::InlineImage(media) = classify(block) else {
+        self.scale_classified(&classify(block), index, route, place, fit, diagnostics)
+    }
+
+    /// [`Scaler::scale_block`] of a block already classified.
+    fn scale_classified(
+        &self,
+        block: &Block<'_>,
+        index: usize,
+        route: &Route,
+        place: Place,
+        fit: Fit,
+        diagnostics: &mut Vec<String>,
+    ) -> Option<(Scaled, String)> {
+        let Block::InlineImage(media) = block else {
             return None;
         };
         if !media.renderable() {
             return None;
         }
-        let (sniffed, dimensions) = over_fit(&media, route, place, fit)?;
+        let (sniffed, dimensions) = over_fit(media, route, place, fit)?;
         let why = why_scaled(fit, dimensions);
         match self.scale(media.data, sniffed, dimensions, fit) {
             Ok(scaled) => {

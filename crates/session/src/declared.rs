@@ -503,9 +503,10 @@ impl Session {
     /// [`Session::declared_result`] for a result as the JSON text of its `result` (the bytes a
     /// client read), read by the one reader without a `Value` (decision 0139): the same
     /// [`Shown`] as for those bytes parsed as a host reads messages
-    /// (`mcpl_classify::parse_json_repaired`). A result with blocks for the user alone, an image
-    /// to scale, or that only a repair other than a lone surrogate's makes JSON, takes the
-    /// `Value` path. Fails only on bytes no repair makes JSON.
+    /// (`mcpl_classify::parse_json_repaired`). Its images over the route's limits are scaled
+    /// where they stand in the view (decision 0161). A result with blocks for the user alone,
+    /// or that only a repair other than a lone surrogate's makes JSON, takes the `Value` path.
+    /// Fails only on bytes no repair makes JSON.
     pub fn declared_result_bytes(
         &mut self,
         server: &str,
@@ -514,13 +515,16 @@ impl Session {
         budget: u64,
     ) -> Result<Shown, serde_json::Error> {
         let mut mended = Vec::new();
-        if let Some((view, is_object)) = self.view_of(bytes, &mut mended)
+        if let Some((mut view, is_object)) = self.view_of(bytes, &mut mended)
             && !may_hold_user_blocks(&view)
         {
+            // Scaled before anything reads it, as the `Value` path scales a result.
+            let mut diagnostics = Vec::new();
+            self.scale_view(&mut view, is_object, &mut diagnostics);
             let checked = Checked::of_view(&view);
             return Ok(
                 self.declared(server, tool, checked, 0, budget, |session, budget| {
-                    session.tool_result_read(server, &view, is_object, budget, Vec::new())
+                    session.tool_result_read(server, &view, is_object, budget, diagnostics)
                 }),
             );
         }

@@ -57,7 +57,6 @@ pub mod toolset;
 use std::collections::{BTreeMap, HashMap};
 
 use mcpl_budget::{Bound, Correction, Fitted, Pricer, fit_tool_result};
-use mcpl_classify::ContentView;
 use mcpl_lanes::{ImageLedger, Projector, Registry, ResultView, ServerName, ToolResult};
 use mcpl_scale::{Fit, Scaler};
 use serde_json::Value;
@@ -476,9 +475,10 @@ impl Session {
     /// A tool result `server` sent, as the JSON text of its `result` (the bytes a client read),
     /// within `budget`: what [`Session::tool_result_within`] gives for the same result parsed
     /// as a host reads messages (`mcpl_classify::parse_json_repaired`), read straight from the
-    /// bytes without a `Value` (decision 0128). A result with an image to scale, or that only a
-    /// repair other than a lone surrogate's makes JSON, takes the `Value` path. Fails only on
-    /// bytes no repair makes JSON.
+    /// bytes without a `Value` (decision 0128). Its images over the route's limits are scaled
+    /// where they stand in the view (decision 0161). A result that only a repair other than a
+    /// lone surrogate's makes JSON takes the `Value` path. Fails only on bytes no repair makes
+    /// JSON.
     pub fn tool_result_bytes_within(
         &mut self,
         server: &str,
@@ -486,8 +486,10 @@ impl Session {
         budget: u64,
     ) -> Result<Shown, serde_json::Error> {
         let mut mended = Vec::new();
-        if let Some((view, is_object)) = self.view_of(bytes, &mut mended) {
-            return Ok(self.tool_result_read(server, &view, is_object, budget, Vec::new()));
+        if let Some((mut view, is_object)) = self.view_of(bytes, &mut mended) {
+            let mut diagnostics = Vec::new();
+            self.scale_view(&mut view, is_object, &mut diagnostics);
+            return Ok(self.tool_result_read(server, &view, is_object, budget, diagnostics));
         }
         let (value, _) = mcpl_classify::parse_json_repaired(bytes)?;
         Ok(self.tool_result_within(server, &value, budget))
@@ -495,8 +497,7 @@ impl Session {
 
     /// A result's bytes as the one reader reads them, and whether they are an object; `None`
     /// where the `Value` path must take them: bytes only a repair other than a lone
-    /// surrogate's makes JSON, or an image to scale. `mended` holds the bytes a lone surrogate
-    /// was mended in.
+    /// surrogate's makes JSON. `mended` holds the bytes a lone surrogate was mended in.
     pub(crate) fn view_of<'b>(
         &self,
         bytes: &'b [u8],
@@ -504,19 +505,21 @@ impl Session {
     ) -> Option<(ResultView<'b>, bool)> {
         let (view, _) = mcpl_classify::parse_view_mending(bytes, mended).ok()?;
         let is_object = bytes.trim_ascii_start().first() == Some(&b'{');
-        (!self.needs_scaling(&view)).then_some((view, is_object))
+        Some((view, is_object))
     }
 
-    /// Whether a result read from bytes holds an image the scaler would scale.
-    fn needs_scaling(&self, view: &ResultView<'_>) -> bool {
-        let Some(fit) = self.scaling else {
-            return false;
-        };
-        match &view.content {
-            Some(ContentView::Blocks(blocks)) => blocks
-                .iter()
-                .any(|block| mcpl_scale::would_scale(&block.classify(), &self.route.lanes, fit)),
-            _ => false,
+    /// Scales each image of a result read from bytes that is over the route's limits where it
+    /// stands, followed by its notice: what [`Scaler::scale_result`] does to the same result's
+    /// `Value` (decision 0161).
+    pub(crate) fn scale_view(
+        &self,
+        view: &mut ResultView<'_>,
+        is_object: bool,
+        diagnostics: &mut Vec<String>,
+    ) {
+        if let Some(fit) = self.scaling {
+            self.scaler
+                .scale_result_view(view, is_object, &self.route.lanes, fit, diagnostics);
         }
     }
 
@@ -642,10 +645,49 @@ impl SpillStore for Unavailable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcpl_classify::{BlockView, ContentView};
 
     #[test]
     fn a_session_can_move_to_another_thread() {
         fn sendable<T: Send>() {}
         sendable::<Session>();
+    }
+
+    #[test]
+    fn an_image_to_scale_is_scaled_in_the_view_read_from_bytes() {
+        use base64::Engine as _;
+        // A PNG 2,000 px wide, over a fit of 1,568 px a side: the one reader reads its result,
+        // and the image is scaled where it stands, its notice after it (decision 0161).
+        let png = mcpl_testkit::SplitMix64(5).png(2_000, 3);
+        let data = base64::engine::general_purpose::STANDARD.encode(&png);
+        let bytes = format!(
+            r#"{{"content":[{{"type":"text","text":"before"}},{{"type":"image","data":"{data}","mimeType":"image/png","_meta":{{"k":[1]}}}}]}}"#
+        );
+        let session =
+            Session::new(RouteId::Anthropic).with_scaling(Some(Fit::new(1_568, 5_242_880)));
+        let mut mended = Vec::new();
+        let (mut view, is_object) = session
+            .view_of(bytes.as_bytes(), &mut mended)
+            .expect("the one reader reads a result with an image to scale");
+        let mut diagnostics = Vec::new();
+        session.scale_view(&mut view, is_object, &mut diagnostics);
+        assert_eq!(diagnostics, Vec::<String>::new());
+        let Some(ContentView::Blocks(blocks)) = &view.content else {
+            panic!("the content is blocks: {view:?}");
+        };
+        assert_eq!(blocks.len(), 3, "the text, the image and its notice");
+        let mcpl_classify::Block::InlineImage(media) = blocks[1].classify() else {
+            panic!("the second block is an image: {:?}", blocks[1]);
+        };
+        let scaled = media.dimensions.expect("a PNG's size is read");
+        assert_eq!((scaled.width, scaled.height), (1_568, 2));
+        assert!(matches!(&blocks[2], BlockView::Text(notice) if notice.contains("scaled")));
+        // A bare array is not scaled, as the `Value` path does not scale it.
+        let array = format!(r#"[{{"type":"image","data":"{data}","mimeType":"image/png"}}]"#);
+        let (mut view, is_object) = session
+            .view_of(array.as_bytes(), &mut mended)
+            .expect("an array reads");
+        session.scale_view(&mut view, is_object, &mut diagnostics);
+        assert!(matches!(&view.content, Some(ContentView::Blocks(blocks)) if blocks.len() == 1));
     }
 }

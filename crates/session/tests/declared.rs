@@ -345,7 +345,7 @@ impl Draw {
         ];
         let note = self.pick(&annotations);
         let text = self.text();
-        match self.next() % 7 {
+        match self.next() % 8 {
             0 | 1 => format!(r#"{{"type":"text","text":"{text}"{note}}}"#),
             2 => format!(
                 r#"{{"type":"resource_link","uri":"https://h.example/l/{}?token=t0k3nValue99","name":"f.csv"{note}}}"#,
@@ -359,7 +359,45 @@ impl Draw {
                 format!(r#"{{"type":"image","mimeType":"image/png","data":"iVBORw0KGgo="{note}}}"#)
             }
             5 => format!(r#"{{"type":"video","data":"AAAA"{note}}}"#),
-            _ => format!(r#""{text}""#),
+            6 => format!(r#""{text}""#),
+            _ => self.image_to_scale(note),
+        }
+    }
+
+    /// An image block over the Anthropic route's limits (its long side past 1,568 px), as a
+    /// server may spell it: its fields in any order, its type said wrong or not at all, a field
+    /// the view does not read, or a header that promises pixels the data does not hold, which
+    /// no decoder reads.
+    fn image_to_scale(&mut self, note: &str) -> String {
+        use base64::Engine as _;
+        let width = 1_570 + (self.next() % 400) as u32;
+        let height = 1 + (self.next() % 4) as u32;
+        let mut png = mcpl_testkit::SplitMix64(self.next()).png(width, height);
+        if self.next().is_multiple_of(4) {
+            // The height in the IHDR chunk (bytes 20 to 24) grows past the rows the data holds.
+            png[20..24].copy_from_slice(&900u32.to_be_bytes());
+        }
+        let data = base64::engine::general_purpose::STANDARD.encode(&png);
+        let mime = self.pick(&[
+            r#","mimeType":"image/png""#,
+            r#","mimeType":"image/jpeg""#,
+            r#","mimeType":7"#,
+            "",
+        ]);
+        let meta = self.pick(&[
+            "",
+            r#","_meta":{"k":[1,{"u":"https://h.example/m?sig=x9"}]}"#,
+        ]);
+        match self.next() % 3 {
+            0 => format!(r#"{{"type":"image","data":"{data}"{mime}{note}{meta}}}"#),
+            1 => format!(r#"{{"data":"{data}"{meta}{note},"type":"image"{mime}}}"#),
+            _ => format!(
+                r#"{{{meta_first}"type":"image"{mime},"data":"{data}"{note}}}"#,
+                meta_first = meta
+                    .strip_prefix(',')
+                    .map(|m| format!("{m},"))
+                    .unwrap_or_default()
+            ),
         }
     }
 
@@ -407,9 +445,17 @@ fn a_result_read_from_its_bytes_shows_as_the_same_result_read_into_a_value() {
         let bytes = draw.result().into_bytes();
         let (value, _) =
             mcpl_classify::parse_json_repaired(&bytes).expect("a drawn result is JSON");
+        // Half the sessions scale images past 1,568 px a side, so the drawn images are scaled.
+        let session = || {
+            let session = seeded_session(&tools);
+            match seed % 2 {
+                0 => session,
+                _ => session.with_scaling(Some(mcpl_scale::Fit::new(1_568, 5_242_880))),
+            }
+        };
         for budget in [40, 10_000] {
-            let from_value = seeded_session(&tools).declared_result("s", "weather", &value, budget);
-            let from_bytes = seeded_session(&tools)
+            let from_value = session().declared_result("s", "weather", &value, budget);
+            let from_bytes = session()
                 .declared_result_bytes("s", "weather", &bytes, budget)
                 .expect("a drawn result reads");
             assert_eq!(
@@ -418,6 +464,12 @@ fn a_result_read_from_its_bytes_shows_as_the_same_result_read_into_a_value() {
                 "seed {seed}, budget {budget}: {}",
                 String::from_utf8_lossy(&bytes)
             );
+            // The same holds without the declarations, on the path a library host calls.
+            let from_value = session().tool_result_within("s", &value, budget);
+            let from_bytes = session()
+                .tool_result_bytes_within("s", &bytes, budget)
+                .expect("a drawn result reads");
+            assert_eq!(from_bytes, from_value, "seed {seed}, budget {budget}");
         }
     }
 }

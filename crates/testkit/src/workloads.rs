@@ -124,7 +124,7 @@ impl SplitMix64 {
     }
 
     /// An 8-bit RGB PNG of noise: each row is filter byte 0 and random samples.
-    fn png(&mut self, width: u32, height: u32) -> Vec<u8> {
+    pub fn png(&mut self, width: u32, height: u32) -> Vec<u8> {
         let row = 1 + 3 * width as usize;
         let mut raw = vec![0; row * height as usize];
         for line in raw.chunks_mut(row) {
