@@ -606,7 +606,7 @@ pub(crate) enum Searcher {
     },
     ByTail {
         /// How far the end of a window may move, by its last two bytes.
-        shift: Box<[u8; 1 << 16]>,
+        shift: Shifts,
         /// One string that ends in each distinct last eight bytes, found by the hash of those
         /// bytes (four bytes a string: the bytes are read again from the string).
         by_tail: hashbrown::HashTable<u32>,
@@ -636,19 +636,43 @@ pub(crate) const AUTOMATON_MOST_BYTES: usize = 256 * 1024;
 #[derive(Debug, Clone)]
 pub(crate) struct HashedTails {
     /// How far the end of a window may move, by its last two bytes.
-    shift: Box<[u8; 1 << 16]>,
+    shift: Shifts,
     /// Each distinct last eight bytes, with the length of the longest string that ends in them.
     tails: hashbrown::HashTable<(u64, u32)>,
     /// Each string's index, by its [`BackHash`] and its length.
     strings: hashbrown::HashTable<u32>,
-    /// A bit for each string's key, by its low bits: most stretches of a text that end in a
-    /// string's last eight bytes are no string, and are told so here without the table.
-    filter: Vec<u64>,
+    /// A bit for each string's key: most stretches of a text that end in a string's last eight
+    /// bytes are no string, and are told so here without the table.
+    filter: Filter,
     hasher: foldhash::fast::RandomState,
     /// The base of the strings' hashes, drawn at random.
     base: u64,
     /// The longest string's length.
     longest: usize,
+}
+
+/// A bit for each key held, by the key's low bits (a power of two of them, in words of 64): a
+/// key whose bit is clear is not held.
+#[derive(Debug, Clone)]
+struct Filter(Vec<u64>);
+
+impl Filter {
+    /// The word and the bit of `key`.
+    fn place(&self, key: u64) -> (usize, u64) {
+        let bit = key as usize & (self.0.len() * 64 - 1);
+        (bit / 64, 1 << (bit % 64))
+    }
+
+    fn set(&mut self, key: u64) {
+        let (word, bit) = self.place(key);
+        self.0[word] |= bit;
+    }
+
+    /// Whether a key with these low bits may be held.
+    fn may_hold(&self, key: u64) -> bool {
+        let (word, bit) = self.place(key);
+        self.0[word] & bit != 0
+    }
 }
 
 /// A polynomial hash of a string read from its end, modulo the prime 2^61 - 1: each byte read
@@ -713,7 +737,7 @@ impl HashedTails {
         let hasher = foldhash::fast::RandomState::default();
         // Below the prime, and far from 0 and 1.
         let base = (hasher.hash_one(0x5eed_u64) % (BackHash::PRIME - 512)) + 256;
-        let mut shift = Box::new([Searcher::MAX_SHIFT; 1 << 16]);
+        let mut shift = Shifts::new();
         let mut tails: hashbrown::HashTable<(u64, u32)> = hashbrown::HashTable::new();
         let mut strings: hashbrown::HashTable<u32> =
             hashbrown::HashTable::with_capacity(patterns.len());
@@ -721,15 +745,15 @@ impl HashedTails {
             let bytes = patterns.bytes(index);
             BackHash::key(BackHash::of(bytes, base), bytes.len())
         };
+        // About sixteen bits a string.
+        let mut filter = Filter(vec![0u64; (patterns.len() / 4).next_power_of_two()]);
+        let mut longest = 0;
         for index in 0..patterns.len() {
             // Fewer than `u32::MAX` strings are ever held.
             let index = index as u32;
             let bytes = patterns.bytes(index);
-            let tail = &bytes[bytes.len() - 8..];
-            for j in 0..=6 {
-                let block = usize::from(u16::from_le_bytes([tail[j], tail[j + 1]]));
-                shift[block] = shift[block].min((6 - j) as u8);
-            }
+            shift.note(bytes);
+            longest = longest.max(bytes.len());
             let tail = tail_key(bytes, bytes.len());
             let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
             match tails.entry(
@@ -744,15 +768,9 @@ impl HashedTails {
                     vacant.insert((tail, len));
                 }
             }
-            strings.insert_unique(key_of(index), index, |&held| key_of(held));
-        }
-        let longest = patterns.iter().map(str::len).max().unwrap_or(0);
-        // About sixteen bits a string.
-        let mut filter = vec![0u64; (patterns.len() / 4).next_power_of_two()];
-        for index in 0..patterns.len() {
-            let key = key_of(index as u32);
-            let bit = key as usize & (filter.len() * 64 - 1);
-            filter[bit / 64] |= 1 << (bit % 64);
+            let key = key_of(index);
+            filter.set(key);
+            strings.insert_unique(key, index, |&held| key_of(held));
         }
         HashedTails {
             shift,
@@ -786,8 +804,7 @@ impl HashedTails {
         };
         let mut end = 8;
         while end <= bytes.len() {
-            let block = usize::from(u16::from_le_bytes([bytes[end - 2], bytes[end - 1]]));
-            let step = self.shift[block];
+            let step = self.shift.at(bytes, end);
             if step > 0 {
                 end += usize::from(step);
                 continue;
@@ -807,9 +824,7 @@ impl HashedTails {
                         continue;
                     }
                     let key = BackHash::key(hash.hash, len);
-                    // The filter's length in bits is a power of two.
-                    let bit = key as usize & (self.filter.len() * 64 - 1);
-                    if self.filter[bit / 64] & (1 << (bit % 64)) == 0 {
+                    if !self.filter.may_hold(key) {
                         continue;
                     }
                     let candidate = &bytes[end - len..end];
@@ -928,7 +943,7 @@ impl Searcher {
     }
 
     pub(crate) fn by_tail(patterns: Patterns<'_>) -> Searcher {
-        let mut shift = Box::new([Self::MAX_SHIFT; 1 << 16]);
+        let mut shift = Shifts::new();
         let hasher = foldhash::fast::RandomState::default();
         let tail_of = |index: u32| {
             let bytes = patterns.bytes(index);
@@ -942,11 +957,7 @@ impl Searcher {
         let mut same_tail: Vec<u32> = Vec::with_capacity(patterns.len());
         for (index, pattern) in patterns.iter().enumerate() {
             let bytes = pattern.as_bytes();
-            let tail = &bytes[bytes.len() - 8..];
-            for j in 0..=6 {
-                let block = usize::from(u16::from_le_bytes([tail[j], tail[j + 1]]));
-                shift[block] = shift[block].min((6 - j) as u8);
-            }
+            shift.note(bytes);
             // `Strings` holds fewer than `u32::MAX` strings.
             let index = index as u32;
             let tail = tail_key(bytes, bytes.len());
@@ -1023,8 +1034,7 @@ impl Searcher {
             } => {
                 let mut end = 8;
                 while end <= bytes.len() {
-                    let block = usize::from(u16::from_le_bytes([bytes[end - 2], bytes[end - 1]]));
-                    let step = shift[block];
+                    let step = shift.at(bytes, end);
                     if step > 0 {
                         end += usize::from(step);
                         continue;
@@ -1180,7 +1190,7 @@ impl Tails {
 
     /// The search by tails of the strings these tails index.
     fn into_searcher(self, strings: Patterns<'_>) -> Searcher {
-        let mut shift = Box::new([Searcher::MAX_SHIFT; 1 << 16]);
+        let mut shift = Shifts::new();
         let mut previous = None;
         for pattern in strings.iter() {
             let bytes = pattern.as_bytes();
@@ -1190,10 +1200,7 @@ impl Tails {
                 continue;
             }
             previous = Some(tail);
-            for j in 0..=6 {
-                let block = usize::from(u16::from_le_bytes([tail[j], tail[j + 1]]));
-                shift[block] = shift[block].min((6 - j) as u8);
-            }
+            shift.note(bytes);
         }
         let Tails {
             heads,
@@ -1208,6 +1215,32 @@ impl Tails {
             hasher,
             next,
         }
+    }
+}
+
+/// How far the end of a window of a text may move, by the window's last two bytes, in a search
+/// by the last eight bytes of strings: the least distance from a two-byte block of any string's
+/// last eight bytes to their end, or [`Searcher::MAX_SHIFT`] when the block is in none.
+#[derive(Debug, Clone)]
+pub(crate) struct Shifts(Box<[u8; 1 << 16]>);
+
+impl Shifts {
+    fn new() -> Shifts {
+        Shifts(Box::new([Searcher::MAX_SHIFT; 1 << 16]))
+    }
+
+    /// Notes the last eight bytes of a string (at least eight bytes long).
+    fn note(&mut self, string: &[u8]) {
+        let tail = &string[string.len() - 8..];
+        for (j, pair) in tail.windows(2).enumerate() {
+            let block = usize::from(u16::from_le_bytes([pair[0], pair[1]]));
+            self.0[block] = self.0[block].min((6 - j) as u8);
+        }
+    }
+
+    /// How far a window of `bytes` that ends at `end` (at least two bytes in) may move.
+    fn at(&self, bytes: &[u8], end: usize) -> u8 {
+        self.0[usize::from(u16::from_le_bytes([bytes[end - 2], bytes[end - 1]]))]
     }
 }
 
