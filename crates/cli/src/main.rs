@@ -16,7 +16,7 @@ use mcpl_cli::input::{
     read_input,
 };
 use mcpl_cli::oauth::{Presenter, authorize};
-use mcpl_cli::project::{Lane, Request, project_owned, project_view_step, view_needs_scaling};
+use mcpl_cli::project::{Lane, Request, project_owned, project_view_step, scale_view};
 use mcpl_cli::report;
 use mcpl_host::config::{Config, ConfigError, S3Location, SpillStoreConfig};
 use mcpl_host::host_loop::{Host, HostOptions, LoopError};
@@ -940,21 +940,20 @@ const OWNED_VIEW_SHARE: usize = 8;
 
 fn project_command(file: Option<PathBuf>, request: &Request) -> Result<(), Failure> {
     let (source_name, bytes) = read_input(file.as_deref())?;
-    // A plain tool result is read straight from its bytes, its blocks borrowing them; any other
-    // document (a JSON-RPC message, another lane's shape, input that is not JSON) is parsed into
-    // a `Value`, whose reading says what is wrong with it.
+    // A plain tool result is read straight from its bytes, its blocks borrowing them, and its
+    // images scaled where they stand; any other document (a JSON-RPC message, another lane's
+    // shape, input that is not JSON) is parsed into a `Value`, whose reading says what is wrong
+    // with it.
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
     if request.lane == Lane::ToolResult
-        && matches!(
-            bytes.iter().find(|b| !b.is_ascii_whitespace()),
-            Some(b'{' | b'[')
-        )
+        && matches!(first, Some(b'{' | b'['))
         && memchr::memmem::find(&bytes, b"\"jsonrpc\"").is_none()
     {
         let mut mended = Vec::new();
-        if let Ok((view, replaced)) = mcpl_classify::parse_view_mending(&bytes, &mut mended)
+        if let Ok((mut view, replaced)) = mcpl_classify::parse_view_mending(&bytes, &mut mended)
             && view.content.is_some()
-            && !view_needs_scaling(&view, request)
         {
+            let scaled = scale_view(&mut view, first == Some(b'{'), request);
             let fingerprint = fingerprint(&bytes);
             // A view that borrows little of the input (a text with escapes is decoded into a
             // string of its own) takes its strings, and the input is freed before the lanes
@@ -963,14 +962,14 @@ fn project_command(file: Option<PathBuf>, request: &Request) -> Result<(), Failu
                 let view = view.into_owned();
                 drop(mended);
                 drop(bytes);
-                let step = project_view_step(&view, fingerprint, replaced, request);
+                let step = project_view_step(&view, fingerprint, replaced, scaled, request);
                 drop(view);
                 return print_json(&step.finish(request));
             }
             // Copies that stand without the view free it, and the input, before they are priced,
             // cut and spilled: a result of many small blocks is then held once, as its stored
             // copy.
-            let step = project_view_step(&view, fingerprint, replaced, request);
+            let step = project_view_step(&view, fingerprint, replaced, scaled, request);
             drop(view);
             drop(mended);
             drop(bytes);

@@ -199,15 +199,18 @@ fn project_scaled_step(
 
 /// Projects a tool result read straight from the input's bytes ([`ResultView`]) on the
 /// tool-result lane: the same output as [`project`] on the same bytes parsed into a `Value`,
-/// without a `Value` tree for the blocks. `fingerprint` and `lone_surrogates_replaced` are the
-/// input's, as [`Document`] has them.
+/// without a `Value` tree for the blocks, once [`scale_view`] has scaled the view's images and
+/// `scaled` holds what it said. `fingerprint` and `lone_surrogates_replaced` are the input's,
+/// as [`Document`] has them.
 pub fn project_view(
     view: &ResultView<'_>,
     fingerprint: u64,
     lone_surrogates_replaced: usize,
+    scaled: Vec<String>,
     request: &Request,
 ) -> Result<Projection, ProjectError> {
-    Ok(project_view_step(view, fingerprint, lone_surrogates_replaced, request).finish(request))
+    let step = project_view_step(view, fingerprint, lone_surrogates_replaced, scaled, request);
+    Ok(step.finish(request))
 }
 
 /// [`project_view`] in two steps, so that a caller can free the view and the bytes it borrows
@@ -221,6 +224,7 @@ pub fn project_view_step(
     view: &ResultView<'_>,
     fingerprint: u64,
     lone_surrogates_replaced: usize,
+    mut scaled: Vec<String>,
     request: &Request,
 ) -> ViewStep {
     let source = Source {
@@ -229,6 +233,8 @@ pub fn project_view_step(
     };
     let mut projecting = Projecting::new(&source, request);
     let step = projecting.with(request, |projector, pricer, diagnostics| {
+        // What scaling said comes first, as on the `Value` path.
+        diagnostics.append(&mut scaled);
         let result = ToolResult::from_view(view);
         let copies = projector.tool_result(&result);
         match copies.detach(&result) {
@@ -284,17 +290,22 @@ impl ViewStep {
     }
 }
 
-/// Whether a tool result read from bytes holds an image `mcpl run` would scale on the request's
-/// route: such a result takes [`project`]'s `Value` path, where the scaler works.
-pub fn view_needs_scaling(view: &ResultView<'_>, request: &Request) -> bool {
+/// Scales the images of a tool result read from bytes that `mcpl run` would scale on the
+/// request's route, where they stand in the view, as [`project`] scales the same result's
+/// `Value` (decision 0161). `is_object` says whether the bytes were an object (an array's
+/// images are not scaled). What scaling said, for [`project_view`].
+pub fn scale_view(view: &mut ResultView<'_>, is_object: bool, request: &Request) -> Vec<String> {
     let priced = PricedRoute::of(request.route);
     let fit = mcpl_scale::Fit::for_route(&priced.lanes, &request.route.request_limits());
-    match &view.content {
-        Some(mcpl_classify::ContentView::Blocks(blocks)) => blocks
-            .iter()
-            .any(|block| mcpl_scale::would_scale(&block.classify(), &priced.lanes, fit)),
-        _ => false,
-    }
+    let mut diagnostics = Vec::new();
+    mcpl_scale::Scaler::default().scale_result_view(
+        view,
+        is_object,
+        &priced.lanes,
+        fit,
+        &mut diagnostics,
+    );
+    diagnostics
 }
 
 /// What the input a projection is made from contributes besides its content.

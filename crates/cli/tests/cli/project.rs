@@ -489,14 +489,15 @@ fn without_spill_ids(projection: &impl serde::Serialize) -> String {
 
 /// A plain tool result is read straight from its bytes; the output is what the same bytes parsed
 /// into a `Value` give, on every route, fitted to a budget that cuts and to one that does not,
-/// spilled or not, for every lanes case and a result with lone surrogates. Copies that stand
+/// spilled or not, for every lanes case, a result with lone surrogates and one with an image to
+/// scale, which is scaled in the view (decision 0161). Copies that stand
 /// without the view are priced, cut and spilled after it (`project_view_step`), as the command
 /// does, and give the same output.
 #[test]
 fn a_result_read_from_bytes_projects_as_its_value_does() {
     use mcpl_cli::input::{fingerprint, parse_document};
     use mcpl_cli::project::{
-        Lane, Request, project, project_owned, project_view, project_view_step, view_needs_scaling,
+        Lane, Request, project, project_owned, project_view, project_view_step, scale_view,
     };
     let cases = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../lanes/tests/cases");
     let mut inputs: Vec<Vec<u8>> = std::fs::read_dir(cases)
@@ -514,10 +515,10 @@ fn a_result_read_from_bytes_projects_as_its_value_does() {
     let mut scaled = 0;
     for bytes in &inputs {
         let (mended, replaced) = mcpl_classify::mend_lone_surrogates(bytes);
-        let Ok(view) = mcpl_classify::ResultView::parse(&mended) else {
+        let Ok(original) = mcpl_classify::ResultView::parse(&mended) else {
             continue;
         };
-        if view.content.is_none() {
+        if original.content.is_none() {
             continue;
         }
         let document = parse_document("stdin", bytes).unwrap();
@@ -542,9 +543,12 @@ fn a_result_read_from_bytes_projects_as_its_value_does() {
                     without_spill_ids(&from_value),
                     "{route:?} {budget}"
                 );
-                if view_needs_scaling(&view, &request) {
-                    // `mcpl project` takes the `Value` path for a result it scales. (A cut
-                    // beside a spill's longer notice may leave the scaling's out.)
+                // The view's images are scaled where they stand (decision 0161).
+                let mut view = original.clone();
+                let is_object = bytes.trim_ascii_start().first() == Some(&b'{');
+                let said = scale_view(&mut view, is_object, &request);
+                if view != original {
+                    // (A cut beside a spill's longer notice may leave the scaling's out.)
                     assert!(
                         request.spill_dir.is_some()
                             || serde_json::to_string(&from_value)
@@ -553,16 +557,16 @@ fn a_result_read_from_bytes_projects_as_its_value_does() {
                         "{route:?}"
                     );
                     scaled += 1;
-                    continue;
                 }
                 let from_bytes =
-                    project_view(&view, fingerprint(bytes), replaced, &request).unwrap();
+                    project_view(&view, fingerprint(bytes), replaced, said.clone(), &request)
+                        .unwrap();
                 assert_eq!(
                     without_spill_ids(&from_bytes),
                     without_spill_ids(&from_value),
                     "{route:?} {budget}"
                 );
-                let step = project_view_step(&view, fingerprint(bytes), replaced, &request);
+                let step = project_view_step(&view, fingerprint(bytes), replaced, said, &request);
                 assert_eq!(
                     without_spill_ids(&step.finish(&request)),
                     without_spill_ids(&from_value),
