@@ -92,6 +92,19 @@ fn view_reads_as(value: &Value, view: &ResultView<'_>) {
                         _ => false,
                     };
                     assert_eq!(flagged, user_alone(object), "for the user alone");
+                    if let BlockView::Object(_) = view {
+                        // A scaled image's block: its data and type replaced in the view read
+                        // as the object with them replaced (decision 0161).
+                        let mut replaced = object.clone();
+                        replaced.insert("data".to_owned(), Value::from("AAAA"));
+                        replaced.insert("mimeType".to_owned(), Value::from("image/png"));
+                        let replaced = Value::Object(replaced);
+                        assert_eq!(
+                            view.clone().with_image("AAAA".to_owned(), "image/png"),
+                            BlockView::of_value(&replaced),
+                            "{block}"
+                        );
+                    }
                 }
             }
         }
