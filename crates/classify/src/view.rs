@@ -891,7 +891,16 @@ impl BlockView<'_> {
 impl<'de> ObjectView<'de> {
     /// The same object with `data` and `mimeType` set to these strings.
     fn with_image(self, data: String, mime: &str) -> ObjectView<'de> {
-        let present = self.0.present | 1 << DATA | 1 << MIME_TYPE;
+        let (present, mut values) = self.into_values();
+        values[DATA] = Some(Entry::Slot(Slot::Str(Cow::Owned(data))));
+        values[MIME_TYPE] = Some(Entry::Slot(Slot::Str(Cow::Owned(mime.to_owned()))));
+        ObjectView::hold(present | 1 << DATA | 1 << MIME_TYPE, &mut values)
+    }
+
+    /// The object's presence bits, and its values moved out of its allocation, each in its
+    /// field's place, as [`ObjectView::hold`] takes them.
+    fn into_values(self) -> (u16, Values<'de>) {
+        let present = self.0.present;
         let mut values: Values<'de> = [const { None }; NESTED + 1];
         values[KIND] = known_kind(self.0.kind).cloned();
         let mut bits = self.stored();
@@ -904,9 +913,7 @@ impl<'de> ObjectView<'de> {
                 *value = Some(entry);
             }
         }
-        values[DATA] = Some(Entry::Slot(Slot::Str(Cow::Owned(data))));
-        values[MIME_TYPE] = Some(Entry::Slot(Slot::Str(Cow::Owned(mime.to_owned()))));
-        ObjectView::hold(present, &mut values)
+        (present, values)
     }
 }
 
@@ -925,16 +932,9 @@ impl ObjectView<'_> {
     }
 
     fn into_owned(self) -> ObjectView<'static> {
-        let present = self.0.present;
-        let mut values: Values<'static> = [const { None }; NESTED + 1];
-        values[KIND] = known_kind(self.0.kind).cloned();
-        let mut bits = self.stored();
-        let mut held = self.0;
-        for entry in held.entries.iter_mut() {
-            let entry = std::mem::replace(entry, Entry::Slot(Slot::Str(Cow::Borrowed(""))));
-            let at = bits.trailing_zeros() as usize;
-            bits &= bits.wrapping_sub(1);
-            let entry = match entry {
+        let (present, values) = self.into_values();
+        let mut values: Values<'static> = values.map(|value| {
+            value.map(|entry| match entry {
                 Entry::Slot(Slot::Str(text)) => Entry::Slot(Slot::Str(owned(text))),
                 Entry::Slot(Slot::Json(value)) => Entry::Slot(Slot::Json(value)),
                 Entry::Object(object) => Entry::Object(object.into_owned()),
@@ -945,11 +945,8 @@ impl ObjectView<'_> {
                         .map(|(name, value)| (owned(name), value))
                         .collect(),
                 ),
-            };
-            if let Some(value) = values.get_mut(at) {
-                *value = Some(entry);
-            }
-        }
+            })
+        });
         ObjectView::hold(present, &mut values)
     }
 }

@@ -398,7 +398,7 @@ impl Scaler {
     ) -> Option<Vec<Value>> {
         let mut out: Option<Vec<Value>> = None;
         for (index, block) in blocks.iter().enumerate() {
-            match self.scale_block(block, index, route, place, fit, diagnostics) {
+            match self.scale_block(&classify(block), index, route, place, fit, diagnostics) {
                 Some((scaled, notice)) => {
                     let out = out.get_or_insert_with(|| blocks[..index].to_vec());
                     out.push(with_image(block, scaled.data, scaled.sniffed.mime()));
@@ -430,8 +430,14 @@ impl Scaler {
         let mut scaled_any = false;
         let mut out = Vec::with_capacity(blocks.len());
         for (index, mut block) in std::mem::take(blocks).into_iter().enumerate() {
-            let scaled =
-                self.scale_block(&block, index, route, Place::ToolResult, fit, diagnostics);
+            let scaled = self.scale_block(
+                &classify(&block),
+                index,
+                route,
+                Place::ToolResult,
+                fit,
+                diagnostics,
+            );
             match (scaled, block.as_object_mut()) {
                 (Some((scaled, notice)), Some(fields)) => {
                     fields.insert("data".to_owned(), Value::String(scaled.data));
@@ -476,7 +482,7 @@ impl Scaler {
         let mut scaled_any = false;
         let mut out = Vec::with_capacity(blocks.len() + 1);
         for (index, block) in std::mem::take(blocks).into_iter().enumerate() {
-            let scaled = self.scale_classified(
+            let scaled = self.scale_block(
                 &block.classify(),
                 index,
                 route,
@@ -497,22 +503,9 @@ impl Scaler {
         scaled_any
     }
 
-    /// One block scaled, with its notice, when it is an image over `fit` that the route takes at
-    /// `place`; an image that could not be scaled is said in the diagnostics.
+    /// One block, as classified, scaled with its notice when it is an image over `fit` that the
+    /// route takes at `place`; an image that could not be scaled is said in the diagnostics.
     fn scale_block(
-        &self,
-        block: &Value,
-        index: usize,
-        route: &Route,
-        place: Place,
-        fit: Fit,
-        diagnostics: &mut Vec<String>,
-    ) -> Option<(Scaled, String)> {
-        self.scale_classified(&classify(block), index, route, place, fit, diagnostics)
-    }
-
-    /// [`Scaler::scale_block`] of a block already classified.
-    fn scale_classified(
         &self,
         block: &Block<'_>,
         index: usize,
