@@ -69,5 +69,5 @@ pub use sniff::{SNIFF_LEN, Sniffed, sniff};
 pub use summary::Summary;
 pub use view::{
     BlockView, ContentView, DataView, ObjectView, ResourceField, ResultView, Slot,
-    mend_lone_surrogates, parse_view_mending, raw_members, raw_str,
+    mend_lone_surrogates, parse_view_mending, raw_members, raw_str, result_fields,
 };

@@ -794,14 +794,10 @@ impl<'de> ResultView<'de> {
             is_error: false,
         };
         match value {
-            Value::Object(object) => {
-                let block = object
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .is_some_and(|t| BLOCK_TYPES.contains(&t));
-                if block {
+            Value::Object(_) => {
+                let Some(object) = result_fields(value) else {
                     return data(value);
-                }
+                };
                 ResultView {
                     content: object.get("content").map(ContentView::of_value),
                     structured: object
@@ -818,6 +814,19 @@ impl<'de> ResultView<'de> {
             other => data(other),
         }
     }
+}
+
+/// The fields of a tool result held as a `Value`, as the one reader reads them: an object's own,
+/// unless its `type` is one of MCP's block types. Such an object is content, read as data whole,
+/// and has no `content`, `structuredContent` or `isError` of its own; nor has a value that is no
+/// object. Whatever reads a result's fields from a `Value` reads them here.
+pub fn result_fields(value: &Value) -> Option<&serde_json::Map<String, Value>> {
+    let object = value.as_object()?;
+    let block = object
+        .get("type")
+        .and_then(Value::as_str)
+        .is_some_and(|t| BLOCK_TYPES.contains(&t));
+    (!block).then_some(object)
 }
 
 /// What copying a string that borrows the input takes: its bytes and an allocation's overhead.

@@ -356,7 +356,10 @@ impl Scaler {
         fit: Fit,
         diagnostics: &mut Vec<String>,
     ) -> Option<Value> {
-        let blocks = result.get("content")?.as_array()?;
+        // A result shaped as a block has no blocks of its own, as the view reads it.
+        let blocks = mcpl_classify::result_fields(result)?
+            .get("content")?
+            .as_array()?;
         let out = self.scale_blocks(blocks, route, Place::ToolResult, fit, diagnostics)?;
         // The result's other fields are copied; its content, the old images in it, is not.
         let mut content = Some(Value::Array(out));
@@ -424,6 +427,9 @@ impl Scaler {
         fit: Fit,
         diagnostics: &mut Vec<String>,
     ) -> bool {
+        if mcpl_classify::result_fields(result).is_none() {
+            return false;
+        }
         let Some(Value::Array(blocks)) = result.get_mut("content") else {
             return false;
         };

@@ -121,8 +121,9 @@ struct Split<'v> {
 /// Splits the blocks for the user alone out of `result`'s content array. The result is
 /// borrowed as it is when there are none.
 fn split(result: &Value) -> Split<'_> {
-    let blocks = result
-        .get("content")
+    // A result shaped as a block has no blocks of its own, as the view reads it.
+    let blocks = mcpl_classify::result_fields(result)
+        .and_then(|fields| fields.get("content"))
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
@@ -169,10 +170,12 @@ struct Checked<'v> {
 
 impl<'v> Checked<'v> {
     fn of_value(result: &'v Value) -> Checked<'v> {
+        // A result shaped as a block has neither field, as the view reads it.
+        let fields = mcpl_classify::result_fields(result);
         Checked {
-            is_error: result.get("isError") == Some(&Value::Bool(true)),
-            structured: result
-                .get("structuredContent")
+            is_error: fields.and_then(|fields| fields.get("isError")) == Some(&Value::Bool(true)),
+            structured: fields
+                .and_then(|fields| fields.get("structuredContent"))
                 .map(|data| DataView::Value(Cow::Borrowed(data))),
         }
     }

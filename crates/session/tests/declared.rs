@@ -420,6 +420,8 @@ impl Draw {
         let error = self.pick(&error);
         match self.next() % 10 {
             0 => format!("[{}]", blocks.join(",")),
+            // A result shaped as a block is read as data, whatever else it holds.
+            1 => format!(r#"{{"type":"text","text":"t","content":{content}{structured}{error}}}"#),
             _ => format!(r#"{{"content":{content}{structured}{error}}}"#),
         }
     }
