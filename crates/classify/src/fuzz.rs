@@ -111,10 +111,10 @@ fn view_reads_as(value: &Value, view: &ResultView<'_>) {
                         walked.sort_by_key(|v| v.to_string());
                         expected_walked.sort_by_key(|v| v.to_string());
                         assert_eq!(walked, expected_walked, "{block}");
-                        if let BlockView::Object(_) = BlockView::of_value(block) {
+                        let of_value = BlockView::of_value(block);
+                        if let BlockView::Object(_) = of_value {
                             assert_eq!(
-                                BlockView::of_value(block)
-                                    .with_image("AAAA".to_owned(), "image/png"),
+                                of_value.with_image("AAAA".to_owned(), "image/png"),
                                 expected,
                                 "{block}"
                             );

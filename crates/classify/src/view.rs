@@ -1079,6 +1079,14 @@ pub fn parse_view_mending<'b>(
     ResultView::parse(mended).map(|view| (view, replaced))
 }
 
+/// The first byte of a JSON document that is not whitespace: `{` for an object, `[` for an
+/// array. The session and `mcpl project` read from it whether a result read from bytes is an
+/// object, whose `content` alone is scaled and whose references are fetched.
+#[must_use]
+pub fn first_json_byte(bytes: &[u8]) -> Option<u8> {
+    bytes.trim_ascii_start().first().copied()
+}
+
 /// `Some` for a result, `None` for an object that is itself a content block.
 struct ResultVisitor;
 

@@ -944,7 +944,7 @@ fn project_command(file: Option<PathBuf>, request: &Request) -> Result<(), Failu
     // images scaled where they stand; any other document (a JSON-RPC message, another lane's
     // shape, input that is not JSON) is parsed into a `Value`, whose reading says what is wrong
     // with it.
-    let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
+    let first = mcpl_classify::first_json_byte(&bytes);
     if request.lane == Lane::ToolResult
         && matches!(first, Some(b'{' | b'['))
         && memchr::memmem::find(&bytes, b"\"jsonrpc\"").is_none()

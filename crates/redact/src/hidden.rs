@@ -823,9 +823,7 @@ impl HiddenSet {
                 self.entries.insert(key.clone(), true);
                 self.order.push_back(key);
             }
-            let mut compiled = Compiled::of_keys(keys, 0);
-            compiled.fills_the_set = true;
-            return Arc::new(compiled.finish());
+            return Arc::new(Compiled::filling_the_set(keys).finish());
         }
         for key in keys.iter() {
             self.insert_key(key, true);

@@ -321,6 +321,15 @@ impl Compiled {
         }
     }
 
+    /// A result's uris alone, more than the session's set keeps ([`Compiled::fills_the_set`]),
+    /// each searched for with its parts.
+    pub(crate) fn filling_the_set(keys: Strings) -> Compiled {
+        Compiled {
+            fills_the_set: true,
+            ..Compiled::of_keys(keys, 0)
+        }
+    }
+
     /// Adds a uri by its canonical form: with its parts, or alone.
     pub(crate) fn add(&mut self, key: &str, with_parts: bool) {
         let index = self.keys.len();

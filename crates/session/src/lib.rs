@@ -504,7 +504,7 @@ impl Session {
         mended: &'b mut Vec<u8>,
     ) -> Option<(ResultView<'b>, bool)> {
         let (view, _) = mcpl_classify::parse_view_mending(bytes, mended).ok()?;
-        let is_object = bytes.trim_ascii_start().first() == Some(&b'{');
+        let is_object = mcpl_classify::first_json_byte(bytes) == Some(b'{');
         Some((view, is_object))
     }
 
