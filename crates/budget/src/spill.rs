@@ -1589,6 +1589,16 @@ mod sync_tests {
     }
 
     #[test]
+    fn the_docs_say_which_spills_sync_each_file() {
+        let doc = include_str!("../../../docs/budget.md").replace("\n  ", " ");
+        let claim = format!(
+            "In a spill of up to {SYNC_EACH_UP_TO} files each file begins its writeback to disk as it is written"
+        );
+        assert!(doc.contains(&claim), "{claim}");
+        assert!(doc.contains("a spill of more files is synced with one `syncfs`"));
+    }
+
+    #[test]
     fn a_file_written_with_early_writeback_holds_every_byte_and_begins_all_of_it() {
         let dir = std::env::temp_dir().join(format!("mcpl-early-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
