@@ -46,6 +46,8 @@ struct Spilled {
     text: String,
     manifest: String,
     rest: Option<String>,
+    /// Each file of the spill's folder, by name, with its bytes.
+    files: Vec<(String, Vec<u8>)>,
 }
 
 /// [`project_then_spill_whole`] into a store that writes at most `files` attachment files, with
@@ -79,9 +81,23 @@ fn project_then_spill_with_files(result: &Value, from_copies: bool, files: usize
     assert_eq!(read.attachments.len(), spill.attachments.len());
     // A file for each attachment the spill names, and the rest file when a line names it.
     let folder = dir.0.join(spill.id.to_string());
-    let files = std::fs::read_dir(&folder).map_or(0, Iterator::count);
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&folder)
+        .map(|entries| {
+            entries
+                .map(|entry| {
+                    let entry = entry.unwrap();
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    (name, std::fs::read(entry.path()).unwrap())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
     let rest = std::fs::read_to_string(folder.join(REST_FILE)).ok();
-    assert_eq!(files, spill.attachments.len() + usize::from(rest.is_some()));
+    assert_eq!(
+        files.len(),
+        spill.attachments.len() + usize::from(rest.is_some())
+    );
     assert_eq!(
         rest.is_some(),
         text.contains(&format!("/{REST_FILE}, line 1 ("))
@@ -97,6 +113,7 @@ fn project_then_spill_with_files(result: &Value, from_copies: bool, files: usize
         text,
         manifest,
         rest,
+        files,
     }
 }
 
@@ -270,6 +287,9 @@ fn block() -> impl Strategy<Value = Value> {
         "[a-z!]{1,12}".prop_map(|data| json!({"type": "audio", "data": data, "mimeType": "audio/wav"})),
         "[A-Za-z0-9]{0,6}".prop_map(|name| json!({"type": "resource", "resource": {
             "uri": format!("file:///{name}.bin"), "blob": "AAEC", "mimeType": "application/x-thing"}})),
+        prop::collection::vec(any::<u8>(), 1..40).prop_map(|bytes| json!({"type": "resource",
+            "resource": {"uri": "file:///b.bin", "blob": STANDARD.encode(bytes),
+            "mimeType": "application/octet-stream"}})),
         Just(json!({"type": "resource", "resource": {"uri": "https://h.example/r/1?sig=abc",
             "mimeType": "text/plain", "text": "body"}})),
         "[a-z]{1,8}".prop_map(|name| json!({"type": "resource_link",
@@ -296,5 +316,8 @@ proptest! {
         prop_assert_eq!(streamed.text, second_pass.text);
         prop_assert_eq!(streamed.manifest, second_pass.manifest);
         prop_assert_eq!(streamed.rest, second_pass.rest);
+        // Each payload in its own file, in order: the streamed spill decodes them on a thread
+        // of its own, one ahead of the one it writes.
+        prop_assert_eq!(streamed.files, second_pass.files);
     }
 }
