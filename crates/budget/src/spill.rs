@@ -2,10 +2,8 @@
 //! attachments holding their decoded bytes.
 
 use std::borrow::Cow;
-use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
@@ -1228,34 +1226,10 @@ pub fn write_spill_of(
     // from its attachment, so a result of many payloads is never copied whole for its spill.
     let stored = copies.stored.as_ref();
     let mut len = stored.len() as u64;
-    let files = store.attachment_files().min(MAX_ATTACHMENT_FILES);
-    let as_stored = std::thread::scope(|scope| {
-        // Each payload written as a file is decoded on a thread of its own, one payload ahead
-        // of the one being written: the decoding of the next overlaps the writing of this one.
-        let mut ahead = DecodeAhead::default();
-        let as_stored = copies.each_payload(result, &mut |span, media| {
-            let as_file =
-                writer.failure.is_none() && writer.attached.len() + ahead.in_flight.len() < files;
-            if as_file && ahead.send(scope, span.clone(), media) {
-                if ahead.in_flight.len() > 1
-                    && let Some(decoded) = ahead.next()
-                {
-                    writer.attach_decoded(store, &hidden, decoded, &mut len);
-                }
-                return;
-            }
-            // Past the last file, after a failure, or with no thread to decode: the payloads in
-            // flight are written first, in order, and this one as `attach` says.
-            while let Some(decoded) = ahead.next() {
-                writer.attach_decoded(store, &hidden, decoded, &mut len);
-            }
-            let line = writer.attach(store, &hidden, media);
-            grow(&mut len, line, &span);
-        });
-        while let Some(decoded) = ahead.next() {
-            writer.attach_decoded(store, &hidden, decoded, &mut len);
+    let as_stored = copies.each_payload(result, &mut |span, media| {
+        if let Some(line) = writer.attach(store, &hidden, media) {
+            len = len + line.len() as u64 - span.len() as u64;
         }
-        as_stored
     });
     if !as_stored {
         let text = projector.tool_result_spill(result, &mut |media, shown| {
@@ -1380,45 +1354,6 @@ impl SpillWriter {
         })
     }
 
-    /// Writes a payload decoded by [`attachment_of`] as the next attachment file and returns
-    /// its line; `None` once a write has failed, as every later one then is not tried.
-    fn put_attachment(
-        &mut self,
-        store: &mut dyn SpillStore,
-        (bytes, mut attached): (Vec<u8>, Attached),
-    ) -> Option<String> {
-        if self.failure.is_some() {
-            return None;
-        }
-        let name = attachment_name(&self.id, self.attached.len() + 1, attached.extension());
-        match store.put(&name, &bytes) {
-            Ok(path) => {
-                attached.bytes = bytes.len() as u64;
-                self.attached.push(attached);
-                self.attachments.push(path);
-                Some(self.line(self.attached.len() - 1))
-            }
-            Err(error) => {
-                self.failure = Some(error);
-                None
-            }
-        }
-    }
-
-    /// [`SpillWriter::put_attachment`] for a payload [`DecodeAhead`] decoded, growing the
-    /// spill text's length `len` by its line.
-    fn attach_decoded(
-        &mut self,
-        store: &mut dyn SpillStore,
-        hidden: &HiddenUris,
-        decoded: Decoded<'_>,
-        len: &mut u64,
-    ) {
-        let attachment = attachment_from(hidden, &decoded.media, decoded.bytes);
-        let line = self.put_attachment(store, attachment);
-        grow(len, line, &decoded.span);
-    }
-
     /// Writes `media` as the next attachment and returns its line; `None` once a write has
     /// failed, as every later one then is not tried. Past the store's
     /// [`SpillStore::attachment_files`] the payload joins [`REST_FILE`], written at the end.
@@ -1438,7 +1373,20 @@ impl SpillWriter {
             self.rest_lines += 1;
             return Some(self.rest_line(&attached, self.rest_lines - 1));
         }
-        self.put_attachment(store, attachment_of(hidden, media))
+        let (bytes, mut attached) = attachment_of(hidden, media);
+        let name = attachment_name(&self.id, self.attached.len() + 1, attached.extension());
+        match store.put(&name, &bytes) {
+            Ok(path) => {
+                attached.bytes = bytes.len() as u64;
+                self.attached.push(attached);
+                self.attachments.push(path);
+                Some(self.line(self.attached.len() - 1))
+            }
+            Err(error) => {
+                self.failure = Some(error);
+                None
+            }
+        }
     }
 
     /// The line standing in the place of the payload on line `at` (from 0) of [`REST_FILE`].
@@ -1575,100 +1523,11 @@ fn attachment_rest_name(id: &SpillId) -> String {
 /// anything else is kept as the text the server sent, so nothing is lost. A payload that is
 /// text (SVG, JSON, a text blob, data that is not base64) is a server's string and is redacted
 /// as one; binary bytes are kept as they are.
-/// The payloads of a spill sent to a thread that decodes them, in order, as
-/// [`decoded_payload`] does; the thread is begun with the first.
-#[derive(Default)]
-struct DecodeAhead<'r, 'scope> {
-    decoder: Option<Decoder<'r, 'scope>>,
-    /// The payloads sent, oldest first, with where each stands in the stored copy.
-    in_flight: VecDeque<(Range<usize>, Media<'r>)>,
-}
-
-/// A payload [`DecodeAhead`] decoded: where it stands in the stored copy, what it is, and its
-/// [`decoded_payload`].
-struct Decoded<'r> {
-    span: Range<usize>,
-    media: Media<'r>,
-    bytes: (Vec<u8>, bool),
-}
-
-struct Decoder<'r, 'scope> {
-    data: std::sync::mpsc::Sender<&'r str>,
-    decoded: std::sync::mpsc::Receiver<(Vec<u8>, bool)>,
-    _thread: std::thread::ScopedJoinHandle<'scope, ()>,
-}
-
-impl<'r: 'scope, 'scope> DecodeAhead<'r, 'scope> {
-    /// Sends a payload to be decoded; `false` when no thread can take it.
-    fn send<'env>(
-        &mut self,
-        scope: &'scope std::thread::Scope<'scope, 'env>,
-        span: Range<usize>,
-        media: &Media<'r>,
-    ) -> bool {
-        let decoder = self.decoder.get_or_insert_with(|| {
-            let (data, to_decode) = std::sync::mpsc::channel::<&'r str>();
-            // One decoded payload waits at most: the thread stays one ahead, no more.
-            let (done, decoded) = std::sync::mpsc::sync_channel(1);
-            let thread = scope.spawn(move || {
-                for data in to_decode {
-                    if done.send(decoded_payload(data)).is_err() {
-                        return;
-                    }
-                }
-            });
-            Decoder {
-                data,
-                decoded,
-                _thread: thread,
-            }
-        });
-        let sent = decoder.data.send(media.data).is_ok();
-        if sent {
-            self.in_flight.push_back((span, media.clone()));
-        }
-        sent
-    }
-
-    /// The oldest payload sent, with its bytes (decoded here if the thread is gone).
-    fn next(&mut self) -> Option<Decoded<'r>> {
-        let (span, media) = self.in_flight.pop_front()?;
-        let bytes = self
-            .decoder
-            .as_ref()
-            .and_then(|decoder| decoder.decoded.recv().ok())
-            .unwrap_or_else(|| decoded_payload(media.data));
-        Some(Decoded { span, media, bytes })
-    }
-}
-
-/// The spill text's length once a payload's `span` of the stored copy is replaced by its
-/// attachment's `line`, when it was attached.
-fn grow(len: &mut u64, line: Option<String>, span: &Range<usize>) {
-    if let Some(line) = line {
-        *len = *len + line.len() as u64 - span.len() as u64;
-    }
-}
-
-/// A payload's bytes: its base64 decoded, or, when it is not base64, its text as it is; and
-/// whether it was decoded.
-fn decoded_payload(data: &str) -> (Vec<u8>, bool) {
-    match STANDARD.decode(data) {
-        Ok(bytes) => (bytes, true),
-        Err(_) => (data.as_bytes().to_vec(), false),
-    }
-}
-
 fn attachment_of(hidden: &HiddenUris, media: &Media<'_>) -> (Vec<u8>, Attached) {
-    attachment_from(hidden, media, decoded_payload(media.data))
-}
-
-/// What [`attachment_of`] makes of a payload, given its [`decoded_payload`].
-fn attachment_from(
-    hidden: &HiddenUris,
-    media: &Media<'_>,
-    (mut bytes, decoded): (Vec<u8>, bool),
-) -> (Vec<u8>, Attached) {
+    let (mut bytes, decoded) = match STANDARD.decode(media.data) {
+        Ok(bytes) => (bytes, true),
+        Err(_) => (media.data.as_bytes().to_vec(), false),
+    };
     if let Ok(text) = std::str::from_utf8(&bytes)
         && let Cow::Owned(redacted) = hidden.redact(text)
     {

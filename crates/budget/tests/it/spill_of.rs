@@ -316,8 +316,7 @@ proptest! {
         prop_assert_eq!(streamed.text, second_pass.text);
         prop_assert_eq!(streamed.manifest, second_pass.manifest);
         prop_assert_eq!(streamed.rest, second_pass.rest);
-        // Each payload in its own file, in order: the streamed spill decodes them on a thread
-        // of its own, one ahead of the one it writes.
+        // Each payload in its own file, the same bytes under the same name.
         prop_assert_eq!(streamed.files, second_pass.files);
     }
 }
