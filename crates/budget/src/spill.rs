@@ -515,7 +515,10 @@ impl SpillStore for LocalSpillStore {
         };
         if let Some((folder, file)) = name.split_once('/') {
             if let Some(staged) = self.folders.iter().find(|staged| staged.name == folder) {
-                let _ = fs::remove_file(staged.temporary.join(file));
+                // A staged file removed is one file fewer for the commit to sync.
+                if fs::remove_file(staged.temporary.join(file)).is_ok() {
+                    self.uncommitted = self.uncommitted.saturating_sub(1);
+                }
                 self.drop_staging_folder_if_empty(folder);
             } else if is_real_dir(&self.dir.join(folder)) {
                 let _ = fs::remove_file(&path);
@@ -526,6 +529,7 @@ impl SpillStore for LocalSpillStore {
         if let Some(at) = self.staged.iter().position(|(_, real)| *real == path) {
             let (temporary, _) = self.staged.remove(at);
             let _ = fs::remove_file(temporary);
+            self.uncommitted = self.uncommitted.saturating_sub(1);
         }
         let _ = fs::remove_file(path);
     }
@@ -1642,6 +1646,31 @@ mod sync_tests {
         assert_eq!(store.early_writeback(), !cfg!(target_os = "linux"));
         store.commit().unwrap();
         assert!(store.early_writeback());
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn files_a_failed_spill_removes_are_not_counted_for_the_next() {
+        let dir = std::env::temp_dir().join(format!("mcpl-early-removed-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let mut store = LocalSpillStore::new(&dir).unwrap();
+        // A spill of more files than are synced one by one fails, and takes its files back.
+        for n in 0..=SYNC_EACH_UP_TO {
+            store.put(&format!("spill_1/{n}.txt"), b"x").unwrap();
+        }
+        store.put("spill_1.txt", b"x").unwrap();
+        assert!(!store.early_writeback() || !cfg!(target_os = "linux"));
+        for n in 0..=SYNC_EACH_UP_TO {
+            store.remove(&format!("spill_1/{n}.txt"));
+        }
+        store.remove("spill_1.txt");
+        // The next spill, with no commit between, begins its writeback early again.
+        assert_eq!(store.uncommitted, 0);
+        assert!(store.early_writeback());
+        store.put("spill_2.txt", b"y").unwrap();
+        store.remove("spill_2.txt");
+        store.remove("spill_2.txt");
+        assert_eq!(store.uncommitted, 0);
         let _ = fs::remove_dir_all(&dir);
     }
 }
