@@ -137,6 +137,10 @@ pub struct ToolResultCopies<'a> {
     /// keep the ids the stored copy gave them. `false` wherever that is not known (a cut copy,
     /// copies made elsewhere).
     pub spills_as_stored: bool,
+    /// The blocks from the first to the last with a payload (image, audio, embedded blob), as
+    /// the pass that made these copies found them: empty when none has one. A spill then reads
+    /// only these blocks again, not every block of a result of many texts.
+    payload_blocks: Range<usize>,
 }
 
 impl<'a> ToolResultCopies<'a> {
@@ -155,6 +159,7 @@ impl<'a> ToolResultCopies<'a> {
             live,
             is_error,
             spills_as_stored: false,
+            payload_blocks: 0..0,
         }
     }
 
@@ -185,7 +190,12 @@ impl<'a> ToolResultCopies<'a> {
         if !self.spills_as_stored || self.part_ends.len() != parts {
             return false;
         }
-        for (block, span) in result.blocks().zip(self.part_spans()) {
+        // Only the blocks the pass found payloads among are read again; each span is the
+        // stored copy's own, found by decoding the ends before it.
+        let start = self.payload_blocks.start;
+        let spans = self.part_spans().skip(start);
+        let blocks = result.blocks_from(start).zip(spans);
+        for (block, span) in blocks.take(self.payload_blocks.len()) {
             if let Some(media) = block.media().filter(|media| !media.is_empty()) {
                 // The spans are the stored copy's own, in order.
                 each(span, media);
@@ -215,12 +225,11 @@ impl ToolResultCopies<'_> {
     /// borrows a payload. A caller may then free the result (and the bytes it was read from)
     /// before the copies are priced, cut and spilled. Else the copies, as they were.
     pub fn detach(self, result: &ToolResult<'_>) -> Result<DetachedCopies, Self> {
+        // The pass that made the copies found every payload (`payload_blocks`).
         let stands_alone = self.spills_as_stored
             && self.part_ends.len() == result.block_count()
             && matches!(self.stored, Cow::Owned(_))
-            && !result
-                .blocks()
-                .any(|block| block.media().is_some_and(|media| !media.is_empty()));
+            && self.payload_blocks.is_empty();
         let live = match &self.live {
             LiveCopy::Stored => Some(LiveCopy::Stored),
             LiveCopy::Native(parts) => parts
@@ -239,6 +248,7 @@ impl ToolResultCopies<'_> {
                 live,
                 is_error: self.is_error,
                 spills_as_stored: true,
+                payload_blocks: 0..0,
             })),
             _ => Err(self),
         }
@@ -950,6 +960,8 @@ impl<'h> Projector<'h> {
             ..StoredText::default()
         };
         let mut natives: Vec<(usize, Part<'a>)> = Vec::new();
+        // The blocks from the first to the last with a payload, for a spill to read again.
+        let mut payload_blocks: Option<Range<usize>> = None;
         // The credential-shaped urls redaction finds reach the session in the order a pass
         // over the texts first, then over the rest, would find them.
         let mut found_in_texts: Vec<String> = Vec::new();
@@ -1009,6 +1021,10 @@ impl<'h> Projector<'h> {
                             });
                             found_elsewhere.extend(hidden.take_found());
                             continue;
+                        }
+                        if block.media().is_some_and(|media| !media.is_empty()) {
+                            let blocks = payload_blocks.get_or_insert(index..index);
+                            blocks.end = index + 1;
                         }
                         let piece = self.tool_result_piece(&block, &hidden, attach);
                         found_elsewhere.extend(hidden.take_found());
@@ -1074,6 +1090,7 @@ impl<'h> Projector<'h> {
             live,
             is_error: result.is_error,
             spills_as_stored: attach.is_none() && !spill_differs,
+            payload_blocks: payload_blocks.unwrap_or(0..0),
         };
         (copies, learned)
     }
@@ -2503,6 +2520,7 @@ mod tests {
             live: LiveCopy::Stored,
             is_error: false,
             spills_as_stored: false,
+            payload_blocks: 0..0,
         };
         assert_eq!(
             copies.part_spans().collect::<Vec<_>>(),
