@@ -2479,6 +2479,39 @@ mod tests {
     }
 
     #[test]
+    fn copies_name_the_blocks_from_the_first_to_the_last_payload() {
+        let png = b64(&mcpl_testkit::fixture("image.png"));
+        let image = json!({"type": "image", "mimeType": "image/png", "data": png});
+        let empty = json!({"type": "image", "mimeType": "image/png", "data": ""});
+        let text = json!({"type": "text", "text": "t"});
+        let link = json!({"type": "resource_link", "uri": "file:///a", "name": "a"});
+        for (content, blocks) in [
+            (vec![text.clone(), link.clone(), text.clone()], 0..0),
+            (vec![empty.clone(), text.clone()], 0..0),
+            (vec![text.clone(), image.clone(), text.clone()], 1..2),
+            (
+                vec![text.clone(), image.clone(), link, empty, image, text],
+                1..5,
+            ),
+        ] {
+            let result = json!({ "content": content });
+            let read = crate::ResultView::of_value(&result);
+            let parsed = ToolResult::from_view(&read);
+            let mut parts = TestParts::new();
+            let copies = parts.projector(RouteId::Anthropic).tool_result(&parsed);
+            assert_eq!(copies.payload_blocks, blocks, "{result}");
+            // A spill of the copies reads those blocks alone, and finds each payload in them.
+            let mut found = 0;
+            assert!(copies.each_payload(&parsed, &mut |_, _| found += 1));
+            let payloads = parsed
+                .blocks()
+                .filter(|block| block.media().is_some_and(|media| !media.is_empty()))
+                .count();
+            assert_eq!(found, payloads, "{result}");
+        }
+    }
+
+    #[test]
     fn the_stored_parts_are_ranges_of_the_stored_copy_one_per_shown_thing() {
         let png =
             base64::engine::general_purpose::STANDARD.encode(mcpl_testkit::fixture("image.png"));
