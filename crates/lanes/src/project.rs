@@ -992,48 +992,56 @@ impl<'h> Projector<'h> {
                     }
                     *run = TextRun::default();
                 };
-                // The blocks come in batches, whose texts may be sorted on two cores first.
-                let mut blocks = result.blocks().enumerate();
-                let mut batch: Vec<(usize, Block<'a>)> = Vec::new();
-                let mut verdicts = Verdicts::default();
-                while next_batch(&mut blocks, &mut batch) {
-                    verdicts.sort(hidden.pass_check(), &batch);
-                    for (at, (index, block)) in batch.drain(..).enumerate() {
-                        if let Some(text) = text_of(&block) {
-                            server_text |= !text.trim().is_empty();
-                            let start = *run.start.get_or_insert((index, stored.mark()));
-                            run.end = index + 1;
-                            if !run.redacted && verdicts.passes(at, text, &hidden) {
-                                stored.push_cow(Cow::Borrowed(text));
-                            } else if !run.redacted {
-                                // The run's texts so far go back out, to be redacted with it.
-                                stored.roll_back(start.1);
-                                run.redacted = true;
+                // The blocks come in batches, whose texts may be sorted on a second core while
+                // the batch before them is read (decision 0163).
+                let check = hidden.pass_check();
+                std::thread::scope(|scope| {
+                    let mut blocks = result.blocks().enumerate();
+                    let mut batch: Vec<(usize, Block<'a>)> = Vec::new();
+                    let mut verdicts = Verdicts::new(scope, check);
+                    while verdicts.next_batch(&mut blocks, &mut batch) {
+                        for (at, (index, block)) in batch.drain(..).enumerate() {
+                            if let Some(text) = text_of(&block) {
+                                server_text |= !text.trim().is_empty();
+                                let start = *run.start.get_or_insert((index, stored.mark()));
+                                run.end = index + 1;
+                                if !run.redacted && verdicts.passes(at, text, &hidden) {
+                                    stored.push_cow(Cow::Borrowed(text));
+                                } else if !run.redacted {
+                                    // The run's texts so far go back out, to be redacted with it.
+                                    stored.roll_back(start.1);
+                                    run.redacted = true;
+                                }
+                                continue;
                             }
-                            continue;
-                        }
-                        flush(&mut run, &mut stored);
-                        // A reference's line is written straight into the stored copy: the same
-                        // line its piece would hold, with no string of its own.
-                        if let Block::Reference(reference) = &block {
-                            stored.push_with(STUB_BYTES, |text| {
-                                self.stub_into(text, reference, Provenance::ToolResult, &hidden);
-                            });
+                            flush(&mut run, &mut stored);
+                            // A reference's line is written straight into the stored copy: the same
+                            // line its piece would hold, with no string of its own.
+                            if let Block::Reference(reference) = &block {
+                                stored.push_with(STUB_BYTES, |text| {
+                                    self.stub_into(
+                                        text,
+                                        reference,
+                                        Provenance::ToolResult,
+                                        &hidden,
+                                    );
+                                });
+                                found_elsewhere.extend(hidden.take_found());
+                                continue;
+                            }
+                            if block.media().is_some_and(|media| !media.is_empty()) {
+                                let blocks = payload_blocks.get_or_insert(index..index);
+                                blocks.end = index + 1;
+                            }
+                            let piece = self.tool_result_piece(&block, &hidden, attach);
                             found_elsewhere.extend(hidden.take_found());
-                            continue;
+                            if let Some(part) = piece.native {
+                                natives.push((stored.parts, part));
+                            }
+                            stored.push(&piece.text);
                         }
-                        if block.media().is_some_and(|media| !media.is_empty()) {
-                            let blocks = payload_blocks.get_or_insert(index..index);
-                            blocks.end = index + 1;
-                        }
-                        let piece = self.tool_result_piece(&block, &hidden, attach);
-                        found_elsewhere.extend(hidden.take_found());
-                        if let Some(part) = piece.native {
-                            natives.push((stored.parts, part));
-                        }
-                        stored.push(&piece.text);
                     }
-                }
+                });
                 flush(&mut run, &mut stored);
             }
             None | Some(Value::Null) => {}
@@ -1859,52 +1867,142 @@ fn next_batch<'a>(
 }
 
 /// Whether each text of a batch passes redaction unchanged
-/// ([`HiddenUris::passes_unchanged`]), asked on two cores for a batch with much text: a
-/// second thread asks for the batch's second half while this one asks for the first (decision
-/// 0144). The answers are the same either way; a text met inside a run redaction changes is
-/// never asked on one core.
-#[derive(Default)]
-struct Verdicts {
+/// ([`HiddenUris::passes_unchanged`]), asked on a second core for batches with much text
+/// (decisions 0144, 0163). The first such batch is split: a second thread asks for its second
+/// half, by bytes, while this one asks for the first. Each later batch is read one ahead: its
+/// texts go to the second thread whole while this thread reads the batch before it (redacts
+/// it, writes its stubs). The answers are the same either way; a text met inside a run
+/// redaction changes is never asked on one core.
+struct Verdicts<'scope, 'env, 'a> {
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    check: PassCheck<'scope>,
+    /// The second thread, once a batch asked for it; `None` before, and once it is gone.
+    helper: Option<Helper<'scope>>,
+    /// Whether a second thread was asked for (it is made once, at most).
+    helper_made: bool,
     /// By the block's place in the batch; empty when the batch is sorted as it is read.
     passes: Vec<bool>,
+    /// The batch after the one being read, once the first is read.
+    ahead: Vec<(usize, Block<'a>)>,
+    /// Whether the first batch was read, whether `ahead` holds a batch, and whether its texts
+    /// went to the second thread.
+    started: bool,
+    ahead_read: bool,
+    ahead_asked: bool,
 }
 
-impl Verdicts {
-    /// Asks for every text of `batch` at once, when it holds enough text and a second core
-    /// is there; else forgets the last batch's answers.
-    fn sort(&mut self, check: PassCheck<'_>, batch: &[(usize, Block<'_>)]) {
+/// The second thread's ends: the texts of a batch go one way (`None` for a block with none),
+/// whether each passes comes back, in the order asked.
+struct Helper<'scope> {
+    asks: std::sync::mpsc::Sender<Vec<Option<&'scope str>>>,
+    answers: std::sync::mpsc::Receiver<Vec<bool>>,
+}
+
+impl<'scope, 'env, 'a: 'scope> Verdicts<'scope, 'env, 'a> {
+    fn new(scope: &'scope std::thread::Scope<'scope, 'env>, check: PassCheck<'scope>) -> Self {
+        Verdicts {
+            scope,
+            check,
+            helper: None,
+            helper_made: false,
+            passes: Vec::new(),
+            ahead: Vec::new(),
+            started: false,
+            ahead_read: false,
+            ahead_asked: false,
+        }
+    }
+
+    /// Fills `batch` with the next blocks, as [`next_batch`] does, with the answers for its
+    /// texts when they were asked on two cores; `false` when no block is left.
+    fn next_batch(
+        &mut self,
+        blocks: &mut impl Iterator<Item = (usize, Block<'a>)>,
+        batch: &mut Vec<(usize, Block<'a>)>,
+    ) -> bool {
         self.passes.clear();
-        let texts = || batch.iter().map(|(_, block)| text_of(block));
-        let bytes: usize = texts().map(|text| text.map_or(0, str::len)).sum();
-        if bytes < PARALLEL_TEXT_BYTES || !two_cores() {
-            return;
-        }
-        // The halves hold about as many bytes each.
-        let mut half = 0;
-        let mut seen = 0;
-        for (at, text) in texts().enumerate() {
-            seen += text.map_or(0, str::len);
-            if seen * 2 >= bytes {
-                half = at + 1;
-                break;
+        batch.clear();
+        let mut split = None;
+        let asked = if self.started {
+            if !self.ahead_read {
+                return false;
             }
-        }
-        let ask = |blocks: &[(usize, Block<'_>)]| -> Vec<bool> {
-            blocks
-                .iter()
-                .map(|(_, block)| text_of(block).is_some_and(|text| check.passes_unchanged(text)))
-                .collect()
+            std::mem::swap(batch, &mut self.ahead);
+            self.ahead_asked
+        } else {
+            self.started = true;
+            if !next_batch(blocks, batch) {
+                return false;
+            }
+            // The first batch: its second half on the second thread, its first on this one.
+            if wants_two_cores(batch) {
+                let half = half_by_bytes(batch);
+                split = self.ask(texts_of(&batch[half..])).then_some(half);
+            }
+            false
         };
-        let (first, second) = batch.split_at(half);
-        std::thread::scope(|scope| {
-            let other = std::thread::Builder::new().spawn_scoped(scope, || ask(second));
-            self.passes = ask(first);
-            match other.map(|handle| handle.join()) {
-                Ok(Ok(rest)) => self.passes.extend(rest),
-                // No thread, or one that failed: this one asks for the rest itself.
-                _ => self.passes.extend(ask(second)),
+        // The next batch is read, and its texts asked for, before this one is read.
+        self.ahead.clear();
+        self.ahead_read = next_batch(blocks, &mut self.ahead);
+        self.ahead_asked =
+            self.ahead_read && wants_two_cores(&self.ahead) && self.ask(texts_of(&self.ahead));
+        if let Some(half) = split {
+            let mine = ask_alone(self.check, &batch[..half]);
+            if let Some(rest) = self.answer() {
+                self.passes = mine;
+                self.passes.extend(rest);
             }
-        });
+        } else if asked && let Some(all) = self.answer() {
+            self.passes = all;
+        }
+        true
+    }
+
+    /// Sends a batch's texts to the second thread, made on the first call; whether they went.
+    fn ask(&mut self, texts: Vec<Option<&'scope str>>) -> bool {
+        if !self.helper_made {
+            self.helper_made = true;
+            self.helper = self.make_helper();
+        }
+        match &self.helper {
+            Some(helper) if helper.asks.send(texts).is_ok() => true,
+            _ => {
+                self.helper = None;
+                false
+            }
+        }
+    }
+
+    /// The answers for the texts asked first and not yet answered, in their order; `None`
+    /// when the second thread is gone (this thread then asks for each text itself).
+    fn answer(&mut self) -> Option<Vec<bool>> {
+        let answer = self.helper.as_ref()?.answers.recv().ok();
+        if answer.is_none() {
+            self.helper = None;
+        }
+        answer
+    }
+
+    /// A second thread that answers each batch of texts it is sent, in order, until its
+    /// sender is dropped; `None` when no thread can be made.
+    fn make_helper(&self) -> Option<Helper<'scope>> {
+        let (asks, asked) = std::sync::mpsc::channel::<Vec<Option<&'scope str>>>();
+        let (answered, answers) = std::sync::mpsc::channel();
+        let check = self.check;
+        std::thread::Builder::new()
+            .spawn_scoped(self.scope, move || {
+                for texts in asked {
+                    let passes: Vec<bool> = texts
+                        .iter()
+                        .map(|text| text.is_some_and(|text| check.passes_unchanged(text)))
+                        .collect();
+                    if answered.send(passes).is_err() {
+                        return;
+                    }
+                }
+            })
+            .ok()?;
+        Some(Helper { asks, answers })
     }
 
     /// Whether the text of the block at `at` in the batch passes redaction unchanged.
@@ -1914,6 +2012,43 @@ impl Verdicts {
             None => hidden.passes_unchanged(text),
         }
     }
+}
+
+/// The text of each block of a batch, `None` for a block with none.
+fn texts_of<'t>(blocks: &[(usize, Block<'t>)]) -> Vec<Option<&'t str>> {
+    blocks.iter().map(|(_, block)| text_of(block)).collect()
+}
+
+/// Whether a batch's texts are worth a second core: they hold enough bytes, and the machine
+/// has one.
+fn wants_two_cores(batch: &[(usize, Block<'_>)]) -> bool {
+    let bytes: usize = batch
+        .iter()
+        .map(|(_, block)| text_of(block).map_or(0, str::len))
+        .sum();
+    bytes >= PARALLEL_TEXT_BYTES && two_cores()
+}
+
+/// Where a batch splits into two halves that hold about as many bytes of text each.
+fn half_by_bytes(batch: &[(usize, Block<'_>)]) -> usize {
+    let texts = || batch.iter().map(|(_, block)| text_of(block));
+    let bytes: usize = texts().map(|text| text.map_or(0, str::len)).sum();
+    let mut seen = 0;
+    for (at, text) in texts().enumerate() {
+        seen += text.map_or(0, str::len);
+        if seen * 2 >= bytes {
+            return at + 1;
+        }
+    }
+    batch.len()
+}
+
+/// The answers for the texts of `blocks`, asked on this thread.
+fn ask_alone(check: PassCheck<'_>, blocks: &[(usize, Block<'_>)]) -> Vec<bool> {
+    blocks
+        .iter()
+        .map(|(_, block)| text_of(block).is_some_and(|text| check.passes_unchanged(text)))
+        .collect()
 }
 
 /// Whether this machine runs two threads at once; asked once.
@@ -2171,64 +2306,86 @@ mod tests {
             ..proptest::prelude::ProptestConfig::default()
         })]
 
-        /// A batch with much text is sorted on two cores when the machine has them: each
-        /// text's answer is the one [`HiddenUris::passes_unchanged`] gives it alone, in the
-        /// batch's order, with blocks that hold no text between. Texts draw on plain words, a
-        /// hidden uri, other urls, a token, escapes and characters outside ASCII.
+        /// Batches with much text are sorted on a second core when the machine has one (the
+        /// first split in halves, each later one whole while the one before it is read): each
+        /// text's answer is the one [`HiddenUris::passes_unchanged`] gives it alone, every
+        /// block comes once and in order, and a batch asked on two cores has its answers. Texts
+        /// draw on plain words, a hidden uri, other urls, a token, escapes and characters
+        /// outside ASCII; some are short, so some batches hold too little text to be asked;
+        /// blocks that hold no text come between; results span one batch to four.
         #[test]
-        fn a_batch_sorted_on_two_cores_answers_as_each_text_alone(
+        fn batches_sorted_on_two_cores_answer_as_each_text_alone(
             texts in proptest::collection::vec(
-                proptest::collection::vec(
-                    // Plain words half the time, so that some texts pass and some do not.
-                    proptest::prop_oneof![
-                        proptest::sample::select(vec![
-                            "the quick brown fox ",
-                            "jumps over the lazy dog ",
-                            "and keeps running ",
-                            "through fields of data ",
-                        ]),
-                        proptest::sample::select(vec![
-                            "https://h.example/files/report.csv ",
-                            "h.example/files/report.csv",
-                            "https://other.example/page ",
-                            "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789 ",
-                            "%68ttps%3A%2F%2F",
-                            "é ü 漢字 ",
-                            "QUJDREVGR0hJSktMTU5PUA== ",
-                        ]),
-                    ],
-                    1..4,
+                (
+                    proptest::collection::vec(
+                        // Plain words half the time, so that some texts pass and some do not.
+                        proptest::prop_oneof![
+                            proptest::sample::select(vec![
+                                "the quick brown fox ",
+                                "jumps over the lazy dog ",
+                                "and keeps running ",
+                                "through fields of data ",
+                            ]),
+                            proptest::sample::select(vec![
+                                "https://h.example/files/report.csv ",
+                                "h.example/files/report.csv",
+                                "https://other.example/page ",
+                                "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789 ",
+                                "%68ttps%3A%2F%2F",
+                                "é ü 漢字 ",
+                                "QUJDREVGR0hJSktMTU5PUA== ",
+                            ]),
+                        ],
+                        1..4,
+                    ),
+                    proptest::bool::weighted(0.8),
                 ),
                 200..320,
             ),
-            others in proptest::collection::vec(0usize..320, 0..40),
+            blocks in 1usize..7000,
+            others in proptest::collection::vec(0usize..7000, 0..40),
         ) {
             let link = json!({"type": "resource_link", "uri": "https://h.example/files/report.csv"});
             let hidden = HiddenUris::of(&[&json!({"content": [link]})], UriPolicy::Hidden);
             let filler = "plain words to make the batch long enough ".repeat(10);
             let texts: Vec<String> = texts
                 .iter()
-                .map(|pieces| format!("{}{filler}", pieces.concat()))
+                .map(|(pieces, long)| match long {
+                    true => format!("{}{filler}", pieces.concat()),
+                    false => pieces.concat(),
+                })
                 .collect();
             let image = json!({"type": "image", "data": "aGk=", "mimeType": "image/png"});
-            let mut batch: Vec<(usize, Block<'_>)> = texts
-                .iter()
-                .map(|text| Block::Text(text))
-                .enumerate()
-                .collect();
+            let mut all: Vec<Block<'_>> =
+                (0..blocks).map(|i| Block::Text(&texts[i % texts.len()])).collect();
             for at in others {
-                let at = at.min(batch.len());
-                batch.insert(at, (0, mcpl_classify::classify(&image)));
+                let at = at.min(all.len());
+                all.insert(at, mcpl_classify::classify(&image));
             }
-            let mut verdicts = Verdicts::default();
-            verdicts.sort(hidden.pass_check(), &batch);
-            proptest::prop_assert_eq!(verdicts.passes.is_empty(), !two_cores());
-            for (at, (_, block)) in batch.iter().enumerate() {
-                if let Some(text) = text_of(block) {
-                    let alone = hidden.passes_unchanged(text);
-                    proptest::prop_assert_eq!(verdicts.passes(at, text, &hidden), alone, "{}", text);
+            let mut read = Vec::new();
+            let check = hidden.pass_check();
+            let mut outcome = Ok(());
+            std::thread::scope(|scope| {
+                let mut verdicts = Verdicts::new(scope, check);
+                let mut blocks = all.iter().cloned().enumerate();
+                let mut batch = Vec::new();
+                while verdicts.next_batch(&mut blocks, &mut batch) {
+                    let asked = two_cores() && wants_two_cores(&batch);
+                    if verdicts.passes.is_empty() == asked {
+                        outcome = Err(format!("asked {asked}: {} answers", verdicts.passes.len()));
+                    }
+                    for (at, (index, block)) in batch.iter().enumerate() {
+                        read.push(*index);
+                        if let Some(text) = text_of(block)
+                            && verdicts.passes(at, text, &hidden) != hidden.passes_unchanged(text)
+                        {
+                            outcome = Err(format!("block {index}: {text}"));
+                        }
+                    }
                 }
-            }
+            });
+            proptest::prop_assert_eq!(outcome, Ok(()));
+            proptest::prop_assert_eq!(read, (0..all.len()).collect::<Vec<_>>());
             // A text with the hidden uri never passes: the test reads both answers.
             proptest::prop_assert!(!hidden.passes_unchanged("see h.example/files/report.csv"));
             proptest::prop_assert!(hidden.passes_unchanged(&filler));
