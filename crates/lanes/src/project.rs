@@ -1882,12 +1882,11 @@ struct Verdicts<'scope, 'env, 'a> {
     helper_made: bool,
     /// By the block's place in the batch; empty when the batch is sorted as it is read.
     passes: Vec<bool>,
-    /// The batch after the one being read, once the first is read.
+    /// The batch after the one being read, once the first is read: empty when none is left.
     ahead: Vec<(usize, Block<'a>)>,
-    /// Whether the first batch was read, whether `ahead` holds a batch, and whether its texts
-    /// went to the second thread.
+    /// Whether the first batch was read, and whether the texts of `ahead` went to the second
+    /// thread.
     started: bool,
-    ahead_read: bool,
     ahead_asked: bool,
 }
 
@@ -1908,7 +1907,6 @@ impl<'scope, 'env, 'a: 'scope> Verdicts<'scope, 'env, 'a> {
             passes: Vec::new(),
             ahead: Vec::new(),
             started: false,
-            ahead_read: false,
             ahead_asked: false,
         }
     }
@@ -1924,7 +1922,7 @@ impl<'scope, 'env, 'a: 'scope> Verdicts<'scope, 'env, 'a> {
         batch.clear();
         let mut split = None;
         let asked = if self.started {
-            if !self.ahead_read {
+            if self.ahead.is_empty() {
                 return false;
             }
             std::mem::swap(batch, &mut self.ahead);
@@ -1943,11 +1941,11 @@ impl<'scope, 'env, 'a: 'scope> Verdicts<'scope, 'env, 'a> {
         };
         // The next batch is read, and its texts asked for, before this one is read.
         self.ahead.clear();
-        self.ahead_read = next_batch(blocks, &mut self.ahead);
-        self.ahead_asked =
-            self.ahead_read && wants_two_cores(&self.ahead) && self.ask(texts_of(&self.ahead));
+        self.ahead_asked = next_batch(blocks, &mut self.ahead)
+            && wants_two_cores(&self.ahead)
+            && self.ask(texts_of(&self.ahead));
         if let Some(half) = split {
-            let mine = ask_alone(self.check, &batch[..half]);
+            let mine = ask_all(self.check, &texts_of(&batch[..half]));
             if let Some(rest) = self.answer() {
                 self.passes = mine;
                 self.passes.extend(rest);
@@ -1992,11 +1990,7 @@ impl<'scope, 'env, 'a: 'scope> Verdicts<'scope, 'env, 'a> {
         std::thread::Builder::new()
             .spawn_scoped(self.scope, move || {
                 for texts in asked {
-                    let passes: Vec<bool> = texts
-                        .iter()
-                        .map(|text| text.is_some_and(|text| check.passes_unchanged(text)))
-                        .collect();
-                    if answered.send(passes).is_err() {
+                    if answered.send(ask_all(check, &texts)).is_err() {
                         return;
                     }
                 }
@@ -2043,11 +2037,12 @@ fn half_by_bytes(batch: &[(usize, Block<'_>)]) -> usize {
     batch.len()
 }
 
-/// The answers for the texts of `blocks`, asked on this thread.
-fn ask_alone(check: PassCheck<'_>, blocks: &[(usize, Block<'_>)]) -> Vec<bool> {
-    blocks
+/// Whether each of a batch's texts ([`texts_of`]) passes redaction unchanged; `false` for a
+/// block with none.
+fn ask_all(check: PassCheck<'_>, texts: &[Option<&str>]) -> Vec<bool> {
+    texts
         .iter()
-        .map(|(_, block)| text_of(block).is_some_and(|text| check.passes_unchanged(text)))
+        .map(|text| text.is_some_and(|text| check.passes_unchanged(text)))
         .collect()
 }
 
