@@ -1202,7 +1202,7 @@ pub fn write_spill(
 
 /// What the session hides, for a spill's text attachments: the result's own hidden uris have
 /// joined the session by the time its spill is written.
-fn session_hidden(projector: &mut Projector<'_>) -> HiddenUris {
+fn session_hidden(projector: &mut Projector<'_>) -> HiddenUris<'static> {
     let scan = projector.registry.hidden().scans(projector.server);
     HiddenUris::in_session(
         &[],

@@ -745,6 +745,9 @@ pub struct ResultView<'de> {
     pub structured: Option<DataView<'de>>,
     /// `isError: true`.
     pub is_error: bool,
+    /// The bytes the view was read from, when it was read from bytes (empty otherwise): what
+    /// its strings borrow, and what a set of its uris may borrow too.
+    pub source: &'de [u8],
 }
 
 impl<'de> ResultView<'de> {
@@ -769,7 +772,10 @@ impl<'de> ResultView<'de> {
             return Err(de::Error::custom("recursion limit exceeded"));
         }
         match read {
-            Some(view) => Ok(view),
+            Some(view) => Ok(ResultView {
+                source: bytes,
+                ..view
+            }),
             // A single content block: the whole object is the content, read as data.
             None => Ok(ResultView {
                 content: Some(ContentView::Data(Cow::Owned(serde_json::from_slice(
@@ -777,6 +783,7 @@ impl<'de> ResultView<'de> {
                 )?))),
                 structured: None,
                 is_error: false,
+                source: &[],
             }),
         }
     }
@@ -792,6 +799,7 @@ impl<'de> ResultView<'de> {
             content: Some(ContentView::Data(Cow::Borrowed(value))),
             structured: None,
             is_error: false,
+            source: &[],
         };
         match value {
             Value::Object(_) => {
@@ -804,12 +812,14 @@ impl<'de> ResultView<'de> {
                         .get("structuredContent")
                         .map(|data| DataView::Value(Cow::Borrowed(data))),
                     is_error: object.get("isError") == Some(&Value::Bool(true)),
+                    source: &[],
                 }
             }
             Value::Array(_) => ResultView {
                 content: Some(ContentView::of_value(value)),
                 structured: None,
                 is_error: false,
+                source: &[],
             },
             other => data(other),
         }
@@ -875,6 +885,7 @@ impl ResultView<'_> {
             }),
             structured: self.structured.map(DataView::into_owned),
             is_error: self.is_error,
+            source: &[],
         }
     }
 }
@@ -1102,6 +1113,7 @@ impl<'de> Visitor<'de> for ResultVisitor {
             content: None,
             structured: None,
             is_error: false,
+            source: &[],
         };
         let mut block = false;
         while let Some(key) = map.next_key::<Key<'de>>()? {
@@ -1130,6 +1142,7 @@ impl<'de> Visitor<'de> for ResultVisitor {
             content: Some(ContentView::Blocks(blocks)),
             structured: None,
             is_error: false,
+            source: &[],
         }))
     }
 
@@ -1142,6 +1155,7 @@ fn data_result<'de>(value: Value) -> Option<ResultView<'de>> {
         content: Some(ContentView::Data(Cow::Owned(value))),
         structured: None,
         is_error: false,
+        source: &[],
     })
 }
 

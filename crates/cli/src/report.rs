@@ -53,7 +53,7 @@ pub struct Report<'r> {
 /// request) and its secrets, the same set its log lines are redacted with.
 #[derive(Debug, Default)]
 pub struct Guard {
-    hidden: Vec<HiddenUris>,
+    hidden: Vec<HiddenUris<'static>>,
     secrets: Vec<mcpl_redact::Secrets>,
 }
 

@@ -582,6 +582,8 @@ pub struct ToolResult<'a> {
     pub is_error: bool,
     /// The content array's elements, when it is one.
     views: Option<&'a [BlockView<'a>]>,
+    /// The bytes the result was read from, when it was (empty otherwise).
+    source: &'a [u8],
 }
 
 impl<'a> ToolResult<'a> {
@@ -597,6 +599,7 @@ impl<'a> ToolResult<'a> {
             structured: view.structured.as_ref(),
             is_error: view.is_error,
             views,
+            source: view.source,
         }
     }
 
@@ -681,6 +684,7 @@ impl<'a> ToolResult<'a> {
             values: self.content.into_iter().chain(value).collect(),
             views: self.views.unwrap_or_default(),
             raw: raw.into_iter().collect(),
+            source: self.source,
         }
     }
 }
@@ -809,16 +813,14 @@ impl<'h> Projector<'h> {
     }
 
     /// What the session hides in content made of `values`, this server's scan setting applied.
-    fn hidden(&mut self, values: &[&Value]) -> HiddenUris {
-        self.hidden_in(&Scope {
-            values: values.to_vec(),
-            views: &[],
-            raw: Vec::new(),
-        })
+    fn hidden(&mut self, values: &[&Value]) -> HiddenUris<'static> {
+        let scan = self.registry.hidden().scans(self.server);
+        HiddenUris::in_session(values, self.uri_policy, self.registry.hidden_mut(), scan)
     }
 
-    /// [`Projector::hidden`] for a result, whose blocks may have been read from bytes.
-    fn hidden_in(&mut self, scope: &Scope<'_>) -> HiddenUris {
+    /// [`Projector::hidden`] for a result, whose blocks may have been read from bytes (whose
+    /// uris it borrows).
+    fn hidden_in<'s>(&mut self, scope: &Scope<'s>) -> HiddenUris<'s> {
         let scan = self.registry.hidden().scans(self.server);
         HiddenUris::in_scope(scope, self.uri_policy, self.registry.hidden_mut(), scan)
     }
@@ -2106,7 +2108,7 @@ fn shown_key(
 /// What writing raw data carries from member to member: what it hides, its payloads' way out,
 /// the hidden-uri keys numbered so far, whether it met a block, and the text.
 struct DataWriter<'w, 'x, 'f> {
-    hidden: &'w HiddenUris,
+    hidden: &'w HiddenUris<'w>,
     attach: &'w mut Option<&'x mut Attach<'f>>,
     keys: usize,
     blocks: bool,

@@ -88,7 +88,7 @@ fn bench_redact(c: &mut Criterion) {
 }
 
 /// `count` lines, each a signed url of the result (hidden) and, when `with_key`, an api key.
-fn withheld_lines(count: usize, with_key: bool) -> (Vec<String>, HiddenUris) {
+fn withheld_lines(count: usize, with_key: bool) -> (Vec<String>, HiddenUris<'static>) {
     let lines: Vec<String> = (0..count)
         .map(|n| match with_key {
             true => format!("line {n} https://h.example/p/{n}?sig=s{n}zz api_key=k{n}q7 done\n"),

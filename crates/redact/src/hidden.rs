@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::decoded;
 use crate::scrub::{Scrubber, Secrets, WITHHELD_SECRET, merge};
-use crate::search::{Compiled, Strings};
+use crate::search::{Compiled, Strings, covering, spells};
 use crate::secrets::Admitted;
 use crate::uri::secret_parts;
 use crate::uri::{
@@ -39,7 +39,7 @@ pub enum UriPolicy {
 /// asked from several threads at once.
 #[derive(Debug, Clone, Copy)]
 pub struct PassCheck<'h> {
-    compiled: &'h Compiled,
+    compiled: &'h Compiled<'h>,
     scan: bool,
     scrub: &'h Scrubber,
 }
@@ -78,10 +78,11 @@ const _: () = {
 /// any spelling (see the crate's [normalised view](crate)), and each of its long enough query,
 /// fragment and credential values, is replaced with [`WITHHELD_LINK`].
 #[derive(Debug)]
-pub struct HiddenUris {
+pub struct HiddenUris<'k> {
     /// The canonical forms of the uris the result marks `never`.
     never: FastSet<String>,
-    compiled: Arc<Compiled>,
+    /// The uris searched for, spelled in the bytes the result was read from where they are.
+    compiled: Arc<Compiled<'k>>,
     policy: UriPolicy,
     scan: bool,
     /// The second pass: the session's secrets, credential parameters, token formats.
@@ -103,13 +104,13 @@ const REMEMBERED_LABEL_BYTES: usize = 128;
 /// is joined in a buffer of its own, given back at once.
 const KEPT_JOIN_BYTES: usize = 1 << 16;
 
-impl HiddenUris {
+impl<'k> HiddenUris<'k> {
     /// Reads the uris and `never` marks in every value of a result (its content, its structured
     /// content, ...), on its own: a fresh session, credential-shaped urls withheld. A `never`
     /// counts on a block in the content or in the data, not inside a block's own fields: one in
     /// a block's `_meta` marks nothing. Uris are collected at every depth, inside blocks too,
     /// since hiding one more is safe.
-    pub fn of(values: &[&Value], policy: UriPolicy) -> HiddenUris {
+    pub fn of(values: &[&Value], policy: UriPolicy) -> HiddenUris<'static> {
         HiddenUris::in_session(values, policy, &mut HiddenSet::new(), true)
     }
 
@@ -120,23 +121,35 @@ impl HiddenUris {
         policy: UriPolicy,
         session: &mut HiddenSet,
         scan: bool,
-    ) -> HiddenUris {
+    ) -> HiddenUris<'static> {
         let scope = Scope {
             values: values.to_vec(),
             views: &[],
             raw: Vec::new(),
+            source: &[],
         };
-        HiddenUris::in_scope(&scope, policy, session, scan)
+        HiddenUris::read(&scope, &[], policy, session, scan)
     }
 
     /// As [`HiddenUris::in_session`], for a result whose content array may have been read from
-    /// bytes.
+    /// bytes: the uris spelled in those bytes are borrowed, not copied (decision 0164).
     pub fn in_scope(
-        scope: &Scope<'_>,
+        scope: &Scope<'k>,
         policy: UriPolicy,
         session: &mut HiddenSet,
         scan: bool,
-    ) -> HiddenUris {
+    ) -> HiddenUris<'k> {
+        HiddenUris::read(scope, scope.source, policy, session, scan)
+    }
+
+    /// [`HiddenUris::in_scope`], borrowing from `source` alone.
+    fn read(
+        scope: &Scope<'_>,
+        source: &'k [u8],
+        policy: UriPolicy,
+        session: &mut HiddenSet,
+        scan: bool,
+    ) -> HiddenUris<'k> {
         let mut never_uris = Vec::new();
         let mut uris = Vec::new();
         for value in &scope.values {
@@ -170,7 +183,7 @@ impl HiddenUris {
                     || session.contains(uri))
         });
         uris.extend(never_uris.iter().copied().filter(|uri| !uri.is_empty()));
-        let compiled = session.hide_result(&uris);
+        let compiled = session.hide_result(&uris, source);
         HiddenUris {
             never,
             compiled,
@@ -729,7 +742,7 @@ pub struct HiddenSet {
     /// a result carries) or by itself alone (a credential-shaped url found in text).
     entries: FastMap<String, bool>,
     unscanned: HashSet<ServerName>,
-    compiled: Option<Arc<Compiled>>,
+    compiled: Option<Arc<Compiled<'static>>>,
     /// What the host holds and the secret parts of every uri hidden, found by their content.
     secrets: Secrets,
     /// How many uri parts were offered to `secrets`, at most [`MAX_URI_PARTS`].
@@ -790,29 +803,35 @@ impl HiddenSet {
     /// new uris than the set keeps), is still searched for in that result.
     ///
     /// A result with more new uris than the set keeps replaces the set with its newest ones,
-    /// and only those are ever added to it: the others would be forgotten at once.
-    pub(crate) fn hide_result(&mut self, uris: &[&str]) -> Arc<Compiled> {
-        let mut keys = Strings::with_capacity(uris.len());
-        // A canonical form is at most as long as its uri.
-        keys.text.reserve(uris.iter().map(|uri| uri.len()).sum());
+    /// and only those are ever added to it: the others would be forgotten at once. The set
+    /// made for such a result alone borrows each uri spelled in `source` (the bytes the result
+    /// was read from, when it was) that folds to its own canonical form (decision 0164).
+    pub(crate) fn hide_result<'k>(&mut self, uris: &[&str], source: &'k [u8]) -> Arc<Compiled<'k>> {
+        // Only a result of more uris than the set keeps can fill it; a smaller one's forms are
+        // copied, as the session's are.
+        let base = match uris.len() > HIDDEN_SET_CAPACITY {
+            true => covering(source, uris),
+            false => "",
+        };
+        let mut keys = Strings::borrowing(base, uris.len());
         let mut key = String::new();
-        for uri in uris {
+        for &uri in uris {
             canonical_into(uri, &mut key);
             if !key.is_empty() {
-                keys.insert(&key);
+                keys.insert_spelled(if spells(uri, &key) { uri } else { &key }, &key);
             }
         }
         let new = keys
             .iter()
-            .filter(|key| !self.entries.contains_key(*key))
+            .filter(|key| !self.entries.contains_key(key.as_ref()))
             .count();
         if new > HIDDEN_SET_CAPACITY {
             let mut newest: Vec<String> = keys
                 .iter()
                 .rev()
-                .filter(|key| !self.entries.contains_key(*key))
+                .filter(|key| !self.entries.contains_key(key.as_ref()))
                 .take(HIDDEN_SET_CAPACITY)
-                .map(str::to_owned)
+                .map(Cow::into_owned)
                 .collect();
             newest.reverse();
             self.order.clear();
@@ -826,9 +845,12 @@ impl HiddenSet {
             return Arc::new(Compiled::filling_the_set(keys).finish());
         }
         for key in keys.iter() {
-            self.insert_key(key, true);
+            self.insert_key(&key, true);
         }
-        if keys.iter().all(|key| self.entries.contains_key(key)) {
+        if keys
+            .iter()
+            .all(|key| self.entries.contains_key(key.as_ref()))
+        {
             return self.compiled();
         }
         let mut compiled = Compiled::of_keys(keys, self.entries.len());
@@ -914,7 +936,7 @@ impl HiddenSet {
     }
 
     /// The set's uris, ready to search for, made once per change.
-    pub(crate) fn compiled(&mut self) -> Arc<Compiled> {
+    pub(crate) fn compiled(&mut self) -> Arc<Compiled<'static>> {
         if let Some(compiled) = &self.compiled {
             return Arc::clone(compiled);
         }
@@ -1131,7 +1153,7 @@ mod tests {
     /// Hidden uris (a long one among them, so matches reach far), each server uri of the
     /// texts below; with `many`, twenty more with their own beginnings, so that they are
     /// searched by their tails rather than their beginnings.
-    fn hidden_uris(scan: bool, many: bool) -> HiddenUris {
+    fn hidden_uris(scan: bool, many: bool) -> HiddenUris<'static> {
         let mut blocks = vec![
             json!({"type": "resource_link", "uri": "demo://resource/one"}),
             json!({"type": "resource_link", "uri": "https://files.example/q3?sig=abcdef0123456789"}),
@@ -1188,7 +1210,7 @@ mod tests {
     /// Hidden uris whose every pattern holds `://` or one of a few anchor bytes (decision
     /// 0099): with `dotted`, a credential value with a `.` in it too; with `plain`, one with
     /// none, which turns the anchors off.
-    fn anchored_uris(scan: bool, dotted: bool, plain: bool) -> HiddenUris {
+    fn anchored_uris(scan: bool, dotted: bool, plain: bool) -> HiddenUris<'static> {
         let mut blocks = vec![
             json!({"type": "resource_link", "uri": "demo://resource/one"}),
             json!({"type": "resource_link", "uri": "https://files.example/q3?page=2&sort=name"}),

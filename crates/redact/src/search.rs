@@ -1,106 +1,215 @@
 //! Many literal strings found in one pass: the set that holds them, the searches by prefix,
 //! by tail or by automaton, and a result's compiled set with the anchor bytes its patterns need.
 
+use std::borrow::Cow;
 use std::hash::BuildHasher as _;
 use std::sync::OnceLock;
 
 use crate::uri::{is_searchable, parts_of, patterns_of};
 
-/// Distinct strings kept in one buffer and found again by their hash: a set of tens of
-/// thousands of patterns costs a few allocations, not one (or three) per string.
+/// Distinct canonical forms found again by their hash. A form whose uri spells it in a text
+/// the set borrows (a result's own bytes, decision 0164) is kept as a span of that spelling,
+/// read in lower case; any other is copied into one buffer of the set's own. A set of tens of
+/// thousands of forms costs a few allocations, not one (or three) a form, and a result's
+/// signed links are not held twice.
 #[derive(Debug, Default)]
-pub(crate) struct Strings {
-    pub(crate) text: String,
-    /// Where each string ends in `text`; each starts where the one before it ends.
-    pub(crate) ends: Vec<usize>,
-    /// Each string's index, by the string's hash: four bytes a string, the hash computed again
-    /// from the string when the table grows (sets are sized up front, so it seldom does).
-    pub(crate) table: hashbrown::HashTable<u32>,
-    pub(crate) hasher: foldhash::fast::RandomState,
+pub(crate) struct Strings<'k> {
+    /// The text spellings are borrowed from (`""` when the set borrows none).
+    base: &'k str,
+    /// The forms no span of `base` spells, one after another.
+    own: String,
+    /// Where each form starts: in `base` below its length, else in `own`, past it. Four bytes
+    /// a form: a set borrows no text of 2 GiB or more, and holds no more than 2 GiB of its own.
+    starts: Vec<u32>,
+    /// Each form's length in bytes.
+    lens: Vec<u32>,
+    /// Each form's index, by the form's hash: four bytes a form, the hash computed again from
+    /// the form when the table grows (sets are sized up front, so it seldom does).
+    table: hashbrown::HashTable<u32>,
+    hasher: foldhash::fast::RandomState,
 }
 
-impl Strings {
-    /// An empty set with room for `capacity` strings.
-    pub(crate) fn with_capacity(capacity: usize) -> Strings {
+/// A form's spelling as a [`Strings`] holds it: in `base` (to be read in lower case) or in
+/// `own`, from the set's parts (so that a closure can read them while the table is borrowed).
+fn spelled_at<'t>(base: &'t str, own: &'t str, starts: &[u32], lens: &[u32], i: u32) -> &'t str {
+    let start = starts[i as usize] as usize;
+    let end = start + lens[i as usize] as usize;
+    text_at(base, own, start, end)
+}
+
+/// The hash of the form a spelling folds to (ASCII letters in lower case), the same whether it
+/// is spelled in lower case or not.
+fn form_hash(hasher: &foldhash::fast::RandomState, spelled: &str) -> u64 {
+    use std::hash::Hasher as _;
+    let mut state = hasher.build_hasher();
+    let mut chunk = [0u8; 64];
+    for piece in spelled.as_bytes().chunks(64) {
+        let folded = &mut chunk[..piece.len()];
+        folded.copy_from_slice(piece);
+        folded.make_ascii_lowercase();
+        state.write(folded);
+    }
+    state.write_u8(0xff);
+    state.finish()
+}
+
+/// Whether `spelled` folds to `form`: it is `form` with some ASCII letters in upper case.
+pub(crate) fn spells(spelled: &str, form: &str) -> bool {
+    spelled.len() == form.len()
+        && spelled
+            .bytes()
+            .zip(form.bytes())
+            .all(|(a, b)| a.to_ascii_lowercase() == b)
+}
+
+impl<'k> Strings<'k> {
+    /// An empty set with room for `capacity` forms, each copied.
+    pub(crate) fn with_capacity(capacity: usize) -> Strings<'k> {
+        Strings::borrowing("", capacity)
+    }
+
+    /// An empty set with room for `capacity` forms, each spelled in `base` kept as a span of
+    /// its spelling, any other copied.
+    pub(crate) fn borrowing(base: &'k str, capacity: usize) -> Strings<'k> {
         Strings {
-            ends: Vec::with_capacity(capacity),
+            base: match base.len() < 1 << 31 {
+                true => base,
+                false => "",
+            },
+            starts: Vec::with_capacity(capacity),
+            lens: Vec::with_capacity(capacity),
             table: hashbrown::HashTable::with_capacity(capacity),
             ..Strings::default()
         }
     }
 
-    /// Room for `more` strings besides those held.
+    /// Room for `more` forms besides those held.
     pub(crate) fn reserve(&mut self, more: usize) {
-        self.ends.reserve(more);
+        self.starts.reserve(more);
+        self.lens.reserve(more);
+        let (base, own, starts, lens) = (self.base, &self.own, &self.starts, &self.lens);
+        let hasher = &self.hasher;
         self.table.reserve(more, |&i| {
-            Strings::hash_at(&self.hasher, &self.text, &self.ends, i)
+            form_hash(hasher, spelled_at(base, own, starts, lens, i))
         });
     }
 
-    /// The hash the table holds the string at `index` by, from the set's parts (so that a
-    /// closure can read them while the table is borrowed).
-    fn hash_at(
-        hasher: &foldhash::fast::RandomState,
-        text: &str,
-        ends: &[usize],
-        index: u32,
-    ) -> u64 {
-        hasher.hash_one(Strings::at(text, ends, index))
+    /// Whether some form is a span of the text the set borrows, and so is read in lower case.
+    pub(crate) fn borrows(&self) -> bool {
+        self.starts
+            .iter()
+            .any(|&start| (start as usize) < self.base.len())
     }
 
-    fn at<'s>(text: &'s str, ends: &[usize], index: u32) -> &'s str {
-        let index = index as usize;
-        let start = if index == 0 { 0 } else { ends[index - 1] };
-        &text[start..ends[index]]
+    /// The buffer of the forms the set copied, one after another.
+    pub(crate) fn own(&self) -> &str {
+        &self.own
     }
 
-    /// How many strings the set holds.
+    /// How many forms the set holds.
     pub(crate) fn len(&self) -> usize {
-        self.ends.len()
+        self.starts.len()
     }
 
-    /// The strings, in the order they were first inserted.
-    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = &str> {
-        (0..self.ends.len()).map(|i| Strings::at(&self.text, &self.ends, i as u32))
+    /// The forms, in the order they were first inserted: a form spelled in the borrowed text
+    /// with a capital letter is put in lower case, any other is borrowed.
+    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = Cow<'_, str>> {
+        (0..self.starts.len()).map(|i| {
+            let spelled = spelled_at(self.base, &self.own, &self.starts, &self.lens, i as u32);
+            match spelled.bytes().any(|b| b.is_ascii_uppercase()) {
+                true => Cow::Owned(spelled.to_ascii_lowercase()),
+                false => Cow::Borrowed(spelled),
+            }
+        })
     }
 
-    /// Whether the set holds `s`.
-    pub(crate) fn contains(&self, s: &str) -> bool {
-        let hash = self.hasher.hash_one(s);
+    /// Whether the set holds `form`.
+    pub(crate) fn contains(&self, form: &str) -> bool {
+        let hash = form_hash(&self.hasher, form);
         self.table
-            .find(hash, |&i| Strings::at(&self.text, &self.ends, i) == s)
+            .find(hash, |&i| {
+                spells(
+                    spelled_at(self.base, &self.own, &self.starts, &self.lens, i),
+                    form,
+                )
+            })
             .is_some()
     }
 
     /// Gives back what the buffers reserved beyond what they hold.
     pub(crate) fn shrink_to_fit(&mut self) {
-        self.text.shrink_to_fit();
-        self.ends.shrink_to_fit();
+        self.own.shrink_to_fit();
+        self.starts.shrink_to_fit();
+        self.lens.shrink_to_fit();
+        let (base, own, starts, lens) = (self.base, &self.own, &self.starts, &self.lens);
+        let hasher = &self.hasher;
         self.table
-            .shrink_to_fit(|&i| Strings::hash_at(&self.hasher, &self.text, &self.ends, i));
+            .shrink_to_fit(|&i| form_hash(hasher, spelled_at(base, own, starts, lens, i)));
     }
 
-    /// Adds `s`; whether it was new.
-    pub(crate) fn insert(&mut self, s: &str) -> bool {
-        let hash = self.hasher.hash_one(s);
-        // Past `u32::MAX` strings (more than any input limit lets in) nothing more is added.
-        let Ok(next) = u32::try_from(self.ends.len()) else {
+    /// Adds `form`, copied; whether it was new.
+    pub(crate) fn insert(&mut self, form: &str) -> bool {
+        self.insert_spelled(form, form)
+    }
+
+    /// Adds `form`, which `spelled` folds to (its ASCII letters in lower case): a span of
+    /// `spelled` when it lies in the borrowed text, else a copy of `form`. Whether it was new.
+    pub(crate) fn insert_spelled(&mut self, spelled: &str, form: &str) -> bool {
+        debug_assert!(spells(spelled, form), "{spelled} does not fold to {form}");
+        let hash = form_hash(&self.hasher, form);
+        // Past `u32::MAX` forms, or past 2 GiB of forms copied (more than any input limit lets
+        // in), nothing more is added.
+        let (Ok(next), Ok(len)) = (u32::try_from(self.starts.len()), u32::try_from(form.len()))
+        else {
             return false;
         };
+        let in_base = span_in(self.base, spelled).filter(|_| spells(spelled, form));
+        let Ok(start) = u32::try_from(in_base.unwrap_or(self.base.len() + self.own.len())) else {
+            return false;
+        };
+        let (base, own, starts, lens) = (self.base, &self.own, &self.starts, &self.lens);
+        let hasher = &self.hasher;
         let entry = self.table.entry(
             hash,
-            |&i| Strings::at(&self.text, &self.ends, i) == s,
-            |&i| Strings::hash_at(&self.hasher, &self.text, &self.ends, i),
+            |&i| spells(spelled_at(base, own, starts, lens, i), form),
+            |&i| form_hash(hasher, spelled_at(base, own, starts, lens, i)),
         );
         match entry {
             hashbrown::hash_table::Entry::Occupied(_) => false,
             hashbrown::hash_table::Entry::Vacant(vacant) => {
                 vacant.insert(next);
-                self.text.push_str(s);
-                self.ends.push(self.text.len());
+                if in_base.is_none() {
+                    self.own.push_str(form);
+                }
+                self.starts.push(start);
+                self.lens.push(len);
                 true
             }
         }
+    }
+}
+
+/// The shortest text of `source` that holds every one of `uris` lying in it, when that text is
+/// UTF-8 (the bytes between two uris may be any a JSON parser skips): what a set of their
+/// canonical forms borrows. `""` when no uri lies in `source`, or the text is no UTF-8.
+pub(crate) fn covering<'k>(source: &'k [u8], uris: &[&str]) -> &'k str {
+    let at = source.as_ptr() as usize;
+    let (mut first, mut last) = (usize::MAX, 0);
+    for uri in uris {
+        let Some(start) = (uri.as_ptr() as usize).checked_sub(at) else {
+            continue;
+        };
+        if let Some(end) = start.checked_add(uri.len())
+            && end <= source.len()
+            && !uri.is_empty()
+        {
+            first = first.min(start);
+            last = last.max(end);
+        }
+    }
+    match first < last {
+        true => std::str::from_utf8(&source[first..last]).unwrap_or(""),
+        false => "",
     }
 }
 
@@ -263,9 +372,9 @@ impl<'p> Patterns<'p> {
 /// them, are built the first time a text may hold one (decision 0100): a result whose texts
 /// hold none of the bytes the patterns need never builds them.
 #[derive(Debug, Default)]
-pub(crate) struct Compiled {
-    /// The uris' canonical forms.
-    pub(crate) keys: Strings,
+pub(crate) struct Compiled<'k> {
+    /// The uris' canonical forms, spelled in the result's own bytes where it spells them.
+    pub(crate) keys: Strings<'k>,
     /// Which of `keys` are searched for alone, without their parts (credential-shaped urls
     /// found in text), in order.
     alone: Vec<u32>,
@@ -286,7 +395,10 @@ pub(crate) struct Compiled {
 /// The strings searched for, and the search made of them.
 #[derive(Debug, Default)]
 pub(crate) struct Search {
-    /// Every string searched for, most of them spans of the keys' buffer.
+    /// The forms in lower case, one after another, when some are spelled in a text the keys
+    /// borrow (empty otherwise: the patterns are spans of the keys' own buffer).
+    forms: String,
+    /// Every string searched for, most of them spans of the forms' buffer.
     pub(crate) patterns: PatternSet,
     pub(crate) searcher: Option<Searcher>,
 }
@@ -310,10 +422,10 @@ pub(crate) fn dfa_affordable<'p>(patterns: impl Iterator<Item = &'p str>) -> boo
 /// first.
 const ANCHOR_BYTES: [u8; 6] = [b'=', b'/', b'.', b'?', b'#', b'@'];
 
-impl Compiled {
+impl<'k> Compiled<'k> {
     /// The uris carried by a result, each searched for with its parts, with room for `more`
     /// uris besides.
-    pub(crate) fn of_keys(mut keys: Strings, more: usize) -> Compiled {
+    pub(crate) fn of_keys(mut keys: Strings<'k>, more: usize) -> Compiled<'k> {
         keys.reserve(more);
         Compiled {
             keys,
@@ -323,7 +435,7 @@ impl Compiled {
 
     /// A result's uris alone, more than the session's set keeps ([`Compiled::fills_the_set`]),
     /// each searched for with its parts.
-    pub(crate) fn filling_the_set(keys: Strings) -> Compiled {
+    pub(crate) fn filling_the_set(keys: Strings<'k>) -> Compiled<'k> {
         Compiled {
             fills_the_set: true,
             ..Compiled::of_keys(keys, 0)
@@ -340,7 +452,7 @@ impl Compiled {
     }
 
     /// Each key with whether it is searched for with its parts.
-    fn each_key(&self) -> impl Iterator<Item = (&str, bool)> {
+    fn each_key(&self) -> impl Iterator<Item = (Cow<'_, str>, bool)> {
         let mut alone = self.alone.iter().copied().peekable();
         self.keys.iter().enumerate().map(move |(index, key)| {
             let with_parts = alone.next_if_eq(&(index as u32)).is_none();
@@ -352,11 +464,12 @@ impl Compiled {
     /// make (no pattern kept). A form's default-port spelling is read only until some pattern is
     /// long enough to search for, or where the form is too short: it holds `://` whenever there
     /// is one ([`patterns_of`]), so it needs no anchor, and it is longer than its form.
-    pub(crate) fn finish(mut self) -> Compiled {
+    pub(crate) fn finish(mut self) -> Compiled<'k> {
         self.keys.shrink_to_fit();
         let mut anchors = AnchorsOf::default();
         let mut scratch = String::new();
         for (key, with_parts) in self.each_key() {
+            let key = key.as_ref();
             match with_parts && (!anchors.searched || !is_searchable(key)) {
                 true => patterns_of(key, &mut scratch, |pattern| anchors.note(pattern)),
                 false => {
@@ -406,21 +519,53 @@ impl Compiled {
 
     /// The patterns, as they read (built on the first call).
     pub(crate) fn patterns(&self) -> Patterns<'_> {
-        self.search().patterns.over(&self.keys.text)
+        let search = self.search();
+        match search.forms.is_empty() {
+            true => search.patterns.over(self.keys.own()),
+            false => search.patterns.over(&search.forms),
+        }
     }
 
-    /// The patterns and their search, built on the first call.
+    /// The patterns and their search, built on the first call. Where some forms are spelled in
+    /// a text the keys borrow, the forms are copied first, in lower case, and the patterns are
+    /// spans of the copies: only a set that is searched holds its forms twice.
     pub(crate) fn search(&self) -> &Search {
         self.search.get_or_init(|| {
-            let mut gathering = Gathering::by_tails(&self.keys.text, self.keys.len());
-            let mut scratch = String::new();
-            for (key, with_parts) in self.each_key() {
-                each_pattern(key, with_parts, &mut scratch, |pattern| {
-                    gathering.add(pattern);
-                });
+            if !self.keys.borrows() {
+                return self.gather(self.keys.own(), self.each_key());
             }
-            gathering.finish()
+            let mut forms = String::with_capacity(self.keys.iter().map(|key| key.len()).sum());
+            let mut ends = Vec::with_capacity(self.keys.len());
+            for key in self.keys.iter() {
+                forms.push_str(&key);
+                ends.push(forms.len());
+            }
+            let mut alone = self.alone.iter().copied().peekable();
+            let each = ends.iter().enumerate().map(|(index, &end)| {
+                let start = if index == 0 { 0 } else { ends[index - 1] };
+                let with_parts = alone.next_if_eq(&(index as u32)).is_none();
+                (Cow::Borrowed(&forms[start..end]), with_parts)
+            });
+            let search = self.gather(&forms, each);
+            Search { forms, ..search }
         })
+    }
+
+    /// The patterns of `keys`, each a form of `base` and whether it is searched for with its
+    /// parts, and their search.
+    fn gather<'f>(
+        &self,
+        base: &'f str,
+        keys: impl Iterator<Item = (Cow<'f, str>, bool)>,
+    ) -> Search {
+        let mut gathering = Gathering::by_tails(base, self.keys.len());
+        let mut scratch = String::new();
+        for (key, with_parts) in keys {
+            each_pattern(&key, with_parts, &mut scratch, |pattern| {
+                gathering.add(pattern);
+            });
+        }
+        gathering.finish()
     }
 
     /// Whether no pattern can be in the view of a text whose view holds no `://`
@@ -513,7 +658,11 @@ impl<'b> Gathering<'b> {
             patterns.forget_table();
         }
         patterns.shrink_to_fit();
-        Search { patterns, searcher }
+        Search {
+            forms: String::new(),
+            patterns,
+            searcher,
+        }
     }
 }
 

@@ -479,7 +479,7 @@ mod tests {
             .map(|i| format!("https://h.example/r/{i}?sig=s{i}"))
             .collect();
         let uris: Vec<&str> = uris.iter().map(String::as_str).collect();
-        let compiled = HiddenSet::new().hide_result(&uris);
+        let compiled = HiddenSet::new().hide_result(&uris, &[]);
         let search = compiled.search();
         assert!(
             matches!(search.searcher, Some(Searcher::ByTail { .. })),
@@ -511,11 +511,11 @@ mod tests {
     #[test]
     fn a_result_with_more_uris_than_the_set_keeps_hides_all_of_its_own() {
         let mut set = HiddenSet::new();
-        set.hide_result(&["demo://earlier/one", "demo://earlier/two"]);
+        set.hide_result(&["demo://earlier/one", "demo://earlier/two"], &[]);
         let mut uris = vec!["demo://earlier/two".to_owned()];
         uris.extend((0..HIDDEN_SET_CAPACITY + 10).map(|n| format!("demo://resource/{n}")));
         let uris: Vec<&str> = uris.iter().map(String::as_str).collect();
-        let compiled = set.hide_result(&uris);
+        let compiled = set.hide_result(&uris, &[]);
         assert_eq!(set.len(), HIDDEN_SET_CAPACITY);
         assert!(!set.contains("demo://resource/9"));
         for uri in &uris {
@@ -533,9 +533,9 @@ mod tests {
             .map(|n| format!("demo://resource/{n}"))
             .collect();
         let uris: Vec<&str> = uris.iter().map(String::as_str).collect();
-        set.hide_result(&uris);
+        set.hide_result(&uris, &[]);
         // The oldest uri again, and one new one that pushes it out of the full set.
-        let compiled = set.hide_result(&["demo://resource/0", "demo://resource/new"]);
+        let compiled = set.hide_result(&["demo://resource/0", "demo://resource/new"], &[]);
         assert!(!set.contains("demo://resource/0"));
         assert!(compiled.keys.contains("demo://resource/0"));
         assert!(compiled.patterns().contains("demo://resource/0"));
@@ -556,7 +556,7 @@ mod tests {
         let uris: Vec<&str> = uris.iter().map(String::as_str).collect();
         let mut set = HiddenSet::new();
         assert!(set.insert_found(canonical("https://found.example/?token=abcdefgh")));
-        let compiled = set.hide_result(&uris);
+        let compiled = set.hide_result(&uris, &[]);
         assert!(compiled.is_searched());
         assert!(compiled.search.get().is_none());
         // Every pattern without `://` is a query or a credential value, with its `=` or not.
@@ -589,7 +589,7 @@ mod tests {
         let mut set = HiddenSet::new();
         let key = canonical("https://a.example/f?token=0123456789abcdef");
         assert!(set.insert_found(key));
-        let compiled = set.hide_result(&["https://a.example/f?token=0123456789abcdef"]);
+        let compiled = set.hide_result(&["https://a.example/f?token=0123456789abcdef"], &[]);
         assert!(compiled.patterns().contains("0123456789abcdef"));
     }
 
@@ -836,6 +836,100 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 12,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// A result of more uris than the session keeps, read from bytes, keeps each uri that
+        /// folds to its canonical form as a span of the bytes (decision 0164), and its set
+        /// reads as one that copies every form: the same forms in the same order, the same
+        /// answers, patterns, anchors and matches. Spellings draw on capital letters, default
+        /// ports, trailing slashes and escapes (which fold to no form of theirs and are
+        /// copied), and repeat one another.
+        #[test]
+        fn a_set_borrowing_a_results_uris_reads_as_one_that_copies_them(
+            extra in 1usize..40,
+            spellings in proptest::collection::vec(
+                (
+                    "(https|HTTPS|Http|demo)://(h|H)\\.(example|EXAMPLE)(:443)?",
+                    "/(r|R|l)",
+                    "(\\?(sig|Sig|X-Amz-Signature)=[a-fA-F0-9]{8,16})?(/|%41|%2F)?",
+                ),
+                1..8,
+            ),
+            seed in 0usize..1000,
+        ) {
+            // The bytes a result was read from: every uri once, in quotes, between commas.
+            // One uri in seven repeats an earlier one; more are new than the set keeps.
+            let count = (HIDDEN_SET_CAPACITY + extra) * 7 / 6;
+            let mut source = String::from("[");
+            let mut ranges = Vec::with_capacity(count);
+            for n in 0..count {
+                let (scheme, path, rest) = &spellings[(n + seed) % spellings.len()];
+                // Some uris repeat an earlier one.
+                let n = if n % 7 == 3 { n / 2 } else { n };
+                let uri = format!("{scheme}{path}/{n}{rest}");
+                source.push('"');
+                ranges.push(source.len()..source.len() + uri.len());
+                source.push_str(&uri);
+                source.push_str("\",");
+            }
+            source.push(']');
+            let borrowed: Vec<&str> = ranges.iter().map(|r| &source[r.clone()]).collect();
+            let copied: Vec<String> = borrowed.iter().map(|uri| (*uri).to_owned()).collect();
+            let copied: Vec<&str> = copied.iter().map(String::as_str).collect();
+            let lent = HiddenSet::new().hide_result(&borrowed, source.as_bytes());
+            let kept = HiddenSet::new().hide_result(&copied, &[]);
+            proptest::prop_assert!(lent.fills_the_set && kept.fills_the_set);
+            proptest::prop_assert!(!kept.keys.borrows());
+            // Every uri that folds to its form is borrowed; only the others are copied.
+            let folding = borrowed
+                .iter()
+                .any(|uri| spells(uri, &canonical(uri)));
+            proptest::prop_assert_eq!(lent.keys.borrows(), folding);
+            let forms = |compiled: &Compiled<'_>| -> Vec<String> {
+                compiled.keys.iter().map(std::borrow::Cow::into_owned).collect()
+            };
+            proptest::prop_assert_eq!(forms(&lent), forms(&kept));
+            proptest::prop_assert_eq!(lent.keys.len(), kept.keys.len());
+            proptest::prop_assert!(lent.keys.own().len() <= kept.keys.own().len());
+            if folding {
+                proptest::prop_assert!(lent.keys.own().len() < kept.keys.own().len());
+            }
+            for uri in &borrowed {
+                let form = canonical(uri);
+                proptest::prop_assert!(lent.keys.contains(&form), "{}", form);
+                let other = format!("{form}~");
+                proptest::prop_assert!(!lent.keys.contains(&other));
+            }
+            proptest::prop_assert_eq!(lent.anchors, kept.anchors);
+            proptest::prop_assert_eq!(lent.is_searched(), kept.is_searched());
+            for length in [8, 20, 24, 32, 40] {
+                proptest::prop_assert_eq!(
+                    lent.may_hold_a_pattern(length),
+                    kept.may_hold_a_pattern(length)
+                );
+            }
+            let lent_patterns: Vec<&str> = lent.patterns().iter().collect();
+            let kept_patterns: Vec<&str> = kept.patterns().iter().collect();
+            proptest::prop_assert_eq!(&lent_patterns, &kept_patterns);
+            // A uri quoted in text, in another case, is found by both at the same places.
+            let quoted = borrowed[(seed * 31) % borrowed.len()].to_ascii_uppercase();
+            let text = View::of(&format!("see {quoted} and more")).text;
+            let find = |compiled: &Compiled<'_>| {
+                compiled
+                    .searcher()
+                    .map(|(searcher, patterns)| searcher.find_all(patterns, &text))
+                    .unwrap_or_default()
+            };
+            let found = find(&lent);
+            proptest::prop_assert!(!found.is_empty(), "{}", text);
+            proptest::prop_assert_eq!(found, find(&kept));
+        }
+    }
+
     #[test]
     fn plain_uris_take_the_short_way_to_the_same_canonical_form() {
         for uri in [
@@ -880,9 +974,9 @@ mod tests {
             .map(|n| format!("demo://resource/{n}"))
             .collect();
         let uris: Vec<&str> = uris.iter().map(String::as_str).collect();
-        set.hide_result(&uris[..HIDDEN_SET_CAPACITY]);
+        set.hide_result(&uris[..HIDDEN_SET_CAPACITY], &[]);
         assert!(set.contains("demo://resource/0"));
-        set.hide_result(&uris[HIDDEN_SET_CAPACITY..]);
+        set.hide_result(&uris[HIDDEN_SET_CAPACITY..], &[]);
         assert_eq!(set.len(), HIDDEN_SET_CAPACITY);
         assert!(!set.contains("demo://resource/0"));
         assert!(set.contains("demo://resource/1"));

@@ -34,6 +34,9 @@ pub struct Scope<'v> {
     pub views: &'v [BlockView<'v>],
     /// Data kept as raw JSON (structured content read from bytes).
     pub raw: Vec<&'v RawValue>,
+    /// The bytes the views were read from, when they were (empty otherwise): a result's uris
+    /// spelled in them are borrowed rather than copied (decision 0164).
+    pub source: &'v [u8],
 }
 
 /// [`walk`] on an object read from bytes: the same uris and `never` marks, from the fields it
