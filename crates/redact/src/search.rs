@@ -53,6 +53,16 @@ fn form_hash(hasher: &foldhash::fast::RandomState, spelled: &str) -> u64 {
     state.finish()
 }
 
+/// Whether the form at `i` of a [`Strings`] is `form`: a span of `base` when it folds to it, a
+/// copy when it is it.
+fn form_is(base: &str, own: &str, starts: &[u32], lens: &[u32], i: u32, form: &str) -> bool {
+    let spelled = spelled_at(base, own, starts, lens, i);
+    match (starts[i as usize] as usize) < base.len() {
+        true => spells(spelled, form),
+        false => spelled == form,
+    }
+}
+
 /// Whether `spelled` folds to `form`: it is `form` with some ASCII letters in upper case.
 pub(crate) fn spells(spelled: &str, form: &str) -> bool {
     spelled.len() == form.len()
@@ -116,7 +126,8 @@ impl<'k> Strings<'k> {
     pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = Cow<'_, str>> {
         (0..self.starts.len()).map(|i| {
             let spelled = spelled_at(self.base, &self.own, &self.starts, &self.lens, i as u32);
-            match spelled.bytes().any(|b| b.is_ascii_uppercase()) {
+            let borrowed = (self.starts[i] as usize) < self.base.len();
+            match borrowed && spelled.bytes().any(|b| b.is_ascii_uppercase()) {
                 true => Cow::Owned(spelled.to_ascii_lowercase()),
                 false => Cow::Borrowed(spelled),
             }
@@ -128,10 +139,7 @@ impl<'k> Strings<'k> {
         let hash = form_hash(&self.hasher, form);
         self.table
             .find(hash, |&i| {
-                spells(
-                    spelled_at(self.base, &self.own, &self.starts, &self.lens, i),
-                    form,
-                )
+                form_is(self.base, &self.own, &self.starts, &self.lens, i, form)
             })
             .is_some()
     }
@@ -155,7 +163,10 @@ impl<'k> Strings<'k> {
     /// Adds `form`, which `spelled` folds to (its ASCII letters in lower case): a span of
     /// `spelled` when it lies in the borrowed text, else a copy of `form`. Whether it was new.
     pub(crate) fn insert_spelled(&mut self, spelled: &str, form: &str) -> bool {
-        debug_assert!(spells(spelled, form), "{spelled} does not fold to {form}");
+        debug_assert!(
+            spelled == form || spells(spelled, form),
+            "{spelled} does not fold to {form}"
+        );
         let hash = form_hash(&self.hasher, form);
         // Past `u32::MAX` forms, or past 2 GiB of forms copied (more than any input limit lets
         // in), nothing more is added.
@@ -171,7 +182,7 @@ impl<'k> Strings<'k> {
         let hasher = &self.hasher;
         let entry = self.table.entry(
             hash,
-            |&i| spells(spelled_at(base, own, starts, lens, i), form),
+            |&i| form_is(base, own, starts, lens, i, form),
             |&i| form_hash(hasher, spelled_at(base, own, starts, lens, i)),
         );
         match entry {

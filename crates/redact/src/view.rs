@@ -931,6 +931,24 @@ mod tests {
     }
 
     #[test]
+    fn a_set_reads_only_its_borrowed_spellings_in_lower_case() {
+        let base = "x HTTPS://A.example/Q y";
+        let mut set = Strings::borrowing(base, 4);
+        assert!(set.insert_spelled(&base[2..21], "https://a.example/q"));
+        // A copy is kept as it is, capitals and all.
+        assert!(set.insert("Copied/AS-IS"));
+        assert!(!set.insert("https://a.example/q"));
+        assert!(set.contains("https://a.example/q"));
+        assert!(!set.contains("HTTPS://A.example/Q"));
+        assert!(set.contains("Copied/AS-IS"));
+        assert!(!set.contains("copied/as-is"));
+        let forms: Vec<String> = set.iter().map(std::borrow::Cow::into_owned).collect();
+        assert_eq!(forms, ["https://a.example/q", "Copied/AS-IS"]);
+        assert_eq!(set.own(), "Copied/AS-IS");
+        assert!(set.borrows());
+    }
+
+    #[test]
     fn plain_uris_take_the_short_way_to_the_same_canonical_form() {
         for uri in [
             "HTTPS://Files.Example.com:443/Q3.pdf/",
