@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::decoded;
 use crate::scrub::{Scrubber, Secrets, WITHHELD_SECRET, merge};
-use crate::search::{Compiled, Strings, covering, spells};
+use crate::search::{Compiled, Strings, covering};
 use crate::secrets::Admitted;
 use crate::uri::secret_parts;
 use crate::uri::{
@@ -818,7 +818,7 @@ impl HiddenSet {
         for &uri in uris {
             canonical_into(uri, &mut key);
             if !key.is_empty() {
-                keys.insert_spelled(if spells(uri, &key) { uri } else { &key }, &key);
+                keys.insert_spelled(uri, &key);
             }
         }
         let new = keys
