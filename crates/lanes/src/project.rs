@@ -2632,6 +2632,43 @@ mod tests {
         }
     }
 
+    /// A result of more links than the session holds, read from bytes, borrows its uris from
+    /// them (decision 0164) and withholds each one quoted in a text, in any case, as the same
+    /// result read from a `Value` does.
+    #[test]
+    fn a_result_borrowing_its_uris_withholds_them_as_one_that_copies_them() {
+        let count = mcpl_redact::HIDDEN_SET_CAPACITY + 100;
+        let mut content: Vec<Value> = (0..count)
+            .map(|i| {
+                json!({
+                    "type": "resource_link",
+                    "uri": format!("https://B.example/Docs/{i}?X-Amz-Signature=ab{i:08}"),
+                    "name": format!("f{i}"),
+                })
+            })
+            .collect();
+        content.push(json!({"type": "text", "text": concat!(
+            "see HTTPS://b.EXAMPLE/docs/17?x-amz-signature=AB00000017 and then ",
+            "https://b.example/Docs/4150?X-Amz-Signature=ab00004150 too, ",
+            "and the signature ab00000042 alone",
+        )}));
+        let result = json!({ "content": content });
+        let bytes = result.to_string();
+        let view = mcpl_classify::ResultView::parse(bytes.as_bytes()).unwrap();
+        let read = crate::ResultView::of_value(&result);
+        let (from_bytes, _) = copies_on(RouteId::Anthropic, &view);
+        let (from_value, _) = copies_on(RouteId::Anthropic, &read);
+        assert_eq!(from_bytes, from_value);
+        let last = from_bytes.lines().last().unwrap_or_default();
+        assert_eq!(
+            last,
+            format!(
+                "see {WITHHELD_LINK} and then {WITHHELD_LINK} too, and the signature {WITHHELD_LINK} alone"
+            )
+        );
+        assert!(!from_bytes.to_ascii_lowercase().contains("b.example"));
+    }
+
     #[test]
     fn copies_name_the_blocks_from_the_first_to_the_last_payload() {
         let png = b64(&mcpl_testkit::fixture("image.png"));
