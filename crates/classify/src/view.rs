@@ -735,7 +735,7 @@ impl<'a> Visitor<'a> for CowStr {
 /// A `CallToolResult` read from bytes in one pass: what a lane needs of it, as it would read the
 /// same result parsed into a `Value`. A bare array is the content; a single content block, or any
 /// other value that is not an object, is content that is not an array.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct ResultView<'de> {
     /// `content`, when present.
@@ -746,8 +746,29 @@ pub struct ResultView<'de> {
     /// `isError: true`.
     pub is_error: bool,
     /// The bytes the view was read from, when it was read from bytes (empty otherwise): what
-    /// its strings borrow, and what a set of its uris may borrow too.
+    /// its strings borrow, and what a set of its uris may borrow too. Where a view was read
+    /// from is not what it reads: two views are equal when their fields but this one are, and
+    /// a view's debug form gives only its length.
     pub source: &'de [u8],
+}
+
+impl PartialEq for ResultView<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.content == other.content
+            && self.structured == other.structured
+            && self.is_error == other.is_error
+    }
+}
+
+impl fmt::Debug for ResultView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResultView")
+            .field("content", &self.content)
+            .field("structured", &self.structured)
+            .field("is_error", &self.is_error)
+            .field("source_bytes", &self.source.len())
+            .finish()
+    }
 }
 
 impl<'de> ResultView<'de> {
