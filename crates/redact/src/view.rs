@@ -861,20 +861,24 @@ mod tests {
             ),
             seed in 0usize..1000,
         ) {
-            // The bytes a result was read from: every uri once, in quotes, between commas.
-            // One uri in seven repeats an earlier one; more are new than the set keeps.
-            let count = (HIDDEN_SET_CAPACITY + extra) * 7 / 6;
+            // The bytes a result was read from: each uri in quotes, between commas. More
+            // numbers than the set keeps, each spelled as its place draws; one uri in seven
+            // repeats an earlier number, in the spelling of its own place.
+            let numbers = HIDDEN_SET_CAPACITY + extra;
             let mut source = String::from("[");
-            let mut ranges = Vec::with_capacity(count);
-            for n in 0..count {
-                let (scheme, path, rest) = &spellings[(n + seed) % spellings.len()];
-                // Some uris repeat an earlier one.
-                let n = if n % 7 == 3 { n / 2 } else { n };
-                let uri = format!("{scheme}{path}/{n}{rest}");
-                source.push('"');
-                ranges.push(source.len()..source.len() + uri.len());
-                source.push_str(&uri);
-                source.push_str("\",");
+            let mut ranges = Vec::with_capacity(numbers * 7 / 6);
+            let mut place = 0;
+            for n in 0..numbers {
+                let repeat = (n % 6 == 5).then_some(n / 2);
+                for n in std::iter::once(n).chain(repeat) {
+                    let (scheme, path, rest) = &spellings[(place + seed) % spellings.len()];
+                    place += 1;
+                    let uri = format!("{scheme}{path}/{n}{rest}");
+                    source.push('"');
+                    ranges.push(source.len()..source.len() + uri.len());
+                    source.push_str(&uri);
+                    source.push_str("\",");
+                }
             }
             source.push(']');
             let borrowed: Vec<&str> = ranges.iter().map(|r| &source[r.clone()]).collect();
