@@ -541,17 +541,17 @@ impl<'k> Compiled<'k> {
             if !self.keys.borrows() {
                 return self.gather(self.keys.own(), self.each_key());
             }
-            let mut forms = String::with_capacity(self.keys.iter().map(|key| key.len()).sum());
+            let mut forms =
+                String::with_capacity(self.keys.lens.iter().map(|&len| len as usize).sum());
             let mut ends = Vec::with_capacity(self.keys.len());
-            for key in self.keys.iter() {
+            for (key, with_parts) in self.each_key() {
                 forms.push_str(&key);
-                ends.push(forms.len());
+                ends.push((forms.len(), with_parts));
             }
-            let mut alone = self.alone.iter().copied().peekable();
-            let each = ends.iter().enumerate().map(|(index, &end)| {
-                let start = if index == 0 { 0 } else { ends[index - 1] };
-                let with_parts = alone.next_if_eq(&(index as u32)).is_none();
-                (Cow::Borrowed(&forms[start..end]), with_parts)
+            let each = ends.iter().scan(0, |start, &(end, with_parts)| {
+                let form = &forms[*start..end];
+                *start = end;
+                Some((Cow::Borrowed(form), with_parts))
             });
             let search = self.gather(&forms, each);
             Search { forms, ..search }
