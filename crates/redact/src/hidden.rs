@@ -6,12 +6,11 @@ use std::collections::{HashSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
-use mcpl_classify::BlockView;
 use serde_json::Value;
 
 use crate::decoded;
 use crate::scrub::{Scrubber, Secrets, WITHHELD_SECRET, merge};
-use crate::search::{Compiled, Strings, covering};
+use crate::search::{Compiled, Covering, Strings};
 use crate::secrets::Admitted;
 use crate::uri::secret_parts;
 use crate::uri::{
@@ -21,7 +20,7 @@ use crate::uri::{
 use crate::view::{
     FastMap, FastSet, HIDDEN_SET_CAPACITY, View, WITHHELD_LINK, is_control_or_format,
 };
-use crate::walk::{Scope, walk, walk_raw, walk_view};
+use crate::walk::{EachUri, Found, NeverMarks, Scope, walk, walk_raw, walk_views};
 
 /// Whether a server's uris may appear in what a model sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -150,40 +149,49 @@ impl<'k> HiddenUris<'k> {
         session: &mut HiddenSet,
         scan: bool,
     ) -> HiddenUris<'k> {
-        let mut never_uris = Vec::new();
-        let mut uris = Vec::new();
-        for value in &scope.values {
-            walk(value, true, &mut never_uris, &mut uris);
-        }
         // Raw data (structured content) is read where a `Value` of it was: before the blocks.
         let (mut raw_never, mut raw_uris) = (Vec::new(), Vec::new());
         for raw in &scope.raw {
             walk_raw(raw, true, &mut raw_never, &mut raw_uris);
         }
-        never_uris.extend(raw_never.iter().map(String::as_str));
-        uris.extend(raw_uris.iter().map(String::as_str));
-        for view in scope.views {
-            match view {
-                // A plain text block holds no uri and no claim.
-                BlockView::Text(_) => {}
-                BlockView::Object(object) => walk_view(object, true, &mut never_uris, &mut uris),
-                BlockView::Other(value) => walk(value, true, &mut never_uris, &mut uris),
-            }
+        // The `never` marks are listed (few results make any). The uris are not: they are read
+        // from the scope each time they are asked for (decision 0165).
+        let mut never_uris = NeverMarks::default();
+        for value in &scope.values {
+            walk(value, true, &mut never_uris);
         }
+        never_uris.0.extend(raw_never.iter().map(String::as_str));
+        walk_views(scope.views, &mut never_uris);
+        let never_uris = never_uris.0;
         let never: FastSet<String> = never_uris
             .iter()
             .filter(|uri| !uri.is_empty())
             .map(|uri| canonical(uri))
             .collect();
-        uris.retain(|uri| {
+        let hides = |uri: &str| {
             !uri.is_empty()
                 && (policy == UriPolicy::Hidden
                     || !is_credential_free(uri)
                     || never.contains(&canonical(uri))
                     || session.contains(uri))
+        };
+        // Every uri the set hides, in order: those of the values, of raw data and of the
+        // blocks, then every uri marked `never`.
+        let keys = result_keys(source, &|each| {
+            let mut uris = EachUri(|uri: &str| {
+                if hides(uri) {
+                    each(uri);
+                }
+            });
+            for value in &scope.values {
+                walk(value, true, &mut uris);
+            }
+            raw_uris.iter().for_each(|uri| uris.uri(uri));
+            walk_views(scope.views, &mut uris);
+            let marked = never_uris.iter().filter(|uri| !uri.is_empty());
+            marked.for_each(|uri| each(uri));
         });
-        uris.extend(never_uris.iter().copied().filter(|uri| !uri.is_empty()));
-        let compiled = session.hide_result(&uris, source);
+        let compiled = session.hide_keys(keys);
         HiddenUris {
             never,
             compiled,
@@ -731,6 +739,37 @@ pub fn floor_boundary(text: &str, index: usize) -> usize {
     index
 }
 
+/// A function that gives each of a result's uris, in order, to the function it is called with.
+pub(crate) type ResultUris<'u> = dyn Fn(&mut dyn FnMut(&str)) + 'u;
+
+/// The canonical forms of the uris `uris` gives (each call gives every one, in order), the
+/// keys a result's set hides. A result of more uris than the set keeps borrows each uri spelled
+/// in `source` (the bytes the result was read from, when it was) that folds to its own form
+/// (decision 0164). `uris` is read twice, once to count the uris and find the text of `source`
+/// that holds them, once for their forms, so a result's uris are never listed (decision 0165).
+pub(crate) fn result_keys<'k>(source: &'k [u8], uris: &ResultUris<'_>) -> Strings<'k> {
+    let (mut count, mut covering) = (0usize, Covering::new(source));
+    uris(&mut |uri| {
+        count += 1;
+        covering.add(uri);
+    });
+    // Only a result of more uris than the set keeps can fill it; a smaller one's forms are
+    // copied, as the session's are.
+    let base = match count > HIDDEN_SET_CAPACITY {
+        true => covering.text(),
+        false => "",
+    };
+    let mut keys = Strings::borrowing(base, count);
+    let mut key = String::new();
+    uris(&mut |uri| {
+        canonical_into(uri, &mut key);
+        if !key.is_empty() {
+            keys.insert_spelled(uri, &key);
+        }
+    });
+    keys
+}
+
 /// The uris a session has hidden, at most [`HIDDEN_SET_CAPACITY`], oldest forgotten first, and
 /// the servers whose unclaimed credential-shaped urls are not withheld. The host's
 /// registry (`mcpl_lanes::Registry`) holds one for the life of the host, so every lane of every
@@ -797,30 +836,22 @@ impl HiddenSet {
         }
     }
 
-    /// Adds a result's uris, in order, and returns the set to search that result for: the
-    /// set's own uris and every one of the result's. A result's uri the set forgets while the
-    /// result is added (it was the oldest), or that the set cannot keep (the result brought more
-    /// new uris than the set keeps), is still searched for in that result.
+    /// [`HiddenSet::hide_keys`] for the keys of `uris`, as [`result_keys`] reads them.
+    #[cfg(test)]
+    pub(crate) fn hide_result<'k>(&mut self, uris: &[&str], source: &'k [u8]) -> Arc<Compiled<'k>> {
+        self.hide_keys(result_keys(source, &|each| {
+            uris.iter().for_each(|uri| each(uri))
+        }))
+    }
+
+    /// Adds a result's keys ([`result_keys`]), in order, and returns the set to search that
+    /// result for: the set's own uris and every one of the result's. A result's uri the set
+    /// forgets while the result is added (it was the oldest), or that the set cannot keep (the
+    /// result brought more new uris than the set keeps), is still searched for in that result.
     ///
     /// A result with more new uris than the set keeps replaces the set with its newest ones,
-    /// and only those are ever added to it: the others would be forgotten at once. The set
-    /// made for such a result alone borrows each uri spelled in `source` (the bytes the result
-    /// was read from, when it was) that folds to its own canonical form (decision 0164).
-    pub(crate) fn hide_result<'k>(&mut self, uris: &[&str], source: &'k [u8]) -> Arc<Compiled<'k>> {
-        // Only a result of more uris than the set keeps can fill it; a smaller one's forms are
-        // copied, as the session's are.
-        let base = match uris.len() > HIDDEN_SET_CAPACITY {
-            true => covering(source, uris),
-            false => "",
-        };
-        let mut keys = Strings::borrowing(base, uris.len());
-        let mut key = String::new();
-        for &uri in uris {
-            canonical_into(uri, &mut key);
-            if !key.is_empty() {
-                keys.insert_spelled(uri, &key);
-            }
-        }
+    /// and only those are ever added to it: the others would be forgotten at once.
+    pub(crate) fn hide_keys<'k>(&mut self, keys: Strings<'k>) -> Arc<Compiled<'k>> {
         let new = keys
             .iter()
             .filter(|key| !self.entries.contains_key(key.as_ref()))

@@ -19,7 +19,8 @@ pub(crate) struct Strings<'k> {
     /// The forms no span of `base` spells, one after another.
     own: String,
     /// Where each form starts: in `base` below its length, else in `own`, past it. Four bytes
-    /// a form: a set borrows no text of 2 GiB or more, and holds no more than 2 GiB of its own.
+    /// a form: a set borrows no text of 2 GiB or more, and adds no copy that would start 4 GiB
+    /// (`u32::MAX`) or more past the start of `base`.
     starts: Vec<u32>,
     /// Each form's length in bytes.
     lens: Vec<u32>,
@@ -164,8 +165,8 @@ impl<'k> Strings<'k> {
     /// `form` (its ASCII letters put in lower case), else a copy of `form`. Whether it was new.
     pub(crate) fn insert_spelled(&mut self, spelled: &str, form: &str) -> bool {
         let hash = form_hash(&self.hasher, form);
-        // Past `u32::MAX` forms, or past 2 GiB of forms copied (more than any input limit lets
-        // in), nothing more is added.
+        // Past `u32::MAX` forms, or past 4 GiB of text borrowed and copied (more than any input
+        // limit lets in), nothing more is added.
         let (Ok(next), Ok(len)) = (u32::try_from(self.starts.len()), u32::try_from(form.len()))
         else {
             return false;
@@ -196,27 +197,47 @@ impl<'k> Strings<'k> {
     }
 }
 
-/// The shortest text of `source` that holds every one of `uris` lying in it, when that text is
-/// UTF-8 (the bytes between two uris may be any a JSON parser skips): what a set of their
-/// canonical forms borrows. `""` when no uri lies in `source`, or the text is no UTF-8.
-pub(crate) fn covering<'k>(source: &'k [u8], uris: &[&str]) -> &'k str {
-    let at = source.as_ptr() as usize;
-    let (mut first, mut last) = (usize::MAX, 0);
-    for uri in uris {
-        let Some(start) = (uri.as_ptr() as usize).checked_sub(at) else {
-            continue;
-        };
-        if let Some(end) = start.checked_add(uri.len())
-            && end <= source.len()
-            && !uri.is_empty()
-        {
-            first = first.min(start);
-            last = last.max(end);
+/// The shortest text of a result's bytes that holds every uri given to it lying in them, when
+/// that text is UTF-8 (the bytes between two uris may be any a JSON parser skips): what a set of
+/// their canonical forms borrows. The uris are given one at a time, so none is listed
+/// (decision 0165).
+#[derive(Debug)]
+pub(crate) struct Covering<'k> {
+    source: &'k [u8],
+    first: usize,
+    last: usize,
+}
+
+impl<'k> Covering<'k> {
+    /// Nothing of `source` covered yet.
+    pub(crate) fn new(source: &'k [u8]) -> Covering<'k> {
+        Covering {
+            source,
+            first: usize::MAX,
+            last: 0,
         }
     }
-    match first < last {
-        true => std::str::from_utf8(&source[first..last]).unwrap_or(""),
-        false => "",
+
+    /// Covers `uri` too, when it lies in the source.
+    pub(crate) fn add(&mut self, uri: &str) {
+        let Some(start) = (uri.as_ptr() as usize).checked_sub(self.source.as_ptr() as usize) else {
+            return;
+        };
+        if let Some(end) = start.checked_add(uri.len())
+            && end <= self.source.len()
+            && !uri.is_empty()
+        {
+            self.first = self.first.min(start);
+            self.last = self.last.max(end);
+        }
+    }
+
+    /// The text covered: `""` when no uri lies in the source, or the text is no UTF-8.
+    pub(crate) fn text(&self) -> &'k str {
+        self.source
+            .get(self.first..self.last)
+            .and_then(|text| std::str::from_utf8(text).ok())
+            .unwrap_or("")
     }
 }
 

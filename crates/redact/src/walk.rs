@@ -52,11 +52,10 @@ impl std::fmt::Debug for Scope<'_> {
 
 /// [`walk`] on an object read from bytes: the same uris and `never` marks, from the fields it
 /// kept (a string in any other field holds no block).
-pub(crate) fn walk_view<'v>(
+pub(crate) fn walk_view<'v, F: Found<'v> + ?Sized>(
     object: &'v ObjectView<'v>,
     claims_count: bool,
-    never: &mut Vec<&'v str>,
-    uris: &mut Vec<&'v str>,
+    found: &mut F,
 ) {
     let kind = object.kind().and_then(Slot::as_str);
     let block = kind.is_some_and(|t| CONTENT_BLOCK_TYPES.contains(&t));
@@ -68,34 +67,94 @@ pub(crate) fn walk_view<'v>(
             && (object.disposition().is_some() || inner_disposition)
             && let Some(never_uri) = object.classify().never_uri()
         {
-            never.push(never_uri);
+            found.never(never_uri);
         }
-        uris.extend(object.uri().and_then(Slot::as_str));
-        uris.extend(inner_uri);
+        for uri in [object.uri().and_then(Slot::as_str), inner_uri]
+            .into_iter()
+            .flatten()
+        {
+            found.uri(uri);
+        }
     }
     let inner_claims = claims_count && !block;
     for value in object.json_values() {
-        walk(value, inner_claims, never, uris);
+        walk(value, inner_claims, found);
     }
     if let Some(inner) = inner {
-        walk_view(inner, inner_claims, never, uris);
+        walk_view(inner, inner_claims, found);
     }
 }
 
 /// Every uri a content block in `value` carries, at any depth: a reference's, an embedded
 /// resource's, or one beside inline data. These are the uris no lane shows by default.
 pub fn block_uris(value: &Value) -> Vec<String> {
-    let (mut never, mut uris) = (Vec::new(), Vec::new());
-    walk(value, true, &mut never, &mut uris);
-    uris.into_iter().map(str::to_owned).collect()
+    let mut found = Listed::default();
+    walk(value, true, &mut found);
+    found.uris.into_iter().map(str::to_owned).collect()
 }
 
-pub(crate) fn walk<'v>(
-    value: &'v Value,
-    claims_count: bool,
-    never: &mut Vec<&'v str>,
-    uris: &mut Vec<&'v str>,
-) {
+/// What a walk finds, each as it meets it: the uri a block claiming a disposition marks
+/// `never`, and every block's uri.
+pub(crate) trait Found<'v> {
+    /// A uri a block marks `never`.
+    fn never(&mut self, uri: &'v str);
+    /// A block's uri.
+    fn uri(&mut self, uri: &'v str);
+}
+
+/// Both, listed in the order met.
+#[derive(Debug, Default)]
+pub(crate) struct Listed<'v> {
+    pub(crate) never: Vec<&'v str>,
+    pub(crate) uris: Vec<&'v str>,
+}
+
+impl<'v> Found<'v> for Listed<'v> {
+    fn never(&mut self, uri: &'v str) {
+        self.never.push(uri);
+    }
+
+    fn uri(&mut self, uri: &'v str) {
+        self.uris.push(uri);
+    }
+}
+
+/// The `never` marks alone, listed in the order met.
+#[derive(Debug, Default)]
+pub(crate) struct NeverMarks<'v>(pub(crate) Vec<&'v str>);
+
+impl<'v> Found<'v> for NeverMarks<'v> {
+    fn never(&mut self, uri: &'v str) {
+        self.0.push(uri);
+    }
+
+    fn uri(&mut self, _: &'v str) {}
+}
+
+/// Each block's uri alone, given to a function as it is met.
+pub(crate) struct EachUri<G>(pub(crate) G);
+
+impl<'v, G: FnMut(&'v str)> Found<'v> for EachUri<G> {
+    fn never(&mut self, _: &'v str) {}
+
+    fn uri(&mut self, uri: &'v str) {
+        (self.0)(uri);
+    }
+}
+
+/// [`walk`] on each element of a content array read from bytes (a plain text block holds no
+/// uri and no claim).
+pub(crate) fn walk_views<'v, F: Found<'v> + ?Sized>(views: &'v [BlockView<'v>], found: &mut F) {
+    for view in views {
+        match view {
+            BlockView::Text(_) => {}
+            BlockView::Object(object) => walk_view(object, true, found),
+            BlockView::Other(value) => walk(value, true, found),
+        }
+    }
+}
+
+pub(crate) fn walk<'v, F: Found<'v> + ?Sized>(value: &'v Value, claims_count: bool, found: &mut F) {
     match value {
         Value::Object(object) => {
             // One pass over the fields: lookups by key hash each key, and this runs on every
@@ -126,20 +185,17 @@ pub(crate) fn walk<'v>(
                     && (disposition || inner_disposition)
                     && let Some(never_uri) = classify(value).never_uri()
                 {
-                    never.push(never_uri);
+                    found.never(never_uri);
                 }
-                uris.extend(uri);
-                uris.extend(inner_uri);
+                for uri in [uri, inner_uri].into_iter().flatten() {
+                    found.uri(uri);
+                }
             }
             // Inside a block, claims no longer count; uris are still collected.
             let inner_claims = claims_count && !block;
-            object
-                .values()
-                .for_each(|v| walk(v, inner_claims, never, uris));
+            object.values().for_each(|v| walk(v, inner_claims, found));
         }
-        Value::Array(items) => items
-            .iter()
-            .for_each(|v| walk(v, claims_count, never, uris)),
+        Value::Array(items) => items.iter().for_each(|v| walk(v, claims_count, found)),
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
     }
 }
@@ -171,9 +227,9 @@ pub(crate) fn walk_raw(
         let Ok(value) = serde_json::from_str::<Value>(raw.get()) else {
             return;
         };
-        let (mut never_found, mut uris_found) = (Vec::new(), Vec::new());
-        walk(&value, claims_count, &mut never_found, &mut uris_found);
-        never.extend(never_found.into_iter().map(str::to_owned));
-        uris.extend(uris_found.into_iter().map(str::to_owned));
+        let mut found = Listed::default();
+        walk(&value, claims_count, &mut found);
+        never.extend(found.never.into_iter().map(str::to_owned));
+        uris.extend(found.uris.into_iter().map(str::to_owned));
     }
 }
