@@ -11,10 +11,10 @@
 //! (decision 0157); a 40 MB result of structured content, small rows (decision 0142); a 40 MB
 //! result of small images, each spilled as a file of its own (decision 0147); and a 40 MB result
 //! of resource links with signed urls, whose hidden-uri patterns and secrets' automaton were most
-//! of a run's memory (decisions 0151 and 0158; still over its target). One line per input: its size, the peak (`VmHWM` from
-//! `/proc/<pid>/status`, read every 5 ms while the run lasts, so this recipe needs Linux),
-//! peak ÷ input, and whether the target, twice the input plus 20 MiB, holds. It fails when a run
-//! fails or an input is over its target.
+//! of a run's memory (decisions 0151, 0158, 0164 and 0165). One line per input: its size, the
+//! peak (`VmHWM` from `/proc/<pid>/status`, read every 5 ms while the run lasts, so this recipe
+//! needs Linux), peak ÷ input, and whether the target, twice the input plus 20 MiB, holds. It
+//! fails when a run fails or an input is over its target.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

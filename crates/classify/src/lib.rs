@@ -68,6 +68,6 @@ pub use reference::{
 pub use sniff::{SNIFF_LEN, Sniffed, sniff};
 pub use summary::Summary;
 pub use view::{
-    BlockView, ContentView, DataView, ObjectView, ResourceField, ResultView, Slot, first_json_byte,
-    mend_lone_surrogates, parse_view_mending, raw_members, raw_str, result_fields,
+    BlockView, ContentView, DataView, ObjectView, ResourceField, ResultView, Slot, SourceBytes,
+    first_json_byte, mend_lone_surrogates, parse_view_mending, raw_members, raw_str, result_fields,
 };

@@ -735,7 +735,7 @@ impl<'a> Visitor<'a> for CowStr {
 /// A `CallToolResult` read from bytes in one pass: what a lane needs of it, as it would read the
 /// same result parsed into a `Value`. A bare array is the content; a single content block, or any
 /// other value that is not an object, is content that is not an array.
-#[derive(Clone)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ResultView<'de> {
     /// `content`, when present.
@@ -746,28 +746,25 @@ pub struct ResultView<'de> {
     /// `isError: true`.
     pub is_error: bool,
     /// The bytes the view was read from, when it was read from bytes (empty otherwise): what
-    /// its strings borrow, and what a set of its uris may borrow too. Where a view was read
-    /// from is not what it reads: two views are equal when their fields but this one are, and
-    /// a view's debug form gives only its length.
-    pub source: &'de [u8],
+    /// its strings borrow, and what a set of its uris may borrow too.
+    pub source: SourceBytes<'de>,
 }
 
-impl PartialEq for ResultView<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.content == other.content
-            && self.structured == other.structured
-            && self.is_error == other.is_error
+/// The bytes a view was read from (empty when it was read from a `Value`). Where a view was
+/// read from is not what it reads: any two are equal, so two views are equal when what they
+/// read is, and a debug form gives only their length, not megabytes of JSON.
+#[derive(Clone, Copy, Default)]
+pub struct SourceBytes<'de>(pub &'de [u8]);
+
+impl PartialEq for SourceBytes<'_> {
+    fn eq(&self, _: &Self) -> bool {
+        true
     }
 }
 
-impl fmt::Debug for ResultView<'_> {
+impl fmt::Debug for SourceBytes<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ResultView")
-            .field("content", &self.content)
-            .field("structured", &self.structured)
-            .field("is_error", &self.is_error)
-            .field("source_bytes", &self.source.len())
-            .finish()
+        write!(f, "SourceBytes({} bytes)", self.0.len())
     }
 }
 
@@ -794,7 +791,7 @@ impl<'de> ResultView<'de> {
         }
         match read {
             Some(view) => Ok(ResultView {
-                source: bytes,
+                source: SourceBytes(bytes),
                 ..view
             }),
             // A single content block: the whole object is the content, read as data.
@@ -804,7 +801,7 @@ impl<'de> ResultView<'de> {
                 )?))),
                 structured: None,
                 is_error: false,
-                source: &[],
+                source: SourceBytes::default(),
             }),
         }
     }
@@ -820,7 +817,7 @@ impl<'de> ResultView<'de> {
             content: Some(ContentView::Data(Cow::Borrowed(value))),
             structured: None,
             is_error: false,
-            source: &[],
+            source: SourceBytes::default(),
         };
         match value {
             Value::Object(_) => {
@@ -833,14 +830,14 @@ impl<'de> ResultView<'de> {
                         .get("structuredContent")
                         .map(|data| DataView::Value(Cow::Borrowed(data))),
                     is_error: object.get("isError") == Some(&Value::Bool(true)),
-                    source: &[],
+                    source: SourceBytes::default(),
                 }
             }
             Value::Array(_) => ResultView {
                 content: Some(ContentView::of_value(value)),
                 structured: None,
                 is_error: false,
-                source: &[],
+                source: SourceBytes::default(),
             },
             other => data(other),
         }
@@ -906,7 +903,7 @@ impl ResultView<'_> {
             }),
             structured: self.structured.map(DataView::into_owned),
             is_error: self.is_error,
-            source: &[],
+            source: SourceBytes::default(),
         }
     }
 }
@@ -1134,7 +1131,7 @@ impl<'de> Visitor<'de> for ResultVisitor {
             content: None,
             structured: None,
             is_error: false,
-            source: &[],
+            source: SourceBytes::default(),
         };
         let mut block = false;
         while let Some(key) = map.next_key::<Key<'de>>()? {
@@ -1163,7 +1160,7 @@ impl<'de> Visitor<'de> for ResultVisitor {
             content: Some(ContentView::Blocks(blocks)),
             structured: None,
             is_error: false,
-            source: &[],
+            source: SourceBytes::default(),
         }))
     }
 
@@ -1176,7 +1173,7 @@ fn data_result<'de>(value: Value) -> Option<ResultView<'de>> {
         content: Some(ContentView::Data(Cow::Owned(value))),
         structured: None,
         is_error: false,
-        source: &[],
+        source: SourceBytes::default(),
     })
 }
 
@@ -1721,6 +1718,23 @@ mod tests {
         let owned = view.clone().into_owned();
         assert_eq!(owned.borrowed_bytes(), 0);
         assert_eq!(owned, view);
+    }
+
+    /// Where a view was read from is not what it reads: its bytes are not compared, and its
+    /// debug form gives their length, not the bytes.
+    #[test]
+    fn a_views_bytes_are_neither_compared_nor_printed() {
+        let bytes = br#"{"content": [{"type": "text", "text": "kept"}], "_meta": {"n": "unread"}}"#;
+        let view = ResultView::parse(bytes).unwrap();
+        let value: Value = serde_json::from_slice(bytes).unwrap();
+        let of_value = ResultView::of_value(&value);
+        assert_eq!(view.source.0, bytes);
+        assert!(of_value.source.0.is_empty());
+        assert_eq!(view, of_value);
+        let debug = format!("{view:?}");
+        let length = format!("SourceBytes({} bytes)", bytes.len());
+        assert!(debug.contains(&length), "{debug}");
+        assert!(!debug.contains("unread"), "{debug}");
     }
 
     #[test]

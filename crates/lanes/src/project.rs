@@ -6,7 +6,8 @@ use std::sync::OnceLock;
 
 use mcpl_classify::{
     Block, BlockView, ContentView, DataView, Dimensions, EmbeddedBlob, ImageDefect, Invalid,
-    InvalidReason, Limits, Media, Reference, ResultView, Sniffed, classify, raw_members, raw_str,
+    InvalidReason, Limits, Media, Reference, ResultView, Sniffed, SourceBytes, classify,
+    raw_members, raw_str,
 };
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -571,7 +572,7 @@ pub enum RenderOutcome<'a> {
 /// pass over them needs them rather than kept: a result of a million small blocks would hold
 /// more in its classified blocks than in its bytes (decision 0083). Classifying reads only a
 /// payload's header, never the whole of it.
-#[derive(Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolResult<'a> {
     /// `content` when it is not an array: data. `None` when it is absent or an array.
     pub content: Option<&'a Value>,
@@ -582,30 +583,8 @@ pub struct ToolResult<'a> {
     pub is_error: bool,
     /// The content array's elements, when it is one.
     views: Option<&'a [BlockView<'a>]>,
-    /// The bytes the result was read from, when it was (empty otherwise). Not what the result
-    /// reads: equality leaves it out, and the debug form gives only its length.
-    source: &'a [u8],
-}
-
-impl PartialEq for ToolResult<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.content == other.content
-            && self.structured == other.structured
-            && self.is_error == other.is_error
-            && self.views == other.views
-    }
-}
-
-impl std::fmt::Debug for ToolResult<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolResult")
-            .field("content", &self.content)
-            .field("structured", &self.structured)
-            .field("is_error", &self.is_error)
-            .field("views", &self.views)
-            .field("source_bytes", &self.source.len())
-            .finish()
-    }
+    /// The bytes the result was read from, when it was (empty otherwise).
+    source: SourceBytes<'a>,
 }
 
 impl<'a> ToolResult<'a> {

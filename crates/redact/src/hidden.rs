@@ -6,6 +6,7 @@ use std::collections::{HashSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
+use mcpl_classify::SourceBytes;
 use serde_json::Value;
 
 use crate::decoded;
@@ -125,7 +126,7 @@ impl<'k> HiddenUris<'k> {
             values: values.to_vec(),
             views: &[],
             raw: Vec::new(),
-            source: &[],
+            source: SourceBytes::default(),
         };
         HiddenUris::read(&scope, &[], policy, session, scan)
     }
@@ -138,7 +139,7 @@ impl<'k> HiddenUris<'k> {
         session: &mut HiddenSet,
         scan: bool,
     ) -> HiddenUris<'k> {
-        HiddenUris::read(scope, scope.source, policy, session, scan)
+        HiddenUris::read(scope, scope.source.0, policy, session, scan)
     }
 
     /// [`HiddenUris::in_scope`], borrowing from `source` alone.

@@ -1,7 +1,7 @@
 //! The uris of a result, over values and classify's byte views, and the `never` marks read on
 //! the way.
 
-use mcpl_classify::{BlockView, ObjectView, Slot, classify, raw_members, raw_str};
+use mcpl_classify::{BlockView, ObjectView, Slot, SourceBytes, classify, raw_members, raw_str};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -26,6 +26,7 @@ pub fn names_a_block(key: &str, value: &RawValue) -> bool {
 
 /// What a result's uris are read from: values, and the elements of a content array read from
 /// bytes (each as the element of an array, where a `never` counts).
+#[derive(Debug)]
 pub struct Scope<'v> {
     /// Values a result is read from (whole results, blocks or messages).
     pub values: Vec<&'v Value>,
@@ -34,20 +35,8 @@ pub struct Scope<'v> {
     /// Data kept as raw JSON (structured content read from bytes).
     pub raw: Vec<&'v RawValue>,
     /// The bytes the views were read from, when they were (empty otherwise): a result's uris
-    /// spelled in them are borrowed rather than copied (decision 0164). Its debug form gives
-    /// only its length.
-    pub source: &'v [u8],
-}
-
-impl std::fmt::Debug for Scope<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Scope")
-            .field("values", &self.values)
-            .field("views", &self.views)
-            .field("raw", &self.raw)
-            .field("source_bytes", &self.source.len())
-            .finish()
-    }
+    /// spelled in them are borrowed rather than copied (decision 0164).
+    pub source: SourceBytes<'v>,
 }
 
 /// [`walk`] on an object read from bytes: the same uris and `never` marks, from the fields it
