@@ -34,6 +34,7 @@ use mcpl_lanes::markers::size_label;
 use mcpl_lanes::{RequestLimits, Route};
 use serde_json::Value;
 
+mod deflate_len;
 mod png_encode;
 mod thumbnail;
 

@@ -14,11 +14,14 @@
 //! output going straight into base64 ([`write_base64`]). The tests check the bytes against the
 //! `image` crate's own for every colour type, so a change in either crate that moves them fails.
 
-use std::io::{self, Cursor, Write};
+use std::io::{self, Cursor};
+use std::ops::Range;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::write::EncoderStringWriter;
 use image::{ColorType, DynamicImage};
+
+use crate::deflate_len::{Counter, Lengths};
 
 /// The PNG signature, the IHDR chunk (12 bytes of framing and 13 of data) and the IEND chunk.
 const FIXED: u64 = 8 + 12 + 13 + 12;
@@ -45,11 +48,18 @@ pub(crate) struct Counted {
 /// `None` for a colour type the count does not cover (the caller then encodes to find out).
 pub(crate) fn count(image: &DynamicImage) -> Option<Counted> {
     let layout = Layout::of(image)?;
-    let mut compressor = fdeflate::Compressor::new(Counter(0)).ok()?;
-    layout
-        .filtered_rows(|current| compressor.write_data(current))
-        .ok()?;
-    let compressed = compressor.finish().ok()?.0;
+    // The compressor's length is a sum of its code lengths (decision 0166); where its table is
+    // not the one checked, the rows are compressed to count.
+    let compressed = match Lengths::of_fdeflate() {
+        Some(lengths) => lengths.stream_len(layout.filtered_bits(lengths)),
+        None => {
+            let mut compressor = fdeflate::Compressor::new(Counter(0)).ok()?;
+            layout
+                .filtered_rows(|current| compressor.write_data(current))
+                .ok()?;
+            compressor.finish().ok()?.0
+        }
+    };
     let raw = layout.raw_len();
     let threshold =
         fdeflate::StoredOnlyCompressor::<()>::compressed_size(usize::try_from(raw).ok()?) as u64;
@@ -160,6 +170,67 @@ impl<'i> Layout<'i> {
         Ok(())
     }
 
+    /// Row `at` as the encoder has it: samples wider than a byte reordered big-endian into
+    /// `wide`.
+    fn row<'r>(&'r self, at: usize, wide: &'r mut [u8]) -> &'r [u8] {
+        let row = &self.bytes[at * self.row_len..(at + 1) * self.row_len];
+        if !self.wide {
+            return row;
+        }
+        for (out, pair) in wide.chunks_exact_mut(2).zip(row.chunks_exact(2)) {
+            out[0] = pair[1];
+            out[1] = pair[0];
+        }
+        wide
+    }
+
+    /// The bits fdeflate's compressor writes for the filtered rows, a `write_data` call a row:
+    /// a sum over the rows, and a row's filter reads only it and the row above. So an image
+    /// whose filtered rows hold [`BESIDE_BYTES`] or more has its two halves filtered and
+    /// counted on two threads (decision 0166).
+    fn filtered_bits(&self, lengths: &Lengths) -> u64 {
+        let rows = self.bytes.len() / self.row_len;
+        let count = |range: Range<usize>| {
+            let mut bits = 0;
+            self.filtered_rows_in(range, |current| bits += lengths.data_bits(current));
+            bits
+        };
+        if self.raw_len() < BESIDE_BYTES {
+            return count(0..rows);
+        }
+        let middle = rows / 2;
+        std::thread::scope(|scope| {
+            match std::thread::Builder::new().spawn_scoped(scope, || count(middle..rows)) {
+                Ok(second) => {
+                    let first = count(0..middle);
+                    match second.join() {
+                        Ok(second) => first + second,
+                        Err(panic) => std::panic::resume_unwind(panic),
+                    }
+                }
+                // No thread: the rows are counted here.
+                Err(_) => count(0..rows),
+            }
+        })
+    }
+
+    /// Each row of `range`, its filter byte and filtered bytes in one slice, as
+    /// [`Layout::filtered_rows`] gives the same rows.
+    fn filtered_rows_in(&self, range: Range<usize>, mut each: impl FnMut(&[u8])) {
+        let mut current = vec![0; self.row_len + 1];
+        let mut previous = vec![0; self.row_len];
+        let mut wide = vec![0; if self.wide { self.row_len } else { 0 }];
+        if let Some(above) = range.start.checked_sub(1) {
+            previous.copy_from_slice(self.row(above, &mut wide));
+        }
+        for at in range {
+            let row = self.row(at, &mut wide);
+            current[0] = adaptive_filter(self.bpp, &previous, row, &mut current[1..]) as u8;
+            previous.copy_from_slice(row);
+            each(&current);
+        }
+    }
+
     /// Each row's filter byte and filtered bytes, in one slice as the encoder hands them to the
     /// compressor.
     fn filtered_rows(&self, each: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
@@ -262,20 +333,6 @@ const CHUNKS_IN_FLIGHT: usize = 4;
 /// the bytes, and the Adler-32.
 fn stored_len(raw: u64) -> u64 {
     2 + 5 * raw.div_ceil(STORED_BLOCK).max(1) + raw + 4
-}
-
-/// Counts what is written.
-struct Counter(u64);
-
-impl Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0 += buf.len() as u64;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 /// The row filters, numbered as in the PNG format.
