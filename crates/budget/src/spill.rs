@@ -1528,7 +1528,7 @@ fn attachment_rest_name(id: &SpillId) -> String {
 /// text (SVG, JSON, a text blob, data that is not base64) is a server's string and is redacted
 /// as one; binary bytes are kept as they are.
 fn attachment_of(hidden: &HiddenUris, media: &Media<'_>) -> (Vec<u8>, Attached) {
-    let (mut bytes, decoded) = match STANDARD.decode(media.data) {
+    let (mut bytes, decoded) = match mcpl_classify::decode_standard(media.data.as_bytes()) {
         Ok(bytes) => (bytes, true),
         Err(_) => (media.data.as_bytes().to_vec(), false),
     };

@@ -60,7 +60,9 @@ pub use lenient::{
     replace_lone_surrogates,
 };
 pub use media::{ClaimedType, DIMENSION_READ_LIMIT, Dimensions, ImageDefect, Limits, Media};
-pub use payload::{Base64Finding, Payload, PayloadReader, decoded_len};
+pub use payload::{
+    BESIDE_CHARS, Base64Finding, Payload, PayloadReader, decode_standard, decoded_len,
+};
 pub use reference::{
     Disposition, DroppedField, EXPIRES_AT_MAX_CHARS, FieldRule, LABEL_MAX_CHARS, Reference,
     ReferenceForm, SIZE_BYTES_MAX, URI_MAX_CHARS,
