@@ -8,10 +8,11 @@
 //! stored blocks would be, the rows are written again as stored blocks. It grows both streams in
 //! memory at once and then copies the one it keeps into the output: for an image of noise, four
 //! times the image's size, and all of it spent for nothing when the image then turns out too
-//! large to send. Here the same rows go through the same compressor into a counter first
-//! ([`count`]), holding one row; an image that fits is then compressed once more into a buffer
-//! of the counted size, by the compressor the count chose, and the `png` crate frames it, its
-//! output going straight into base64 ([`write_base64`]). The tests check the bytes against the
+//! large to send. Here the same rows are counted first ([`count`]), holding one row: their
+//! compressed length is the sum of fdeflate's code lengths for them, checked once against the
+//! compressor (decision 0166). An image that fits is then compressed into a buffer of the
+//! counted size, by the compressor the count chose, and the `png` crate frames it, its output
+//! going straight into base64 ([`write_base64`]). The tests check the bytes against the
 //! `image` crate's own for every colour type, so a change in either crate that moves them fails.
 
 use std::io::{self, Cursor};
