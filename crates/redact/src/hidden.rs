@@ -21,7 +21,7 @@ use crate::uri::{
 use crate::view::{
     FastMap, FastSet, HIDDEN_SET_CAPACITY, View, WITHHELD_LINK, is_control_or_format,
 };
-use crate::walk::{EachUri, Found, NeverMarks, Scope, walk, walk_raw, walk_views};
+use crate::walk::{EachUri, NeverMarks, RawFound, Scope, walk_raw, walk_scope};
 
 /// Whether a server's uris may appear in what a model sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -151,18 +151,14 @@ impl<'k> HiddenUris<'k> {
         scan: bool,
     ) -> HiddenUris<'k> {
         // Raw data (structured content) is read where a `Value` of it was: before the blocks.
-        let (mut raw_never, mut raw_uris) = (Vec::new(), Vec::new());
-        for raw in &scope.raw {
-            walk_raw(raw, true, &mut raw_never, &mut raw_uris);
+        let mut raw = RawFound::default();
+        for raw_value in &scope.raw {
+            walk_raw(raw_value, true, &mut raw.never, &mut raw.uris);
         }
         // The `never` marks are listed (few results make any). The uris are not: they are read
         // from the scope each time they are asked for (decision 0165).
         let mut never_uris = NeverMarks::default();
-        for value in &scope.values {
-            walk(value, true, &mut never_uris);
-        }
-        never_uris.0.extend(raw_never.iter().map(String::as_str));
-        walk_views(scope.views, &mut never_uris);
+        walk_scope(scope, &raw, &mut never_uris);
         let never_uris = never_uris.0;
         let never: FastSet<String> = never_uris
             .iter()
@@ -184,11 +180,7 @@ impl<'k> HiddenUris<'k> {
                     each(uri);
                 }
             });
-            for value in &scope.values {
-                walk(value, true, &mut uris);
-            }
-            raw_uris.iter().for_each(|uri| uris.uri(uri));
-            walk_views(scope.views, &mut uris);
+            walk_scope(scope, &raw, &mut uris);
             let marked = never_uris.iter().filter(|uri| !uri.is_empty());
             marked.for_each(|uri| each(uri));
         });

@@ -143,6 +143,28 @@ pub(crate) fn walk_views<'v, F: Found<'v> + ?Sized>(views: &'v [BlockView<'v>], 
     }
 }
 
+/// [`walk`] on a whole scope, in the order its uris are read: its values, then raw data's
+/// `never` marks and uris (walked before, into `raw`), then its blocks.
+pub(crate) fn walk_scope<'v, F: Found<'v> + ?Sized>(
+    scope: &Scope<'v>,
+    raw: &'v RawFound,
+    found: &mut F,
+) {
+    for value in &scope.values {
+        walk(value, true, found);
+    }
+    raw.never.iter().for_each(|uri| found.never(uri));
+    raw.uris.iter().for_each(|uri| found.uri(uri));
+    walk_views(scope.views, found);
+}
+
+/// What [`walk_raw`] finds in a scope's raw data, owned.
+#[derive(Debug, Default)]
+pub(crate) struct RawFound {
+    pub(crate) never: Vec<String>,
+    pub(crate) uris: Vec<String>,
+}
+
 pub(crate) fn walk<'v, F: Found<'v> + ?Sized>(value: &'v Value, claims_count: bool, found: &mut F) {
     match value {
         Value::Object(object) => {
