@@ -151,24 +151,18 @@ impl<'i> Layout<'i> {
 
     /// The bytes the encoder filters: a filter byte and a row, for each row.
     fn raw_len(&self) -> u64 {
-        (self.row_len as u64 + 1) * (self.bytes.len() / self.row_len) as u64
+        (self.row_len as u64 + 1) * self.height() as u64
     }
 
     /// Each row as the encoder has it: samples wider than a byte reordered big-endian.
     fn rows(&self, mut each: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
-        let mut big_endian = vec![0; if self.wide { self.row_len } else { 0 }];
-        for row in self.bytes.chunks_exact(self.row_len) {
-            if self.wide {
-                for (out, pair) in big_endian.chunks_exact_mut(2).zip(row.chunks_exact(2)) {
-                    out[0] = pair[1];
-                    out[1] = pair[0];
-                }
-                each(&big_endian)?;
-            } else {
-                each(row)?;
-            }
-        }
-        Ok(())
+        let mut wide = vec![0; if self.wide { self.row_len } else { 0 }];
+        (0..self.height()).try_for_each(|at| each(self.row(at, &mut wide)))
+    }
+
+    /// The image's rows.
+    fn height(&self) -> usize {
+        self.bytes.len() / self.row_len
     }
 
     /// Row `at` as the encoder has it: samples wider than a byte reordered big-endian into
@@ -190,10 +184,14 @@ impl<'i> Layout<'i> {
     /// whose filtered rows hold [`BESIDE_BYTES`] or more has its two halves filtered and
     /// counted on two threads (decision 0166).
     fn filtered_bits(&self, lengths: &Lengths) -> u64 {
-        let rows = self.bytes.len() / self.row_len;
+        let rows = self.height();
         let count = |range: Range<usize>| {
             let mut bits = 0;
-            self.filtered_rows_in(range, |current| bits += lengths.data_bits(current));
+            // Counting cannot fail.
+            let _ = self.filtered_rows_in(range, |current| {
+                bits += lengths.data_bits(current);
+                Ok(())
+            });
             bits
         };
         if self.raw_len() < BESIDE_BYTES {
@@ -217,7 +215,11 @@ impl<'i> Layout<'i> {
 
     /// Each row of `range`, its filter byte and filtered bytes in one slice, as
     /// [`Layout::filtered_rows`] gives the same rows.
-    fn filtered_rows_in(&self, range: Range<usize>, mut each: impl FnMut(&[u8])) {
+    fn filtered_rows_in(
+        &self,
+        range: Range<usize>,
+        mut each: impl FnMut(&[u8]) -> io::Result<()>,
+    ) -> io::Result<()> {
         let mut current = vec![0; self.row_len + 1];
         let mut previous = vec![0; self.row_len];
         let mut wide = vec![0; if self.wide { self.row_len } else { 0 }];
@@ -225,11 +227,10 @@ impl<'i> Layout<'i> {
             previous.copy_from_slice(self.row(above, &mut wide));
         }
         for at in range {
-            let row = self.row(at, &mut wide);
-            current[0] = adaptive_filter(self.bpp, &previous, row, &mut current[1..]) as u8;
-            previous.copy_from_slice(row);
-            each(&current);
+            self.filter_row(&mut previous, self.row(at, &mut wide), &mut current);
+            each(&current)?;
         }
+        Ok(())
     }
 
     /// Each row's filter byte and filtered bytes, in one slice as the encoder hands them to the
@@ -243,13 +244,8 @@ impl<'i> Layout<'i> {
     }
 
     /// [`Layout::filtered_rows`] on this thread alone.
-    fn filtered_rows_here(&self, mut each: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
-        let mut current = vec![0; self.row_len + 1];
-        let mut previous = vec![0; self.row_len];
-        self.rows(|row| {
-            self.filter_row(&mut previous, row, &mut current);
-            each(&current)
-        })
+    fn filtered_rows_here(&self, each: impl FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
+        self.filtered_rows_in(0..self.height(), each)
     }
 
     /// Writes `row`'s filter byte and filtered bytes into `out`, given the row before it in
