@@ -2,7 +2,8 @@
 
 use std::borrow::Cow;
 use std::ops::Range;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use mcpl_classify::{
     Block, BlockView, ContentView, DataView, Dimensions, EmbeddedBlob, ImageDefect, Invalid,
@@ -1021,12 +1022,14 @@ impl<'h> Projector<'h> {
                             // A reference's line is written straight into the stored copy: the same
                             // line its piece would hold, with no string of its own.
                             if let Block::Reference(reference) = &block {
+                                let passed = reference.name.filter(|_| verdicts.label_passed(at));
                                 stored.push_with(STUB_BYTES, |text| {
                                     self.stub_into(
                                         text,
                                         reference,
                                         Provenance::ToolResult,
                                         &hidden,
+                                        passed,
                                     );
                                 });
                                 found_elsewhere.extend(hidden.take_found());
@@ -1747,17 +1750,21 @@ impl<'h> Projector<'h> {
         hidden: &HiddenUris,
     ) -> String {
         let mut stub = String::with_capacity(STUB_BYTES);
-        self.stub_into(&mut stub, reference, provenance, hidden);
+        self.stub_into(&mut stub, reference, provenance, hidden, None);
         stub
     }
 
     /// [`Projector::stub`], written at the end of `stub`.
+    /// `passed` is a name known to pass redaction as it is
+    /// ([`PassCheck::label_passes_unchanged`]), asked on a second core: the record's name, when
+    /// it is that one, is written as it is.
     fn stub_into(
         &mut self,
         stub: &mut String,
         reference: &Reference<'_>,
         provenance: Provenance,
         hidden: &HiddenUris,
+        passed: Option<&str>,
     ) {
         const SEPARATOR: &str = " — ";
         let show_uri = hidden.shows(reference.uri);
@@ -1769,7 +1776,11 @@ impl<'h> Projector<'h> {
         stub.push_str(record.id.as_str());
         stub.push_str("] ");
         if let Some(name) = &claims.name {
-            markers::sanitize_into(stub, &hidden.redact_label(name));
+            if passed == Some(name.as_str()) {
+                markers::sanitize_into(stub, name);
+            } else {
+                markers::sanitize_into(stub, &hidden.redact_label(name));
+            }
             stub.push_str(SEPARATOR);
         }
         if show_uri {
@@ -1870,34 +1881,143 @@ fn next_batch<'a>(
 }
 
 /// Whether each text of a batch passes redaction unchanged
-/// ([`HiddenUris::passes_unchanged`]), asked on a second core for batches with much text
-/// (decisions 0144, 0163). The first such batch is split: a second thread asks for its second
-/// half, by bytes, while this one asks for the first. Each later batch is read one ahead: its
-/// texts go to the second thread whole while this thread reads the batch before it (redacts
-/// it, writes its stubs). The answers are the same either way; a text met inside a run
-/// redaction changes is never asked on one core.
+/// ([`HiddenUris::passes_unchanged`]), and each reference's name
+/// ([`PassCheck::label_passes_unchanged`]), asked on two cores for batches with much text
+/// (decisions 0144, 0163, 0168). Each batch is read one ahead: its questions are shared
+/// ([`Shared`]) before the batch before it is read, so a second thread answers them while
+/// this one reads that batch; then this thread answers what is left, and both finish
+/// together. The answers are the same either way; a text met inside a run redaction changes
+/// is never asked on one core.
 struct Verdicts<'scope, 'env, 'a> {
     scope: &'scope std::thread::Scope<'scope, 'env>,
     check: PassCheck<'scope>,
-    /// The second thread, once a batch asked for it; `None` before, and once it is gone.
-    helper: Option<Helper<'scope>>,
+    /// The second thread's end, once a batch asked for it; `None` before, and once it is gone.
+    helper: Option<std::sync::mpsc::Sender<Arc<Shared<'scope>>>>,
     /// Whether a second thread was asked for (it is made once, at most).
     helper_made: bool,
     /// By the block's place in the batch; empty when the batch is sorted as it is read.
     passes: Vec<bool>,
     /// The batch after the one being read, once the first is read: empty when none is left.
     ahead: Vec<(usize, Block<'a>)>,
-    /// Whether the first batch was read, and whether the texts of `ahead` went to the second
-    /// thread.
+    /// Whether the first batch was read, and the questions of `ahead` when they were shared.
     started: bool,
-    ahead_asked: bool,
+    ahead_shared: Option<Arc<Shared<'scope>>>,
 }
 
-/// The second thread's ends: the texts of a batch go one way (`None` for a block with none),
-/// whether each passes comes back, in the order asked.
-struct Helper<'scope> {
-    asks: std::sync::mpsc::Sender<Vec<Option<&'scope str>>>,
-    answers: std::sync::mpsc::Receiver<Vec<bool>>,
+/// How many questions one thread takes from a [`Shared`] batch at a time.
+const SHARED_CHUNK: usize = 32;
+
+/// A batch's questions, answered by both threads: each takes the next [`SHARED_CHUNK`] of them
+/// until none is left.
+struct Shared<'t> {
+    asks: Vec<Option<Ask<'t>>>,
+    /// The next chunk to take.
+    next: AtomicUsize,
+    /// By question: whether it passes. Written once, by the thread that took its chunk.
+    answers: Vec<AtomicBool>,
+    /// How many chunks were answered, and which, and whether the second thread stopped in one.
+    state: std::sync::Mutex<SharedState>,
+    answered: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct SharedState {
+    chunks_answered: usize,
+    /// By chunk.
+    answered: Vec<bool>,
+    /// The second thread panicked while it answered a chunk, which no one else will answer.
+    abandoned: bool,
+}
+
+impl<'t> Shared<'t> {
+    fn new(asks: Vec<Option<Ask<'t>>>) -> Shared<'t> {
+        let chunks = asks.len().div_ceil(SHARED_CHUNK);
+        Shared {
+            answers: asks.iter().map(|_| AtomicBool::new(false)).collect(),
+            asks,
+            next: AtomicUsize::new(0),
+            state: std::sync::Mutex::new(SharedState {
+                answered: vec![false; chunks],
+                ..SharedState::default()
+            }),
+            answered: std::sync::Condvar::new(),
+        }
+    }
+
+    fn chunks(&self) -> usize {
+        self.asks.len().div_ceil(SHARED_CHUNK)
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, SharedState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Answers chunks until none is left to take.
+    fn answer(&self, check: PassCheck<'_>) {
+        loop {
+            let chunk = self.next.fetch_add(1, Ordering::Relaxed);
+            if chunk >= self.chunks() {
+                return;
+            }
+            self.answer_chunk(chunk, check);
+        }
+    }
+
+    fn answer_chunk(&self, chunk: usize, check: PassCheck<'_>) {
+        let start = chunk * SHARED_CHUNK;
+        let end = (start + SHARED_CHUNK).min(self.asks.len());
+        for (ask, answer) in self.asks[start..end].iter().zip(&self.answers[start..end]) {
+            answer.store(ask.is_some_and(|ask| ask.passes(check)), Ordering::Relaxed);
+        }
+        // The lock orders the answers before whoever reads them after it.
+        let mut state = self.state();
+        state.answered[chunk] = true;
+        state.chunks_answered += 1;
+        if state.chunks_answered == self.chunks() {
+            self.answered.notify_all();
+        }
+    }
+
+    /// Every answer, once each chunk is answered; this thread answers what is left, and any
+    /// chunk the second thread abandoned.
+    fn answers(&self, check: PassCheck<'_>) -> Vec<bool> {
+        self.answer(check);
+        let mut state = self.state();
+        while state.chunks_answered < self.chunks() && !state.abandoned {
+            state = self
+                .answered
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        if state.chunks_answered < self.chunks() {
+            let left: Vec<usize> = (0..self.chunks())
+                .filter(|&chunk| !state.answered[chunk])
+                .collect();
+            drop(state);
+            for chunk in left {
+                self.answer_chunk(chunk, check);
+            }
+        }
+        self.answers
+            .iter()
+            .map(|answer| answer.load(Ordering::Relaxed))
+            .collect()
+    }
+}
+
+/// Marks a batch abandoned when the second thread panics while it answers it, so that the
+/// lane's thread answers the rest and does not wait for ever.
+struct AbandonOnPanic<'s, 't>(&'s Shared<'t>);
+
+impl Drop for AbandonOnPanic<'_, '_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.state().abandoned = true;
+            self.0.answered.notify_all();
+        }
+    }
 }
 
 impl<'scope, 'env, 'a: 'scope> Verdicts<'scope, 'env, 'a> {
@@ -1910,12 +2030,12 @@ impl<'scope, 'env, 'a: 'scope> Verdicts<'scope, 'env, 'a> {
             passes: Vec::new(),
             ahead: Vec::new(),
             started: false,
-            ahead_asked: false,
+            ahead_shared: None,
         }
     }
 
     /// Fills `batch` with the next blocks, as [`next_batch`] does, with the answers for its
-    /// texts when they were asked on two cores; `false` when no block is left.
+    /// texts and names when they were asked on two cores; `false` when no block is left.
     fn next_batch(
         &mut self,
         blocks: &mut impl Iterator<Item = (usize, Block<'a>)>,
@@ -1923,83 +2043,67 @@ impl<'scope, 'env, 'a: 'scope> Verdicts<'scope, 'env, 'a> {
     ) -> bool {
         self.passes.clear();
         batch.clear();
-        let mut split = None;
-        let asked = if self.started {
+        let shared = if self.started {
             if self.ahead.is_empty() {
                 return false;
             }
             std::mem::swap(batch, &mut self.ahead);
-            self.ahead_asked
+            self.ahead_shared.take()
         } else {
             self.started = true;
             if !next_batch(blocks, batch) {
                 return false;
             }
-            // The first batch: its second half on the second thread, its first on this one.
-            if wants_two_cores(batch) {
-                let half = half_by_bytes(batch);
-                split = self.ask(texts_of(&batch[half..])).then_some(half);
-            }
-            false
+            self.share(batch)
         };
-        // The next batch is read, and its texts asked for, before this one is read.
-        self.ahead.clear();
-        self.ahead_asked = next_batch(blocks, &mut self.ahead)
-            && wants_two_cores(&self.ahead)
-            && self.ask(texts_of(&self.ahead));
-        if let Some(half) = split {
-            let mine = ask_all(self.check, &texts_of(&batch[..half]));
-            if let Some(rest) = self.answer() {
-                self.passes = mine;
-                self.passes.extend(rest);
-            }
-        } else if asked && let Some(all) = self.answer() {
-            self.passes = all;
+        // The next batch is read, and its questions shared, before this one is answered.
+        let mut ahead = std::mem::take(&mut self.ahead);
+        ahead.clear();
+        self.ahead_shared = match next_batch(blocks, &mut ahead) {
+            true => self.share(&ahead),
+            false => None,
+        };
+        self.ahead = ahead;
+        if let Some(shared) = shared {
+            self.passes = shared.answers(self.check);
         }
         true
     }
 
-    /// Sends a batch's texts to the second thread, made on the first call; whether they went.
-    fn ask(&mut self, texts: Vec<Option<&'scope str>>) -> bool {
+    /// Shares a batch's questions with the second thread, made on the first call, when they
+    /// are worth it ([`wants_two_cores`]); `None` when they are asked one at a time.
+    fn share(&mut self, batch: &[(usize, Block<'a>)]) -> Option<Arc<Shared<'scope>>> {
+        if !wants_two_cores(batch) {
+            return None;
+        }
         if !self.helper_made {
             self.helper_made = true;
             self.helper = self.make_helper();
         }
+        let shared = Arc::new(Shared::new(asks_of(batch)));
         match &self.helper {
-            Some(helper) if helper.asks.send(texts).is_ok() => true,
+            Some(helper) if helper.send(Arc::clone(&shared)).is_ok() => Some(shared),
             _ => {
                 self.helper = None;
-                false
+                None
             }
         }
     }
 
-    /// The answers for the texts asked first and not yet answered, in their order; `None`
-    /// when the second thread is gone (this thread then asks for each text itself).
-    fn answer(&mut self) -> Option<Vec<bool>> {
-        let answer = self.helper.as_ref()?.answers.recv().ok();
-        if answer.is_none() {
-            self.helper = None;
-        }
-        answer
-    }
-
-    /// A second thread that answers each batch of texts it is sent, in order, until its
-    /// sender is dropped; `None` when no thread can be made.
-    fn make_helper(&self) -> Option<Helper<'scope>> {
-        let (asks, asked) = std::sync::mpsc::channel::<Vec<Option<&'scope str>>>();
-        let (answered, answers) = std::sync::mpsc::channel();
+    /// A second thread that answers what it can of each batch it is sent, in order, until
+    /// its sender is dropped; `None` when no thread can be made.
+    fn make_helper(&self) -> Option<std::sync::mpsc::Sender<Arc<Shared<'scope>>>> {
+        let (share, shared) = std::sync::mpsc::channel::<Arc<Shared<'scope>>>();
         let check = self.check;
         std::thread::Builder::new()
             .spawn_scoped(self.scope, move || {
-                for texts in asked {
-                    if answered.send(ask_all(check, &texts)).is_err() {
-                        return;
-                    }
+                for batch in shared {
+                    let _abandon = AbandonOnPanic(&batch);
+                    batch.answer(check);
                 }
             })
             .ok()?;
-        Some(Helper { asks, answers })
+        Some(share)
     }
 
     /// Whether the text of the block at `at` in the batch passes redaction unchanged.
@@ -2009,44 +2113,56 @@ impl<'scope, 'env, 'a: 'scope> Verdicts<'scope, 'env, 'a> {
             None => hidden.passes_unchanged(text),
         }
     }
+
+    /// Whether the name of the reference at `at` in the batch was asked on two cores and
+    /// passes redaction unchanged; `false` when it was not asked.
+    fn label_passed(&self, at: usize) -> bool {
+        self.passes.get(at).copied().unwrap_or(false)
+    }
 }
 
-/// The text of each block of a batch, `None` for a block with none.
-fn texts_of<'t>(blocks: &[(usize, Block<'t>)]) -> Vec<Option<&'t str>> {
-    blocks.iter().map(|(_, block)| text_of(block)).collect()
+/// What a block asks: whether its text, or a reference's name, passes redaction unchanged.
+#[derive(Clone, Copy)]
+enum Ask<'t> {
+    Text(&'t str),
+    Name(&'t str),
 }
 
-/// Whether a batch's texts are worth a second core: they hold enough bytes, and the machine
-/// has one.
+impl<'t> Ask<'t> {
+    fn of(block: &Block<'t>) -> Option<Ask<'t>> {
+        match block {
+            Block::Reference(reference) => reference.name.map(Ask::Name),
+            block => text_of(block).map(Ask::Text),
+        }
+    }
+
+    fn len(self) -> usize {
+        match self {
+            Ask::Text(text) | Ask::Name(text) => text.len(),
+        }
+    }
+
+    fn passes(self, check: PassCheck<'_>) -> bool {
+        match self {
+            Ask::Text(text) => check.passes_unchanged(text),
+            Ask::Name(name) => check.label_passes_unchanged(name),
+        }
+    }
+}
+
+/// What each block of a batch asks, `None` for a block with neither text nor name.
+fn asks_of<'t>(blocks: &[(usize, Block<'t>)]) -> Vec<Option<Ask<'t>>> {
+    blocks.iter().map(|(_, block)| Ask::of(block)).collect()
+}
+
+/// Whether a batch's texts and names are worth a second core: they hold enough bytes, and the
+/// machine has one.
 fn wants_two_cores(batch: &[(usize, Block<'_>)]) -> bool {
     let bytes: usize = batch
         .iter()
-        .map(|(_, block)| text_of(block).map_or(0, str::len))
+        .map(|(_, block)| Ask::of(block).map_or(0, Ask::len))
         .sum();
     bytes >= PARALLEL_TEXT_BYTES && two_cores()
-}
-
-/// Where a batch splits into two halves that hold about as many bytes of text each.
-fn half_by_bytes(batch: &[(usize, Block<'_>)]) -> usize {
-    let texts = || batch.iter().map(|(_, block)| text_of(block));
-    let bytes: usize = texts().map(|text| text.map_or(0, str::len)).sum();
-    let mut seen = 0;
-    for (at, text) in texts().enumerate() {
-        seen += text.map_or(0, str::len);
-        if seen * 2 >= bytes {
-            return at + 1;
-        }
-    }
-    batch.len()
-}
-
-/// Whether each of a batch's texts ([`texts_of`]) passes redaction unchanged; `false` for a
-/// block with none.
-fn ask_all(check: PassCheck<'_>, texts: &[Option<&str>]) -> Vec<bool> {
-    texts
-        .iter()
-        .map(|text| text.is_some_and(|text| check.passes_unchanged(text)))
-        .collect()
 }
 
 /// Whether this machine runs two threads at once; asked once.
@@ -2304,13 +2420,15 @@ mod tests {
             ..proptest::prelude::ProptestConfig::default()
         })]
 
-        /// Batches with much text are sorted on a second core when the machine has one (the
-        /// first split in halves, each later one whole while the one before it is read): each
-        /// text's answer is the one [`HiddenUris::passes_unchanged`] gives it alone, every
-        /// block comes once and in order, and a batch asked on two cores has its answers. Texts
-        /// draw on plain words, a hidden uri, other urls, a token, escapes and characters
-        /// outside ASCII; some are short, so some batches hold too little text to be asked;
-        /// blocks that hold no text come between; results span one batch to four.
+        /// Batches with much text are sorted on two cores when the machine has them (each
+        /// batch's questions shared while the one before it is read): each text's answer is
+        /// the one [`HiddenUris::passes_unchanged`] gives it alone, each link name's the one
+        /// [`PassCheck::label_passes_unchanged`] gives it, every block comes once and in
+        /// order, and a batch asked on two cores has its answers. Texts draw on plain words, a
+        /// hidden uri, other urls, a token, escapes and characters outside ASCII; some are
+        /// short, so some batches hold too little text to be asked; images and links (named
+        /// with words, a hidden uri, a control character, or not at all) come between;
+        /// results span one batch to four.
         #[test]
         fn batches_sorted_on_two_cores_answer_as_each_text_alone(
             texts in proptest::collection::vec(
@@ -2341,7 +2459,7 @@ mod tests {
                 200..320,
             ),
             blocks in 1usize..7000,
-            others in proptest::collection::vec(0usize..7000, 0..40),
+            others in proptest::collection::vec((0usize..7000, 0usize..5), 0..60),
         ) {
             let link = json!({"type": "resource_link", "uri": "https://h.example/files/report.csv"});
             let hidden = HiddenUris::of(&[&json!({"content": [link]})], UriPolicy::Hidden);
@@ -2353,12 +2471,15 @@ mod tests {
                     false => pieces.concat(),
                 })
                 .collect();
-            let image = json!({"type": "image", "data": "aGk=", "mimeType": "image/png"});
+            let mut between = vec![json!({"type": "image", "data": "aGk=", "mimeType": "image/png"})];
+            for name in ["report.csv", "h.example/files/report.csv", "tab\tname", "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"] {
+                between.push(json!({"type": "resource_link", "uri": "https://h.example/n", "name": name}));
+            }
             let mut all: Vec<Block<'_>> =
                 (0..blocks).map(|i| Block::Text(&texts[i % texts.len()])).collect();
-            for at in others {
+            for (at, which) in others {
                 let at = at.min(all.len());
-                all.insert(at, mcpl_classify::classify(&image));
+                all.insert(at, mcpl_classify::classify(&between[which]));
             }
             let mut read = Vec::new();
             let check = hidden.pass_check();
@@ -2379,6 +2500,12 @@ mod tests {
                         {
                             outcome = Err(format!("block {index}: {text}"));
                         }
+                        if let Block::Reference(reference) = block
+                            && let Some(name) = reference.name
+                            && verdicts.label_passed(at) != (asked && check.label_passes_unchanged(name))
+                        {
+                            outcome = Err(format!("block {index}: name {name}"));
+                        }
                     }
                 }
             });
@@ -2387,6 +2514,8 @@ mod tests {
             // A text with the hidden uri never passes: the test reads both answers.
             proptest::prop_assert!(!hidden.passes_unchanged("see h.example/files/report.csv"));
             proptest::prop_assert!(hidden.passes_unchanged(&filler));
+            proptest::prop_assert!(check.label_passes_unchanged("report.csv"));
+            proptest::prop_assert!(!check.label_passes_unchanged("tab\tname"));
         }
     }
 

@@ -50,6 +50,13 @@ impl PassCheck<'_> {
         self.uris_pass(piece) && self.scrub.passes(piece)
     }
 
+    /// Whether [`HiddenUris::redact_label`] leaves `label` as it is and finds nothing in it:
+    /// it holds no control or format character, and it passes unchanged. A lane may ask it
+    /// from a second thread for the labels it will write.
+    pub fn label_passes_unchanged(&self, label: &str) -> bool {
+        !has_control_or_format(label) && self.passes_unchanged(label)
+    }
+
     /// [`HiddenUris::passes_unchanged`] for the first pass alone.
     fn uris_pass(&self, piece: &str) -> bool {
         // A url, and a pattern with `://`, need a `://` in the run's view, which no run of
@@ -67,6 +74,16 @@ const _: () = {
     const fn sync_and_send<T: Sync + Send>() {}
     sync_and_send::<PassCheck<'static>>();
 };
+
+/// Whether a label holds a character [`HiddenUris::redact_label`] takes out.
+fn has_control_or_format(label: &str) -> bool {
+    // In ASCII only C0 controls and DEL are control or format characters.
+    if label.is_ascii() {
+        label.bytes().any(|b| b < 0x20 || b == 0x7F)
+    } else {
+        label.chars().any(is_control_or_format)
+    }
+}
 
 /// What no lane may show of one result (or one message), and the session's memory of what
 /// was hidden before. Hidden are: every uri a block carries (a reference's, an embedded
@@ -260,13 +277,7 @@ impl<'k> HiddenUris<'k> {
 
     /// A server's label: control and format characters removed, then redacted.
     pub fn redact_label<'t>(&self, label: &'t str) -> Cow<'t, str> {
-        // In ASCII only C0 controls and DEL are control or format characters.
-        let has_control = if label.is_ascii() {
-            label.bytes().any(|b| b < 0x20 || b == 0x7F)
-        } else {
-            label.chars().any(is_control_or_format)
-        };
-        if has_control {
+        if has_control_or_format(label) {
             let clean: String = label
                 .chars()
                 .filter(|&c| !is_control_or_format(c))
@@ -1270,6 +1281,27 @@ mod tests {
         }
     }
 
+    /// A label with a control or format character never passes as it is: redaction takes the
+    /// character out, whatever else the label holds.
+    #[test]
+    fn a_label_with_a_control_character_does_not_pass() {
+        let uris = anchored_uris(false, false, false);
+        let check = uris.pass_check();
+        assert!(check.label_passes_unchanged("quarterly report"));
+        for label in [
+            "quarterly\u{7}report",
+            "quarterly\u{200b}report",
+            "tab\there",
+        ] {
+            assert!(check.passes_unchanged(label), "{label:?} passes as a text");
+            assert!(
+                !check.label_passes_unchanged(label),
+                "{label:?} is changed as a label"
+            );
+            assert_ne!(uris.redact_label(label), label);
+        }
+    }
+
     /// Texts and labels that hold no anchor byte and no url are redacted without the patterns
     /// ever being built (decision 0100); the first text that may hold one builds them, and is
     /// redacted as before.
@@ -1437,7 +1469,13 @@ mod tests {
                 let clean: String = label.chars().filter(|&c| !is_control_or_format(c)).collect();
                 let alone = uris.redact(&clean).into_owned();
                 let alone_found = uris.take_found();
-                proptest::prop_assert_eq!(uris.redact_label(label), alone);
+                let redacted = uris.redact_label(label);
+                // A label the check passes is left as it is, borrowed, and nothing is found.
+                if uris.pass_check().label_passes_unchanged(label) {
+                    proptest::prop_assert_eq!(&redacted, &Cow::Borrowed(label.as_str()));
+                    proptest::prop_assert!(alone_found.is_empty());
+                }
+                proptest::prop_assert_eq!(redacted, alone);
                 proptest::prop_assert_eq!(uris.take_found(), alone_found);
             }
         }
