@@ -511,6 +511,17 @@ impl<'de> BlockView<'de> {
         BlockView::Object(ObjectView::hold(present, values))
     }
 
+    /// Whether [`BlockView::classify`] may say an inline image or inline audio: `false` for a
+    /// plain text block and for an object with no `data` field, which no inline block lacks.
+    /// A caller looking for inline media skips the others without classifying them.
+    pub fn may_be_inline_media(&self) -> bool {
+        match self {
+            BlockView::Text(_) => false,
+            BlockView::Object(object) => object.0.present & (1 << DATA) != 0,
+            BlockView::Other(_) => true,
+        }
+    }
+
     /// The values a lane's uri walk reads in the element's fields, as
     /// [`ObjectView::json_values`] gives them; none for a plain text block or an element that
     /// is no object.
@@ -1881,6 +1892,41 @@ mod tests {
                 let slot = text_slot(&json).unwrap();
                 proptest::prop_assert_eq!(slot, Some(Slot::Str(Cow::Owned(text.clone()))));
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// A block [`BlockView::may_be_inline_media`] rules out is never classified as inline
+        /// media: blocks of each type, with or without data, a uri, a type, a resource.
+        #[test]
+        fn a_block_ruled_out_is_no_inline_media(
+            fields in proptest::collection::vec(
+                (
+                    proptest::sample::select(vec![
+                        "type", "data", "uri", "mimeType", "text", "resource", "name",
+                        "disposition", "annotations", "blob",
+                    ]),
+                    proptest::sample::select(vec![
+                        r#""image""#, r#""audio""#, r#""text""#, r#""resource_link""#,
+                        r#""resource""#, r#""aGk=""#, r#""image/png""#, "1", "null",
+                        r#"{"uri":"u","blob":"aGk=","mimeType":"image/png"}"#, r#""never""#,
+                        r#"{"audience":["user"]}"#,
+                    ]),
+                ),
+                0..6,
+            ),
+        ) {
+            let body: Vec<String> = fields
+                .iter()
+                .map(|(name, value)| format!("\"{name}\":{value}"))
+                .collect();
+            let bytes = format!("[{{{}}}]", body.join(","));
+            let blocks = blocks(bytes.as_bytes());
+            let inline = matches!(
+                blocks[0].classify(),
+                crate::Block::InlineImage(_) | crate::Block::InlineAudio(_)
+            );
+            proptest::prop_assert!(!inline || blocks[0].may_be_inline_media(), "{}", bytes);
         }
     }
 

@@ -480,9 +480,9 @@ impl Scaler {
             return false;
         };
         if !is_object
-            || !blocks
-                .iter()
-                .any(|block| would_scale(&block.classify(), route, fit))
+            || !blocks.iter().any(|block| {
+                block.may_be_inline_media() && would_scale(&block.classify(), route, fit)
+            })
         {
             return false;
         }
