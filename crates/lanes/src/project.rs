@@ -1755,6 +1755,7 @@ impl<'h> Projector<'h> {
     }
 
     /// [`Projector::stub`], written at the end of `stub`.
+    ///
     /// `passed` is a name known to pass redaction as it is
     /// ([`PassCheck::label_passes_unchanged`]), asked on a second core: the record's name, when
     /// it is that one, is written as it is.
@@ -1859,8 +1860,8 @@ impl<'h> Projector<'h> {
 const BATCH_BLOCKS: usize = 2048;
 /// A batch ends after the block that brings its texts to this many bytes.
 const BATCH_TEXT_BYTES: usize = 1 << 20;
-/// A batch whose texts hold fewer bytes is sorted on one core, as its texts are met: a thread
-/// costs more than it would spare.
+/// A batch whose texts and link names hold fewer bytes is sorted on one core, as its blocks are
+/// met: a thread costs more than it would spare.
 const PARALLEL_TEXT_BYTES: usize = 16 << 10;
 
 /// Fills `batch` with the next blocks, up to [`BATCH_BLOCKS`] or [`BATCH_TEXT_BYTES`] of text;
