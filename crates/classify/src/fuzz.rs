@@ -34,10 +34,24 @@ pub fn compact_matches_serde_json(value: &Value) {
 /// Checks that a tool result read from bytes ([`ResultView`]) is what the same bytes parsed into
 /// a `Value` give: both fail or neither does, the same content (each block classified the
 /// same, the same data), the same structured content and error flag, and for every element of
-/// the content array the same fields' JSON kept for the uri walk.
+/// the content array the same fields' JSON kept for the uri walk. A split read of the content
+/// array, cut anywhere, is the same view or none.
 pub fn view_matches_value(bytes: &[u8]) {
     let value = serde_json::from_slice::<Value>(bytes);
     let view = ResultView::parse(bytes);
+    // A large result's content array may be read in two halves on two threads (decision
+    // 0169): wherever the guess cuts it, that read is the whole parse's, or there is none.
+    for near in [0, bytes.len() / 3, bytes.len() / 2] {
+        if let Some(read) = crate::view::split_read(bytes, near) {
+            match &view {
+                Ok(view) => assert!(
+                    read == *view,
+                    "the halves read {read:?}, the whole {view:?}"
+                ),
+                Err(error) => panic!("the halves read {read:?}, the whole fails: {error}"),
+            }
+        }
+    }
     let (value, view) = match (value, view) {
         (Ok(value), Ok(view)) => (value, view),
         (Err(_), Err(_)) => return,

@@ -791,6 +791,12 @@ impl<'de> ResultView<'de> {
         if RAW_VALUE_TOKEN.find(bytes).is_some() {
             serde_json::from_slice::<Value>(bytes)?;
         }
+        if bytes.len() >= SPLIT_BYTES && two_cores() {
+            RAW_CONTAINER_READ.with(|read| read.set(false));
+            if let Some(view) = split::parse(bytes, bytes.len() / 2) {
+                return Ok(view);
+            }
+        }
         RAW_CONTAINER_READ.with(|read| read.set(false));
         let mut deserializer = serde_json::Deserializer::from_slice(bytes);
         let read = deserializer.deserialize_any(ResultVisitor)?;
@@ -1276,6 +1282,11 @@ const RECURSION_LIMIT: usize = 128;
 
 /// Whether JSON text opens containers [`RECURSION_LIMIT`] deep anywhere (strings skipped).
 fn nests_too_deep(bytes: &[u8]) -> bool {
+    nests_as_deep_as(bytes, RECURSION_LIMIT)
+}
+
+/// Whether JSON text opens containers `limit` deep anywhere (strings skipped).
+fn nests_as_deep_as(bytes: &[u8], limit: usize) -> bool {
     let mut depth = 0usize;
     let mut at = 0;
     while let Some(offset) = bytes.get(at..).and_then(|rest| {
@@ -1304,7 +1315,7 @@ fn nests_too_deep(bytes: &[u8]) -> bool {
             }
             b'[' | b'{' => {
                 depth += 1;
-                if depth >= RECURSION_LIMIT {
+                if depth >= limit {
                     return true;
                 }
             }
@@ -1712,6 +1723,166 @@ impl<'de> Deserialize<'de> for ContentView<'de> {
             scalars_as!(|value| ContentView::Data(Cow::Owned(value)));
         }
         deserializer.deserialize_any(ContentVisitor)
+    }
+}
+
+/// A result of at least this many bytes may have its content array read in two halves on
+/// two threads (decision 0169).
+const SPLIT_BYTES: usize = 1 << 20;
+
+/// [`ResultView::parse`]'s read of a large result in two halves, cut at the first `},{` from
+/// byte `near` on, on any input: the view it gives, or `None` where the whole parse must read
+/// it. The fuzz target checks it against the whole parse.
+pub(crate) fn split_read(bytes: &[u8], near: usize) -> Option<ResultView<'_>> {
+    RAW_CONTAINER_READ.with(|read| read.set(false));
+    let read = split::parse(bytes, near);
+    RAW_CONTAINER_READ.with(|read| read.set(false));
+    read
+}
+
+/// Whether a second thread may help: the machine has two cores or more.
+fn two_cores() -> bool {
+    static TWO: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TWO.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2))
+}
+
+/// A large result's content array read in two halves on two threads (decision 0169).
+///
+/// Only a result written `{"content": [ ... ]}`, or with `"isError": true` or `false` after the
+/// array, is read so. A second thread reads the array's elements from a guessed place between
+/// two elements (a `},{` past the middle) to the array's end, while this thread reads them
+/// from the start. Each element is read by the same `Deserialize` as the whole parse reads it.
+/// The guess holds when this thread, reading from the start, meets an element's end exactly at
+/// the guessed comma: JSON read from a given place reads one way, so the second thread's
+/// elements are then the ones the whole parse would read. Anything else (the guess missed, an
+/// error, another key, an element that nests deep enough that its depth in the whole document
+/// could matter) gives `None`, and the whole parse reads the bytes as before: its result and
+/// its errors are unchanged.
+mod split {
+    use super::{BlockView, ContentView, RAW_CONTAINER_READ, ResultView, SourceBytes};
+
+    /// An element nesting this deep alone is that deep plus two in the whole document (the
+    /// result's object and its content array), where serde_json refuses to go on at 128.
+    const ELEMENT_DEPTH_LIMIT: usize = super::RECURSION_LIMIT - 2;
+
+    /// The view of `bytes`, its array cut at the first `},{` from byte `near` on, or `None`.
+    pub(super) fn parse(bytes: &[u8], near: usize) -> Option<ResultView<'_>> {
+        let start = array_start(bytes)?;
+        let from = near.max(start);
+        let cut = from + memchr::memmem::find(bytes.get(from..)?, b"},{")? + 1;
+        let (mut head, tail, tail_raw) = std::thread::scope(|scope| {
+            let helper = std::thread::Builder::new()
+                .spawn_scoped(scope, || {
+                    RAW_CONTAINER_READ.with(|read| read.set(false));
+                    let tail = elements(bytes, cut + 1, None);
+                    (tail, RAW_CONTAINER_READ.with(|read| read.replace(false)))
+                })
+                .ok()?;
+            let head = elements(bytes, start, Some(cut));
+            let (tail, tail_raw) = helper.join().ok()?;
+            Some((head?, tail?, tail_raw))
+        })?;
+        let is_error = after_array(bytes, tail.end)?;
+        // A container read from a slot's raw JSON was read as if at the top, as in the whole
+        // parse, which then checks the whole input's nesting.
+        let head_raw = RAW_CONTAINER_READ.with(|read| read.replace(false));
+        if (head_raw || tail_raw) && super::nests_too_deep(bytes) {
+            return None;
+        }
+        head.blocks.reserve_exact(tail.blocks.len());
+        head.blocks.extend(tail.blocks);
+        Some(ResultView {
+            content: Some(ContentView::Blocks(head.blocks)),
+            structured: None,
+            is_error,
+            source: SourceBytes(bytes),
+        })
+    }
+
+    /// Elements read, and where reading stopped: at the cut's comma, or the array's `]`.
+    struct Elements<'de> {
+        blocks: Vec<BlockView<'de>>,
+        end: usize,
+    }
+
+    /// The elements from byte `at` on, a value first: up to the comma at `stop`, which must
+    /// follow an element, or, with no `stop`, up to the array's end.
+    fn elements(bytes: &[u8], mut at: usize, stop: Option<usize>) -> Option<Elements<'_>> {
+        let mut blocks = Vec::new();
+        loop {
+            let rest = bytes.get(at..)?;
+            let mut stream = serde_json::Deserializer::from_slice(rest).into_iter::<BlockView>();
+            let block = stream.next()?.ok()?;
+            let end = at + stream.byte_offset();
+            let element = bytes.get(at..end)?;
+            // Depth needs at least as many brackets; only an element with that many is read
+            // for its depth.
+            if memchr::memchr2_iter(b'{', b'[', element)
+                .nth(ELEMENT_DEPTH_LIMIT - 1)
+                .is_some()
+                && super::nests_as_deep_as(element, ELEMENT_DEPTH_LIMIT)
+            {
+                return None;
+            }
+            blocks.push(block);
+            at = skip_white(bytes, end);
+            match (bytes.get(at)?, stop) {
+                (b',', Some(stop)) if at == stop => return Some(Elements { blocks, end: at }),
+                (b',', Some(stop)) if at > stop => return None,
+                (b',', _) => at += 1,
+                (b']', None) => {
+                    blocks.shrink_to_fit();
+                    return Some(Elements { blocks, end: at });
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// Past JSON white space from `at`.
+    fn skip_white(bytes: &[u8], mut at: usize) -> usize {
+        while bytes
+            .get(at)
+            .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        {
+            at += 1;
+        }
+        at
+    }
+
+    /// Past `token` at `at`, white space before it skipped, or `None` where it is not.
+    fn past(bytes: &[u8], at: usize, token: &[u8]) -> Option<usize> {
+        let at = skip_white(bytes, at);
+        bytes
+            .get(at..)?
+            .starts_with(token)
+            .then_some(at + token.len())
+    }
+
+    /// Where the content array's first element may begin: past `{"content":[`, white space
+    /// allowed between the tokens.
+    fn array_start(bytes: &[u8]) -> Option<usize> {
+        let at = past(bytes, 0, b"{")?;
+        let at = past(bytes, at, b"\"content\"")?;
+        let at = past(bytes, at, b":")?;
+        past(bytes, at, b"[")
+    }
+
+    /// What follows the array's `]` at `end`: the object's end, or `"isError"` with `true` or
+    /// `false` and then the end, and nothing after. Gives `isError`.
+    fn after_array(bytes: &[u8], end: usize) -> Option<bool> {
+        let mut at = end + 1;
+        let mut is_error = false;
+        if let Some(key) = past(bytes, at, b",") {
+            let value = past(bytes, past(bytes, key, b"\"isError\"")?, b":")?;
+            (is_error, at) = match (past(bytes, value, b"true"), past(bytes, value, b"false")) {
+                (Some(at), _) => (true, at),
+                (_, Some(at)) => (false, at),
+                _ => return None,
+            };
+        }
+        let at = past(bytes, at, b"}")?;
+        (skip_white(bytes, at) == bytes.len()).then_some(is_error)
     }
 }
 
@@ -2195,6 +2366,131 @@ mod tests {
             }
             (Err(_), Err(_)) => {}
             (first, read) => panic!("{first:?} against {read:?}"),
+        }
+    }
+
+    /// An element of a content array as JSON text, from a draw: texts with escapes and with
+    /// `},{` inside, resources, links, images, scalars, arrays, and objects nesting deep.
+    fn element(kind: u8, n: usize) -> String {
+        match kind % 10 {
+            0 => format!(r#"{{"type":"text","text":"row {n} \" }},{{ \u00e9"}}"#),
+            1 => format!(
+                r#"{{"type": "resource", "resource": {{"uri": "https://h.example/r/{n}?sig=s{n}", "text": "t{n}"}}}}"#
+            ),
+            2 => format!(
+                r#"{{"type":"resource_link","uri":"https://h.example/l/{n}","name":"f{n}.csv","annotations":{{"audience":["user"]}}}}"#
+            ),
+            3 => r#"{"type":"image","data":"aGk=","mimeType":"image/png"}"#.to_owned(),
+            4 => n.to_string(),
+            5 => format!("[{n}, {{\"a\": [1, 2]}}]"),
+            6 => format!(r#""a string {n} }},{{""#),
+            7 => {
+                let depth = 120 + n % 10;
+                format!("{}{}", "[".repeat(depth), "]".repeat(depth))
+            }
+            8 => format!(r#"{{"type":"text","text":"{n}","_meta":{{"k":{{"j":[{{}},{{}}]}}}}}}"#),
+            _ => format!(r#"{{"type" : "text" , "text" : "x{n}"}}"#),
+        }
+    }
+
+    /// The view a split read gives, when it gives one, is the whole parse's; where the whole
+    /// parse fails, the split read gives none.
+    fn assert_split_reads_as_whole(bytes: &[u8]) -> usize {
+        let whole = ResultView::parse(bytes);
+        let mut taken = 0;
+        for near in (0..64).map(|k| bytes.len() * k / 64) {
+            let read = split_read(bytes, near);
+            if let Some(read) = &read {
+                taken += 1;
+                match &whole {
+                    Ok(whole) => assert!(
+                        read == whole,
+                        "near {near}: {}",
+                        String::from_utf8_lossy(bytes)
+                    ),
+                    Err(error) => panic!("near {near}: read where the whole fails ({error})"),
+                }
+            }
+        }
+        taken
+    }
+
+    #[test]
+    fn a_split_read_reads_a_content_array_as_the_whole_parse() {
+        let elements: Vec<String> = (0..400)
+            .map(|n| element([0, 1, 2, 3, 9][n % 5], n))
+            .collect();
+        for (open, close) in [
+            ("{\"content\":[", "]}"),
+            (" { \"content\" : [ ", " ] , \"isError\" : true } \n"),
+            ("{\"content\":[", "],\"isError\":false}"),
+        ] {
+            let bytes = format!("{open}{}{close}", elements.join(","));
+            assert!(
+                assert_split_reads_as_whole(bytes.as_bytes()) >= 32,
+                "{open}"
+            );
+        }
+        // The split read is the one `ResultView::parse` takes for a large result.
+        let many: Vec<String> = (0..40_000).map(|n| element(n as u8 % 3, n)).collect();
+        let bytes = format!("{{\"content\":[{}]}}", many.join(","));
+        assert!(bytes.len() >= SPLIT_BYTES);
+        assert!(split::parse(bytes.as_bytes(), bytes.len() / 2).is_some());
+        let view = ResultView::parse(bytes.as_bytes()).expect("it reads");
+        let mut whole = serde_json::Deserializer::from_slice(bytes.as_bytes());
+        let read = whole.deserialize_any(ResultVisitor).expect("it reads");
+        assert!(read.map(|r| r.content) == Some(view.content));
+    }
+
+    #[test]
+    fn a_split_read_gives_way_where_the_whole_parse_reads_otherwise() {
+        let ok = element(0, 1);
+        for bytes in [
+            // Another key, a duplicate content, a block's own type, trailing bytes.
+            format!(r#"{{"content":[{ok},{ok},{ok}],"structuredContent":{{}}}}"#),
+            format!(r#"{{"content":[{ok},{ok},{ok}],"content":[]}}"#),
+            format!(r#"{{"content":[{ok},{ok},{ok}],"type":"text"}}"#),
+            format!(r#"{{"content":[{ok},{ok},{ok}]}} x"#),
+            format!(r#"{{"content":[{ok},{ok},{ok}],"isError":tru}}"#),
+            // A trailing comma, an element that does not read, nesting too deep.
+            format!(r#"{{"content":[{ok},{ok},{ok},]}}"#),
+            format!(r#"{{"content":[{ok},{ok},{{"type":"text","text":"\ud800"}},{ok}]}}"#),
+            format!(r#"{{"content":[{ok},{ok},{},{ok}]}}"#, element(7, 6)),
+            format!(r#"{{"content":[{ok},{ok},{},{ok}]}}"#, element(7, 5)),
+            format!(r#"{{"content":[{ok},{ok},{},{ok}]}}"#, element(7, 8)),
+        ] {
+            let taken = assert_split_reads_as_whole(bytes.as_bytes());
+            assert!(
+                taken == 0 || ResultView::parse(bytes.as_bytes()).is_ok(),
+                "{bytes}"
+            );
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        #[test]
+        fn a_split_read_is_the_whole_parse(
+            kinds in proptest::collection::vec(proptest::prelude::any::<u8>(), 1..60),
+            spaces in proptest::collection::vec(0..3usize, 4),
+            error in 0..4u8,
+        ) {
+            let white = |at: usize| [" ", "", "\n\t "][spaces[at]];
+            let items: Vec<String> = kinds.iter().enumerate().map(|(n, &k)| element(k, n)).collect();
+            let tail = match error {
+                0 => String::new(),
+                1 => format!(",{}\"isError\":{}true", white(2), white(3)),
+                2 => ",\"isError\":false".to_owned(),
+                _ => ",\"isError\":1".to_owned(),
+            };
+            let bytes = format!(
+                "{}{{\"content\":{}[{}]{tail}}}{}",
+                white(0),
+                white(1),
+                items.join(&format!(",{}", white(2))),
+                white(3),
+            );
+            assert_split_reads_as_whole(bytes.as_bytes());
         }
     }
 }
