@@ -4,11 +4,12 @@
 use std::borrow::Cow;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use mcpl_classify::{Media, Sniffed};
+use mcpl_classify::{Media, Sniffed, decode_standard};
 use mcpl_lanes::{Attach, HiddenUris, Projector, ToolResult, ToolResultCopies, UriPolicy, markers};
 
 /// Why a spill could not be written.
@@ -1230,10 +1231,28 @@ pub fn write_spill_of(
     // from its attachment, so a result of many payloads is never copied whole for its spill.
     let stored = copies.stored.as_ref();
     let mut len = stored.len() as u64;
-    let as_stored = copies.each_payload(result, &mut |span, media| {
-        if let Some(line) = writer.attach(store, &hidden, media) {
-            len = len + line.len() as u64 - span.len() as u64;
+    // Each payload is decoded on a second thread while the one before it is written: a
+    // result of many images does not wait for each one's decoding and then for its file.
+    let as_stored = std::thread::scope(|scope| {
+        let mut ahead = DecodeAhead::default();
+        let mut pending: Option<(Range<usize>, Media<'_>, bool)> = None;
+        let mut attach = |(span, media, sent): (Range<usize>, Media<'_>, bool),
+                          ahead: &mut DecodeAhead<'_>| {
+            let decoded = if sent { ahead.next() } else { None };
+            if let Some(line) = writer.attach_decoded(store, &hidden, &media, decoded) {
+                len = len + line.len() as u64 - span.len() as u64;
+            }
+        };
+        let as_stored = copies.each_payload(result, &mut |span, media| {
+            let sent = ahead.send(scope, media.data);
+            if let Some(before) = pending.replace((span, media.clone(), sent)) {
+                attach(before, &mut ahead);
+            }
+        });
+        if let Some(last) = pending.take() {
+            attach(last, &mut ahead);
         }
+        as_stored
     });
     if !as_stored {
         let text = projector.tool_result_spill(result, &mut |media, shown| {
@@ -1367,17 +1386,32 @@ impl SpillWriter {
         hidden: &HiddenUris,
         media: &Media<'_>,
     ) -> Option<String> {
+        self.attach_decoded(store, hidden, media, None)
+    }
+
+    /// [`SpillWriter::attach`], given what `decode_standard` made of the payload's data when
+    /// it was decoded already (`None`: it is decoded here).
+    fn attach_decoded(
+        &mut self,
+        store: &mut dyn SpillStore,
+        hidden: &HiddenUris,
+        media: &Media<'_>,
+        decoded: Option<Decoded>,
+    ) -> Option<String> {
         if self.failure.is_some() {
             return None;
         }
+        let decoded = decoded.unwrap_or_else(|| decode_standard(media.data.as_bytes()));
         if self.attached.len() >= store.attachment_files().min(MAX_ATTACHMENT_FILES) {
-            let (encoded, attached) = rest_entry(hidden, media);
+            let (bytes, mut attached) = attachment_of(hidden, media, decoded);
+            attached.bytes = bytes.len() as u64;
+            let encoded = STANDARD.encode(&bytes);
             self.rest.extend_from_slice(encoded.as_bytes());
             self.rest.push(b'\n');
             self.rest_lines += 1;
             return Some(self.rest_line(&attached, self.rest_lines - 1));
         }
-        let (bytes, mut attached) = attachment_of(hidden, media);
+        let (bytes, mut attached) = attachment_of(hidden, media, decoded);
         let name = attachment_name(&self.id, self.attached.len() + 1, attached.extension());
         match store.put(&name, &bytes) {
             Ok(path) => {
@@ -1513,7 +1547,8 @@ pub fn write_text_spill(text: &str, store: &mut dyn SpillStore) -> Result<Spill,
 /// A payload past a spill's last file: its line in [`REST_FILE`], the base64 of what its own
 /// file would have held, and what its line in the text says of it.
 fn rest_entry(hidden: &HiddenUris, media: &Media<'_>) -> (String, Attached) {
-    let (bytes, mut attached) = attachment_of(hidden, media);
+    let decoded = decode_standard(media.data.as_bytes());
+    let (bytes, mut attached) = attachment_of(hidden, media, decoded);
     attached.bytes = bytes.len() as u64;
     (STANDARD.encode(&bytes), attached)
 }
@@ -1523,12 +1558,67 @@ fn attachment_rest_name(id: &SpillId) -> String {
     format!("{id}/{REST_FILE}")
 }
 
+/// What [`decode_standard`] makes of a payload's data.
+type Decoded = Result<Vec<u8>, base64::DecodeError>;
+
+/// Payloads' data decoded on a second thread, in the order sent, started at the first one
+/// sent. Without a second thread nothing is sent, and each payload is decoded where it is
+/// written.
+#[derive(Default)]
+struct DecodeAhead<'d> {
+    to_worker: Option<std::sync::mpsc::Sender<&'d str>>,
+    from_worker: Option<std::sync::mpsc::Receiver<Decoded>>,
+    /// Whether the thread could not be started: nothing more is tried.
+    failed: bool,
+}
+
+impl<'d> DecodeAhead<'d> {
+    /// Sends `data` to be decoded; false when it is not (no second thread).
+    fn send<'scope, 'env>(
+        &mut self,
+        scope: &'scope std::thread::Scope<'scope, 'env>,
+        data: &'d str,
+    ) -> bool
+    where
+        'd: 'scope,
+    {
+        if self.to_worker.is_none() && !self.failed {
+            let (to_worker, inbox) = std::sync::mpsc::channel::<&'d str>();
+            let (outbox, from_worker) = std::sync::mpsc::channel();
+            let worker = std::thread::Builder::new().spawn_scoped(scope, move || {
+                for data in inbox {
+                    if outbox.send(decode_standard(data.as_bytes())).is_err() {
+                        break;
+                    }
+                }
+            });
+            match worker {
+                Ok(_) => {
+                    self.to_worker = Some(to_worker);
+                    self.from_worker = Some(from_worker);
+                }
+                Err(_) => self.failed = true,
+            }
+        }
+        self.to_worker
+            .as_ref()
+            .is_some_and(|to_worker| to_worker.send(data).is_ok())
+    }
+
+    /// The next payload sent, decoded; `None` if the thread is gone (the caller decodes it).
+    fn next(&mut self) -> Option<Decoded> {
+        self.from_worker.as_ref()?.recv().ok()
+    }
+}
+
 /// A payload's bytes, and what a spill keeps of it besides its length. Sound base64 is decoded;
 /// anything else is kept as the text the server sent, so nothing is lost. A payload that is
 /// text (SVG, JSON, a text blob, data that is not base64) is a server's string and is redacted
 /// as one; binary bytes are kept as they are.
-fn attachment_of(hidden: &HiddenUris, media: &Media<'_>) -> (Vec<u8>, Attached) {
-    let (mut bytes, decoded) = match mcpl_classify::decode_standard(media.data.as_bytes()) {
+///
+/// `decoded` is what [`decode_standard`] makes of the payload's data.
+fn attachment_of(hidden: &HiddenUris, media: &Media<'_>, decoded: Decoded) -> (Vec<u8>, Attached) {
+    let (mut bytes, decoded) = match decoded {
         Ok(bytes) => (bytes, true),
         Err(_) => (media.data.as_bytes().to_vec(), false),
     };

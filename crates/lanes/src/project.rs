@@ -182,10 +182,10 @@ impl<'a> ToolResultCopies<'a> {
     /// embedded blob) and its part's span in the stored copy, in order: the spill text is the
     /// stored copy with each of those parts replaced by its attachment's line. `false`, before
     /// `each` is called, when the copies do not say so or their parts are not one a block.
-    pub fn each_payload(
+    pub fn each_payload<'r>(
         &self,
-        result: &ToolResult<'_>,
-        each: &mut dyn FnMut(Range<usize>, &Media<'_>),
+        result: &ToolResult<'r>,
+        each: &mut dyn FnMut(Range<usize>, &Media<'r>),
     ) -> bool {
         // Structured content the stored copy shows is its last part, the same in a spill.
         let parts = result.block_count() + usize::from(result.structured.is_some());
