@@ -72,4 +72,5 @@ pub use summary::Summary;
 pub use view::{
     BlockView, ContentView, DataView, ObjectView, ResourceField, ResultView, Slot, SourceBytes,
     first_json_byte, mend_lone_surrogates, parse_view_mending, raw_members, raw_str, result_fields,
+    two_cores,
 };

@@ -1733,6 +1733,7 @@ const SPLIT_BYTES: usize = 1 << 20;
 /// [`ResultView::parse`]'s read of a large result in two halves, cut at the first `},{` from
 /// byte `near` on, on any input: the view it gives, or `None` where the whole parse must read
 /// it. The fuzz target checks it against the whole parse.
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn split_read(bytes: &[u8], near: usize) -> Option<ResultView<'_>> {
     RAW_CONTAINER_READ.with(|read| read.set(false));
     let read = split::parse(bytes, near);
@@ -1740,8 +1741,9 @@ pub(crate) fn split_read(bytes: &[u8], near: usize) -> Option<ResultView<'_>> {
     read
 }
 
-/// Whether a second thread may help: the machine has two cores or more.
-fn two_cores() -> bool {
+/// Whether this machine runs two threads at once, so a second thread may help; asked once.
+/// The lanes ask it too.
+pub fn two_cores() -> bool {
     static TWO: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *TWO.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2))
 }

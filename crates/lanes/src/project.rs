@@ -2,8 +2,8 @@
 
 use std::borrow::Cow;
 use std::ops::Range;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
 
 use mcpl_classify::{
     Block, BlockView, ContentView, DataView, Dimensions, EmbeddedBlob, ImageDefect, Invalid,
@@ -2163,13 +2163,7 @@ fn wants_two_cores(batch: &[(usize, Block<'_>)]) -> bool {
         .iter()
         .map(|(_, block)| Ask::of(block).map_or(0, Ask::len))
         .sum();
-    bytes >= PARALLEL_TEXT_BYTES && two_cores()
-}
-
-/// Whether this machine runs two threads at once; asked once.
-fn two_cores() -> bool {
-    static TWO: OnceLock<bool> = OnceLock::new();
-    *TWO.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2))
+    bytes >= PARALLEL_TEXT_BYTES && mcpl_classify::two_cores()
 }
 
 /// A text block's text, or an embedded text resource's: what a lane redacts as a run.
@@ -2490,7 +2484,7 @@ mod tests {
                 let mut blocks = all.iter().cloned().enumerate();
                 let mut batch = Vec::new();
                 while verdicts.next_batch(&mut blocks, &mut batch) {
-                    let asked = two_cores() && wants_two_cores(&batch);
+                    let asked = mcpl_classify::two_cores() && wants_two_cores(&batch);
                     if verdicts.passes.is_empty() == asked {
                         outcome = Err(format!("asked {asked}: {} answers", verdicts.passes.len()));
                     }
