@@ -1772,7 +1772,7 @@ mod split {
         let start = array_start(bytes)?;
         let from = near.max(start);
         let cut = from + memchr::memmem::find(bytes.get(from..)?, b"},{")? + 1;
-        let (mut head, tail, tail_raw) = std::thread::scope(|scope| {
+        let (head, tail, tail_raw) = std::thread::scope(|scope| {
             let helper = std::thread::Builder::new()
                 .spawn_scoped(scope, || {
                     RAW_CONTAINER_READ.with(|read| read.set(false));
@@ -1791,25 +1791,44 @@ mod split {
         if (head_raw || tail_raw) && super::nests_too_deep(bytes) {
             return None;
         }
-        head.blocks.reserve_exact(tail.blocks.len());
-        head.blocks.extend(tail.blocks);
         Some(ResultView {
-            content: Some(ContentView::Blocks(head.blocks)),
+            content: Some(ContentView::Blocks(head.joined(tail))),
             structured: None,
             is_error,
             source: SourceBytes(bytes),
         })
     }
 
-    /// Elements read, and where reading stopped: at the cut's comma, or the array's `]`.
+    /// Elements read, in lists of at most [`CHUNK`], and where reading stopped: at the cut's
+    /// comma, or the array's `]`.
     struct Elements<'de> {
-        blocks: Vec<BlockView<'de>>,
+        chunks: Vec<Vec<BlockView<'de>>>,
         end: usize,
+    }
+
+    /// How many elements one list holds: the second thread's lists are moved into the first
+    /// thread's one at a time, each freed as it goes, so the two are never held whole twice.
+    const CHUNK: usize = 1 << 14;
+
+    impl<'de> Elements<'de> {
+        fn len(&self) -> usize {
+            self.chunks.iter().map(Vec::len).sum()
+        }
+
+        /// Every element, in order, in one list of exactly their number.
+        fn joined(self, tail: Elements<'de>) -> Vec<BlockView<'de>> {
+            let mut blocks = Vec::with_capacity(self.len() + tail.len());
+            for chunk in self.chunks.into_iter().chain(tail.chunks) {
+                blocks.extend(chunk);
+            }
+            blocks
+        }
     }
 
     /// The elements from byte `at` on, a value first: up to the comma at `stop`, which must
     /// follow an element, or, with no `stop`, up to the array's end.
     fn elements(bytes: &[u8], mut at: usize, stop: Option<usize>) -> Option<Elements<'_>> {
+        let mut chunks = Vec::new();
         let mut blocks = Vec::new();
         loop {
             let rest = bytes.get(at..)?;
@@ -1826,18 +1845,23 @@ mod split {
             {
                 return None;
             }
+            if blocks.len() == CHUNK {
+                chunks.push(std::mem::replace(&mut blocks, Vec::with_capacity(CHUNK)));
+            }
             blocks.push(block);
             at = skip_white(bytes, end);
-            match (bytes.get(at)?, stop) {
-                (b',', Some(stop)) if at == stop => return Some(Elements { blocks, end: at }),
+            let done = match (bytes.get(at)?, stop) {
+                (b',', Some(stop)) if at == stop => true,
                 (b',', Some(stop)) if at > stop => return None,
-                (b',', _) => at += 1,
-                (b']', None) => {
-                    blocks.shrink_to_fit();
-                    return Some(Elements { blocks, end: at });
-                }
+                (b',', _) => false,
+                (b']', None) => true,
                 _ => return None,
+            };
+            if done {
+                chunks.push(blocks);
+                return Some(Elements { chunks, end: at });
             }
+            at += 1;
         }
     }
 
