@@ -1278,9 +1278,10 @@ pub fn write_spill_of(
                 // made it, from the payload.
                 let line = match at < writer.attached.len() {
                     true => writer.line(at),
-                    false => {
-                        writer.rest_line(&rest_entry(&hidden, media).1, at - writer.attached.len())
-                    }
+                    false => writer.rest_line(
+                        &rest_entry(&hidden, media, decode_standard(media.data.as_bytes())).1,
+                        at - writer.attached.len(),
+                    ),
                 };
                 written = out
                     .write_all(before.as_bytes())
@@ -1403,9 +1404,7 @@ impl SpillWriter {
         }
         let decoded = decoded.unwrap_or_else(|| decode_standard(media.data.as_bytes()));
         if self.attached.len() >= store.attachment_files().min(MAX_ATTACHMENT_FILES) {
-            let (bytes, mut attached) = attachment_of(hidden, media, decoded);
-            attached.bytes = bytes.len() as u64;
-            let encoded = STANDARD.encode(&bytes);
+            let (encoded, attached) = rest_entry(hidden, media, decoded);
             self.rest.extend_from_slice(encoded.as_bytes());
             self.rest.push(b'\n');
             self.rest_lines += 1;
@@ -1546,8 +1545,9 @@ pub fn write_text_spill(text: &str, store: &mut dyn SpillStore) -> Result<Spill,
 
 /// A payload past a spill's last file: its line in [`REST_FILE`], the base64 of what its own
 /// file would have held, and what its line in the text says of it.
-fn rest_entry(hidden: &HiddenUris, media: &Media<'_>) -> (String, Attached) {
-    let decoded = decode_standard(media.data.as_bytes());
+///
+/// `decoded` is what [`decode_standard`] makes of the payload's data.
+fn rest_entry(hidden: &HiddenUris, media: &Media<'_>, decoded: Decoded) -> (String, Attached) {
     let (bytes, mut attached) = attachment_of(hidden, media, decoded);
     attached.bytes = bytes.len() as u64;
     (STANDARD.encode(&bytes), attached)
