@@ -120,12 +120,10 @@ pub(crate) fn write_base64(image: &DynamicImage, counted: Counted) -> io::Result
 /// UTF-8 once, to be a string, and no copy is made. Without a second thread, or should a half
 /// not encode, the whole is encoded in one pass.
 fn base64_beside(bytes: &[u8]) -> String {
-    let chars = bytes.len().div_ceil(3) * 4;
     if (bytes.len() as u64) < BESIDE_BYTES {
-        let mut out = String::with_capacity(chars);
-        STANDARD.encode_string(bytes, &mut out);
-        return out;
+        return STANDARD.encode(bytes);
     }
+    let chars = bytes.len().div_ceil(3) * 4;
     let split = bytes.len() / 6 * 3;
     let (first, second) = bytes.split_at(split);
     let mut out = vec![0; chars];
@@ -144,11 +142,7 @@ fn base64_beside(bytes: &[u8]) -> String {
         .map(|_| String::from_utf8(out))
     {
         Some(Ok(out)) => out,
-        _ => {
-            let mut out = String::with_capacity(chars);
-            STANDARD.encode_string(bytes, &mut out);
-            out
-        }
+        _ => STANDARD.encode(bytes),
     }
 }
 
