@@ -791,11 +791,11 @@ impl<'de> ResultView<'de> {
         if RAW_VALUE_TOKEN.find(bytes).is_some() {
             serde_json::from_slice::<Value>(bytes)?;
         }
-        if bytes.len() >= SPLIT_BYTES && two_cores() {
-            RAW_CONTAINER_READ.with(|read| read.set(false));
-            if let Some(view) = split::parse(bytes, bytes.len() / 2) {
-                return Ok(view);
-            }
+        if bytes.len() >= SPLIT_BYTES
+            && two_cores()
+            && let Some(view) = split_read(bytes, bytes.len() / 2)
+        {
+            return Ok(view);
         }
         RAW_CONTAINER_READ.with(|read| read.set(false));
         let mut deserializer = serde_json::Deserializer::from_slice(bytes);
@@ -1733,7 +1733,6 @@ const SPLIT_BYTES: usize = 1 << 20;
 /// [`ResultView::parse`]'s read of a large result in two halves, cut at the first `},{` from
 /// byte `near` on, on any input: the view it gives, or `None` where the whole parse must read
 /// it. The fuzz target checks it against the whole parse.
-#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn split_read(bytes: &[u8], near: usize) -> Option<ResultView<'_>> {
     RAW_CONTAINER_READ.with(|read| read.set(false));
     let read = split::parse(bytes, near);
@@ -1836,11 +1835,12 @@ mod split {
             let block = stream.next()?.ok()?;
             let end = at + stream.byte_offset();
             let element = bytes.get(at..end)?;
-            // Depth needs at least as many brackets; only an element with that many is read
-            // for its depth.
-            if memchr::memchr2_iter(b'{', b'[', element)
-                .nth(ELEMENT_DEPTH_LIMIT - 1)
-                .is_some()
+            // Depth needs as many brackets opened and closed; only an element long enough to
+            // hold them, and holding that many opened, is read for its depth.
+            if element.len() >= 2 * ELEMENT_DEPTH_LIMIT
+                && memchr::memchr2_iter(b'{', b'[', element)
+                    .nth(ELEMENT_DEPTH_LIMIT - 1)
+                    .is_some()
                 && super::nests_as_deep_as(element, ELEMENT_DEPTH_LIMIT)
             {
                 return None;
