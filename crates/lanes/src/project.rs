@@ -19,7 +19,9 @@ use crate::markers::WITHHELD_LINK;
 use crate::registry::Registry;
 use crate::route::Route;
 use mcpl_redact::internal::Scope;
-use mcpl_redact::{HiddenUris, PassCheck, ServerName, UriPolicy, is_content_block, names_a_block};
+use mcpl_redact::{
+    HiddenUris, PassCheck, PieceCheck, ServerName, UriPolicy, is_content_block, names_a_block,
+};
 
 /// What a spill writer does with each payload: given the payload and the text the stored copy
 /// would show for it, returns the text the spill file shows in its place (an attachment's path).
@@ -827,6 +829,34 @@ impl<'h> Projector<'h> {
         HiddenUris::in_scope(scope, self.uri_policy, self.registry.hidden_mut(), scan)
     }
 
+    /// [`Projector::hidden_in`] for a tool result's blocks, and, for a result of many blocks,
+    /// what each block's text (or reference's name) alone decides of its pass check
+    /// ([`PieceCheck`]), by the block's place: a second thread asks it from the first block on
+    /// while this one reads the hidden uris, and stops when they are read (decision 0172).
+    /// Empty when no second thread was worth it.
+    fn hidden_and_pieces<'a>(
+        &mut self,
+        result: &ToolResult<'a>,
+    ) -> (HiddenUris<'a>, Vec<Option<PieceCheck>>) {
+        let ahead = result.block_count() >= PIECES_AHEAD_BLOCKS
+            && self.registry.hidden().scans(self.server)
+            && mcpl_classify::two_cores();
+        if !ahead {
+            return (self.hidden_in(&result.scope()), Vec::new());
+        }
+        let read = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let pieces = std::thread::Builder::new()
+                .spawn_scoped(scope, || pieces_until(result, &read))
+                .ok();
+            let hidden = self.hidden_in(&result.scope());
+            read.store(true, Ordering::Relaxed);
+            // A second thread that failed leaves every piece to be asked whole.
+            let known = pieces.and_then(|pieces| pieces.join().ok());
+            (hidden, known.unwrap_or_default())
+        })
+    }
+
     /// Keeps the credential-shaped urls a lane found, so they stay hidden for the session;
     /// whether the session did not hide one of them yet, and another pass would search for it.
     fn remember(&mut self, hidden: &HiddenUris) -> bool {
@@ -950,7 +980,7 @@ impl<'h> Projector<'h> {
         result: &ToolResult<'a>,
         attach: &mut Option<&mut Attach<'_>>,
     ) -> (ToolResultCopies<'a>, bool) {
-        let hidden = self.hidden_in(&result.scope());
+        let (hidden, known) = self.hidden_and_pieces(result);
         // One pass over the blocks, each classified as it comes (decision 0083): each piece's
         // text goes straight into the stored copy, and only native parts are kept beside it,
         // with the index of the piece they stand for.
@@ -1002,14 +1032,14 @@ impl<'h> Projector<'h> {
                 std::thread::scope(|scope| {
                     let mut blocks = result.blocks().enumerate();
                     let mut batch: Vec<(usize, Block<'a>)> = Vec::new();
-                    let mut verdicts = Verdicts::new(scope, check);
+                    let mut verdicts = Verdicts::new(scope, check, &known);
                     while verdicts.next_batch(&mut blocks, &mut batch) {
                         for (at, (index, block)) in batch.drain(..).enumerate() {
                             if let Some(text) = text_of(&block) {
                                 server_text |= !text.trim().is_empty();
                                 let start = *run.start.get_or_insert((index, stored.mark()));
                                 run.end = index + 1;
-                                if !run.redacted && verdicts.passes(at, text, &hidden) {
+                                if !run.redacted && verdicts.passes(at, index, text, check) {
                                     stored.push_cow(Cow::Borrowed(text));
                                 } else if !run.redacted {
                                     // The run's texts so far go back out, to be redacted with it.
@@ -1864,6 +1894,23 @@ const BATCH_TEXT_BYTES: usize = 1 << 20;
 /// met: a thread costs more than it would spare.
 const PARALLEL_TEXT_BYTES: usize = 16 << 10;
 
+/// A result of at least this many blocks has its pieces asked ahead while its hidden uris are
+/// read ([`Projector::hidden_and_pieces`]): a batch's worth.
+const PIECES_AHEAD_BLOCKS: usize = BATCH_BLOCKS;
+
+/// What each block's text or name alone decides of its pass check, from the first block on,
+/// until `stop` is set.
+fn pieces_until(result: &ToolResult<'_>, stop: &AtomicBool) -> Vec<Option<PieceCheck>> {
+    let mut known = Vec::new();
+    for block in result.blocks() {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        known.push(Ask::of(&block).map(Ask::piece_check));
+    }
+    known
+}
+
 /// Fills `batch` with the next blocks, up to [`BATCH_BLOCKS`] or [`BATCH_TEXT_BYTES`] of text;
 /// `false` when none are left.
 fn next_batch<'a>(
@@ -1892,6 +1939,9 @@ fn next_batch<'a>(
 struct Verdicts<'scope, 'env, 'a> {
     scope: &'scope std::thread::Scope<'scope, 'env>,
     check: PassCheck<'scope>,
+    /// What each block's piece alone decides, by the block's place, for the first blocks
+    /// ([`Projector::hidden_and_pieces`]).
+    known: &'scope [Option<PieceCheck>],
     /// The second thread's end, once a batch asked for it; `None` before, and once it is gone.
     helper: Option<std::sync::mpsc::Sender<Arc<Shared<'scope>>>>,
     /// Whether a second thread was asked for (it is made once, at most).
@@ -1911,7 +1961,7 @@ const SHARED_CHUNK: usize = 32;
 /// A batch's questions, answered by both threads: each takes the next [`SHARED_CHUNK`] of them
 /// until none is left.
 struct Shared<'t> {
-    asks: Vec<Option<Ask<'t>>>,
+    asks: Vec<Option<(Ask<'t>, Option<PieceCheck>)>>,
     /// The next chunk to take.
     next: AtomicUsize,
     /// By question: whether it passes. Written once, by the thread that took its chunk.
@@ -1931,7 +1981,7 @@ struct SharedState {
 }
 
 impl<'t> Shared<'t> {
-    fn new(asks: Vec<Option<Ask<'t>>>) -> Shared<'t> {
+    fn new(asks: Vec<Option<(Ask<'t>, Option<PieceCheck>)>>) -> Shared<'t> {
         let chunks = asks.len().div_ceil(SHARED_CHUNK);
         Shared {
             answers: asks.iter().map(|_| AtomicBool::new(false)).collect(),
@@ -1970,7 +2020,8 @@ impl<'t> Shared<'t> {
         let start = chunk * SHARED_CHUNK;
         let end = (start + SHARED_CHUNK).min(self.asks.len());
         for (ask, answer) in self.asks[start..end].iter().zip(&self.answers[start..end]) {
-            answer.store(ask.is_some_and(|ask| ask.passes(check)), Ordering::Relaxed);
+            let passes = ask.is_some_and(|(ask, known)| ask.passes(check, known));
+            answer.store(passes, Ordering::Relaxed);
         }
         // The lock orders the answers before whoever reads them after it.
         let mut state = self.state();
@@ -2022,10 +2073,15 @@ impl Drop for AbandonOnPanic<'_, '_> {
 }
 
 impl<'scope, 'env, 'a: 'scope> Verdicts<'scope, 'env, 'a> {
-    fn new(scope: &'scope std::thread::Scope<'scope, 'env>, check: PassCheck<'scope>) -> Self {
+    fn new(
+        scope: &'scope std::thread::Scope<'scope, 'env>,
+        check: PassCheck<'scope>,
+        known: &'scope [Option<PieceCheck>],
+    ) -> Self {
         Verdicts {
             scope,
             check,
+            known,
             helper: None,
             helper_made: false,
             passes: Vec::new(),
@@ -2081,7 +2137,7 @@ impl<'scope, 'env, 'a: 'scope> Verdicts<'scope, 'env, 'a> {
             self.helper_made = true;
             self.helper = self.make_helper();
         }
-        let shared = Arc::new(Shared::new(asks_of(batch)));
+        let shared = Arc::new(Shared::new(asks_of(batch, self.known)));
         match &self.helper {
             Some(helper) if helper.send(Arc::clone(&shared)).is_ok() => Some(shared),
             _ => {
@@ -2107,12 +2163,18 @@ impl<'scope, 'env, 'a: 'scope> Verdicts<'scope, 'env, 'a> {
         Some(share)
     }
 
-    /// Whether the text of the block at `at` in the batch passes redaction unchanged.
-    fn passes(&self, at: usize, text: &str, hidden: &HiddenUris) -> bool {
+    /// Whether the text of the block at `at` in the batch (at `index` in the result) passes
+    /// redaction unchanged.
+    fn passes(&self, at: usize, index: usize, text: &str, check: PassCheck<'_>) -> bool {
         match self.passes.get(at) {
             Some(&passes) => passes,
-            None => hidden.passes_unchanged(text),
+            None => check.passes_unchanged_given(text, self.known_at(index)),
         }
+    }
+
+    /// What the piece of the block at `index` alone decides, when it was asked ahead.
+    fn known_at(&self, index: usize) -> Option<PieceCheck> {
+        known_at(self.known, index)
     }
 
     /// Whether the name of the reference at `at` in the batch was asked on two cores and
@@ -2143,17 +2205,36 @@ impl<'t> Ask<'t> {
         }
     }
 
-    fn passes(self, check: PassCheck<'_>) -> bool {
+    fn passes(self, check: PassCheck<'_>, known: Option<PieceCheck>) -> bool {
         match self {
-            Ask::Text(text) => check.passes_unchanged(text),
-            Ask::Name(name) => check.label_passes_unchanged(name),
+            Ask::Text(text) => check.passes_unchanged_given(text, known),
+            Ask::Name(name) => check.label_passes_unchanged_given(name, known),
+        }
+    }
+
+    /// What the text or name alone decides of [`Ask::passes`].
+    fn piece_check(self) -> PieceCheck {
+        match self {
+            Ask::Text(text) | Ask::Name(text) => PieceCheck::of(text),
         }
     }
 }
 
-/// What each block of a batch asks, `None` for a block with neither text nor name.
-fn asks_of<'t>(blocks: &[(usize, Block<'t>)]) -> Vec<Option<Ask<'t>>> {
-    blocks.iter().map(|(_, block)| Ask::of(block)).collect()
+/// What each block of a batch asks, `None` for a block with neither text nor name, with what
+/// its piece alone decides when that was asked ahead.
+fn asks_of<'t>(
+    blocks: &[(usize, Block<'t>)],
+    known: &[Option<PieceCheck>],
+) -> Vec<Option<(Ask<'t>, Option<PieceCheck>)>> {
+    blocks
+        .iter()
+        .map(|(index, block)| Ask::of(block).map(|ask| (ask, known_at(known, *index))))
+        .collect()
+}
+
+/// What the piece of the block at `index` alone decides, when it was asked ahead.
+fn known_at(known: &[Option<PieceCheck>], index: usize) -> Option<PieceCheck> {
+    known.get(index).copied().flatten()
 }
 
 /// Whether a batch's texts and names are worth a second core: they hold enough bytes, and the
@@ -2423,7 +2504,8 @@ mod tests {
         /// hidden uri, other urls, a token, escapes and characters outside ASCII; some are
         /// short, so some batches hold too little text to be asked; images and links (named
         /// with words, a hidden uri, a control character, or not at all) come between;
-        /// results span one batch to four.
+        /// results span one batch to four. What each piece alone decides is known ahead for
+        /// the blocks before a drawn place, as a second thread leaves it (decision 0172).
         #[test]
         fn batches_sorted_on_two_cores_answer_as_each_text_alone(
             texts in proptest::collection::vec(
@@ -2455,6 +2537,7 @@ mod tests {
             ),
             blocks in 1usize..7000,
             others in proptest::collection::vec((0usize..7000, 0usize..5), 0..60),
+            ahead in 0usize..8000,
         ) {
             let link = json!({"type": "resource_link", "uri": "https://h.example/files/report.csv"});
             let hidden = HiddenUris::of(&[&json!({"content": [link]})], UriPolicy::Hidden);
@@ -2476,11 +2559,16 @@ mod tests {
                 let at = at.min(all.len());
                 all.insert(at, mcpl_classify::classify(&between[which]));
             }
+            let known: Vec<Option<PieceCheck>> = all
+                .iter()
+                .take(ahead)
+                .map(|block| Ask::of(block).map(Ask::piece_check))
+                .collect();
             let mut read = Vec::new();
             let check = hidden.pass_check();
             let mut outcome = Ok(());
             std::thread::scope(|scope| {
-                let mut verdicts = Verdicts::new(scope, check);
+                let mut verdicts = Verdicts::new(scope, check, &known);
                 let mut blocks = all.iter().cloned().enumerate();
                 let mut batch = Vec::new();
                 while verdicts.next_batch(&mut blocks, &mut batch) {
@@ -2491,7 +2579,7 @@ mod tests {
                     for (at, (index, block)) in batch.iter().enumerate() {
                         read.push(*index);
                         if let Some(text) = text_of(block)
-                            && verdicts.passes(at, text, &hidden) != hidden.passes_unchanged(text)
+                            && verdicts.passes(at, *index, text, check) != hidden.passes_unchanged(text)
                         {
                             outcome = Err(format!("block {index}: {text}"));
                         }

@@ -57,6 +57,35 @@ impl PassCheck<'_> {
         !has_control_or_format(label) && self.passes_unchanged(label)
     }
 
+    /// [`PassCheck::passes_unchanged`], given what `piece` alone decides of it
+    /// ([`PieceCheck::of`] the same piece), when it was asked before: only what the result's
+    /// hidden uris and the session's secrets decide is read again. The answer is the same.
+    pub fn passes_unchanged_given(&self, piece: &str, known: Option<PieceCheck>) -> bool {
+        let Some(known) = known else {
+            return self.passes_unchanged(piece);
+        };
+        let uris_pass = match self.compiled.is_searched() {
+            false => !self.scan || known.no_url,
+            true => known.no_url && self.compiled.lacks_anchors(piece),
+        };
+        if !uris_pass {
+            return false;
+        }
+        // Without a registered secret's hit, the second pass reads the piece as the piece
+        // alone did; with one (it withholds something), the whole pass is made again.
+        let hits = self.scrub.hits(piece);
+        match hits.is_empty() {
+            true => !self.scrub.scan || known.formats_pass,
+            false => self.scrub.passes(piece),
+        }
+    }
+
+    /// [`PassCheck::label_passes_unchanged`], given what `label` alone decides of it, as
+    /// [`PassCheck::passes_unchanged_given`] is.
+    pub fn label_passes_unchanged_given(&self, label: &str, known: Option<PieceCheck>) -> bool {
+        !has_control_or_format(label) && self.passes_unchanged_given(label, known)
+    }
+
     /// [`HiddenUris::passes_unchanged`] for the first pass alone.
     fn uris_pass(&self, piece: &str) -> bool {
         // A url, and a pattern with `://`, need a `://` in the run's view, which no run of
@@ -65,6 +94,27 @@ impl PassCheck<'_> {
         match self.compiled.is_searched() {
             false => !self.scan || no_url(),
             true => self.compiled.lacks_anchors(piece) && no_url(),
+        }
+    }
+}
+
+/// What a piece's text alone decides of [`PassCheck::passes_unchanged`]: whether it holds
+/// nothing a url is made of, and whether the token formats, credential parameters and decoded
+/// layers find nothing in it. Neither reads a result's hidden uris or the session's secrets,
+/// so a lane may ask it on a second core while this thread reads them (decision 0172), and
+/// give it to [`PassCheck::passes_unchanged_given`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PieceCheck {
+    no_url: bool,
+    formats_pass: bool,
+}
+
+impl PieceCheck {
+    /// What `piece` alone decides.
+    pub fn of(piece: &str) -> PieceCheck {
+        PieceCheck {
+            no_url: piece_holds_no_url(piece) && !decoded::may_spell_more(piece),
+            formats_pass: Scrubber::formats_pass(piece),
         }
     }
 }
@@ -1479,6 +1529,82 @@ mod tests {
                 proptest::prop_assert_eq!(uris.take_found(), alone_found);
             }
         }
+    }
+
+    proptest::proptest! {
+        /// What a piece alone decides, asked before the hidden uris are read (decision 0172),
+        /// gives the answer the whole check gives, as a text and as a label: with uris
+        /// searched for by anchors, by parts, or not at all, scanning or not, with the
+        /// session's secrets hit or not, and with any characters beside them.
+        #[test]
+        fn a_piece_checked_ahead_passes_as_the_whole_check(
+            picks in proptest::collection::vec((0usize..3, 0usize..64), 0..8),
+            extra in "\\PC{0,12}",
+            uris in 0usize..3,
+            scan: bool,
+            many: bool,
+            dotted: bool,
+        ) {
+            let mut piece: String = picks
+                .iter()
+                .map(|&(set, i)| match set {
+                    0 => FRAGMENTS[i % FRAGMENTS.len()],
+                    1 => ANCHOR_FRAGMENTS[i % ANCHOR_FRAGMENTS.len()],
+                    _ => RUN_WORDS[i % RUN_WORDS.len()],
+                })
+                .collect();
+            piece.push_str(&extra);
+            let uris = match uris {
+                0 => hidden_uris(scan, many),
+                1 => anchored_uris(scan, dotted, many),
+                _ => HiddenUris::in_session(&[], UriPolicy::Hidden, &mut HiddenSet::new(), scan),
+            };
+            let check = uris.pass_check();
+            let known = Some(PieceCheck::of(&piece));
+            proptest::prop_assert_eq!(
+                check.passes_unchanged_given(&piece, known),
+                check.passes_unchanged(&piece)
+            );
+            proptest::prop_assert_eq!(
+                check.label_passes_unchanged_given(&piece, known),
+                check.label_passes_unchanged(&piece)
+            );
+            proptest::prop_assert_eq!(
+                check.passes_unchanged_given(&piece, None),
+                check.passes_unchanged(&piece)
+            );
+        }
+    }
+
+    /// The three ways a piece checked ahead is answered: it passes; a url or a format fails
+    /// it; a registered secret's hit makes the whole check again.
+    #[test]
+    fn a_piece_checked_ahead_reads_each_part() {
+        let mut session = HiddenSet::new();
+        session.insert_secret("blue.amber.falcon.42");
+        let uris = HiddenUris::in_session(&[], UriPolicy::Hidden, &mut session, true);
+        let check = uris.pass_check();
+        for (piece, passes) in [
+            ("row 42: the quick brown fox", true),
+            ("see https://a.example/x", false),
+            ("key AKIAIOSFODNN7EXAMPLE", false),
+            ("password: hunter2.ok", false),
+            ("said blue.amber.falcon.42 twice", false),
+        ] {
+            let known = Some(PieceCheck::of(piece));
+            assert_eq!(check.passes_unchanged(piece), passes, "{piece}");
+            assert_eq!(
+                check.passes_unchanged_given(piece, known),
+                passes,
+                "{piece}"
+            );
+        }
+        // What the piece alone decides is not all: the session's secret is read again.
+        let known = PieceCheck::of("said blue.amber.falcon.42 twice");
+        assert!(known.no_url && known.formats_pass, "{known:?}");
+        // A credential parameter fails the piece by its format alone.
+        let known = PieceCheck::of("password: hunter2.ok");
+        assert!(known.no_url && !known.formats_pass, "{known:?}");
     }
 
     /// Words of runs whose urls withhold whole pieces: urls with a credential, in upper case

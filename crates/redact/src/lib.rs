@@ -38,7 +38,8 @@ mod view;
 mod walk;
 
 pub use hidden::{
-    HiddenSet, HiddenUris, MAX_REDACTION_PASSES, MAX_URI_PARTS, PassCheck, ServerName, UriPolicy,
+    HiddenSet, HiddenUris, MAX_REDACTION_PASSES, MAX_URI_PARTS, PassCheck, PieceCheck, ServerName,
+    UriPolicy,
 };
 pub use params::is_secret_name;
 pub use scrub::{Secrets, WITHHELD_SECRET};

@@ -133,67 +133,13 @@ impl Scrubber {
         hits: Vec<(usize, usize)>,
         withheld: &[(usize, usize)],
     ) -> Vec<(usize, usize)> {
-        let mut spans = Vec::new();
-        if self.scan {
-            // The registered secrets' hits, read beside each piece in turn: a run of many pieces
-            // and many hits costs their sum, not their product.
-            let mut hits = Sweep::new(&hits);
-            let mut offset = 0;
-            let mut cover = 0;
-            for piece in pieces {
-                let piece_end = offset + piece.len();
-                while withheld.get(cover).is_some_and(|range| range.1 < piece_end) {
-                    cover += 1;
-                }
-                if withheld
-                    .get(cover)
-                    .is_some_and(|range| range.0 <= offset && piece_end <= range.1)
-                {
-                    offset = piece_end;
-                    continue;
-                }
-                let shift = |(start, end): (usize, usize)| (offset + start, offset + end);
-                let credentials: Vec<(usize, usize)> = formats::credentials_in(piece)
-                    .iter()
-                    .map(|f| (f.start, f.end))
-                    .collect();
-                spans.extend(credentials.iter().copied().map(shift));
-                // A parameter's name never reaches into what the other rules withhold (nor,
-                // `values_in` sees to it, into a marker).
-                let mut within = hits.within(offset, offset + piece.len());
-                within.extend(
-                    credentials
-                        .iter()
-                        .copied()
-                        .filter(|&(start, end)| start < piece.len() && 0 < end),
-                );
-                spans.extend(params::values_in(piece, &within).into_iter().map(shift));
-                // And what the piece decodes to beyond the view: a parameter or a token in
-                // quoted-printable, octal, base64 or base32.
-                for window in decoded::windows(piece, REDACT_WINDOW) {
-                    decoded::for_each(window.text, window.edge, |d| {
-                        // A name never reaches into what a rule withholds, in a decoded text
-                        // as in the piece.
-                        let credentials: Vec<(usize, usize)> = formats::credentials_in(&d.text)
-                            .iter()
-                            .map(|f| (f.start, f.end))
-                            .collect();
-                        let found = credentials
-                            .iter()
-                            .copied()
-                            .chain(params::values_in(&d.text, &credentials))
-                            .map(|(start, end)| d.origin(start, end))
-                            .map(|(start, end)| window.whole_span(start, end))
-                            .map(shift)
-                            .collect::<Vec<_>>();
-                        spans.extend(found);
-                    });
-                }
-                offset += piece.len();
-            }
-        }
-        spans.extend(hits);
-        merge(spans)
+        spans_of_pieces(self.scan, pieces, hits, withheld)
+    }
+
+    /// Whether a scanning pass leaves `piece` as it is when no registered secret is hit in
+    /// it: what the piece alone decides of [`Scrubber::passes`] (decision 0172).
+    pub(crate) fn formats_pass(piece: &str) -> bool {
+        spans_of_pieces(true, [piece], Vec::new(), &[]).is_empty()
     }
 
     /// Whether the pass leaves `text` as it is.
@@ -209,6 +155,76 @@ impl Scrubber {
         }
         Cow::Owned(replaced(&text, &spans, WITHHELD_SECRET))
     }
+}
+
+/// [`Scrubber::spans_of_pieces`], for a pass that scans parameters and token formats or not.
+fn spans_of_pieces<'t>(
+    scan: bool,
+    pieces: impl IntoIterator<Item = &'t str>,
+    hits: Vec<(usize, usize)>,
+    withheld: &[(usize, usize)],
+) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    if scan {
+        // The registered secrets' hits, read beside each piece in turn: a run of many pieces
+        // and many hits costs their sum, not their product.
+        let mut hits = Sweep::new(&hits);
+        let mut offset = 0;
+        let mut cover = 0;
+        for piece in pieces {
+            let piece_end = offset + piece.len();
+            while withheld.get(cover).is_some_and(|range| range.1 < piece_end) {
+                cover += 1;
+            }
+            if withheld
+                .get(cover)
+                .is_some_and(|range| range.0 <= offset && piece_end <= range.1)
+            {
+                offset = piece_end;
+                continue;
+            }
+            let shift = |(start, end): (usize, usize)| (offset + start, offset + end);
+            let credentials: Vec<(usize, usize)> = formats::credentials_in(piece)
+                .iter()
+                .map(|f| (f.start, f.end))
+                .collect();
+            spans.extend(credentials.iter().copied().map(shift));
+            // A parameter's name never reaches into what the other rules withhold (nor,
+            // `values_in` sees to it, into a marker).
+            let mut within = hits.within(offset, offset + piece.len());
+            within.extend(
+                credentials
+                    .iter()
+                    .copied()
+                    .filter(|&(start, end)| start < piece.len() && 0 < end),
+            );
+            spans.extend(params::values_in(piece, &within).into_iter().map(shift));
+            // And what the piece decodes to beyond the view: a parameter or a token in
+            // quoted-printable, octal, base64 or base32.
+            for window in decoded::windows(piece, REDACT_WINDOW) {
+                decoded::for_each(window.text, window.edge, |d| {
+                    // A name never reaches into what a rule withholds, in a decoded text
+                    // as in the piece.
+                    let credentials: Vec<(usize, usize)> = formats::credentials_in(&d.text)
+                        .iter()
+                        .map(|f| (f.start, f.end))
+                        .collect();
+                    let found = credentials
+                        .iter()
+                        .copied()
+                        .chain(params::values_in(&d.text, &credentials))
+                        .map(|(start, end)| d.origin(start, end))
+                        .map(|(start, end)| window.whole_span(start, end))
+                        .map(shift)
+                        .collect::<Vec<_>>();
+                    spans.extend(found);
+                });
+            }
+            offset += piece.len();
+        }
+    }
+    spans.extend(hits);
+    merge(spans)
 }
 
 /// `text` with each of `spans` (sorted, apart) replaced by `marker`.
