@@ -457,6 +457,10 @@ fn cached_count(cache: &mut [Slot], bytes: &[u8]) -> u64 {
 }
 
 impl TokenEstimator for Bound {
+    fn as_sync(&self) -> Option<&(dyn TokenEstimator + Sync)> {
+        Some(self)
+    }
+
     fn count(&self, text: &str) -> u64 {
         Bound::count_within(text, u64::MAX).unwrap_or(u64::MAX)
     }

@@ -1,7 +1,7 @@
 //! Head/tail fitting: a tool result over its budget keeps a contiguous head and tail, the
 //! middle is replaced by a notice saying what was left out and where the whole result is.
 
-use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use mcpl_lanes::{DetachedCopies, LiveCopy, Part, Projector, ToolResult, ToolResultCopies};
 
@@ -248,9 +248,17 @@ fn fit_copies<'a>(
     // A spill that cannot be written does not lift the budget: the result is cut all the same,
     // and its notice says the whole could not be kept.
     let mut diagnostics = Vec::new();
-    let (spill, unsaved) = match write_spill(projector, &copies, store) {
+    // A result to be cut has its totals counted on a second core while its spill is written.
+    let count_totals = live_within.is_none() && copies.stored.len() >= TOTALS_BESIDE_BYTES;
+    let (written, mut whole) = beside_totals(&items, pricer, count_totals, || {
+        write_spill(projector, &copies, store)
+    });
+    let (spill, unsaved) = match written {
         Ok(spill) => (Some(spill), None),
         Err(error) => {
+            // What the diagnostic counts is counted again by the cut: its prices change the
+            // totals.
+            whole = None;
             diagnostics.push(format!(
                 "{}, and its spill could not be written ({error}); it is cut, and the whole is not kept",
                 over(&items)
@@ -276,7 +284,7 @@ fn fit_copies<'a>(
     let mut left_out = false;
     let mut fitted_price = live_within;
     if live_within.is_none() {
-        match cut_items(&copies, &items, pricer, budget, &notice) {
+        match cut_items(&copies, &items, pricer, budget, &notice, whole) {
             Ok(cut) => live_cut = Some(cut),
             Err(reason) => {
                 // Nothing of it fits beside a notice: it goes as one line naming its spill, the
@@ -316,7 +324,7 @@ fn fit_copies<'a>(
         // costs the live copy little, but its placeholder costs the stored copy more. The cut
         // reads only the items and `is_error` of the copies it is given.
         let stored_items = stored_items_of(&copies);
-        match cut_items(&copies, &stored_items, pricer, budget, &notice) {
+        match cut_items(&copies, &stored_items, pricer, budget, &notice, None) {
             Ok((cut, price)) => {
                 stored_price = Some(price);
                 stored_cut = Some(cut);
@@ -387,10 +395,41 @@ fn stored_items_of<'c, 'a>(copies: &'c ToolResultCopies<'a>) -> Vec<Item<'c, 'a>
             live: None,
             kind: kind(index),
             stored,
-            price: Cell::new(None),
+            price: Price::new(None),
             capped: false,
         })
         .collect()
+}
+
+/// A price counted once and kept, which another thread may read (decision 0173).
+#[derive(Debug)]
+struct Price(
+    /// The price plus one; zero while it is not counted. A price of `u64::MAX` is never kept,
+    /// and so is counted each time it is asked.
+    AtomicU64,
+);
+
+impl Price {
+    fn new(price: Option<u64>) -> Price {
+        Price(AtomicU64::new(
+            price.and_then(|price| price.checked_add(1)).unwrap_or(0),
+        ))
+    }
+
+    fn get(&self) -> Option<u64> {
+        self.0.load(Ordering::Relaxed).checked_sub(1)
+    }
+
+    fn set(&self, price: Option<u64>) {
+        let kept = price.and_then(|price| price.checked_add(1)).unwrap_or(0);
+        self.0.store(kept, Ordering::Relaxed);
+    }
+}
+
+impl Clone for Price {
+    fn clone(&self) -> Price {
+        Price::new(self.get())
+    }
 }
 
 /// One shown thing: its live part (none when the live copy is the stored text), its stored
@@ -401,7 +440,7 @@ struct Item<'c, 'a> {
     live: Option<&'c Part<'a>>,
     kind: Kind,
     stored: &'c str,
-    price: Cell<Option<u64>>,
+    price: Price,
     /// A native part over the hard cap: it goes as its stored placeholder, a text kept whole
     /// or left out.
     capped: bool,
@@ -415,7 +454,7 @@ impl<'c, 'a> Item<'c, 'a> {
             return self.clone();
         }
         Item {
-            price: Cell::new(None),
+            price: Price::new(None),
             capped: true,
             ..self.clone()
         }
@@ -485,6 +524,38 @@ impl Omitted {
     }
 }
 
+/// A stored copy of at least this many bytes has its totals counted beside its spill
+/// ([`beside_totals`]): a thread costs less than counting them.
+const TOTALS_BESIDE_BYTES: usize = 512 << 10;
+
+/// Runs `write` (a spill) on this thread and, when `count` says the totals are wanted, the
+/// machine has two cores and the estimator may be shared, counts the [`totals`] of `items` on a
+/// second thread meanwhile (decision 0173). Nothing prices an item while the spill is written,
+/// so the totals are what the cut would count after it. `None` when they were not counted.
+fn beside_totals<T>(
+    items: &[Item<'_, '_>],
+    pricer: Pricer<'_>,
+    count: bool,
+    write: impl FnOnce() -> T,
+) -> (T, Option<Omitted>) {
+    let shared = match count && mcpl_classify::two_cores() {
+        true => pricer.text.as_sync(),
+        false => None,
+    };
+    let Some(text) = shared else {
+        return (write(), None);
+    };
+    let route = pricer.route;
+    std::thread::scope(|scope| {
+        let counted = std::thread::Builder::new()
+            .spawn_scoped(scope, move || totals(items, Pricer { text, route }))
+            .ok();
+        let written = write();
+        // A thread that failed leaves the totals to the cut.
+        (written, counted.and_then(|counted| counted.join().ok()))
+    })
+}
+
 /// What a result holds in all, as its notice counts it.
 fn totals(items: &[Item<'_, '_>], pricer: Pricer<'_>) -> Omitted {
     let mut whole = Omitted::default();
@@ -517,7 +588,7 @@ pub fn cut<'a>(
         return Ok(None);
     }
     let notice = |omitted| omission_notice(omitted, spill_path);
-    cut_items(copies, &items, pricer, budget, &notice).map(Some)
+    cut_items(copies, &items, pricer, budget, &notice, None).map(Some)
 }
 
 /// As [`cut`], with the notice worded by `notice` from what was left out: for content that is
@@ -532,7 +603,7 @@ pub fn cut_with<'a>(
     if price_within(&items, pricer, budget).is_some() {
         return Ok(None);
     }
-    cut_items(copies, &items, pricer, budget, notice).map(Some)
+    cut_items(copies, &items, pricer, budget, notice, None).map(Some)
 }
 
 /// Every shown thing of a result's copies: a native part priced now, a text when first needed
@@ -547,7 +618,7 @@ fn items_of<'c, 'a>(
             live: None,
             kind: Kind::Text,
             stored: &copies.stored,
-            price: Cell::new(stored_price),
+            price: Price::new(stored_price),
             capped: false,
         }]),
         LiveCopy::Native(parts) => parts
@@ -563,7 +634,7 @@ fn items_of<'c, 'a>(
                     live: Some(part),
                     kind,
                     stored,
-                    price: Cell::new(price),
+                    price: Price::new(price),
                     capped: false,
                 })
             })
@@ -577,8 +648,9 @@ fn cut_items<'a>(
     pricer: Pricer<'_>,
     budget: u64,
     notice: NoticeOf<'_>,
+    whole: Option<Omitted>,
 ) -> Result<(ToolResultCopies<'a>, u64), CutError> {
-    let whole = totals(items, pricer);
+    let whole = whole.unwrap_or_else(|| totals(items, pricer));
     // The notice's numbers can only be smaller than these, so this prices the longest notice
     // (a spill id is a long word, priced by its length, so the reserve is the same whatever id
     // the spill drew); the separators around it cost the rest of the reserve.

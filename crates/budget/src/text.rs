@@ -19,6 +19,13 @@ pub trait TokenEstimator {
         self.count(text)
     }
 
+    /// The same estimator, when several threads may ask it at once: a fit then counts a big
+    /// result's totals on a second core while its spill is written (decision 0173). `None`,
+    /// the default, keeps every count on the fit's own thread.
+    fn as_sync(&self) -> Option<&(dyn TokenEstimator + Sync)> {
+        None
+    }
+
     /// The byte length of the longest prefix of `text` within `budget` tokens, at a character
     /// boundary.
     fn prefix_within(&self, text: &str, budget: u64) -> usize {
@@ -452,6 +459,10 @@ const PAIR_WEIGHTS: [u16; 4096] = {
 };
 
 impl TokenEstimator for Heuristic {
+    fn as_sync(&self) -> Option<&(dyn TokenEstimator + Sync)> {
+        Some(self)
+    }
+
     fn count(&self, text: &str) -> u64 {
         Heuristic::thousandths(text).div_ceil(1000)
     }
@@ -507,6 +518,10 @@ impl TokenEstimator for Heuristic {
 pub struct O200k;
 
 impl TokenEstimator for O200k {
+    fn as_sync(&self) -> Option<&(dyn TokenEstimator + Sync)> {
+        Some(self)
+    }
+
     fn count(&self, text: &str) -> u64 {
         let vocabulary = crate::o200k::vocabulary();
         crate::Bound::pieces(text)

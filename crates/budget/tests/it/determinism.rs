@@ -3,7 +3,7 @@
 //! notice names another id; with the id masked, the fitted copies are the same.
 
 use mcpl_budget::{
-    Bound, LocalSpillStore, O200k, PricedRoute, SpillNotice, SpillStore, TokenEstimator,
+    Bound, LocalSpillStore, O200k, PricedRoute, Pricer, SpillNotice, SpillStore, TokenEstimator,
 };
 use serde_json::json;
 
@@ -143,5 +143,76 @@ fn a_result_with_references_is_cut_at_the_same_place_whatever_their_random_ids()
             first.lines().count(),
             other.lines().count()
         );
+    }
+}
+
+/// [`Bound`] with no way to be shared between threads, so a fit counts a result's totals on
+/// its own thread, after the spill.
+struct Unshared;
+
+impl TokenEstimator for Unshared {
+    fn count(&self, text: &str) -> u64 {
+        Bound.count(text)
+    }
+
+    fn count_within(&self, text: &str, limit: u64) -> Option<u64> {
+        Bound.count_within(text, limit)
+    }
+
+    fn estimate(&self, text: &str) -> u64 {
+        Bound.estimate(text)
+    }
+
+    fn prefix_within(&self, text: &str, budget: u64) -> usize {
+        Bound.prefix_within(text, budget)
+    }
+
+    fn suffix_within(&self, text: &str, budget: u64) -> usize {
+        Bound.suffix_within(text, budget)
+    }
+}
+
+/// A big result's totals counted on a second core while its spill is written (decision 0173)
+/// are the totals the cut counts after it: the notice says the same, for a result whose live
+/// copy is its stored text and for one with images, priced or estimated.
+#[test]
+fn totals_counted_beside_the_spill_are_the_cut_s_own() {
+    assert!(Unshared.as_sync().is_none());
+    assert!(Bound.as_sync().is_some());
+    let text: String = (0..40_000)
+        .map(|i| format!("row {i}: value {} of {} é漢\n", i * 7, i % 13))
+        .collect();
+    let image = json!({"type": "image", "data": crate::stored::TINY_PNG, "mimeType": "image/png"});
+    let results = [
+        json!({"content": [{"type": "text", "text": text}]}),
+        json!({"content": [{"type": "text", "text": &text[..text.len() / 2]}, image, {"type": "text", "text": &text[text.len() / 2..]}]}),
+    ];
+    for (n, result) in results.iter().enumerate() {
+        assert!(serde_json::to_string(result).unwrap().len() > 512 << 10);
+        let mut notices = Vec::new();
+        for (which, estimator) in [
+            ("shared", &Bound as &dyn TokenEstimator),
+            ("unshared", &Unshared),
+        ] {
+            let dir = TempDir::new(&format!("totals-beside-{n}-{which}"));
+            let mut store = LocalSpillStore::new(&dir.0)
+                .unwrap()
+                .with_notice(SpillNotice::ReadResult);
+            let fitted = crate::fit_with(
+                result,
+                &PricedRoute::ANTHROPIC,
+                Pricer::new(estimator, &PricedRoute::ANTHROPIC),
+                2_000,
+                Some(&mut store as &mut dyn SpillStore),
+            );
+            assert!(fitted.cut && fitted.spill.is_some(), "{n} {which}");
+            notices.push((
+                masked(&fitted.copies.stored),
+                fitted.price,
+                fitted.stored_price,
+            ));
+        }
+        assert_eq!(notices[0], notices[1], "result {n}");
+        assert!(notices[0].0.contains("tokens omitted"), "{}", notices[0].0);
     }
 }

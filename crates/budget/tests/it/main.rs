@@ -77,7 +77,17 @@ pub(crate) fn fit<'a>(
     budget: u64,
     store: Option<&mut dyn SpillStore>,
 ) -> Fitted<'a> {
-    let pricer = Pricer::new(&Bound, route);
+    fit_with(result, route, Pricer::new(&Bound, route), budget, store)
+}
+
+/// [`fit`] with a pricer of the test's own.
+pub(crate) fn fit_with<'a>(
+    result: &'a Value,
+    route: &PricedRoute,
+    pricer: Pricer<'_>,
+    budget: u64,
+    store: Option<&mut dyn SpillStore>,
+) -> Fitted<'a> {
     with_projector(route, |projector| {
         // A test host: the view lives as long as the result it borrows.
         let read: &_ = Box::leak(Box::new(mcpl_lanes::ResultView::of_value(result)));

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::{TempDir, fit};
 
 /// A 1×1 PNG: it costs the live copy a token or two, its placeholder several.
-const TINY_PNG: &str =
+pub(crate) const TINY_PNG: &str =
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg==";
 
 fn tiny_pngs(n: usize) -> Value {
