@@ -1,11 +1,11 @@
 //! The entry point for the `redact` fuzz target and the tests that replay what it found.
 
-use crate::{Admitted, HiddenSet, HiddenUris, UriPolicy};
+use crate::{Admitted, HiddenSet, HiddenUris, PieceCheck, UriPolicy};
 
 /// Splits `bytes` at the first NUL into a secret and a text (lossy UTF-8), registers the
 /// secret with a session, and checks what redaction promises on any input: it never panics, a
-/// searched secret never survives verbatim (nor in lower case), and redacting the output again
-/// leaves it as it is.
+/// searched secret never survives verbatim (nor in lower case), redacting the output again
+/// leaves it as it is, and the pass check asked ahead answers as the whole check does.
 pub fn secret_never_survives(bytes: &[u8]) {
     let (secret, text) = match bytes.iter().position(|&b| b == 0) {
         Some(at) => (&bytes[..at], &bytes[at + 1..]),
@@ -25,4 +25,17 @@ pub fn secret_never_survives(bytes: &[u8]) {
     }
     let twice = hidden.redact(&once);
     assert_eq!(twice, once, "redaction is idempotent");
+    // What the text alone decides, asked ahead, gives the whole check's answer (decision 0172).
+    let check = hidden.pass_check();
+    let known = Some(PieceCheck::of(&text));
+    assert_eq!(
+        check.passes_unchanged_given(&text, known),
+        check.passes_unchanged(&text),
+        "the check asked ahead answers as the whole"
+    );
+    assert_eq!(
+        check.label_passes_unchanged_given(&text, known),
+        check.label_passes_unchanged(&text),
+        "the label check asked ahead answers as the whole"
+    );
 }
