@@ -130,3 +130,61 @@ fn a_token_at_a_blocks_end_takes_nothing_of_the_next_block() {
         lanes.stored
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("MCPL_SECRET_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(16),
+        ..ProptestConfig::default()
+    })]
+
+    /// A result of thousands of blocks has what each piece alone decides of its check asked
+    /// on a second thread while its hidden uris are read (decision 0172): a secret spelled at
+    /// any place among plain texts and link names, as a text or as a name, never survives:
+    /// a host's secret, a hidden uri's path segment, or a credential url no session holds.
+    #[test]
+    fn a_secret_among_thousands_of_blocks_never_survives(
+        (secret, spelled) in capability().prop_flat_map(|s| (Just(s.clone()), in_context(s))),
+        (value, (url, url_rules)) in (
+            prop::sample::select(vec!["access_token", "sig", "api_key", "client_secret"]),
+            capability(),
+        ).prop_flat_map(|(name, value)| {
+            let url = format!("https://api.example.org/cb?{name}={value}&page=2");
+            (Just(value), mcpl_redact::spellings::spelled_whole(url))
+        }),
+        kind in 0usize..3,
+        at in 0usize..3_000,
+        as_name: bool,
+    ) {
+        let (mut text, mut spelling, mut rules) = spelled;
+        let mut host = Host::new();
+        let mut secret = secret;
+        match kind {
+            0 => {
+                host.registry.hidden_mut().insert_secret(&secret);
+            }
+            1 => {
+                let uri = format!("https://files.example/share/{secret}/report.pdf");
+                every_output(&mut host, &json!({"content": [{"type": "resource_link", "uri": uri, "name": "r"}]}));
+            }
+            _ => {
+                text = format!("next page: {url} (cursor)");
+                spelling = url;
+                rules = url_rules;
+                secret = value;
+            }
+        }
+        let mut blocks: Vec<Value> = (0..3_000)
+            .map(|i| match i % 3 {
+                0 => json!({"type": "text", "text": format!("row {i}: plain words")}),
+                1 => json!({"type": "resource_link", "uri": format!("https://h.example/l/{i}"), "name": format!("file{i}.csv")}),
+                _ => json!({"type": "text", "text": format!("more words {i}")}),
+            })
+            .collect();
+        blocks[at] = match as_name {
+            true => json!({"type": "resource_link", "uri": "https://h.example/n", "name": text}),
+            false => json!({"type": "text", "text": text}),
+        };
+        let output = every_output(&mut host, &json!({"content": blocks}));
+        assert_absent(&output, &secret, &spelling, &rules);
+    }
+}
