@@ -88,9 +88,11 @@ impl Bound {
     /// random part of an id mcpl wrote costs nothing, and the first of them costs the whole
     /// part's bytes.
     pub fn priced(text: &str) -> Priced<'_> {
+        let mut spans = IdSpans::new(text.as_bytes());
         Priced {
             pieces: Bound::pieces(text),
-            spans: id_spans(text.as_bytes()),
+            span: spans.next(),
+            spans,
             next_span: 0,
             charged: usize::MAX,
         }
@@ -101,8 +103,12 @@ impl Bound {
 #[derive(Debug, Clone)]
 pub struct Priced<'t> {
     pieces: Pieces<'t>,
-    /// The random parts of ids, in order, as byte ranges.
-    spans: Vec<(usize, usize)>,
+    /// The random parts of ids after `span`, in order, as byte ranges: found only as the pieces
+    /// reach them, so a text far over a budget is not read to its end for them.
+    spans: IdSpans<'t>,
+    /// The first random part that does not end before the last piece; `None` past the last.
+    span: Option<(usize, usize)>,
+    /// How many random parts came before `span`.
     next_span: usize,
     /// The span whose bytes were charged already.
     charged: usize,
@@ -121,17 +127,14 @@ impl<'t> Priced<'t> {
     fn next_with(&mut self, price: impl FnOnce(&str) -> u64) -> Option<(usize, &'t str, u64)> {
         let (start, piece) = self.pieces.next()?;
         let end = start + piece.len();
-        while self
-            .spans
-            .get(self.next_span)
-            .is_some_and(|&(_, span_end)| span_end <= start)
-        {
+        while self.span.is_some_and(|(_, span_end)| span_end <= start) {
+            self.span = self.spans.next();
             self.next_span += 1;
         }
-        let price = match self.spans.get(self.next_span) {
+        let price = match self.span {
             // A piece wholly inside a random part: the part's bytes, once, bound every token
             // of the pieces in it, whatever they spell.
-            Some(&(span_start, span_end)) if span_start <= start && end <= span_end => {
+            Some((span_start, span_end)) if span_start <= start && end <= span_end => {
                 if self.charged == self.next_span {
                     0
                 } else {
@@ -155,38 +158,67 @@ fn base36(b: u8) -> bool {
 /// `doc_xxxxxx_<n>`. Each stands alone: neither a letter nor a digit before the id, nor one
 /// right after the random part of a `ref`.
 fn id_spans(bytes: &[u8]) -> Vec<(usize, usize)> {
-    let mut spans = Vec::new();
-    for at in memchr::memchr_iter(b'_', bytes) {
-        if at < 3 || (at > 3 && bytes[at - 4].is_ascii_alphanumeric()) {
-            continue;
-        }
-        let run = |from: usize| {
-            bytes[from.min(bytes.len())..]
-                .iter()
-                .take_while(|b| base36(**b))
-                .count()
-        };
-        match &bytes[at - 3..at] {
-            b"ref" => {
-                let counter = run(at + 1);
-                let underscore = at + 1 + counter;
-                if counter > 0 && bytes.get(underscore) == Some(&b'_') && run(underscore + 1) == 4 {
-                    spans.push((underscore, underscore + 5));
-                }
-            }
-            b"img" | b"doc" => {
-                let after = at + 7;
-                if run(at + 1) == 6
-                    && bytes.get(after) == Some(&b'_')
-                    && bytes.get(after + 1).is_some_and(u8::is_ascii_digit)
-                {
-                    spans.push((at, after));
-                }
-            }
-            _ => {}
-        }
+    IdSpans::new(bytes).collect()
+}
+
+/// [`id_spans`] one at a time, each found when it is asked for.
+#[derive(Debug, Clone)]
+struct IdSpans<'t> {
+    bytes: &'t [u8],
+    /// Where the search for the next `_` begins.
+    from: usize,
+}
+
+impl<'t> IdSpans<'t> {
+    fn new(bytes: &'t [u8]) -> IdSpans<'t> {
+        IdSpans { bytes, from: 0 }
     }
-    spans
+}
+
+impl Iterator for IdSpans<'_> {
+    type Item = (usize, usize);
+
+    fn next(&mut self) -> Option<(usize, usize)> {
+        let bytes = self.bytes;
+        while let Some(found) = memchr::memchr(b'_', bytes.get(self.from..)?) {
+            let at = self.from + found;
+            self.from = at + 1;
+            if let Some(span) = id_span_at(bytes, at) {
+                return Some(span);
+            }
+        }
+        self.from = bytes.len();
+        None
+    }
+}
+
+/// The random part of an id whose first `_` is at `at`, when one is there.
+fn id_span_at(bytes: &[u8], at: usize) -> Option<(usize, usize)> {
+    if at < 3 || (at > 3 && bytes[at - 4].is_ascii_alphanumeric()) {
+        return None;
+    }
+    let run = |from: usize| {
+        bytes[from.min(bytes.len())..]
+            .iter()
+            .take_while(|b| base36(**b))
+            .count()
+    };
+    match &bytes[at - 3..at] {
+        b"ref" => {
+            let counter = run(at + 1);
+            let underscore = at + 1 + counter;
+            (counter > 0 && bytes.get(underscore) == Some(&b'_') && run(underscore + 1) == 4)
+                .then_some((underscore, underscore + 5))
+        }
+        b"img" | b"doc" => {
+            let after = at + 7;
+            (run(at + 1) == 6
+                && bytes.get(after) == Some(&b'_')
+                && bytes.get(after + 1).is_some_and(u8::is_ascii_digit))
+            .then_some((at, after))
+        }
+        _ => None,
+    }
 }
 
 /// Whether a piece is a word of more than [`LONG_WORD`] ASCII letters and at most
@@ -588,6 +620,71 @@ fn shortest_start(text: &str, over: usize, budget: u64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each piece's start and price as [`Bound::priced`] gave them when it listed every id's
+    /// random part first.
+    fn priced_with_every_span_listed(text: &str) -> Vec<(usize, u64)> {
+        let bytes = text.as_bytes();
+        let spans: Vec<(usize, usize)> = memchr::memchr_iter(b'_', bytes)
+            .filter_map(|at| id_span_at(bytes, at))
+            .collect();
+        let (mut next, mut charged) = (0, usize::MAX);
+        Bound::pieces(text)
+            .map(|(start, piece)| {
+                let end = start + piece.len();
+                while spans
+                    .get(next)
+                    .is_some_and(|&(_, span_end)| span_end <= start)
+                {
+                    next += 1;
+                }
+                let price = match spans.get(next) {
+                    Some(&(span_start, span_end)) if span_start <= start && end <= span_end => {
+                        match charged == next {
+                            true => 0,
+                            false => {
+                                charged = next;
+                                (span_end - span_start) as u64
+                            }
+                        }
+                    }
+                    _ => Bound::piece_price(piece),
+                };
+                (start, price)
+            })
+            .collect()
+    }
+
+    proptest::proptest! {
+        /// The ids' random parts found as the pieces reach them price every piece as the list
+        /// of them all did: ids of each kind, next to each other, inside words, cut short, and
+        /// underscores everywhere.
+        #[test]
+        fn random_parts_found_as_they_are_reached_price_as_the_whole_list(
+            picks in proptest::collection::vec(0usize..14, 0..40),
+            limit in 0u64..200,
+        ) {
+            const FRAGMENTS: &[&str] = &[
+                "ref_1_abcd", "ref_z9_0a1b", "img_a1b2c3_7", "doc_zzzzzz_12", " ", "_", "x", "ref_",
+                "ref_12_abc", "snake_case_name ", "é_", "\n", "ref_1_abcde", "9",
+            ];
+            let text: String = picks.iter().map(|&i| FRAGMENTS[i]).collect();
+            let lazy: Vec<(usize, u64)> =
+                Bound::priced(&text).map(|(start, _, price)| (start, price)).collect();
+            let listed = priced_with_every_span_listed(&text);
+            proptest::prop_assert_eq!(&lazy, &listed);
+            let total: u64 = listed.iter().map(|&(_, price)| price).sum();
+            proptest::prop_assert_eq!(
+                Bound::count_within(&text, limit),
+                (total <= limit).then_some(total)
+            );
+            let bytes = text.as_bytes();
+            let every: Vec<(usize, usize)> = memchr::memchr_iter(b'_', bytes)
+                .filter_map(|at| id_span_at(bytes, at))
+                .collect();
+            proptest::prop_assert_eq!(id_spans(bytes), every);
+        }
+    }
 
     fn o200k_pieces(text: &str) -> Vec<&str> {
         bpe_openai::o200k_base().split(text).collect()
