@@ -64,20 +64,8 @@ impl PassCheck<'_> {
         let Some(known) = known else {
             return self.passes_unchanged(piece);
         };
-        let uris_pass = match self.compiled.is_searched() {
-            false => !self.scan || known.no_url,
-            true => known.no_url && self.compiled.lacks_anchors(piece),
-        };
-        if !uris_pass {
-            return false;
-        }
-        // Without a registered secret's hit, the second pass reads the piece as the piece
-        // alone did; with one (it withholds something), the whole pass is made again.
-        let hits = self.scrub.hits(piece);
-        match hits.is_empty() {
-            true => !self.scrub.scan || known.formats_pass,
-            false => self.scrub.passes(piece),
-        }
+        self.uris_pass_with(piece, || known.no_url)
+            && self.scrub.passes_given(piece, known.formats_pass)
     }
 
     /// [`PassCheck::label_passes_unchanged`], given what `label` alone decides of it, as
@@ -88,14 +76,23 @@ impl PassCheck<'_> {
 
     /// [`HiddenUris::passes_unchanged`] for the first pass alone.
     fn uris_pass(&self, piece: &str) -> bool {
-        // A url, and a pattern with `://`, need a `://` in the run's view, which no run of
-        // such pieces holds.
-        let no_url = || piece_holds_no_url(piece) && !decoded::may_spell_more(piece);
+        self.uris_pass_with(piece, || holds_no_url(piece))
+    }
+
+    /// [`PassCheck::uris_pass`], `no_url` saying whether the piece holds nothing a url is made
+    /// of ([`holds_no_url`]).
+    fn uris_pass_with(&self, piece: &str, no_url: impl FnOnce() -> bool) -> bool {
         match self.compiled.is_searched() {
             false => !self.scan || no_url(),
             true => self.compiled.lacks_anchors(piece) && no_url(),
         }
     }
+}
+
+/// Whether a piece holds nothing a url is made of: a url, and a pattern with `://`, need a
+/// `://` in the run's view, which no run of such pieces holds.
+fn holds_no_url(piece: &str) -> bool {
+    piece_holds_no_url(piece) && !decoded::may_spell_more(piece)
 }
 
 /// What a piece's text alone decides of [`PassCheck::passes_unchanged`]: whether it holds
@@ -113,7 +110,7 @@ impl PieceCheck {
     /// What `piece` alone decides.
     pub fn of(piece: &str) -> PieceCheck {
         PieceCheck {
-            no_url: piece_holds_no_url(piece) && !decoded::may_spell_more(piece),
+            no_url: holds_no_url(piece),
             formats_pass: Scrubber::formats_pass(piece),
         }
     }

@@ -147,6 +147,17 @@ impl Scrubber {
         self.spans(text).is_empty()
     }
 
+    /// [`Scrubber::passes`], given [`Scrubber::formats_pass`] of the same piece: without a
+    /// registered secret's hit the pass reads the piece as the piece alone did; with one, the
+    /// whole pass is made with it (decision 0172).
+    pub(crate) fn passes_given(&self, piece: &str, formats_pass: bool) -> bool {
+        let hits = self.hits(piece);
+        match hits.is_empty() {
+            true => !self.scan || formats_pass,
+            false => self.spans_of_pieces([piece], hits, &[]).is_empty(),
+        }
+    }
+
     /// `text` with every finding replaced by [`WITHHELD_SECRET`].
     pub(crate) fn apply<'t>(&self, text: Cow<'t, str>) -> Cow<'t, str> {
         let spans = self.spans(&text);
