@@ -1039,7 +1039,7 @@ impl<'h> Projector<'h> {
                                 server_text |= !text.trim().is_empty();
                                 let start = *run.start.get_or_insert((index, stored.mark()));
                                 run.end = index + 1;
-                                if !run.redacted && verdicts.passes(at, index, text, check) {
+                                if !run.redacted && verdicts.passes(at, index, text) {
                                     stored.push_cow(Cow::Borrowed(text));
                                 } else if !run.redacted {
                                     // The run's texts so far go back out, to be redacted with it.
@@ -2165,16 +2165,13 @@ impl<'scope, 'env, 'a: 'scope> Verdicts<'scope, 'env, 'a> {
 
     /// Whether the text of the block at `at` in the batch (at `index` in the result) passes
     /// redaction unchanged.
-    fn passes(&self, at: usize, index: usize, text: &str, check: PassCheck<'_>) -> bool {
+    fn passes(&self, at: usize, index: usize, text: &str) -> bool {
         match self.passes.get(at) {
             Some(&passes) => passes,
-            None => check.passes_unchanged_given(text, self.known_at(index)),
+            None => self
+                .check
+                .passes_unchanged_given(text, known_at(self.known, index)),
         }
-    }
-
-    /// What the piece of the block at `index` alone decides, when it was asked ahead.
-    fn known_at(&self, index: usize) -> Option<PieceCheck> {
-        known_at(self.known, index)
     }
 
     /// Whether the name of the reference at `at` in the batch was asked on two cores and
@@ -2579,7 +2576,7 @@ mod tests {
                     for (at, (index, block)) in batch.iter().enumerate() {
                         read.push(*index);
                         if let Some(text) = text_of(block)
-                            && verdicts.passes(at, *index, text, check) != hidden.passes_unchanged(text)
+                            && verdicts.passes(at, *index, text) != hidden.passes_unchanged(text)
                         {
                             outcome = Err(format!("block {index}: {text}"));
                         }
