@@ -153,15 +153,10 @@ fn base36(b: u8) -> bool {
     b.is_ascii_digit() || b.is_ascii_lowercase()
 }
 
-/// The random parts of the ids mcpl writes into what a model sees, as byte ranges in order:
-/// the `_xxxx` ending `ref_<counter>_xxxx`, and the `_xxxxxx` nonce of `img_xxxxxx_<n>` and
-/// `doc_xxxxxx_<n>`. Each stands alone: neither a letter nor a digit before the id, nor one
-/// right after the random part of a `ref`.
-fn id_spans(bytes: &[u8]) -> Vec<(usize, usize)> {
-    IdSpans::new(bytes).collect()
-}
-
-/// [`id_spans`] one at a time, each found when it is asked for.
+/// The random parts of the ids mcpl writes into what a model sees, as byte ranges in order,
+/// each found when it is asked for: the `_xxxx` ending `ref_<counter>_xxxx`, and the `_xxxxxx`
+/// nonce of `img_xxxxxx_<n>` and `doc_xxxxxx_<n>`. Each stands alone: neither a letter nor a
+/// digit before the id, nor one right after the random part of a `ref`.
 #[derive(Debug, Clone)]
 struct IdSpans<'t> {
     bytes: &'t [u8],
@@ -507,7 +502,7 @@ impl TokenEstimator for Bound {
         let heuristic = |text: &str| crate::text::Heuristic.count(text);
         let mut total = 0;
         let mut at = 0;
-        for (start, end) in id_spans(text.as_bytes()) {
+        for (start, end) in IdSpans::new(text.as_bytes()) {
             total += heuristic(&text[at..start]) + (end - start) as u64;
             at = end;
         }
@@ -621,13 +616,17 @@ fn shortest_start(text: &str, over: usize, budget: u64) -> usize {
 mod tests {
     use super::*;
 
+    /// Every id's random part, listed at once from every `_`.
+    fn every_span(bytes: &[u8]) -> Vec<(usize, usize)> {
+        memchr::memchr_iter(b'_', bytes)
+            .filter_map(|at| id_span_at(bytes, at))
+            .collect()
+    }
+
     /// Each piece's start and price as [`Bound::priced`] gave them when it listed every id's
     /// random part first.
     fn priced_with_every_span_listed(text: &str) -> Vec<(usize, u64)> {
-        let bytes = text.as_bytes();
-        let spans: Vec<(usize, usize)> = memchr::memchr_iter(b'_', bytes)
-            .filter_map(|at| id_span_at(bytes, at))
-            .collect();
+        let spans = every_span(text.as_bytes());
         let (mut next, mut charged) = (0, usize::MAX);
         Bound::pieces(text)
             .map(|(start, piece)| {
@@ -679,10 +678,8 @@ mod tests {
                 (total <= limit).then_some(total)
             );
             let bytes = text.as_bytes();
-            let every: Vec<(usize, usize)> = memchr::memchr_iter(b'_', bytes)
-                .filter_map(|at| id_span_at(bytes, at))
-                .collect();
-            proptest::prop_assert_eq!(id_spans(bytes), every);
+            let found: Vec<(usize, usize)> = IdSpans::new(bytes).collect();
+            proptest::prop_assert_eq!(found, every_span(bytes));
         }
     }
 

@@ -411,9 +411,12 @@ struct Price(
 
 impl Price {
     fn new(price: Option<u64>) -> Price {
-        Price(AtomicU64::new(
-            price.and_then(|price| price.checked_add(1)).unwrap_or(0),
-        ))
+        Price(AtomicU64::new(Price::kept(price)))
+    }
+
+    /// What the atomic holds for `price`.
+    fn kept(price: Option<u64>) -> u64 {
+        price.and_then(|price| price.checked_add(1)).unwrap_or(0)
     }
 
     fn get(&self) -> Option<u64> {
@@ -421,8 +424,7 @@ impl Price {
     }
 
     fn set(&self, price: Option<u64>) {
-        let kept = price.and_then(|price| price.checked_add(1)).unwrap_or(0);
-        self.0.store(kept, Ordering::Relaxed);
+        self.0.store(Price::kept(price), Ordering::Relaxed);
     }
 }
 
