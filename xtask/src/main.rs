@@ -11,7 +11,8 @@
 //!   crates.io first when it is missing, then a list of the crash inputs it left (it fails on
 //!   one this run wrote; one an earlier run left is named, not counted).
 //! - `secrets [--cases N]`: the generative leak test (the grammar of spellings over every lane)
-//!   with N cases a property (default 250,000, about ten minutes on two cores), in release mode.
+//!   with N cases a property (default 250,000, about ten minutes on two cores; the test of
+//!   3,000 blocks a case runs a 64th of them), in release mode.
 //! - `bound [--cases N]`: the generative test of `Bound`, the budget's price, against o200k on
 //!   strings drawn from all of Unicode, with N cases a property (default 10,000,000, half an
 //!   hour on two cores), in release mode.
