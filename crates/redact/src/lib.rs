@@ -23,6 +23,7 @@
 //! strings and JSON in, the same out with every secret replaced by its marker. It depends on
 //! `mcpl-classify` alone among mcpl's crates, does no I/O and never returns `Err`.
 
+mod beside;
 mod decoded;
 pub mod formats;
 #[cfg(feature = "fuzzing")]

@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 use std::sync::{Arc, PoisonError, RwLock};
 
+use crate::beside::{TWO_THREADS_FROM, both};
 use crate::decoded;
 use crate::formats;
 use crate::hidden::REDACT_WINDOW;
@@ -175,6 +176,17 @@ fn spans_of_pieces<'t>(
     hits: Vec<(usize, usize)>,
     withheld: &[(usize, usize)],
 ) -> Vec<(usize, usize)> {
+    spans_of_pieces_from(scan, pieces, hits, withheld, TWO_THREADS_FROM)
+}
+
+/// [`spans_of_pieces`], a piece of `split_from` bytes or more read on two threads.
+fn spans_of_pieces_from<'t>(
+    scan: bool,
+    pieces: impl IntoIterator<Item = &'t str>,
+    hits: Vec<(usize, usize)>,
+    withheld: &[(usize, usize)],
+    split_from: usize,
+) -> Vec<(usize, usize)> {
     let mut spans = Vec::new();
     if scan {
         // The registered secrets' hits, read beside each piece in turn: a run of many pieces
@@ -195,10 +207,13 @@ fn spans_of_pieces<'t>(
                 continue;
             }
             let shift = |(start, end): (usize, usize)| (offset + start, offset + end);
-            let credentials: Vec<(usize, usize)> = formats::credentials_in(piece)
-                .iter()
-                .map(|f| (f.start, f.end))
-                .collect();
+            // A long piece's decoded layers are read on a second thread meanwhile (decision
+            // 0174): they read the piece alone.
+            let (credentials, decoded) = both(
+                split_from <= piece.len(),
+                || credentials_of(piece),
+                || decoded_spans(piece),
+            );
             spans.extend(credentials.iter().copied().map(shift));
             // A parameter's name never reaches into what the other rules withhold (nor,
             // `values_in` sees to it, into a marker).
@@ -210,32 +225,41 @@ fn spans_of_pieces<'t>(
                     .filter(|&(start, end)| start < piece.len() && 0 < end),
             );
             spans.extend(params::values_in(piece, &within).into_iter().map(shift));
-            // And what the piece decodes to beyond the view: a parameter or a token in
-            // quoted-printable, octal, base64 or base32.
-            for window in decoded::windows(piece, REDACT_WINDOW) {
-                decoded::for_each(window.text, window.edge, |d| {
-                    // A name never reaches into what a rule withholds, in a decoded text
-                    // as in the piece.
-                    let credentials: Vec<(usize, usize)> = formats::credentials_in(&d.text)
-                        .iter()
-                        .map(|f| (f.start, f.end))
-                        .collect();
-                    let found = credentials
-                        .iter()
-                        .copied()
-                        .chain(params::values_in(&d.text, &credentials))
-                        .map(|(start, end)| d.origin(start, end))
-                        .map(|(start, end)| window.whole_span(start, end))
-                        .map(shift)
-                        .collect::<Vec<_>>();
-                    spans.extend(found);
-                });
-            }
+            spans.extend(decoded.into_iter().map(shift));
             offset += piece.len();
         }
     }
     spans.extend(hits);
     merge(spans)
+}
+
+/// The token formats' findings in `text`, as ranges.
+fn credentials_of(text: &str) -> Vec<(usize, usize)> {
+    formats::credentials_in(text)
+        .iter()
+        .map(|f| (f.start, f.end))
+        .collect()
+}
+
+/// What `piece` decodes to beyond the view: a parameter or a token in quoted-printable,
+/// octal, base64 or base32, as ranges of the piece.
+fn decoded_spans(piece: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    for window in decoded::windows(piece, REDACT_WINDOW) {
+        decoded::for_each(window.text, window.edge, |d| {
+            // A name never reaches into what a rule withholds, in a decoded text as in the
+            // piece.
+            let credentials = credentials_of(&d.text);
+            let found = credentials
+                .iter()
+                .copied()
+                .chain(params::values_in(&d.text, &credentials))
+                .map(|(start, end)| d.origin(start, end))
+                .map(|(start, end)| window.whole_span(start, end));
+            spans.extend(found);
+        });
+    }
+    spans
 }
 
 /// `text` with each of `spans` (sorted, apart) replaced by `marker`.
@@ -357,6 +381,57 @@ mod tests {
                 })
                 .collect()
         })
+    }
+
+    /// Pieces of text the second pass finds things in, spelled plainly and encoded, and
+    /// pieces it finds nothing in.
+    const SCRUB_FRAGMENTS: &[&str] = &[
+        "AKIAIOSFODNN7EXAMPLE",
+        "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5",
+        "password=hunter2secret",
+        "Authorization: Bearer d3b07384d113edec49eaa6238ad5ff00",
+        // `password=hunter2secret` in base64 and in quoted-printable.
+        "cGFzc3dvcmQ9aHVudGVyMnNlY3JldA==",
+        "password=3Dhunter2secret",
+        "api_key",
+        "token: ",
+        "the quick brown fox ",
+        "\\n",
+        "\\u0041",
+        " ",
+    ];
+
+    proptest! {
+        /// A piece whose decoded layers are read on a second thread gives the spans the
+        /// same piece gives read on one (decision 0174), in a run of pieces or alone.
+        #[test]
+        fn a_piece_read_on_two_threads_gives_what_one_thread_finds(
+            pieces in proptest::collection::vec(
+                proptest::collection::vec((0..SCRUB_FRAGMENTS.len(), "\\PC{0,4}"), 0..10),
+                1..4,
+            ),
+            split_from in 0usize..128,
+        ) {
+            let pieces: Vec<String> = pieces
+                .iter()
+                .map(|picks| {
+                    picks
+                        .iter()
+                        .map(|(i, extra)| format!("{}{extra}", SCRUB_FRAGMENTS[*i]))
+                        .collect()
+                })
+                .collect();
+            let read = |split_from| {
+                super::spans_of_pieces_from(
+                    true,
+                    pieces.iter().map(String::as_str),
+                    Vec::new(),
+                    &[],
+                    split_from,
+                )
+            };
+            prop_assert_eq!(read(split_from), read(usize::MAX));
+        }
     }
 
     proptest! {

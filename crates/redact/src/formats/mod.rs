@@ -26,6 +26,7 @@ use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind};
 
+use crate::beside::{TWO_THREADS_FROM, both};
 use crate::formats::own::Own;
 use crate::formats::rules::{SPEC_COUNT, SPECS};
 
@@ -86,6 +87,8 @@ struct Prefilter {
     rules_of: Vec<Vec<usize>>,
     /// Rules without keywords, which always run.
     always: Vec<usize>,
+    /// The longest keyword's length in bytes.
+    longest: usize,
 }
 
 /// Rule numbers: the table's rules first, then [`Own::ALL`] after [`SPEC_COUNT`].
@@ -127,6 +130,7 @@ fn prefilter() -> &'static Prefilter {
             automaton,
             rules_of,
             always,
+            longest: words.iter().map(|w| w.len()).max().unwrap_or(0),
         }
     })
 }
@@ -135,9 +139,19 @@ fn prefilter() -> &'static Prefilter {
 const RULES: usize = SPEC_COUNT + Own::ALL.len();
 
 /// A set of rules, a bit a rule: on the stack, so a short text's scan allocates nothing for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct RuleSet([u64; RULES.div_ceil(64)]);
 
 impl RuleSet {
+    const EMPTY: RuleSet = RuleSet([0; RULES.div_ceil(64)]);
+
+    fn union(mut self, other: RuleSet) -> RuleSet {
+        for (word, more) in self.0.iter_mut().zip(other.0) {
+            *word |= more;
+        }
+        self
+    }
+
     fn insert_all(&mut self, rules: &[usize]) {
         for &rule in rules {
             if let Some(word) = self.0.get_mut(rule / 64) {
@@ -161,17 +175,44 @@ impl RuleSet {
 
 /// The rules whose keywords occur in `text`, in rule order.
 fn rules_called_for(text: &str) -> RuleSet {
+    rules_called_for_from(text, TWO_THREADS_FROM)
+}
+
+/// [`rules_called_for`], a text of `split_from` bytes or more searched in two halves at once
+/// (decision 0174). The first half runs on past the middle by the longest keyword's length
+/// less one byte: a keyword that starts before the middle ends inside it, and one that starts
+/// at the middle or after lies in the second. A keyword of either half is one of the whole
+/// text, so the two halves call the same rules as the whole.
+fn rules_called_for_from(text: &str, split_from: usize) -> RuleSet {
     let pre = prefilter();
-    let mut wanted = RuleSet([0; RULES.div_ceil(64)]);
     let Some(ac) = &pre.automaton else {
         // Without the automaton every rule runs, which is slower but finds the same.
+        let mut wanted = RuleSet::EMPTY;
         (0..RULES).for_each(|rule| wanted.insert_all(&[rule]));
         return wanted;
     };
+    let mut wanted = RuleSet::EMPTY;
     wanted.insert_all(&pre.always);
+    let bytes = text.as_bytes();
+    let middle = bytes.len() / 2;
+    let reach = middle.saturating_add(pre.longest.saturating_sub(1));
+    let (first, second) = match (bytes.get(..reach), bytes.get(middle..)) {
+        (Some(first), Some(second)) if bytes.len() >= split_from => both(
+            true,
+            || keywords_in(pre, ac, first),
+            || keywords_in(pre, ac, second),
+        ),
+        _ => (keywords_in(pre, ac, bytes), RuleSet::EMPTY),
+    };
+    wanted.union(first).union(second)
+}
+
+/// The rules the keywords found in `haystack` call for.
+fn keywords_in(pre: &Prefilter, ac: &AhoCorasick, haystack: &[u8]) -> RuleSet {
+    let mut wanted = RuleSet::EMPTY;
     // Overlapping matches, so that `api` inside `apikey` still calls its rules. A keyword met
     // again calls the same rules: inserting them again changes nothing.
-    for m in ac.find_overlapping_iter(text) {
+    for m in ac.find_overlapping_iter(haystack) {
         wanted.insert_all(
             pre.rules_of
                 .get(m.pattern().as_usize())

@@ -136,3 +136,57 @@ fn the_prefilter_calls_exactly_the_rules_whose_keywords_occur() {
         assert_eq!(called, expected, "{text:?}");
     }
 }
+
+proptest::proptest! {
+    /// A text searched for keywords in two halves calls the rules the whole text calls
+    /// (decision 0174), wherever its middle falls: inside a keyword, between two, or in
+    /// characters of any width.
+    #[test]
+    fn two_halves_call_the_rules_the_whole_calls(
+        picks in proptest::collection::vec(
+            (0..super::rule_count(), 0usize..4, proptest::bool::ANY, "\\PC{0,3}"),
+            1..12,
+        ),
+        split_from in 0usize..64,
+    ) {
+        let mut text = String::new();
+        for (rule, k, upper, filler) in &picks {
+            let keywords = super::keywords_of(*rule);
+            if let Some(keyword) = keywords.get(k % keywords.len().max(1)) {
+                match upper {
+                    true => text.push_str(&keyword.to_ascii_uppercase()),
+                    false => text.push_str(keyword),
+                }
+            }
+            text.push_str(filler);
+        }
+        proptest::prop_assert_eq!(
+            super::rules_called_for_from(&text, split_from),
+            super::rules_called_for_from(&text, usize::MAX)
+        );
+    }
+}
+
+/// Each keyword alone in a text, with the middle at each of its bytes and just past it, calls
+/// its rules when the text is searched in two halves: the first half runs on far enough for
+/// the longest keyword.
+#[test]
+fn a_keyword_across_the_middle_calls_its_rules() {
+    for rule in 0..super::rule_count() {
+        for keyword in super::keywords_of(rule) {
+            let before = keyword.len() + 2;
+            for at in 0..=keyword.len() {
+                // The text's middle, (before + len + after) / 2, is `before + at`.
+                let after = before + 2 * at - keyword.len();
+                let text = format!("{}{keyword}{}", " ".repeat(before), " ".repeat(after));
+                let halves = super::rules_called_for_from(&text, 0);
+                assert_eq!(
+                    halves,
+                    super::rules_called_for_from(&text, usize::MAX),
+                    "{keyword:?} with the middle {at} bytes in"
+                );
+                assert!(halves.iter().any(|called| called == rule), "{keyword:?}");
+            }
+        }
+    }
+}
