@@ -207,6 +207,13 @@ fn rules_called_for_from(text: &str, split_from: usize) -> RuleSet {
     wanted.union(first).union(second)
 }
 
+/// Whether `text` searched for keywords in two halves calls the rules the whole text calls:
+/// the `redact` fuzz target's check of decision 0174.
+#[cfg(feature = "fuzzing")]
+pub(crate) fn two_halves_call_the_same_rules(text: &str) -> bool {
+    rules_called_for_from(text, 0) == rules_called_for_from(text, usize::MAX)
+}
+
 /// The rules the keywords found in `haystack` call for.
 fn keywords_in(pre: &Prefilter, ac: &AhoCorasick, haystack: &[u8]) -> RuleSet {
     let mut wanted = RuleSet::EMPTY;
