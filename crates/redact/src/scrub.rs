@@ -233,13 +233,6 @@ fn spans_of_pieces_from<'t>(
     merge(spans)
 }
 
-/// The scanning pass's findings in `text` alone, the text read on two threads when it holds
-/// `split_from` bytes or more: the `redact` fuzz target's check of decision 0174.
-#[cfg(feature = "fuzzing")]
-pub(crate) fn spans_on_two_threads_from(text: &str, split_from: usize) -> Vec<(usize, usize)> {
-    spans_of_pieces_from(true, [text], Vec::new(), &[], split_from)
-}
-
 /// The token formats' findings in `text`, as ranges.
 fn credentials_of(text: &str) -> Vec<(usize, usize)> {
     formats::credentials_in(text)

@@ -161,8 +161,8 @@ proptest::proptest! {
             text.push_str(filler);
         }
         proptest::prop_assert_eq!(
-            super::rules_called_for_from(&text, split_from),
-            super::rules_called_for_from(&text, usize::MAX)
+            super::rules_called_for_from(&text, split_from, true),
+            super::rules_called_for_from(&text, usize::MAX, true)
         );
     }
 }
@@ -179,10 +179,10 @@ fn a_keyword_across_the_middle_calls_its_rules() {
                 // The text's middle, (before + len + after) / 2, is `before + at`.
                 let after = before + 2 * at - keyword.len();
                 let text = format!("{}{keyword}{}", " ".repeat(before), " ".repeat(after));
-                let halves = super::rules_called_for_from(&text, 0);
+                let halves = super::rules_called_for_from(&text, 0, true);
                 assert_eq!(
                     halves,
-                    super::rules_called_for_from(&text, usize::MAX),
+                    super::rules_called_for_from(&text, usize::MAX, true),
                     "{keyword:?} with the middle {at} bytes in"
                 );
                 assert!(halves.iter().any(|called| called == rule), "{keyword:?}");
