@@ -179,19 +179,18 @@ fn rules_called_for(text: &str) -> RuleSet {
 }
 
 /// [`rules_called_for`], a text of `split_from` bytes or more searched in two halves, at once
-/// when `threads` holds (decision 0174). The first half runs on past the middle by the longest keyword's length
-/// less one byte: a keyword that starts before the middle ends inside it, and one that starts
-/// at the middle or after lies in the second. A keyword of either half is one of the whole
-/// text, so the two halves call the same rules as the whole.
+/// when `threads` holds (decision 0174). The first half runs on past the middle by the longest
+/// keyword's length less one byte: a keyword that starts before the middle ends inside it, and
+/// one that starts at the middle or after lies in the second. A keyword of either half is one
+/// of the whole text, so the two halves call the same rules as the whole.
 fn rules_called_for_from(text: &str, split_from: usize, threads: bool) -> RuleSet {
     let pre = prefilter();
+    let mut wanted = RuleSet::EMPTY;
     let Some(ac) = &pre.automaton else {
         // Without the automaton every rule runs, which is slower but finds the same.
-        let mut wanted = RuleSet::EMPTY;
         (0..RULES).for_each(|rule| wanted.insert_all(&[rule]));
         return wanted;
     };
-    let mut wanted = RuleSet::EMPTY;
     wanted.insert_all(&pre.always);
     let bytes = text.as_bytes();
     let middle = bytes.len() / 2;
